@@ -1,0 +1,1316 @@
+#!/usr/bin/env python3
+"""Reference walker for vmemlab: an independent Python model of x86 address translation.
+
+This file is written from wasm-core/docs/model.md (the contract), the Intel SDM vol. 3
+(ch. 4 "Paging", ch. 29 "VMX Support for Address Translation") and the AMD APM vol. 2
+(15.25 "Nested Paging"), without looking at the C engine.  The differential test
+(test_differential.py) runs both on random scenarios and compares the results field by
+field, so a bug in either shows up as a difference.
+
+    run(scenario_dict) -> result_dict           (model.md section 5)
+    python3 refwalk.py run FILE                 prints the result JSON
+
+Invalid scenarios raise ScenarioError("field.path: reason") (CLI: one line on stderr,
+exit status 2).
+
+Layout of this file, in the order of the model:
+    1. small helpers (bit masks, hex formatting, sparse memory)
+    2. scenario parsing and validation       (model.md section 2)
+    3. building the tables                   (model.md section 3)
+    4. the nested walk (EPT / NPT)           (model.md 4.1)
+    5. the guest walk, A/D bits, faults      (model.md 4.2, 4.3)
+    6. result assembly and the CLI           (model.md section 5)
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from typing import Optional
+
+# ---------------------------------------------------------------------------------------
+# 1. Helpers
+# ---------------------------------------------------------------------------------------
+
+FRAME_SIZE = 4096
+PAGE_SIZES = {"4K": 1 << 12, "2M": 1 << 21, "1G": 1 << 30, "4M": 1 << 22}
+
+# Bit positions shared by x86 paging entries (guest tables and NPT, SDM 4.5, APM 15.25.5).
+P, RW, US, PWT, PCD, ACC, DIRTY, PS, GLB = (1 << i for i in range(9))
+XD = 1 << 63
+# EPT entries (SDM 29.3.2): R/W/X in bits 2:0, memory type 5:3, ignore-PAT 6, page size 7,
+# accessed 8, dirty 9, user-execute 10, suppress-#VE 63.
+EPT_R, EPT_W, EPT_X = 1, 2, 4
+EPT_RWX = 7
+EPT_A, EPT_D = 1 << 8, 1 << 9
+
+
+def bits(hi: int, lo: int) -> int:
+    """Mask with bits hi..lo (inclusive) set; 0 when hi < lo (an empty range)."""
+    if hi < lo:
+        return 0
+    return ((1 << (hi + 1)) - 1) ^ ((1 << lo) - 1)
+
+
+def hx(value: int) -> str:
+    """Hex as the result format wants it: lower case, '0x', no leading zeros."""
+    return hex(value)
+
+
+class ScenarioError(Exception):
+    """An invalid scenario; the message names the field path ("guest.mappings[0].gva: ...")."""
+
+
+class Memory:
+    """Sparse physical memory of 4 KiB frames, zero until written (model.md section 3)."""
+
+    def __init__(self) -> None:
+        self.frames: dict[int, bytearray] = {}
+
+    def read(self, addr: int, size: int) -> int:
+        frame = self.frames.get(addr >> 12)
+        if frame is None:
+            return 0
+        off = addr & 0xFFF
+        return int.from_bytes(frame[off:off + size], "little")
+
+    def write(self, addr: int, size: int, value: int) -> None:
+        frame = self.frames.setdefault(addr >> 12, bytearray(FRAME_SIZE))
+        off = addr & 0xFFF
+        frame[off:off + size] = value.to_bytes(size, "little")
+
+
+# ---------------------------------------------------------------------------------------
+# 2. Scenario parsing and validation (model.md section 2)
+# ---------------------------------------------------------------------------------------
+
+@dataclass
+class GuestMapping:
+    gva: int
+    gpa: int
+    size: int
+    pages: int
+    writable: bool
+    user: bool
+    nx: bool
+    global_: bool
+    path: str
+
+
+@dataclass
+class GuestOverride:
+    gva: int
+    level: int
+    set: int
+    clear: int
+    path: str
+
+
+@dataclass
+class NestedMapping:
+    gpa: int
+    hpa: int
+    size: int
+    pages: int
+    perm: str
+    memtype: int
+    ipat: bool
+    user: bool
+    path: str
+
+
+@dataclass
+class NestedOverride:
+    gpa: Optional[int]                # the "gpa" form ...
+    table_gva: Optional[int]          # ... or the "guest_table" form
+    table_level: Optional[int]
+    level: int
+    set: int
+    clear: int
+    path: str
+
+
+@dataclass
+class Access:
+    gva: int
+    op: str
+    user: bool
+
+
+@dataclass
+class GuestConfig:
+    paging: str
+    table_base: int
+    cr0_wp: bool
+    efer_nxe: bool
+    cr4_pse: bool
+    cr4_smep: bool
+    cr4_smap: bool
+    mappings: list
+    overrides: list
+
+
+@dataclass
+class NestedConfig:
+    levels: int
+    table_base: int
+    ad: bool
+    memory_type: int
+    execute_only: bool
+    host_nxe: bool
+    host_smep: bool
+    mappings: list
+    overrides: list
+
+
+@dataclass
+class Scenario:
+    name: str
+    mode: str
+    maxphyaddr: int
+    guest: GuestConfig
+    nested: Optional[NestedConfig]
+    accesses: list
+
+
+_REQUIRED = object()
+
+
+def _join(path: str, key) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+class _Fields:
+    """One JSON object, read field by field; unknown keys are errors (model.md 2)."""
+
+    def __init__(self, value, path: str, allowed: set):
+        if not isinstance(value, dict):
+            raise ScenarioError(f"{path or 'scenario'}: must be an object")
+        for key in value:
+            if key not in allowed:
+                raise ScenarioError(f"{_join(path, key)}: unknown key")
+        self.value = value
+        self.path = path
+
+    def has(self, key: str) -> bool:
+        return key in self.value
+
+    def at(self, key: str) -> str:
+        return _join(self.path, key)
+
+    def raw(self, key: str, default=_REQUIRED):
+        if key not in self.value:
+            if default is _REQUIRED:
+                raise ScenarioError(f"{self.at(key)}: required")
+            return default
+        return self.value[key]
+
+    def string(self, key: str, default=_REQUIRED, choices=None) -> str:
+        v = self.raw(key, default)
+        if not isinstance(v, str):
+            raise ScenarioError(f"{self.at(key)}: must be a string")
+        if choices is not None and v not in choices:
+            raise ScenarioError(f"{self.at(key)}: must be one of {', '.join(choices)}")
+        return v
+
+    def boolean(self, key: str, default=_REQUIRED) -> bool:
+        v = self.raw(key, default)
+        if not isinstance(v, bool):
+            raise ScenarioError(f"{self.at(key)}: must be true or false")
+        return v
+
+    def integer(self, key: str, lo: int, hi: int, default=_REQUIRED) -> int:
+        v = self.raw(key, default)
+        # bool is a subclass of int in Python; JSON true is not a number.
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ScenarioError(f"{self.at(key)}: must be an integer")
+        if not lo <= v <= hi:
+            raise ScenarioError(f"{self.at(key)}: must be in {lo}..{hi}")
+        return v
+
+    def hex(self, key: str, default=_REQUIRED) -> int:
+        return parse_hex(self.raw(key, default), self.at(key))
+
+    def array(self, key: str, default=_REQUIRED) -> list:
+        v = self.raw(key, default)
+        if not isinstance(v, list):
+            raise ScenarioError(f"{self.at(key)}: must be an array")
+        return v
+
+
+_HEX_DIGITS = set("0123456789abcdefABCDEF")
+
+
+def parse_hex(v, path: str) -> int:
+    """64-bit quantities are strings "0x" + 1..16 hex digits, either case (model.md 2)."""
+    if not isinstance(v, str):
+        raise ScenarioError(f"{path}: must be a hex string \"0x...\"")
+    digits = v[2:]
+    if not v.startswith("0x") or not 1 <= len(digits) <= 16 or not set(digits) <= _HEX_DIGITS:
+        raise ScenarioError(f"{path}: bad hex string {v!r}")
+    return int(digits, 16)
+
+
+# --- guest paging formats -------------------------------------------------------------
+
+GUEST_TOP_LEVEL = {"4level": 4, "5level": 5, "pae": 3, "32bit": 2}
+GUEST_PAGES = {                      # page size name -> leaf level, per format (model.md 3.2)
+    "4level": {"4K": 1, "2M": 2, "1G": 3},
+    "5level": {"4K": 1, "2M": 2, "1G": 3},
+    "pae": {"4K": 1, "2M": 2},
+    "32bit": {"4K": 1, "4M": 2},
+}
+NESTED_PAGES = {"4K": 1, "2M": 2, "1G": 3}
+
+
+def gva_is_canonical(gva: int, paging: str) -> bool:
+    """SDM 4.1.1: 48-bit (57-bit) linear addresses are sign-extended to 64 bits;
+    32-bit paging and PAE translate 32-bit linear addresses."""
+    if paging in ("pae", "32bit"):
+        return gva < (1 << 32)
+    width = 48 if paging == "4level" else 57
+    upper = gva >> (width - 1)
+    return upper == 0 or upper == (1 << (65 - width)) - 1
+
+
+def gva_range_ok(gva: int, length: int, paging: str) -> bool:
+    """The range [gva, gva+length) must not wrap or leave the canonical half it starts in."""
+    end = gva + length
+    if paging in ("pae", "32bit"):
+        return end <= 1 << 32
+    width = 48 if paging == "4level" else 57
+    if gva < (1 << (width - 1)):
+        return end <= 1 << (width - 1)
+    return end <= 1 << 64
+
+
+def parse_scenario(data) -> Scenario:
+    """Validate a scenario dict and return it with defaults filled in (model.md 2).
+    Errors that need the built tables (overlaps, unreachable overrides, unbacked guest
+    tables, bad PAE PDPTEs) are raised while building (section 3 below)."""
+    top = _Fields(data, "", {"name", "description", "mode", "machine", "guest", "nested",
+                             "accesses"})
+    name = top.string("name")
+    if top.has("description"):
+        top.string("description")
+    mode = top.string("mode", choices=("native", "ept", "npt"))
+
+    maxphyaddr = 46
+    if top.has("machine"):
+        machine = _Fields(top.raw("machine"), "machine", {"maxphyaddr"})
+        maxphyaddr = machine.integer("maxphyaddr", 36, 52, 46)
+
+    guest = _parse_guest(_Fields(top.raw("guest"), "guest",
+                                 {"paging", "table_base", "cr0_wp", "efer_nxe", "cr4_pse",
+                                  "cr4_smep", "cr4_smap", "mappings", "overrides"}),
+                         maxphyaddr)
+
+    nested = None
+    if mode == "native":
+        if top.has("nested"):
+            raise ScenarioError("nested: not allowed in native mode")
+    else:
+        nested = _parse_nested(top.raw("nested"), mode, maxphyaddr, guest)
+
+    accesses_raw = top.array("accesses")
+    if len(accesses_raw) > 4096:
+        raise ScenarioError("accesses: at most 4096 entries")
+    accesses = []
+    for i, a in enumerate(accesses_raw):
+        f = _Fields(a, f"accesses[{i}]", {"gva", "op", "user"})
+        gva = f.hex("gva")
+        if not gva_is_canonical(gva, guest.paging):
+            raise ScenarioError(f"{f.at('gva')}: not a canonical {guest.paging} address")
+        accesses.append(Access(gva, f.string("op", choices=("read", "write", "fetch")),
+                               f.boolean("user", False)))
+    return Scenario(name, mode, maxphyaddr, guest, nested, accesses)
+
+
+def _check_phys(value: int, path: str, maxphyaddr: int, limit_bits: Optional[int] = None):
+    bound = maxphyaddr if limit_bits is None else min(maxphyaddr, limit_bits)
+    if value >= 1 << bound:
+        raise ScenarioError(f"{path}: {hx(value)} is not below 2^{bound}")
+
+
+def _parse_guest(f: _Fields, maxphyaddr: int) -> GuestConfig:
+    paging = f.string("paging", choices=("4level", "5level", "pae", "32bit"))
+    table_base = f.hex("table_base", "0x100000")
+    if table_base & 0xFFF:
+        raise ScenarioError(f"{f.at('table_base')}: must be 4 KiB aligned")
+    # 32-bit paging and PAE load CR3 as a 32-bit value (SDM 4.3, 4.4.1): the root table
+    # must lie below 4 GiB.  (32-bit non-root tables are checked as they are allocated.)
+    _check_phys(table_base, f.at("table_base"), maxphyaddr,
+                32 if paging in ("pae", "32bit") else None)
+    g = GuestConfig(
+        paging=paging, table_base=table_base,
+        cr0_wp=f.boolean("cr0_wp", True), efer_nxe=f.boolean("efer_nxe", True),
+        cr4_pse=f.boolean("cr4_pse", True), cr4_smep=f.boolean("cr4_smep", False),
+        cr4_smap=f.boolean("cr4_smap", False), mappings=[], overrides=[])
+
+    for i, m in enumerate(f.array("mappings")):
+        mf = _Fields(m, f"guest.mappings[{i}]",
+                     {"gva", "gpa", "page", "pages", "writable", "user", "nx", "global"})
+        gva, gpa = mf.hex("gva"), mf.hex("gpa")
+        page = mf.string("page", "4K", choices=tuple(PAGE_SIZES))
+        pages = mf.integer("pages", 1, 1048576, 1)
+        if page not in GUEST_PAGES[paging]:
+            raise ScenarioError(f"{mf.at('page')}: {page} pages do not exist in {paging} paging")
+        if page == "4M" and not g.cr4_pse:
+            raise ScenarioError(f"{mf.at('page')}: 4M pages need cr4_pse")
+        size = PAGE_SIZES[page]
+        if not gva_is_canonical(gva, paging):
+            raise ScenarioError(f"{mf.at('gva')}: not a canonical {paging} address")
+        if gva % size:
+            raise ScenarioError(f"{mf.at('gva')}: not aligned to the {page} page size")
+        if not gva_range_ok(gva, size * pages, paging):
+            raise ScenarioError(f"{mf.at('pages')}: range wraps or leaves its canonical half")
+        if gpa % size:
+            raise ScenarioError(f"{mf.at('gpa')}: not aligned to the {page} page size")
+        # What the entry format can encode: a 32-bit PTE holds address bits 31:12, a 4 MiB
+        # PDE bits 39:13 (PSE-36, SDM 4.3); 64-bit formats hold up to maxphyaddr.
+        limit = {"4K": 32, "4M": 40}.get(page) if paging == "32bit" else None
+        _check_phys(gpa, mf.at("gpa"), maxphyaddr, limit)
+        _check_phys(gpa + size * pages - 1, mf.at("pages"), maxphyaddr, limit)
+        nx = mf.boolean("nx", False)
+        if nx and (paging == "32bit" or not g.efer_nxe):
+            raise ScenarioError(f"{mf.at('nx')}: needs efer_nxe and a 64-bit entry format")
+        g.mappings.append(GuestMapping(gva, gpa, size, pages, mf.boolean("writable", True),
+                                       mf.boolean("user", True), nx,
+                                       mf.boolean("global", False), mf.path))
+
+    for i, o in enumerate(f.array("overrides", [])):
+        of = _Fields(o, f"guest.overrides[{i}]", {"gva", "level", "set", "clear"})
+        gva = of.hex("gva")
+        if not gva_is_canonical(gva, paging):
+            raise ScenarioError(f"{of.at('gva')}: not a canonical {paging} address")
+        level = of.integer("level", 1, GUEST_TOP_LEVEL[paging])
+        set_, clear = of.hex("set", "0x0"), of.hex("clear", "0x0")
+        if set_ & clear:
+            raise ScenarioError(f"{of.at('set')}: set and clear share bits")
+        if paging == "32bit" and (set_ | clear) >> 32:
+            raise ScenarioError(f"{of.at('set')}: 32bit entries have no bits above 31")
+        g.overrides.append(GuestOverride(gva, level, set_, clear, of.path))
+    return g
+
+
+def _parse_nested(value, mode: str, maxphyaddr: int, guest: GuestConfig) -> NestedConfig:
+    # Keys of the other nested format are rejected rather than ignored.
+    common = {"levels", "table_base", "mappings", "overrides"}
+    own = {"ad", "memory_type", "execute_only"} if mode == "ept" else {"host_nxe", "host_smep"}
+    f = _Fields(value, "nested", common | own)
+    levels = f.raw("levels", 4)
+    if isinstance(levels, bool) or levels not in (4, 5):
+        raise ScenarioError("nested.levels: must be 4 or 5")
+    table_base = f.hex("table_base", "0x10000000")
+    if table_base & 0xFFF:
+        raise ScenarioError("nested.table_base: must be 4 KiB aligned")
+    _check_phys(table_base, "nested.table_base", maxphyaddr)
+    n = NestedConfig(levels=levels, table_base=table_base, ad=False, memory_type=6,
+                     execute_only=True, host_nxe=True, host_smep=False, mappings=[],
+                     overrides=[])
+    if mode == "ept":
+        n.ad = f.boolean("ad", False)
+        mt = f.raw("memory_type", 6)
+        if isinstance(mt, bool) or mt not in (0, 6):
+            raise ScenarioError("nested.memory_type: must be 0 or 6")
+        n.memory_type = mt
+        n.execute_only = f.boolean("execute_only", True)
+    else:
+        n.host_nxe = f.boolean("host_nxe", True)
+        n.host_smep = f.boolean("host_smep", False)
+    # A 4-level nested walk translates gpa bits 47:0 only (SDM 29.3.2; 5-level EPT was
+    # added for wider guest-physical addresses), so nested gpas stay below 2^48 there.
+    gpa_bits = 48 if levels == 4 else 57
+
+    keys = {"gpa", "hpa", "page", "pages", "perm"}
+    keys |= {"memtype", "ipat"} if mode == "ept" else {"user"}
+    for i, m in enumerate(f.array("mappings")):
+        mf = _Fields(m, f"nested.mappings[{i}]", keys)
+        gpa, hpa = mf.hex("gpa"), mf.hex("hpa")
+        page = mf.string("page", "4K", choices=tuple(NESTED_PAGES))
+        pages = mf.integer("pages", 1, 1048576, 1)
+        size = PAGE_SIZES[page]
+        for key, addr in (("gpa", gpa), ("hpa", hpa)):
+            if addr % size:
+                raise ScenarioError(f"{mf.at(key)}: not aligned to the {page} page size")
+            limit = gpa_bits if key == "gpa" else None
+            _check_phys(addr, mf.at(key), maxphyaddr, limit)
+            _check_phys(addr + size * pages - 1, mf.at("pages"), maxphyaddr, limit)
+        perm = mf.string("perm", "rwx")
+        if not perm or any(c not in "rwx" for c in perm) or len(set(perm)) != len(perm):
+            raise ScenarioError(f"{mf.at('perm')}: letters from r, w, x, each at most once")
+        memtype, ipat, user = 6, False, True
+        if mode == "ept":
+            memtype = mf.integer("memtype", 0, 7, 6)
+            if memtype in (2, 3, 7):
+                raise ScenarioError(f"{mf.at('memtype')}: 2, 3 and 7 are reserved memory types")
+            ipat = mf.boolean("ipat", False)
+        else:
+            user = mf.boolean("user", True)
+            if "r" not in perm:
+                raise ScenarioError(f"{mf.at('perm')}: an NPT entry is always readable; need r")
+            if "x" not in perm and not n.host_nxe:
+                raise ScenarioError(f"{mf.at('perm')}: no-execute needs host_nxe")
+        n.mappings.append(NestedMapping(gpa, hpa, size, pages, perm, memtype, ipat, user,
+                                        mf.path))
+
+    for i, o in enumerate(f.array("overrides", [])):
+        of = _Fields(o, f"nested.overrides[{i}]", {"gpa", "guest_table", "level", "set",
+                                                    "clear"})
+        if of.has("gpa") == of.has("guest_table"):
+            raise ScenarioError(f"{of.path}: exactly one of gpa and guest_table")
+        gpa = table_gva = table_level = None
+        if of.has("gpa"):
+            gpa = of.hex("gpa")
+            _check_phys(gpa, of.at("gpa"), maxphyaddr, gpa_bits)
+        else:
+            gt = _Fields(of.raw("guest_table"), of.at("guest_table"), {"gva", "level"})
+            table_gva = gt.hex("gva")
+            if not gva_is_canonical(table_gva, guest.paging):
+                raise ScenarioError(f"{gt.at('gva')}: not a canonical {guest.paging} address")
+            table_level = gt.integer("level", 1, GUEST_TOP_LEVEL[guest.paging])
+        level = of.integer("level", 1, levels)
+        set_, clear = of.hex("set", "0x0"), of.hex("clear", "0x0")
+        if set_ & clear:
+            raise ScenarioError(f"{of.at('set')}: set and clear share bits")
+        n.overrides.append(NestedOverride(gpa, table_gva, table_level, level, set_, clear,
+                                          of.path))
+    return n
+
+
+# ---------------------------------------------------------------------------------------
+# 3. Building (model.md section 3)
+# ---------------------------------------------------------------------------------------
+
+class GuestFormat:
+    """Geometry of one guest paging format: levels, entry size, index bits, leaves."""
+
+    def __init__(self, paging: str, maxphyaddr: int, cr4_pse: bool):
+        self.paging = paging
+        self.top = GUEST_TOP_LEVEL[paging]
+        self.entry_size = 4 if paging == "32bit" else 8
+        self.maxphyaddr = maxphyaddr
+        self.cr4_pse = cr4_pse
+        self.wide = paging != "32bit"       # 64-bit entries: XD exists (SDM 4.4, 4.5)
+
+    def index(self, gva: int, level: int) -> int:
+        if self.paging == "32bit":          # 10 + 10 + 12 (SDM 4.3)
+            return (gva >> (12 + 10 * (level - 1))) & 0x3FF
+        if self.paging == "pae" and level == 3:
+            return (gva >> 30) & 3          # PDPTE: bits 31:30 (SDM 4.4.1)
+        return (gva >> (12 + 9 * (level - 1))) & 0x1FF
+
+    def page_size(self, level: int) -> int:
+        if self.paging == "32bit":
+            return 1 << (12 + 10 * (level - 1))
+        return 1 << (12 + 9 * (level - 1))
+
+    def is_leaf(self, entry: int, level: int) -> bool:
+        """PS (bit 7) maps a page at level 2 (all formats; 32-bit only with CR4.PSE)
+        or 3 (4/5-level).  Level 1 is always a leaf.  Bit 7 at 4/5 is reserved."""
+        if level == 1:
+            return True
+        if not entry & PS:
+            return False
+        if self.paging == "32bit":
+            return level == 2 and self.cr4_pse
+        if self.paging == "pae":
+            return level == 2
+        return level in (2, 3)
+
+    def next_table(self, entry: int) -> int:
+        if self.paging == "32bit":
+            return entry & 0xFFFFF000
+        return entry & bits(self.maxphyaddr - 1, 12)
+
+    def page_frame(self, entry: int, level: int) -> int:
+        size = self.page_size(level)
+        if self.paging == "32bit" and level == 2:
+            # PSE-36: bits 31:22 in place, bits 39:32 in entry bits 20:13 (SDM 4.3).
+            return (entry & 0xFFC00000) | (((entry >> 13) & 0xFF) << 32)
+        if self.paging == "32bit":
+            return entry & 0xFFFFF000
+        return entry & bits(self.maxphyaddr - 1, 12) & ~(size - 1)
+
+    def leaf_entry(self, m: GuestMapping, gpa: int, level: int) -> int:
+        e = P | (RW if m.writable else 0) | (US if m.user else 0)
+        e |= (PS if level > 1 else 0) | (GLB if m.global_ else 0) | (XD if m.nx else 0)
+        if self.paging == "32bit" and level == 2:
+            return e | (gpa & 0xFFC00000) | (((gpa >> 32) & 0xFF) << 13)
+        return e | gpa
+
+
+class Allocator:
+    """A bump allocator of table frames: base + k*4096 (model.md 3)."""
+
+    def __init__(self, base: int, limit_bits: int, path: str):
+        self.base, self.count, self.limit_bits, self.path = base, 0, limit_bits, path
+
+    def next(self) -> int:
+        frame = self.base + self.count * FRAME_SIZE
+        if frame >= 1 << self.limit_bits:
+            raise ScenarioError(f"{self.path}: table frames run past 2^{self.limit_bits}")
+        self.count += 1
+        return frame
+
+
+@dataclass
+class Machine:
+    """The built system: memory plus the registers the walks start from."""
+    sc: Scenario
+    mem: Memory = field(default_factory=Memory)
+    fmt: GuestFormat = None
+    cr3: int = 0                      # guest root (PAE: the PDPT address)
+    nested_root: int = 0
+    nested_frames: set = field(default_factory=set)     # hpas of nested tables
+    guest_table_hpas: set = field(default_factory=set)
+    guest_tables: list = field(default_factory=list)    # gpas of guest tables, in order
+    pdptes: list = field(default_factory=list)          # PAE PDPTE registers
+    pdpte_hpas: list = field(default_factory=list)      # where they were loaded from
+    guest_alloc: Allocator = None
+    nested_alloc: Allocator = None
+
+    @property
+    def nested(self) -> Optional[NestedConfig]:
+        return self.sc.nested
+
+    @property
+    def ept(self) -> bool:
+        return self.sc.mode == "ept"
+
+
+def nested_index(gpa: int, level: int) -> int:
+    return (gpa >> (12 + 9 * (level - 1))) & 0x1FF
+
+
+def nested_present(m: Machine, entry: int) -> bool:
+    # EPT: present if any of R/W/X is set (SDM 29.3.2); NPT: the P bit (APM 15.25.5).
+    return bool(entry & EPT_RWX) if m.ept else bool(entry & P)
+
+
+def nested_is_leaf(entry: int, level: int) -> bool:
+    return level == 1 or (level in (2, 3) and bool(entry & PS))
+
+
+def build(sc: Scenario) -> Machine:
+    """Steps 1-5 of model.md section 3, in that order."""
+    m = Machine(sc)
+    m.fmt = GuestFormat(sc.guest.paging, sc.maxphyaddr, sc.guest.cr4_pse)
+    if sc.nested:
+        build_nested_tables(m)
+    build_guest_tables(m)
+    apply_guest_overrides(m)
+    if sc.guest.paging == "pae":
+        load_pdptes(m)
+    if sc.nested:
+        apply_nested_overrides(m)
+    return m
+
+
+def build_nested_tables(m: Machine) -> None:
+    """Step 1: nested root, then each mapping page by page."""
+    n = m.nested
+    m.nested_alloc = Allocator(n.table_base, m.sc.maxphyaddr, "nested.table_base")
+    m.nested_root = new_nested_table(m)
+    for mp in n.mappings:
+        leaf_level = {1 << 12: 1, 1 << 21: 2, 1 << 30: 3}[mp.size]
+        for k in range(mp.pages):
+            gpa, hpa = mp.gpa + k * mp.size, mp.hpa + k * mp.size
+            table = m.nested_root
+            for level in range(n.levels, leaf_level, -1):
+                addr = table + nested_index(gpa, level) * 8
+                entry = m.mem.read(addr, 8)
+                if entry == 0:
+                    table = new_nested_table(m)
+                    # Non-leaf entries grant everything; the leaf decides (EPT: R|W|X,
+                    # NPT: P|RW|US).
+                    m.mem.write(addr, 8, 0x7 | table)
+                elif nested_is_leaf(entry, level):
+                    raise ScenarioError(f"{mp.path}: overlaps an earlier nested mapping")
+                else:
+                    table = entry & bits(m.sc.maxphyaddr - 1, 12)
+            addr = table + nested_index(gpa, leaf_level) * 8
+            if m.mem.read(addr, 8) != 0:
+                raise ScenarioError(f"{mp.path}: overlaps an earlier nested mapping")
+            m.mem.write(addr, 8, nested_leaf_entry(m, mp, hpa, leaf_level))
+
+
+def new_nested_table(m: Machine) -> int:
+    frame = m.nested_alloc.next()
+    m.nested_frames.add(frame)
+    return frame
+
+
+def nested_leaf_entry(m: Machine, mp: NestedMapping, hpa: int, level: int) -> int:
+    large = PS if level > 1 else 0
+    if m.ept:
+        e = (EPT_R if "r" in mp.perm else 0) | (EPT_W if "w" in mp.perm else 0)
+        e |= (EPT_X if "x" in mp.perm else 0)
+        return e | (mp.memtype << 3) | (0x40 if mp.ipat else 0) | large | hpa
+    e = P | (RW if "w" in mp.perm else 0) | (US if mp.user else 0) | large
+    return e | (0 if "x" in mp.perm else XD) | hpa
+
+
+def nested_lookup(m: Machine, gpa: int) -> Optional[int]:
+    """gpa -> hpa through the nested tables with no permission checks and no A/D
+    (used while building); None when no present leaf maps it."""
+    table = m.nested_root
+    for level in range(m.nested.levels, 0, -1):
+        entry = m.mem.read(table + nested_index(gpa, level) * 8, 8)
+        if not nested_present(m, entry):
+            return None
+        if nested_is_leaf(entry, level):
+            size = 1 << (12 + 9 * (level - 1))
+            frame = entry & bits(m.sc.maxphyaddr - 1, 12) & ~(size - 1)
+            return frame | (gpa & (size - 1))
+        table = entry & bits(m.sc.maxphyaddr - 1, 12)
+    return None  # not reached: level 1 is always a leaf
+
+
+def guest_phys(m: Machine, gpa: int, path: str) -> int:
+    """Where a guest table byte lives in host memory (identity in native)."""
+    if not m.nested:
+        return gpa
+    hpa = nested_lookup(m, gpa)
+    if hpa is None:
+        raise ScenarioError(f"{path}: guest table gpa {hx(gpa)} is not mapped by a nested leaf")
+    return hpa
+
+
+def guest_read(m: Machine, gpa: int, path: str) -> int:
+    return m.mem.read(guest_phys(m, gpa, path), m.fmt.entry_size)
+
+
+def guest_write(m: Machine, gpa: int, value: int, path: str) -> None:
+    m.mem.write(guest_phys(m, gpa, path), m.fmt.entry_size, value)
+
+
+def new_guest_table(m: Machine, path: str) -> int:
+    """Allocate a guest table frame; in ept/npt it must be backed by its own host frame."""
+    gpa = m.guest_alloc.next()
+    if m.nested:
+        hpa = guest_phys(m, gpa, path)
+        if hpa in m.nested_frames:
+            raise ScenarioError(f"{path}: guest table {hx(gpa)} sits on nested table {hx(hpa)}")
+        if hpa in m.guest_table_hpas:
+            raise ScenarioError(f"{path}: guest table {hx(gpa)} shares host frame {hx(hpa)}")
+        m.guest_table_hpas.add(hpa)
+    m.guest_tables.append(gpa)
+    return gpa
+
+
+def build_guest_tables(m: Machine) -> None:
+    """Step 2: guest root = CR3, then each mapping page by page."""
+    g, fmt = m.sc.guest, m.fmt
+    # 32-bit non-leaf PDEs hold only address bits 31:12 (SDM 4.3).
+    limit = 32 if g.paging == "32bit" else m.sc.maxphyaddr
+    m.guest_alloc = Allocator(g.table_base, limit, "guest.table_base")
+    m.cr3 = new_guest_table(m, "guest.table_base")
+    for mp in g.mappings:
+        leaf_level = GUEST_PAGES[g.paging][_size_name(mp.size)]
+        for k in range(mp.pages):
+            gva, gpa = mp.gva + k * mp.size, mp.gpa + k * mp.size
+            table = m.cr3
+            for level in range(fmt.top, leaf_level, -1):
+                addr = table + fmt.index(gva, level) * fmt.entry_size
+                entry = guest_read(m, addr, mp.path)
+                if entry == 0:
+                    table = new_guest_table(m, mp.path)
+                    # A PAE PDPTE has only P (bits 2:1 are reserved there, SDM 4.4.1).
+                    flags = P if (g.paging == "pae" and level == 3) else (P | RW | US)
+                    guest_write(m, addr, flags | table, mp.path)
+                elif fmt.is_leaf(entry, level):
+                    raise ScenarioError(f"{mp.path}: overlaps an earlier guest mapping")
+                else:
+                    table = fmt.next_table(entry)
+            addr = table + fmt.index(gva, leaf_level) * fmt.entry_size
+            if guest_read(m, addr, mp.path) != 0:
+                raise ScenarioError(f"{mp.path}: overlaps an earlier guest mapping")
+            guest_write(m, addr, fmt.leaf_entry(mp, gpa, leaf_level), mp.path)
+
+
+def _size_name(size: int) -> str:
+    return next(k for k, v in PAGE_SIZES.items() if v == size)
+
+
+def guest_entry_gpa(m: Machine, gva: int, level: int, path: str) -> tuple[int, int]:
+    """Descend the guest tables from CR3 along gva to `level` (build-time, from memory).
+    Returns (entry gpa, table gpa).  The path above must be present and not end in a
+    larger page (model.md 2, "an override must reach its level")."""
+    fmt = m.fmt
+    table = m.cr3
+    for lvl in range(fmt.top, level, -1):
+        entry = guest_read(m, table + fmt.index(gva, lvl) * fmt.entry_size, path)
+        if not entry & P:
+            raise ScenarioError(f"{path}: level {lvl} entry on the way is not present")
+        if fmt.is_leaf(entry, lvl):
+            raise ScenarioError(f"{path}: level {lvl} entry on the way maps a page")
+        table = fmt.next_table(entry)
+    return table + fmt.index(gva, level) * fmt.entry_size, table
+
+
+def apply_guest_overrides(m: Machine) -> None:
+    """Step 3: entry = (entry & ~clear) | set, in order."""
+    for o in m.sc.guest.overrides:
+        addr, _ = guest_entry_gpa(m, o.gva, o.level, o.path)
+        entry = guest_read(m, addr, o.path)
+        guest_write(m, addr, (entry & ~o.clear) | o.set, o.path)
+
+
+def load_pdptes(m: Machine) -> None:
+    """Step 4: PAE `mov cr3` loads the four PDPTEs into registers (SDM 4.4.1); a present
+    one with reserved bits set would #GP, so it is a scenario error here."""
+    reserved = bits(2, 1) | bits(8, 5) | bits(63, m.sc.maxphyaddr)
+    for i in range(4):
+        gpa = m.cr3 + 8 * i
+        hpa = guest_phys(m, gpa, "guest.table_base")
+        entry = m.mem.read(hpa, 8)
+        if entry & P and entry & reserved:
+            raise ScenarioError(f"guest.overrides: PDPTE {i} has reserved bits set "
+                                f"({hx(entry)}); mov cr3 would raise #GP")
+        m.pdptes.append(entry)
+        m.pdpte_hpas.append(hpa)
+
+
+def nested_entry_hpa(m: Machine, gpa: int, level: int, path: str) -> int:
+    """Descend the nested tables along gpa to `level`; the path above must be present
+    and not end in a larger page."""
+    table = m.nested_root
+    for lvl in range(m.nested.levels, level, -1):
+        entry = m.mem.read(table + nested_index(gpa, lvl) * 8, 8)
+        if not nested_present(m, entry):
+            raise ScenarioError(f"{path}: nested level {lvl} entry on the way is not present")
+        if nested_is_leaf(entry, lvl):
+            raise ScenarioError(f"{path}: nested level {lvl} entry on the way maps a page")
+        table = entry & bits(m.sc.maxphyaddr - 1, 12)
+    return table + nested_index(gpa, level) * 8
+
+
+def nested_override_target(m: Machine, o: NestedOverride) -> int:
+    """The gpa whose nested translation an override edits."""
+    if o.gpa is not None:
+        return o.gpa
+    if o.table_level == m.fmt.top:
+        return m.cr3 & ~0xFFF       # CR3's frame
+    # The table holding the level-L entry is what the level-(L+1) entry points to.
+    _, table = guest_entry_gpa(m, o.table_gva, o.table_level, o.path)
+    return table
+
+
+def apply_nested_overrides(m: Machine) -> None:
+    """Step 5."""
+    for o in m.nested.overrides:
+        addr = nested_entry_hpa(m, nested_override_target(m, o), o.level, o.path)
+        entry = m.mem.read(addr, 8)
+        m.mem.write(addr, 8, (entry & ~o.clear) | o.set)
+
+
+def eptp(m: Machine) -> int:
+    """EPTP (SDM 24.6.11): memory type 2:0, page-walk length - 1 in 5:3, A/D enable 6."""
+    n = m.nested
+    return m.nested_root | ((n.levels - 1) << 3) | (int(n.ad) << 6) | n.memory_type
+
+
+# ---------------------------------------------------------------------------------------
+# 4./5. Translating one access (model.md section 4)
+# ---------------------------------------------------------------------------------------
+
+class Fault(Exception):
+    """Ends an access: outcome is the result's "outcome", info the "fault" object."""
+
+    def __init__(self, outcome: str, info: dict):
+        super().__init__(outcome)
+        self.outcome, self.info = outcome, info
+
+
+@dataclass
+class NestedTranslation:
+    hpa: int
+    leaf_level: int
+    page_size: int
+    perms: int        # EPT: AND of bits 2:0; NPT: bit 0 RW-and, bit 1 US-and (see below)
+
+
+class Trace:
+    """The steps of one access and their counters."""
+
+    def __init__(self) -> None:
+        self.steps: list[dict] = []
+        self.guest_refs = self.nested_refs = self.ad_writes = 0
+
+    def step(self, kind, dim, level, stage, gpa, table, index, entry_hpa, entry, flags,
+             result="") -> dict:
+        ref = None
+        if kind == "read":
+            if dim == "guest":
+                self.guest_refs += 1
+            else:
+                self.nested_refs += 1
+            ref = self.guest_refs + self.nested_refs
+        elif kind == "ad_write":
+            self.ad_writes += 1
+        s = {"n": len(self.steps) + 1, "ref": ref, "kind": kind, "dim": dim,
+             "level": level, "stage": stage, "gpa": None if gpa is None else hx(gpa),
+             "table": hx(table), "index": index, "entry_hpa": hx(entry_hpa),
+             "entry": hx(entry), "flags": flags, "ad_set": "", "result": result}
+        self.steps.append(s)
+        return s
+
+
+# --- flags --------------------------------------------------------------------------
+
+def x86_flags(entry: int, level: int, wide: bool) -> list:
+    """Names of the set bits of a guest or NPT entry (model.md 5, "Flags")."""
+    names = [(0, "P"), (1, "RW"), (2, "US"), (3, "PWT"), (4, "PCD"), (5, "A"), (6, "D"),
+             (7, "PAT" if level == 1 else "PS"), (8, "G")]
+    if wide:
+        names.append((63, "XD"))
+    return [n for b, n in names if entry >> b & 1]
+
+
+def ept_flags(entry: int, level: int) -> list:
+    out = [n for b, n in ((0, "R"), (1, "W"), (2, "X")) if entry >> b & 1]
+    if level == 1 or entry & PS:
+        out.append(f"MT={(entry >> 3) & 7}")
+        if entry & 0x40:
+            out.append("IPAT")
+    if level >= 2 and entry & PS:
+        out.append("PS")
+    out += [n for b, n in ((8, "A"), (9, "D"), (10, "UX"), (63, "SVE")) if entry >> b & 1]
+    return out
+
+
+def pdpte_flags(entry: int) -> list:
+    return [n for b, n in ((0, "P"), (3, "PWT"), (4, "PCD")) if entry >> b & 1]
+
+
+# --- 4.1 the nested walk ------------------------------------------------------------
+
+def ept_misconfig(m: Machine, entry: int, level: int) -> Optional[str]:
+    """EPT misconfiguration checks, in the model's order (SDM 29.3.3.1)."""
+    n = m.nested
+    if entry & EPT_W and not entry & EPT_R:
+        return "write_without_read"
+    if entry & EPT_RWX == EPT_X and not n.execute_only:
+        return "execute_only_unsupported"
+    leaf = nested_is_leaf(entry, level)
+    reserved = bits(51, m.sc.maxphyaddr)
+    if level >= 4:
+        reserved |= bits(7, 3)
+    elif not leaf:
+        reserved |= bits(6, 3)            # non-leaf levels 3 and 2
+    elif level == 3:
+        reserved |= bits(29, 12)          # 1 GiB leaf
+    elif level == 2:
+        reserved |= bits(20, 12)          # 2 MiB leaf
+    if entry & reserved:
+        return "reserved_bits"
+    if leaf and (entry >> 3) & 7 in (2, 3, 7):
+        return "memory_type"
+    return None
+
+
+def npt_reserved(m: Machine, entry: int, level: int) -> bool:
+    """NPT entries are long-mode entries; reserved bits per APM 5.3.3 / 15.25.5."""
+    reserved = bits(51, m.sc.maxphyaddr)
+    if not m.nested.host_nxe:
+        reserved |= XD
+    if level >= 4:
+        reserved |= PS
+    elif nested_is_leaf(entry, level) and level == 3:
+        reserved |= bits(29, 13)
+    elif nested_is_leaf(entry, level) and level == 2:
+        reserved |= bits(20, 13)
+    return bool(entry & reserved)
+
+
+def nested_walk(m: Machine, t: Trace, gpa: int, kind: str, stage: int, gva: int,
+                final_op: Optional[str]) -> NestedTranslation:
+    """Walk the nested tables for one gpa (model.md 4.1).  kind is read/write/fetch;
+    final_op is the access's op for the final gpa (stage 0) and None for a guest
+    paging-structure access."""
+    n = m.nested
+    table = m.nested_root
+    walked = []                  # (step, entry_hpa, entry)
+    for level in range(n.levels, 0, -1):
+        index = nested_index(gpa, level)
+        addr = table + index * 8
+        entry = m.mem.read(addr, 8)
+        flags = ept_flags(entry, level) if m.ept else x86_flags(entry, level, True)
+        s = t.step("read", "nested", level, stage, gpa, table, index, addr, entry, flags)
+        walked.append((s, addr, entry))
+        if not nested_present(m, entry):
+            s["result"] = "not_present"
+            raise nested_fault(m, walked, "not_present", level, stage, gpa, gva, kind,
+                               final_op)
+        if m.ept:
+            detail = ept_misconfig(m, entry, level)
+            if detail:
+                s["result"] = "misconfig"
+                raise Fault("ept_misconfig", {
+                    "dim": "nested", "level": level, "stage": stage, "reason": "misconfig",
+                    "detail": detail, "exit_reason": 49,
+                    "guest_physical_address": hx(gpa)})
+        elif npt_reserved(m, entry, level):
+            s["result"] = "reserved"
+            raise nested_fault(m, walked, "reserved", level, stage, gpa, gva, kind, final_op)
+        if not nested_is_leaf(entry, level):
+            s["result"] = "table"
+            table = entry & bits(m.sc.maxphyaddr - 1, 12)
+            continue
+        s["result"] = "page"
+        if not nested_permits(m, [e for _, _, e in walked], kind):
+            raise nested_fault(m, walked, "permission", level, stage, gpa, gva, kind,
+                               final_op)
+        set_nested_ad(m, walked, kind)
+        size = 1 << (12 + 9 * (level - 1))
+        frame = entry & bits(m.sc.maxphyaddr - 1, 12) & ~(size - 1)
+        return NestedTranslation(frame | (gpa & (size - 1)), level, size,
+                                 nested_perms(m, [e for _, _, e in walked]))
+    raise AssertionError("level 1 is always a leaf")
+
+
+def nested_perms(m: Machine, entries: list) -> int:
+    """Combined permissions over the entries walked.  EPT: AND of R/W/X (bits 2:0).
+    NPT: an x86-style triple, RW and US ANDed, NX ORed, encoded as the EPT-like bits
+    R=1 (always readable), W=RW, X=not NX, plus bit 3 = US."""
+    if m.ept:
+        acc = EPT_RWX
+        for e in entries:
+            acc &= e
+        return acc & EPT_RWX
+    rw = all(e & RW for e in entries)
+    us = all(e & US for e in entries)
+    nx = any(e & XD for e in entries) and m.nested.host_nxe
+    return EPT_R | (EPT_W if rw else 0) | (0 if nx else EPT_X) | (8 if us else 0)
+
+
+def nested_permits(m: Machine, entries: list, kind: str) -> bool:
+    perms = nested_perms(m, entries)
+    if m.ept:
+        need = {"read": EPT_R, "write": EPT_W, "fetch": EPT_X}[kind]
+        return bool(perms & need)
+    # NPT: every access is a user access (APM 15.25.5), so US is needed everywhere.
+    if not perms & 8:
+        return False
+    if kind == "write":
+        return bool(perms & EPT_W)
+    if kind == "fetch":
+        return bool(perms & EPT_X)
+    return True
+
+
+def set_nested_ad(m: Machine, walked: list, kind: str) -> None:
+    """After a successful walk: A in every entry lacking it, D in the leaf for a write
+    (EPT only with EPTP A/D enabled, SDM 29.3.5; NPT always, APM 15.25.5)."""
+    if m.ept and not m.nested.ad:
+        return
+    a_bit, d_bit = (EPT_A, EPT_D) if m.ept else (ACC, DIRTY)
+    for i, (s, addr, _) in enumerate(walked):
+        current = m.mem.read(addr, 8)
+        new = current | a_bit
+        if i == len(walked) - 1 and kind == "write":
+            new |= d_bit
+        if new != current:
+            m.mem.write(addr, 8, new)
+            s["ad_set"] = ("A" if (new ^ current) & a_bit else "") + \
+                          ("D" if (new ^ current) & d_bit else "")
+
+
+def nested_fault(m: Machine, walked: list, reason: str, level: int, stage: int, gpa: int,
+                 gva: int, kind: str, final_op: Optional[str]) -> Fault:
+    """An EPT violation or an NPT #NPF (model.md 4.3)."""
+    entries = [e for _, _, e in walked]
+    if m.ept:
+        # Bits 5:3: AND of R/W/X over every entry walked, the failing one included
+        # (SDM 28.2.1, Table 28-7); a not-present entry contributes 0.
+        combined = EPT_RWX
+        for e in entries:
+            combined &= e
+        return ept_violation(reason, level, stage, gpa, gva, kind, final_op,
+                             combined & EPT_RWX)
+    info1 = 0
+    if reason != "not_present":
+        info1 |= 1 << 0                   # P: the entry was present
+    if kind == "write":
+        info1 |= 1 << 1                   # W: final write or any guest-table access
+    info1 |= 1 << 2                       # U: nested accesses are user accesses
+    if reason == "reserved":
+        info1 |= 1 << 3
+    if final_op == "fetch" and (m.nested.host_nxe or m.nested.host_smep):
+        info1 |= 1 << 4                   # I/D
+    info1 |= 1 << 32 if final_op is not None else 1 << 33
+    return npt_fault(reason, level, stage, info1, gpa)
+
+
+def ept_violation(reason: str, level: int, stage: int, gpa: int, gva: int, kind: str,
+                  final_op: Optional[str], combined: int) -> Fault:
+    """Exit qualification of an EPT violation (SDM 28.2.1, Table 28-7)."""
+    q = 0
+    if final_op is None:
+        q |= 1                            # guest paging-structure access: a read ...
+        if kind == "write":
+            q |= 2                        # ... treated as a write with EPT A/D (29.3.3.2)
+    else:
+        q |= {"read": 1, "write": 2, "fetch": 4}[final_op]
+    q |= combined << 3
+    q |= 1 << 7                           # guest linear address valid
+    if final_op is not None:
+        q |= 1 << 8                       # translation of the final linear address
+    return Fault("ept_violation", {
+        "dim": "nested", "level": level, "stage": stage, "reason": reason,
+        "exit_reason": 48, "qualification": hx(q), "guest_physical_address": hx(gpa),
+        "guest_linear_address": hx(gva)})
+
+
+def npt_fault(reason: str, level: int, stage: int, info1: int, gpa: int) -> Fault:
+    return Fault("npt_fault", {
+        "dim": "nested", "level": level, "stage": stage, "reason": reason,
+        "exit_code": "0x400", "exitinfo1": hx(info1), "exitinfo2": hx(gpa)})
+
+
+# --- 4.2 the guest walk -------------------------------------------------------------
+
+def guest_reserved(m: Machine, entry: int, level: int, leaf: bool) -> bool:
+    """Reserved bits of a present guest entry (SDM 4.3 Fig. 4-4, 4.4.2 Table 4-8..,
+    4.5 Tables 4-15..4-19), as the model lists them."""
+    g, M = m.sc.guest, m.sc.maxphyaddr
+    if g.paging == "32bit":
+        if leaf and level == 2:
+            # PSE-36: bits 20:13 carry address bits 39:32; those above MAXPHYADDR
+            # (capped at 40) and bit 21 are reserved.
+            return bool(entry & ((1 << 21) | bits(20, 13 + min(M, 40) - 32)))
+        return False
+    if g.paging == "pae":
+        reserved = bits(62, M)
+    else:
+        reserved = bits(51, M)
+        if level >= 4:
+            reserved |= PS
+    if not g.efer_nxe:
+        reserved |= XD
+    if leaf and level == 3:
+        reserved |= bits(29, 13)
+    elif leaf and level == 2:
+        reserved |= bits(20, 13)
+    return bool(entry & reserved)
+
+
+def guest_page_fault(m: Machine, reason: str, level: int, acc: Access) -> Fault:
+    """Guest #PF error code (SDM 4.7)."""
+    g = m.sc.guest
+    code = 0 if reason == "not_present" else 1
+    code |= 2 if acc.op == "write" else 0
+    code |= 4 if acc.user else 0
+    code |= 8 if reason == "reserved" else 0
+    if acc.op == "fetch" and (g.cr4_smep or (m.fmt.wide and g.efer_nxe)):
+        code |= 16
+    return Fault("guest_page_fault", {
+        "dim": "guest", "level": level, "stage": level, "reason": reason, "vector": 14,
+        "error_code": hx(code), "cr2": hx(acc.gva)})
+
+
+def guest_permits(m: Machine, acc: Access, rw: bool, us: bool, xd: bool) -> bool:
+    """Access rights (SDM 4.6), with the combined RW/US (AND) and XD (OR)."""
+    g = m.sc.guest
+    if acc.user:
+        if not us:
+            return False
+        if acc.op == "write" and not rw:
+            return False
+        return not (acc.op == "fetch" and xd)
+    if acc.op == "write" and not rw and g.cr0_wp:
+        return False
+    if acc.op == "fetch":
+        return not xd and not (us and g.cr4_smep)
+    return not (us and g.cr4_smap)      # EFLAGS.AC taken as 0
+
+
+@dataclass
+class WalkedEntry:
+    """A guest entry read during the walk, kept for the A/D updates."""
+    level: int
+    gpa: Optional[int]
+    table: int
+    index: int
+    hpa: int
+    nested: Optional[NestedTranslation]
+
+
+def translate(m: Machine, acc: Access) -> dict:
+    """One access, start to finish; returns its result object (model.md 5)."""
+    t = Trace()
+    out = {"gva": hx(acc.gva), "op": acc.op, "user": acc.user, "outcome": "ok",
+           "exit": False, "gpa": None, "hpa": None, "guest_page_size": None,
+           "nested_page_size": None}
+    fault = None
+    try:
+        gpa, size = guest_walk(m, t, acc)
+        out["gpa"], out["guest_page_size"] = hx(gpa), size
+        if m.nested:
+            final = nested_walk(m, t, gpa, acc.op, 0, acc.gva, acc.op)
+            out["hpa"], out["nested_page_size"] = hx(final.hpa), final.page_size
+        else:
+            out["hpa"] = hx(gpa)
+    except Fault as f:
+        out["outcome"], out["exit"], fault = f.outcome, f.outcome != "guest_page_fault", f.info
+    out.update({"memory_refs": t.guest_refs + t.nested_refs, "guest_refs": t.guest_refs,
+                "nested_refs": t.nested_refs, "ad_writes": t.ad_writes, "fault": fault,
+                "steps": t.steps})
+    return out
+
+
+def guest_walk(m: Machine, t: Trace, acc: Access) -> tuple[int, int]:
+    """The guest dimension (model.md 4.2): returns (final gpa, guest page size)."""
+    fmt, g = m.fmt, m.sc.guest
+    native = m.nested is None
+    # Guest paging-structure accesses: reads, but writes for EPT A/D (SDM 29.3.5) and
+    # user writes under NPT (APM 15.25.5).
+    table_kind = "write" if (not native and (not m.ept or m.nested.ad)) else "read"
+    table = m.cr3
+    rw = us = True
+    xd = False
+    walked: list[WalkedEntry] = []
+    for level in range(fmt.top, 0, -1):
+        index = fmt.index(acc.gva, level)
+        if g.paging == "pae" and level == 3:
+            table = pae_pdpte_step(m, t, acc, index)
+            continue
+        entry_gpa = table + index * fmt.entry_size
+        ntr = None
+        if native:
+            entry_hpa = entry_gpa
+        else:
+            ntr = nested_walk(m, t, entry_gpa, table_kind, level, acc.gva, None)
+            entry_hpa = ntr.hpa
+        entry = m.mem.read(entry_hpa, fmt.entry_size)
+        s = t.step("read", "guest", level, level, None if native else entry_gpa, table,
+                   index, entry_hpa, entry, x86_flags(entry, level, fmt.wide))
+        walked.append(WalkedEntry(level, None if native else entry_gpa, table, index,
+                                  entry_hpa, ntr))
+        if not entry & P:
+            s["result"] = "not_present"
+            raise guest_page_fault(m, "not_present", level, acc)
+        leaf = fmt.is_leaf(entry, level)
+        if guest_reserved(m, entry, level, leaf):
+            s["result"] = "reserved"
+            raise guest_page_fault(m, "reserved", level, acc)
+        rw, us = rw and bool(entry & RW), us and bool(entry & US)
+        xd = xd or (fmt.wide and g.efer_nxe and bool(entry & XD))
+        if not leaf:
+            s["result"] = "table"
+            table = fmt.next_table(entry)
+            continue
+        s["result"] = "page"
+        if not guest_permits(m, acc, rw, us, xd):
+            raise guest_page_fault(m, "permission", level, acc)
+        update_guest_ad(m, t, acc, walked)
+        size = fmt.page_size(level)
+        return fmt.page_frame(entry, level) | (acc.gva & (size - 1)), size
+    raise AssertionError("level 1 is always a leaf")
+
+
+def pae_pdpte_step(m: Machine, t: Trace, acc: Access, index: int) -> int:
+    """PAE: the PDPTE comes from the register loaded at mov cr3 (SDM 4.4.1): no memory
+    reference, no nested walk, no access rights, no A bit."""
+    entry = m.pdptes[index]
+    native = m.nested is None
+    s = t.step("pdpte", "guest", 3, 3, None if native else m.cr3 + index * 8, m.cr3, index,
+               m.pdpte_hpas[index], entry, pdpte_flags(entry))
+    if not entry & P:
+        s["result"] = "not_present"
+        raise guest_page_fault(m, "not_present", 3, acc)
+    s["result"] = "table"
+    return entry & bits(m.sc.maxphyaddr - 1, 12)
+
+
+def update_guest_ad(m: Machine, t: Trace, acc: Access, walked: list) -> None:
+    """Guest A/D updates, top level first (SDM 4.8): A in every entry walked, D in the
+    leaf for a write.  In ept/npt each is a write to guest memory and needs write
+    permission in that entry's nested translation (SDM 29.3.3.2)."""
+    fmt = m.fmt
+    for i, w in enumerate(walked):
+        current = m.mem.read(w.hpa, fmt.entry_size)
+        add = 0 if current & ACC else ACC
+        if i == len(walked) - 1 and acc.op == "write" and not current & DIRTY:
+            add |= DIRTY
+        if not add:
+            continue
+        s = t.step("ad_write", "guest", w.level, w.level, w.gpa, w.table, w.index, w.hpa,
+                   current, x86_flags(current, w.level, fmt.wide))
+        if w.nested is not None and not ad_write_allowed(m, w.nested):
+            s["result"] = "blocked"
+            raise blocked_ad_fault(m, w, acc)
+        m.mem.write(w.hpa, fmt.entry_size, current | add)
+        s["ad_set"] = ("A" if add & ACC else "") + ("D" if add & DIRTY else "")
+        s["result"] = "written"
+
+
+def ad_write_allowed(m: Machine, ntr: NestedTranslation) -> bool:
+    if m.ept:
+        return bool(ntr.perms & EPT_W)
+    return bool(ntr.perms & EPT_W) and bool(ntr.perms & 8)     # NPT: RW and US
+
+
+def blocked_ad_fault(m: Machine, w: WalkedEntry, acc: Access) -> Fault:
+    """A guest A/D write the nested tables do not allow: an EPT violation for a
+    paging-structure write (bits 0 and 1, bit 8 clear), or #NPF P|W|U + bit 33."""
+    if m.ept:
+        return ept_violation("permission", w.nested.leaf_level, w.level, w.gpa, acc.gva,
+                             "write", None, w.nested.perms & EPT_RWX)
+    return npt_fault("permission", w.nested.leaf_level, w.level,
+                     0x7 | (1 << 33), w.gpa)
+
+
+# ---------------------------------------------------------------------------------------
+# 6. Result assembly and the CLI (model.md section 5)
+# ---------------------------------------------------------------------------------------
+
+OUTCOMES = ("ok", "guest_page_fault", "ept_violation", "ept_misconfig", "npt_fault")
+
+
+def run(scenario: dict) -> dict:
+    """Scenario dict in, result dict out (raises ScenarioError when invalid)."""
+    sc = parse_scenario(scenario)
+    m = build(sc)
+    accesses = [translate(m, a) for a in sc.accesses]
+    totals = {"accesses": len(accesses)}
+    for key in ("memory_refs", "guest_refs", "nested_refs", "ad_writes"):
+        totals[key] = sum(a[key] for a in accesses)
+    totals["exits"] = sum(1 for a in accesses if a["exit"])
+    for outcome in OUTCOMES:
+        totals[outcome] = sum(1 for a in accesses if a["outcome"] == outcome)
+    return {
+        "format": "vmsim-result/1", "name": sc.name, "mode": sc.mode,
+        "guest_paging": sc.guest.paging,
+        "nested_levels": sc.nested.levels if sc.nested else 0,
+        "cr3": hx(m.cr3),
+        "eptp": hx(eptp(m)) if sc.mode == "ept" else None,
+        "ncr3": hx(m.nested_root) if sc.mode == "npt" else None,
+        "accesses": accesses, "totals": totals,
+    }
+
+
+def main(argv: list) -> int:
+    if len(argv) != 3 or argv[1] != "run":
+        print("usage: refwalk.py run FILE", file=sys.stderr)
+        return 2
+    try:
+        with open(argv[2], encoding="utf-8") as f:
+            scenario = json.load(f)
+        result = run(scenario)
+    except (OSError, ValueError) as e:      # unreadable file or bad JSON
+        print(f"scenario: {str(e).splitlines()[0]}", file=sys.stderr)
+        return 2
+    except ScenarioError as e:
+        print(str(e).replace("\n", " "), file=sys.stderr)
+        return 2
+    print(json.dumps(result, separators=(",", ":")))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

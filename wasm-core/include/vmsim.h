@@ -1,0 +1,29 @@
+/* vmsim: the memory-virtualization translation engine. One scenario (JSON) in, one
+ * result (JSON) out; docs/model.md is the contract. The same entry points serve the
+ * native CLI and the WebAssembly module. */
+#ifndef VMSIM_H
+#define VMSIM_H
+
+#include <stddef.h>
+
+#define VMSIM_OK 0
+#define VMSIM_BAD_SCENARIO 2
+#define VMSIM_NO_MEMORY 3
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Translates every access of the scenario. On VMSIM_OK *out is the result JSON; on an
+ * error it is a one-line message naming the field. Either way free it with vmsim_free. */
+int vmsim_run(const char *scenario_json, size_t len, char **out);
+/* The same walk as a readable table. */
+int vmsim_explain(const char *scenario_json, size_t len, char **out);
+void vmsim_free(void *p);
+const char *vmsim_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

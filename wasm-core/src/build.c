@@ -1,0 +1,319 @@
+/* Building the page tables of a scenario (docs/model.md section 3). Allocation is
+ * deterministic so that an independent implementation lands every table in the
+ * same frame. */
+#include "model.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_TABLE_FRAMES 32768u     /* 128 MiB of page tables */
+
+typedef struct bctx {
+    machine *m;
+    const scenario *s;
+    char *err;
+    size_t errlen;
+} bctx;
+
+static bool berr(bctx *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool berr(bctx *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b->err, b->errlen, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+static uint64_t nested_present_mask(const machine *m)
+{
+    return m->nf == &nested_ept ? 7 : 1;
+}
+
+static uint32_t nested_index(uint64_t gpa, int level)
+{
+    return (uint32_t)(gpa >> (12 + 9 * (level - 1))) & 511u;
+}
+
+static bool nested_is_leaf(uint64_t e, int level)
+{
+    return level == 1 || ((level == 2 || level == 3) && (e & BIT(7)));
+}
+
+bool nested_lookup(const machine *m, uint64_t gpa, uint64_t *hpa)
+{
+    if (!m->nf) {
+        *hpa = gpa;
+        return true;
+    }
+    uint64_t table = m->nested_root;
+    for (int level = m->s->nested_levels; level >= 1; level--) {
+        uint64_t e = mem_read(&m->mem, table + 8u * nested_index(gpa, level), 8);
+        if (!(e & nested_present_mask(m)))
+            return false;
+        if (nested_is_leaf(e, level)) {
+            uint64_t size = 1ull << (12 + 9 * (level - 1));
+            *hpa = m->nf->page_addr(e, level) | (gpa & (size - 1));
+            return true;
+        }
+        table = e & bits_range(51, 12);
+    }
+    return false;
+}
+
+static bool new_frame(bctx *b, uint64_t hpa)
+{
+    if (!mem_frame_create(&b->m->mem, hpa))
+        return berr(b, "the scenario needs more than %u page-table frames (%u MiB); map fewer pages or use larger pages",
+                    MAX_TABLE_FRAMES, MAX_TABLE_FRAMES / 256);
+    return true;
+}
+
+static bool alloc_nested(bctx *b, uint64_t *hpa)
+{
+    *hpa = b->s->nested_table_base + (uint64_t)b->m->nested_frames * FRAME_SIZE;
+    if (*hpa >> b->s->maxphyaddr)
+        return berr(b, "nested.table_base: nested tables run past 2^maxphyaddr");
+    b->m->nested_frames++;
+    return new_frame(b, *hpa);
+}
+
+static int nested_leaf_level(enum vm_page p)
+{
+    return p == PAGE_4K ? 1 : p == PAGE_2M ? 2 : 3;
+}
+
+static bool build_nested(bctx *b)
+{
+    machine *m = b->m;
+    const scenario *s = b->s;
+    if (!alloc_nested(b, &m->nested_root))
+        return false;
+    for (uint32_t i = 0; i < s->n_nmaps; i++) {
+        const nested_map *nm = &s->nmaps[i];
+        uint64_t size = page_bytes(nm->page);
+        int leaf = nested_leaf_level(nm->page);
+        for (uint32_t k = 0; k < nm->pages; k++) {
+            uint64_t gpa = nm->gpa + k * size, hpa = nm->hpa + k * size;
+            uint64_t table = m->nested_root;
+            for (int level = s->nested_levels; level > leaf; level--) {
+                uint64_t ea = table + 8u * nested_index(gpa, level);
+                uint64_t e = mem_read(&m->mem, ea, 8);
+                if (e == 0) {
+                    uint64_t t;
+                    if (!alloc_nested(b, &t))
+                        return false;
+                    e = t | m->nf->nonleaf_bits;
+                    mem_write_existing(&m->mem, ea, 8, e);
+                } else if (nested_is_leaf(e, level)) {
+                    return berr(b, "nested.mappings[%u]: gpa 0x%llx overlaps a larger page mapped earlier", i,
+                                (unsigned long long)gpa);
+                }
+                table = e & bits_range(51, 12);
+            }
+            uint64_t ea = table + 8u * nested_index(gpa, leaf);
+            if (mem_read(&m->mem, ea, 8) != 0)
+                return berr(b, "nested.mappings[%u]: gpa 0x%llx is already mapped by an earlier mapping", i,
+                            (unsigned long long)gpa);
+            mem_write_existing(&m->mem, ea, 8, m->nf->make_leaf(s, nm, hpa));
+        }
+    }
+    return true;
+}
+
+/* hpa of a guest table frame at gpa; in 2-D modes through the nested tables. */
+static bool guest_table_hpa(bctx *b, uint64_t gpa, uint64_t *hpa)
+{
+    if (nested_lookup(b->m, gpa, hpa))
+        return true;
+    return berr(b, "guest page table at gpa 0x%llx is not mapped by the nested tables: add a nested mapping that "
+                   "covers guest.table_base (0x%llx) onward",
+                (unsigned long long)gpa, (unsigned long long)b->s->guest_table_base);
+}
+
+static bool alloc_guest(bctx *b, uint64_t *gpa, uint64_t *hpa)
+{
+    machine *m = b->m;
+    *gpa = b->s->guest_table_base + (uint64_t)m->guest_frames * FRAME_SIZE;
+    m->guest_frames++;
+    if (!guest_table_hpa(b, *gpa, hpa))
+        return false;
+    if (mem_frame(&m->mem, *hpa))
+        return berr(b, "guest page table at gpa 0x%llx lands on hpa 0x%llx, which already holds a %s page table; "
+                       "map guest.table_base onward to host frames of their own",
+                    (unsigned long long)*gpa, (unsigned long long)*hpa,
+                    (*hpa >= b->s->nested_table_base &&
+                     *hpa < b->s->nested_table_base + (uint64_t)m->nested_frames * FRAME_SIZE && m->nf)
+                        ? "nested"
+                        : "guest");
+    return new_frame(b, *hpa);
+}
+
+static bool build_guest(bctx *b)
+{
+    machine *m = b->m;
+    const scenario *s = b->s;
+    const guest_format *gf = m->gf;
+    int es = gf->entry_size;
+    uint64_t root_hpa;
+    if (!alloc_guest(b, &m->cr3, &root_hpa))
+        return false;
+    for (uint32_t i = 0; i < s->n_gmaps; i++) {
+        const guest_map *g = &s->gmaps[i];
+        uint64_t size = page_bytes(g->page);
+        int leaf = gf->leaf_level(g->page);
+        for (uint32_t k = 0; k < g->pages; k++) {
+            uint64_t gva = g->gva + k * size, gpa = g->gpa + k * size;
+            uint64_t table_hpa = root_hpa;
+            for (int level = gf->build_levels; level > leaf; level--) {
+                uint64_t ea = table_hpa + (uint64_t)es * gf->index(gva, level);
+                uint64_t e = mem_read(&m->mem, ea, es);
+                if (e == 0) {
+                    uint64_t tg, th;
+                    if (!alloc_guest(b, &tg, &th))
+                        return false;
+                    mem_write_existing(&m->mem, ea, es, tg | gf->nonleaf(level));
+                    table_hpa = th;
+                    continue;
+                }
+                if (gf->is_leaf(s, e, level))
+                    return berr(b, "guest.mappings[%u]: gva 0x%llx overlaps a larger page mapped earlier", i,
+                                (unsigned long long)gva);
+                if (!guest_table_hpa(b, gf->table_addr(e), &table_hpa))
+                    return false;
+            }
+            uint64_t ea = table_hpa + (uint64_t)es * gf->index(gva, leaf);
+            if (mem_read(&m->mem, ea, es) != 0)
+                return berr(b, "guest.mappings[%u]: gva 0x%llx is already mapped by an earlier mapping", i,
+                            (unsigned long long)gva);
+            uint64_t e = gf->encode_page(gpa, leaf) | 1;
+            if (g->writable) e |= BIT(1);
+            if (g->user) e |= BIT(2);
+            if (leaf > 1) e |= BIT(7);
+            if (g->global) e |= BIT(8);
+            if (g->nx) e |= BIT(63);
+            mem_write_existing(&m->mem, ea, es, e);
+        }
+    }
+    return true;
+}
+
+/* Follows the guest tables of gva from CR3 down to `level`; returns the hpa of that
+ * level's entry and the gpa of its table. */
+static bool guest_path(bctx *b, const char *what, uint64_t gva, int level, uint64_t *entry_hpa, uint64_t *table_gpa)
+{
+    machine *m = b->m;
+    const guest_format *gf = m->gf;
+    uint64_t tgpa = m->cr3, thpa;
+    for (int l = gf->build_levels;; l--) {
+        if (!guest_table_hpa(b, tgpa, &thpa))
+            return false;
+        uint64_t ea = thpa + (uint64_t)gf->entry_size * gf->index(gva, l);
+        if (l == level) {
+            *entry_hpa = ea;
+            *table_gpa = tgpa;
+            return true;
+        }
+        uint64_t e = mem_read(&m->mem, ea, gf->entry_size);
+        if (!(e & 1))
+            return berr(b, "%s: the guest walk of gva 0x%llx stops at level %d (entry not present) above level %d", what,
+                        (unsigned long long)gva, l, level);
+        if (gf->is_leaf(b->s, e, l))
+            return berr(b, "%s: gva 0x%llx is mapped by a large page at level %d, above level %d", what,
+                        (unsigned long long)gva, l, level);
+        tgpa = gf->table_addr(e);
+    }
+}
+
+static bool apply_guest_overrides(bctx *b)
+{
+    for (uint32_t i = 0; i < b->s->n_govr; i++) {
+        const guest_override *o = &b->s->govr[i];
+        char what[48];
+        snprintf(what, sizeof what, "guest.overrides[%u]", i);
+        uint64_t ea, tg;
+        if (!guest_path(b, what, o->gva, o->level, &ea, &tg))
+            return false;
+        int es = b->m->gf->entry_size;
+        uint64_t e = mem_read(&b->m->mem, ea, es);
+        mem_write_existing(&b->m->mem, ea, es, (e & ~o->clear) | o->set);
+    }
+    return true;
+}
+
+static bool load_pdptes(bctx *b)
+{
+    machine *m = b->m;
+    uint64_t rsvd = BIT(1) | BIT(2) | bits_range(8, 5) | bits_range(63, b->s->maxphyaddr);
+    for (int i = 0; i < 4; i++) {
+        uint64_t gpa = (m->cr3 & 0xFFFFFFE0u) + 8u * (uint64_t)i;
+        if (!guest_table_hpa(b, gpa, &m->pdpte_hpa[i]))
+            return false;
+        m->pdpte[i] = mem_read(&m->mem, m->pdpte_hpa[i], 8);
+        if ((m->pdpte[i] & 1) && (m->pdpte[i] & rsvd))
+            return berr(b, "guest.overrides: PDPTE %d = 0x%llx sets reserved bits 0x%llx; loading CR3 would raise #GP", i,
+                        (unsigned long long)m->pdpte[i], (unsigned long long)(m->pdpte[i] & rsvd));
+    }
+    return true;
+}
+
+static bool apply_nested_overrides(bctx *b)
+{
+    machine *m = b->m;
+    for (uint32_t i = 0; i < b->s->n_novr; i++) {
+        const nested_override *o = &b->s->novr[i];
+        char what[48];
+        snprintf(what, sizeof what, "nested.overrides[%u]", i);
+        uint64_t gpa = o->gpa;
+        if (o->by_guest_table) {
+            uint64_t ea;
+            if (!guest_path(b, what, o->gt_gva, o->gt_level, &ea, &gpa))
+                return false;
+        }
+        uint64_t table = m->nested_root;
+        for (int level = b->s->nested_levels;; level--) {
+            uint64_t ea = table + 8u * nested_index(gpa, level);
+            uint64_t e = mem_read(&m->mem, ea, 8);
+            if (level == o->level) {
+                mem_write_existing(&m->mem, ea, 8, (e & ~o->clear) | o->set);
+                break;
+            }
+            if (!(e & nested_present_mask(m)))
+                return berr(b, "%s: the nested walk of gpa 0x%llx stops at level %d (entry not present) above level %d",
+                            what, (unsigned long long)gpa, level, o->level);
+            if (nested_is_leaf(e, level))
+                return berr(b, "%s: gpa 0x%llx is mapped by a large page at level %d, above level %d", what,
+                            (unsigned long long)gpa, level, o->level);
+            table = e & bits_range(51, 12);
+        }
+    }
+    return true;
+}
+
+bool machine_build(machine *m, const scenario *s, char *err, size_t errlen)
+{
+    memset(m, 0, sizeof *m);
+    m->s = s;
+    m->gf = guest_format_for(s->paging);
+    m->nf = s->mode == MODE_EPT ? &nested_ept : s->mode == MODE_NPT ? &nested_npt : NULL;
+    if (!mem_init(&m->mem, MAX_TABLE_FRAMES)) {
+        snprintf(err, errlen, "out of memory");
+        return false;
+    }
+    bctx b = {.m = m, .s = s, .err = err, .errlen = errlen};
+    if ((m->nf && !build_nested(&b)) || !build_guest(&b) || !apply_guest_overrides(&b) ||
+        (s->paging == PAGING_PAE && !load_pdptes(&b)) || !apply_nested_overrides(&b)) {
+        machine_free(m);
+        return false;
+    }
+    if (m->nf == &nested_ept)
+        m->eptp = m->nested_root | ((uint64_t)(s->nested_levels - 1) << 3) | (s->ept_ad ? BIT(6) : 0) |
+                  (uint64_t)s->eptp_memtype;
+    return true;
+}
+
+void machine_free(machine *m)
+{
+    mem_free(&m->mem);
+}

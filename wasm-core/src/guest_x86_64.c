@@ -1,0 +1,73 @@
+/* x86-64 paging, 4 and 5 levels (SDM vol. 3, 4.5): 512 8-byte entries per table. */
+#include "model.h"
+
+static uint32_t index64(uint64_t gva, int level)
+{
+    return (uint32_t)(gva >> (12 + 9 * (level - 1))) & 511u;
+}
+
+static bool is_leaf64(const scenario *s, uint64_t e, int level)
+{
+    (void)s;
+    return level == 1 || ((level == 2 || level == 3) && (e & BIT(7)));
+}
+
+static uint64_t reserved64(const scenario *s, uint64_t e, int level, bool leaf)
+{
+    uint64_t r = bits_range(51, s->maxphyaddr);
+    if (!s->efer_nxe)
+        r |= BIT(63);
+    if (level >= 4)
+        r |= BIT(7);                    /* no large pages at PML4E/PML5E */
+    if (leaf && level == 3)
+        r |= bits_range(29, 13);        /* 1 GiB page: address bits below 30 (bit 12 is PAT) */
+    if (leaf && level == 2)
+        r |= bits_range(20, 13);
+    return e & r;
+}
+
+static uint64_t table_addr64(uint64_t e)
+{
+    return e & bits_range(51, 12);
+}
+
+static uint64_t page_addr64(uint64_t e, int level)
+{
+    return e & bits_range(51, 12 + 9 * (level - 1));
+}
+
+static uint64_t page_size64(int level)
+{
+    return 1ull << (12 + 9 * (level - 1));
+}
+
+static int leaf_level64(enum vm_page p)
+{
+    return p == PAGE_4K ? 1 : p == PAGE_2M ? 2 : p == PAGE_1G ? 3 : 0;
+}
+
+static uint64_t nonleaf64(int level)
+{
+    (void)level;
+    return 0x7;                         /* P, RW, US: the leaf decides */
+}
+
+static uint64_t encode64(uint64_t addr, int level)
+{
+    (void)level;
+    return addr;
+}
+
+const guest_format guest_x86_64_4level = {
+    .name = "4level", .levels = 4, .entry_size = 8, .has_xd = true,
+    .index = index64, .is_leaf = is_leaf64, .reserved = reserved64,
+    .table_addr = table_addr64, .page_addr = page_addr64, .page_size = page_size64,
+    .leaf_level = leaf_level64, .build_levels = 4, .nonleaf = nonleaf64, .encode_page = encode64,
+};
+
+const guest_format guest_x86_64_5level = {
+    .name = "5level", .levels = 5, .entry_size = 8, .has_xd = true,
+    .index = index64, .is_leaf = is_leaf64, .reserved = reserved64,
+    .table_addr = table_addr64, .page_addr = page_addr64, .page_size = page_size64,
+    .leaf_level = leaf_level64, .build_levels = 5, .nonleaf = nonleaf64, .encode_page = encode64,
+};

@@ -1,0 +1,216 @@
+/* The engine's types: a scenario, the machine built from it, and the trace of one
+ * access. The semantics are specified in docs/model.md; section numbers below refer
+ * to it. */
+#ifndef VMSIM_MODEL_H
+#define VMSIM_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mem.h"
+
+#define BIT(n) (1ull << (n))
+/* Bits hi..lo set (hi >= lo), empty when hi < lo. */
+static inline uint64_t bits_range(int hi, int lo)
+{
+    if (hi < lo)
+        return 0;
+    uint64_t top = hi >= 63 ? ~0ull : (BIT(hi + 1) - 1);
+    return top & ~(BIT(lo) - 1);
+}
+
+enum vm_mode { MODE_NATIVE, MODE_EPT, MODE_NPT };
+enum vm_paging { PAGING_4LEVEL, PAGING_5LEVEL, PAGING_PAE, PAGING_32BIT };
+enum vm_op { OP_READ, OP_WRITE, OP_FETCH };
+enum vm_page { PAGE_4K, PAGE_2M, PAGE_1G, PAGE_4M };
+
+enum vm_outcome { OUT_OK, OUT_GUEST_PF, OUT_EPT_VIOLATION, OUT_EPT_MISCONFIG, OUT_NPT_FAULT, OUT_COUNT };
+enum vm_dim { DIM_GUEST, DIM_NESTED };
+enum vm_step_kind { STEP_READ, STEP_AD_WRITE, STEP_PDPTE };
+enum vm_step_result {
+    RES_TABLE, RES_PAGE, RES_NOT_PRESENT, RES_RESERVED, RES_MISCONFIG, RES_WRITTEN, RES_BLOCKED
+};
+enum vm_reason { REASON_NOT_PRESENT, REASON_RESERVED, REASON_PERMISSION, REASON_MISCONFIG };
+enum vm_misconfig {
+    MC_NONE, MC_WRITE_WITHOUT_READ, MC_EXECUTE_ONLY, MC_RESERVED_BITS, MC_MEMORY_TYPE
+};
+
+/* Permission letters used by nested mappings and combined walk permissions. */
+#define PERM_R 1u
+#define PERM_W 2u
+#define PERM_X 4u
+#define PERM_U 8u   /* NPT only: the entry allows user access */
+
+typedef struct guest_map {
+    uint64_t gva, gpa;
+    enum vm_page page;
+    uint32_t pages;
+    bool writable, user, nx, global;
+} guest_map;
+
+typedef struct guest_override {
+    uint64_t gva;
+    int level;
+    uint64_t set, clear;
+} guest_override;
+
+typedef struct nested_map {
+    uint64_t gpa, hpa;
+    enum vm_page page;
+    uint32_t pages;
+    unsigned perm;
+    int memtype;
+    bool ipat, user;
+} nested_map;
+
+typedef struct nested_override {
+    bool by_guest_table;
+    uint64_t gpa;
+    uint64_t gt_gva;
+    int gt_level;
+    int level;
+    uint64_t set, clear;
+} nested_override;
+
+typedef struct vm_access {
+    uint64_t gva;
+    enum vm_op op;
+    bool user;
+} vm_access;
+
+typedef struct scenario {
+    char *name;
+    enum vm_mode mode;
+    int maxphyaddr;
+    /* guest */
+    enum vm_paging paging;
+    uint64_t guest_table_base;
+    bool cr0_wp, efer_nxe, cr4_pse, cr4_smep, cr4_smap;
+    guest_map *gmaps;
+    uint32_t n_gmaps;
+    guest_override *govr;
+    uint32_t n_govr;
+    /* nested */
+    int nested_levels;
+    uint64_t nested_table_base;
+    bool ept_ad;
+    int eptp_memtype;
+    bool execute_only;
+    bool host_nxe, host_smep;
+    nested_map *nmaps;
+    uint32_t n_nmaps;
+    nested_override *novr;
+    uint32_t n_novr;
+    /* accesses */
+    vm_access *accesses;
+    uint32_t n_accesses;
+} scenario;
+
+/* One step of the trace (5, "Each step"). */
+typedef struct vm_step {
+    uint8_t kind, dim, level, stage, result, ad_set; /* ad_set: bit0 A, bit1 D */
+    bool gpa_valid;
+    uint16_t ref;                                    /* 0 = not a memory reference */
+    uint32_t index;
+    uint64_t gpa, table, entry_hpa, entry;
+} vm_step;
+
+/* The longest access: 5 guest levels x (5 nested + 1) + 5 final + 5 A/D writes. */
+#define VM_MAX_STEPS 48
+
+typedef struct vm_fault {
+    uint8_t dim, level, stage, reason, detail;
+    uint64_t error_code;        /* guest #PF */
+    uint64_t qualification;     /* EPT violation */
+    uint64_t fault_gpa;         /* EPT: guest-physical address; NPT: EXITINFO2 */
+    uint64_t exitinfo1;         /* NPT */
+} vm_fault;
+
+typedef struct vm_result {
+    enum vm_outcome outcome;
+    bool gpa_valid, hpa_valid;
+    uint64_t gpa, hpa;
+    uint64_t guest_page_size, nested_page_size;     /* 0 = null */
+    uint32_t memory_refs, guest_refs, nested_refs, ad_writes;
+    vm_fault fault;
+    bool record;                                    /* fill steps[]? */
+    uint32_t nsteps;
+    vm_step steps[VM_MAX_STEPS];
+} vm_result;
+
+/* A guest paging format (4level, 5level, pae, 32bit): one table entry per format. */
+typedef struct guest_format {
+    const char *name;
+    int levels;             /* levels read from memory, top first; pae: 2 (+ PDPTE registers) */
+    int entry_size;         /* bytes */
+    bool has_xd;            /* 64-bit entries with an XD bit */
+    uint32_t (*index)(uint64_t gva, int level);
+    bool (*is_leaf)(const struct scenario *s, uint64_t entry, int level);
+    uint64_t (*reserved)(const struct scenario *s, uint64_t entry, int level, bool leaf);
+    uint64_t (*table_addr)(uint64_t entry);
+    uint64_t (*page_addr)(uint64_t entry, int level);
+    uint64_t (*page_size)(int level);
+    int (*leaf_level)(enum vm_page page);           /* 0 = this page size is not allowed */
+    int build_levels;                               /* levels of tables in memory (pae: 3) */
+    uint64_t (*nonleaf)(int level);                 /* flags of a table-pointing entry */
+    uint64_t (*encode_page)(uint64_t addr, int level);
+} guest_format;
+
+/* The outcome of checking one nested entry. */
+enum nested_check { NC_TABLE, NC_LEAF, NC_NOT_PRESENT, NC_RESERVED, NC_MISCONFIG };
+
+/* A nested format (EPT, NPT): the walk driver is shared, the entry format is not. */
+typedef struct nested_format {
+    const char *name;
+    enum nested_check (*check)(const struct scenario *s, uint64_t entry, int level, int *detail);
+    unsigned (*perms)(const struct scenario *s, uint64_t entry);   /* PERM_* bits the entry grants */
+    uint64_t accessed_bit, dirty_bit;                                /* 0 = no A/D */
+    uint64_t nonleaf_bits;
+    uint64_t (*make_leaf)(const struct scenario *s, const nested_map *nm, uint64_t hpa);
+    uint64_t (*page_addr)(uint64_t entry, int level);
+} nested_format;
+
+extern const guest_format guest_x86_64_4level, guest_x86_64_5level, guest_pae, guest_32bit;
+extern const nested_format nested_ept, nested_npt;
+
+typedef struct machine {
+    const scenario *s;
+    mem mem;
+    const guest_format *gf;
+    const nested_format *nf;    /* NULL in native mode */
+    uint64_t cr3;
+    uint64_t nested_root;
+    uint64_t eptp;
+    uint64_t pdpte[4], pdpte_hpa[4];
+    uint32_t guest_frames, nested_frames;
+} machine;
+
+uint64_t page_bytes(enum vm_page p);
+const guest_format *guest_format_for(enum vm_paging p);
+
+/* scenario.c */
+bool scenario_parse(const char *text, size_t len, scenario *s, char *err, size_t errlen);
+void scenario_free(scenario *s);
+
+/* build.c: returns false with err set when the scenario cannot be built (3). */
+bool machine_build(machine *m, const scenario *s, char *err, size_t errlen);
+void machine_free(machine *m);
+/* Lookup through the nested tables without checks or A/D: the hypervisor's view. */
+bool nested_lookup(const machine *m, uint64_t gpa, uint64_t *hpa);
+
+/* translate.c (4) */
+void translate(machine *m, const vm_access *a, vm_result *r);
+
+/* result.c (5) */
+struct strbuf;
+void result_json_begin(struct strbuf *sb, const machine *m);
+void result_json_access(struct strbuf *sb, const machine *m, const vm_access *a, const vm_result *r);
+void result_json_end(struct strbuf *sb, const vm_result *totals, const uint32_t counts[OUT_COUNT], uint32_t n);
+void step_flags(const machine *m, const vm_step *st, char *out, size_t outlen, bool json);
+void explain_access(struct strbuf *sb, const machine *m, const vm_access *a, const vm_result *r, uint32_t i);
+
+extern const char *const op_names[];
+extern const char *const outcome_names[];
+
+#endif

@@ -1,0 +1,296 @@
+/* The result format (docs/model.md section 5) and the readable `explain` table. */
+#include "model.h"
+#include "json.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const char *const outcome_names[] = {"ok", "guest_page_fault", "ept_violation", "ept_misconfig", "npt_fault"};
+static const char *const mode_names[] = {"native", "ept", "npt"};
+static const char *const kind_names[] = {"read", "ad_write", "pdpte"};
+static const char *const dim_names[] = {"guest", "nested"};
+static const char *const result_names[] = {"table", "page", "not_present", "reserved", "misconfig", "written", "blocked"};
+static const char *const reason_names[] = {"not_present", "reserved", "permission", "misconfig"};
+static const char *const detail_names[] = {"", "write_without_read", "execute_only_unsupported", "reserved_bits",
+                                           "memory_type"};
+static const char *const ad_names[] = {"", "A", "D", "AD"};
+
+typedef struct flag_list {
+    const char *names[16];
+    char mt[8];
+    int n;
+} flag_list;
+
+static void collect_flags(const machine *m, const vm_step *st, flag_list *fl)
+{
+    uint64_t e = st->entry;
+    fl->n = 0;
+#define ADD(cond, name) do { if (cond) fl->names[fl->n++] = (name); } while (0)
+    if (st->kind == STEP_PDPTE) {
+        ADD(e & BIT(0), "P");
+        ADD(e & BIT(3), "PWT");
+        ADD(e & BIT(4), "PCD");
+        return;
+    }
+    if (st->dim == DIM_NESTED && m->nf == &nested_ept) {
+        bool leaf = st->level == 1 || (e & BIT(7));
+        ADD(e & BIT(0), "R");
+        ADD(e & BIT(1), "W");
+        ADD(e & BIT(2), "X");
+        if (leaf) {
+            snprintf(fl->mt, sizeof fl->mt, "MT=%u", (unsigned)(e >> 3) & 7u);
+            fl->names[fl->n++] = fl->mt;
+            ADD(e & BIT(6), "IPAT");
+        }
+        ADD(st->level >= 2 && (e & BIT(7)), "PS");
+        ADD(e & BIT(8), "A");
+        ADD(e & BIT(9), "D");
+        ADD(e & BIT(10), "UX");
+        ADD(e & BIT(63), "SVE");
+        return;
+    }
+    bool has_xd = st->dim == DIM_NESTED || m->gf->has_xd;
+    ADD(e & BIT(0), "P");
+    ADD(e & BIT(1), "RW");
+    ADD(e & BIT(2), "US");
+    ADD(e & BIT(3), "PWT");
+    ADD(e & BIT(4), "PCD");
+    ADD(e & BIT(5), "A");
+    ADD(e & BIT(6), "D");
+    ADD(e & BIT(7), st->level == 1 ? "PAT" : "PS");
+    ADD(e & BIT(8), "G");
+    ADD(has_xd && (e & BIT(63)), "XD");
+#undef ADD
+}
+
+void step_flags(const machine *m, const vm_step *st, char *out, size_t outlen, bool json)
+{
+    flag_list fl;
+    collect_flags(m, st, &fl);
+    size_t used = 0;
+    out[0] = 0;
+    if (json)
+        used += (size_t)snprintf(out + used, outlen - used, "[");
+    for (int i = 0; i < fl.n && used < outlen; i++) {
+        if (json)
+            used += (size_t)snprintf(out + used, outlen - used, "%s\"%s\"", i ? "," : "", fl.names[i]);
+        else
+            used += (size_t)snprintf(out + used, outlen - used, "%s%s", i ? " " : "", fl.names[i]);
+    }
+    if (json && used < outlen)
+        snprintf(out + used, outlen - used, "]");
+}
+
+static void hex_or_null(strbuf *sb, bool valid, uint64_t v)
+{
+    if (valid)
+        sb_hex(sb, v);
+    else
+        sb_puts(sb, "null");
+}
+
+static void size_or_null(strbuf *sb, uint64_t v)
+{
+    if (v)
+        sb_printf(sb, "%llu", (unsigned long long)v);
+    else
+        sb_puts(sb, "null");
+}
+
+void result_json_begin(strbuf *sb, const machine *m)
+{
+    const scenario *s = m->s;
+    sb_puts(sb, "{\"format\":\"vmsim-result/1\",\"name\":");
+    sb_json_string(sb, s->name);
+    sb_printf(sb, ",\"mode\":\"%s\",\"guest_paging\":\"%s\",\"nested_levels\":%d,\"cr3\":", mode_names[s->mode],
+              m->gf->name, m->nf ? s->nested_levels : 0);
+    sb_hex(sb, m->cr3);
+    sb_puts(sb, ",\"eptp\":");
+    hex_or_null(sb, m->nf == &nested_ept, m->eptp);
+    sb_puts(sb, ",\"ncr3\":");
+    hex_or_null(sb, m->nf == &nested_npt, m->nested_root);
+    sb_puts(sb, ",\"accesses\":[");
+}
+
+static void fault_json(strbuf *sb, const vm_access *a, const vm_result *r)
+{
+    const vm_fault *f = &r->fault;
+    if (r->outcome == OUT_OK) {
+        sb_puts(sb, "null");
+        return;
+    }
+    sb_printf(sb, "{\"dim\":\"%s\",\"level\":%u,\"stage\":%u,\"reason\":\"%s\"", dim_names[f->dim], f->level, f->stage,
+              reason_names[f->reason]);
+    switch (r->outcome) {
+    case OUT_GUEST_PF:
+        sb_puts(sb, ",\"vector\":14,\"error_code\":");
+        sb_hex(sb, f->error_code);
+        sb_puts(sb, ",\"cr2\":");
+        sb_hex(sb, a->gva);
+        break;
+    case OUT_EPT_VIOLATION:
+        sb_puts(sb, ",\"exit_reason\":48,\"qualification\":");
+        sb_hex(sb, f->qualification);
+        sb_puts(sb, ",\"guest_physical_address\":");
+        sb_hex(sb, f->fault_gpa);
+        sb_puts(sb, ",\"guest_linear_address\":");
+        sb_hex(sb, a->gva);
+        break;
+    case OUT_EPT_MISCONFIG:
+        sb_printf(sb, ",\"detail\":\"%s\",\"exit_reason\":49,\"guest_physical_address\":", detail_names[f->detail]);
+        sb_hex(sb, f->fault_gpa);
+        break;
+    case OUT_NPT_FAULT:
+        sb_puts(sb, ",\"exit_code\":\"0x400\",\"exitinfo1\":");
+        sb_hex(sb, f->exitinfo1);
+        sb_puts(sb, ",\"exitinfo2\":");
+        sb_hex(sb, f->fault_gpa);
+        break;
+    default:
+        break;
+    }
+    sb_putc(sb, '}');
+}
+
+static void step_json(strbuf *sb, const machine *m, const vm_step *st, uint32_t n)
+{
+    char flags[192];
+    step_flags(m, st, flags, sizeof flags, true);
+    sb_printf(sb, "{\"n\":%u,\"ref\":", n);
+    if (st->ref)
+        sb_printf(sb, "%u", st->ref);
+    else
+        sb_puts(sb, "null");
+    sb_printf(sb, ",\"kind\":\"%s\",\"dim\":\"%s\",\"level\":%u,\"stage\":%u,\"gpa\":", kind_names[st->kind],
+              dim_names[st->dim], st->level, st->stage);
+    hex_or_null(sb, st->gpa_valid, st->gpa);
+    sb_puts(sb, ",\"table\":");
+    sb_hex(sb, st->table);
+    sb_printf(sb, ",\"index\":%u,\"entry_hpa\":", st->index);
+    sb_hex(sb, st->entry_hpa);
+    sb_puts(sb, ",\"entry\":");
+    sb_hex(sb, st->entry);
+    sb_printf(sb, ",\"flags\":%s,\"ad_set\":\"%s\",\"result\":\"%s\"}", flags, ad_names[st->ad_set],
+              result_names[st->result]);
+}
+
+void result_json_access(strbuf *sb, const machine *m, const vm_access *a, const vm_result *r)
+{
+    sb_puts(sb, "\n{\"gva\":");
+    sb_hex(sb, a->gva);
+    sb_printf(sb, ",\"op\":\"%s\",\"user\":%s,\"outcome\":\"%s\",\"exit\":%s,\"gpa\":", op_names[a->op],
+              a->user ? "true" : "false", outcome_names[r->outcome],
+              r->outcome >= OUT_EPT_VIOLATION ? "true" : "false");
+    hex_or_null(sb, r->gpa_valid, r->gpa);
+    sb_puts(sb, ",\"hpa\":");
+    hex_or_null(sb, r->hpa_valid, r->hpa);
+    sb_puts(sb, ",\"guest_page_size\":");
+    size_or_null(sb, r->guest_page_size);
+    sb_puts(sb, ",\"nested_page_size\":");
+    size_or_null(sb, r->nested_page_size);
+    sb_printf(sb, ",\"memory_refs\":%u,\"guest_refs\":%u,\"nested_refs\":%u,\"ad_writes\":%u,\"fault\":", r->memory_refs,
+              r->guest_refs, r->nested_refs, r->ad_writes);
+    fault_json(sb, a, r);
+    sb_puts(sb, ",\"steps\":[");
+    for (uint32_t i = 0; i < r->nsteps; i++) {
+        if (i)
+            sb_putc(sb, ',');
+        sb_puts(sb, "\n ");
+        step_json(sb, m, &r->steps[i], i + 1);
+    }
+    sb_puts(sb, "]}");
+}
+
+void result_json_end(strbuf *sb, const vm_result *t, const uint32_t counts[OUT_COUNT], uint32_t n)
+{
+    uint32_t exits = counts[OUT_EPT_VIOLATION] + counts[OUT_EPT_MISCONFIG] + counts[OUT_NPT_FAULT];
+    sb_printf(sb,
+              "],\n\"totals\":{\"accesses\":%u,\"memory_refs\":%u,\"guest_refs\":%u,\"nested_refs\":%u,\"ad_writes\":%u,"
+              "\"exits\":%u",
+              n, t->memory_refs, t->guest_refs, t->nested_refs, t->ad_writes, exits);
+    for (int i = 0; i < OUT_COUNT; i++)
+        sb_printf(sb, ",\"%s\":%u", outcome_names[i], counts[i]);
+    sb_puts(sb, "}}\n");
+}
+
+/* ---- explain ---- */
+
+static void explain_fault(strbuf *sb, const machine *m, const vm_access *a, const vm_result *r)
+{
+    const vm_fault *f = &r->fault;
+    switch (r->outcome) {
+    case OUT_OK:
+        break;
+    case OUT_GUEST_PF: {
+        uint64_t ec = f->error_code;
+        sb_printf(sb, "  guest #PF (vector 14, no exit) at guest level %u: %s; error code 0x%llx =%s%s%s%s%s; CR2 = 0x%llx\n",
+                  f->level, reason_names[f->reason], (unsigned long long)ec, (ec & 1) ? " P" : " not-present",
+                  (ec & 2) ? " write" : " read", (ec & 4) ? " user" : " supervisor", (ec & 8) ? " RSVD" : "",
+                  (ec & 16) ? " instruction-fetch" : "", (unsigned long long)a->gva);
+        break;
+    }
+    case OUT_EPT_VIOLATION: {
+        uint64_t q = f->qualification;
+        sb_printf(sb,
+                  "  EPT violation (exit reason 48) at EPT level %u while %s: qualification 0x%llx = access%s%s%s, "
+                  "allowed%s%s%s%s, linear address valid, %s; guest-physical address 0x%llx\n",
+                  f->level, f->stage ? "reading a guest paging structure" : "accessing the final gpa",
+                  (unsigned long long)q, (q & 1) ? " read" : "", (q & 2) ? " write" : "", (q & 4) ? " fetch" : "",
+                  (q & 8) ? " R" : "", (q & 16) ? " W" : "", (q & 32) ? " X" : "", (q & 56) ? "" : " nothing",
+                  (q & BIT(8)) ? "final translation (bit 8 set)" : "guest paging-structure access (bit 8 clear)",
+                  (unsigned long long)f->fault_gpa);
+        break;
+    }
+    case OUT_EPT_MISCONFIG:
+        sb_printf(sb, "  EPT misconfiguration (exit reason 49) at EPT level %u: %s; guest-physical address 0x%llx\n",
+                  f->level, detail_names[f->detail], (unsigned long long)f->fault_gpa);
+        break;
+    case OUT_NPT_FAULT: {
+        uint64_t e1 = f->exitinfo1;
+        sb_printf(sb,
+                  "  #NPF (exit code 0x400) at nested level %u: EXITINFO1 0x%llx =%s%s user%s%s, %s; EXITINFO2 (gpa) "
+                  "0x%llx\n",
+                  f->level, (unsigned long long)e1, (e1 & 1) ? " P" : " not-present", (e1 & 2) ? " write" : " read",
+                  (e1 & 8) ? " RSVD" : "", (e1 & 16) ? " instruction-fetch" : "",
+                  (e1 & BIT(32)) ? "final gpa (bit 32)" : "guest table walk (bit 33)", (unsigned long long)f->fault_gpa);
+        break;
+    }
+    default:
+        break;
+    }
+    (void)m;
+}
+
+void explain_access(strbuf *sb, const machine *m, const vm_access *a, const vm_result *r, uint32_t i)
+{
+    sb_printf(sb, "access %u: %s %s gva 0x%llx -> %s", i, a->user ? "user" : "supervisor", op_names[a->op],
+              (unsigned long long)a->gva, outcome_names[r->outcome]);
+    if (r->gpa_valid)
+        sb_printf(sb, ", gpa 0x%llx", (unsigned long long)r->gpa);
+    if (r->hpa_valid && m->nf)
+        sb_printf(sb, ", hpa 0x%llx", (unsigned long long)r->hpa);
+    sb_printf(sb, "\n  %u memory references (%u guest + %u nested), %u A/D writes\n", r->memory_refs, r->guest_refs,
+              r->nested_refs, r->ad_writes);
+    sb_printf(sb, "  %-3s %-3s %-8s %-6s %-2s %-5s %-18s %-18s %-4s %-18s %-18s %-3s %s\n", "#", "ref", "kind", "dim",
+              "L", "stage", "gpa", "table", "idx", "entry_hpa", "entry", "set", "result  flags");
+    for (uint32_t k = 0; k < r->nsteps; k++) {
+        const vm_step *st = &r->steps[k];
+        char ref[8] = "", gpa[24] = "-", stage[8], flags[192];
+        if (st->ref)
+            snprintf(ref, sizeof ref, "%u", st->ref);
+        if (st->gpa_valid)
+            snprintf(gpa, sizeof gpa, "0x%llx", (unsigned long long)st->gpa);
+        if (st->dim == DIM_NESTED)
+            snprintf(stage, sizeof stage, "%s", st->stage ? "" : "final");
+        else
+            snprintf(stage, sizeof stage, "%s", "");
+        if (st->dim == DIM_NESTED && st->stage)
+            snprintf(stage, sizeof stage, "G%u", st->stage);
+        step_flags(m, st, flags, sizeof flags, false);
+        sb_printf(sb, "  %-3u %-3s %-8s %-6s %-2u %-5s %-18s 0x%-16llx %-4u 0x%-16llx 0x%-16llx %-3s %-11s %s\n", k + 1,
+                  ref, kind_names[st->kind], dim_names[st->dim], st->level, stage, gpa, (unsigned long long)st->table,
+                  st->index, (unsigned long long)st->entry_hpa, (unsigned long long)st->entry, ad_names[st->ad_set],
+                  result_names[st->result], flags);
+    }
+    explain_fault(sb, m, a, r);
+}

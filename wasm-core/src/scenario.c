@@ -1,0 +1,657 @@
+/* Scenario parsing and validation (docs/model.md section 2). Every error is one line
+ * that names the field path and says what would be valid. */
+#include "model.h"
+#include "json.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_ACCESSES 4096u
+#define MAX_MAPPINGS 4096u
+#define MAX_PAGES (1u << 20)
+
+typedef struct pctx {
+    char *err;
+    size_t errlen;
+    bool failed;
+    const scenario *s;
+} pctx;
+
+static bool errf(pctx *c, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool errf(pctx *c, const char *path, const char *fmt, ...)
+{
+    if (c->failed)
+        return false;
+    c->failed = true;
+    int n = snprintf(c->err, c->errlen, "%s: ", path);
+    if (n < 0 || (size_t)n >= c->errlen)
+        return false;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+static void subpath(char *out, size_t n, const char *path, const char *key)
+{
+    if (!path[0])
+        snprintf(out, n, "%s", key);
+    else
+        snprintf(out, n, "%s.%s", path, key);
+}
+
+static bool check_keys(pctx *c, const json_value *obj, const char *path, const char *const *allowed)
+{
+    for (const json_value *m = obj->first_child; m; m = m->next) {
+        bool ok = false;
+        for (const char *const *a = allowed; *a; a++)
+            if (strcmp(*a, m->key) == 0)
+                ok = true;
+        if (!ok) {
+            char list[256] = "";
+            for (const char *const *a = allowed; *a; a++) {
+                if (list[0])
+                    strncat(list, ", ", sizeof list - strlen(list) - 1);
+                strncat(list, *a, sizeof list - strlen(list) - 1);
+            }
+            char p[160];
+            subpath(p, sizeof p, path, m->key);
+            return errf(c, p, "unknown field (expected one of: %s)", list);
+        }
+    }
+    return true;
+}
+
+static const json_value *want(pctx *c, const json_value *obj, const char *key, const char *path,
+                              json_type t, bool required)
+{
+    const json_value *v = json_get(obj, key);
+    char p[160];
+    subpath(p, sizeof p, path, key);
+    if (!v) {
+        if (required)
+            errf(c, p, "missing (required)");
+        return NULL;
+    }
+    if (v->type != t) {
+        errf(c, p, "is %s, expected %s", json_type_name(v->type), json_type_name(t));
+        return NULL;
+    }
+    return v;
+}
+
+static bool parse_hex_text(const char *s, uint64_t *out)
+{
+    if (!(s[0] == '0' && (s[1] == 'x' || s[1] == 'X')))
+        return false;
+    const char *p = s + 2;
+    size_t n = strlen(p);
+    if (n == 0 || n > 16)
+        return false;
+    uint64_t v = 0;
+    for (; *p; p++) {
+        int d;
+        if (*p >= '0' && *p <= '9') d = *p - '0';
+        else if (*p >= 'a' && *p <= 'f') d = *p - 'a' + 10;
+        else if (*p >= 'A' && *p <= 'F') d = *p - 'A' + 10;
+        else return false;
+        v = (v << 4) | (uint64_t)d;
+    }
+    *out = v;
+    return true;
+}
+
+static bool get_hex(pctx *c, const json_value *obj, const char *key, const char *path, bool required,
+                    uint64_t dflt, uint64_t *out)
+{
+    *out = dflt;
+    if (c->failed)
+        return false;
+    const json_value *v = want(c, obj, key, path, JSON_STRING, required);
+    if (!v)
+        return !c->failed;
+    if (!parse_hex_text(v->str, out)) {
+        char p[160];
+        subpath(p, sizeof p, path, key);
+        return errf(c, p, "\"%.40s\" is not a hex string such as \"0x1000\" (0x and 1 to 16 hex digits)", v->str);
+    }
+    return true;
+}
+
+static bool get_bool(pctx *c, const json_value *obj, const char *key, const char *path, bool dflt, bool *out)
+{
+    *out = dflt;
+    if (c->failed)
+        return false;
+    const json_value *v = want(c, obj, key, path, JSON_BOOL, false);
+    if (v)
+        *out = v->boolean;
+    return !c->failed;
+}
+
+static bool get_int(pctx *c, const json_value *obj, const char *key, const char *path, bool required,
+                    int64_t lo, int64_t hi, int64_t dflt, int64_t *out)
+{
+    *out = dflt;
+    if (c->failed)
+        return false;
+    const json_value *v = want(c, obj, key, path, JSON_NUMBER, required);
+    if (!v)
+        return !c->failed;
+    char p[160];
+    subpath(p, sizeof p, path, key);
+    if (!v->is_integer || v->integer < lo || v->integer > hi)
+        return errf(c, p, "%g is not an integer from %lld to %lld", v->number, (long long)lo, (long long)hi);
+    *out = v->integer;
+    return true;
+}
+
+static bool get_enum(pctx *c, const json_value *obj, const char *key, const char *path, bool required,
+                     const char *const *names, int dflt, int *out)
+{
+    *out = dflt;
+    if (c->failed)
+        return false;
+    const json_value *v = want(c, obj, key, path, JSON_STRING, required);
+    if (!v)
+        return !c->failed;
+    for (int i = 0; names[i]; i++) {
+        if (strcmp(names[i], v->str) == 0) {
+            *out = i;
+            return true;
+        }
+    }
+    char list[128] = "";
+    for (int i = 0; names[i]; i++) {
+        if (list[0])
+            strncat(list, ", ", sizeof list - strlen(list) - 1);
+        strncat(list, names[i], sizeof list - strlen(list) - 1);
+    }
+    char p[160];
+    subpath(p, sizeof p, path, key);
+    return errf(c, p, "\"%.40s\" is not one of %s", v->str, list);
+}
+
+static const char *const mode_names[] = {"native", "ept", "npt", NULL};
+static const char *const paging_names[] = {"4level", "5level", "pae", "32bit", NULL};
+static const char *const page_names[] = {"4K", "2M", "1G", "4M", NULL};
+const char *const op_names[] = {"read", "write", "fetch", NULL};
+
+uint64_t page_bytes(enum vm_page p)
+{
+    static const uint64_t b[] = {1ull << 12, 1ull << 21, 1ull << 30, 1ull << 22};
+    return b[p];
+}
+
+const guest_format *guest_format_for(enum vm_paging p)
+{
+    static const guest_format *const f[] = {&guest_x86_64_4level, &guest_x86_64_5level, &guest_pae, &guest_32bit};
+    return f[p];
+}
+
+/* gva bits the format can address, and whether gva is canonical there. */
+static bool gva_ok(const scenario *s, uint64_t gva)
+{
+    switch (s->paging) {
+    case PAGING_4LEVEL: {
+        uint64_t top = gva >> 47;
+        return top == 0 || top == 0x1FFFF;
+    }
+    case PAGING_5LEVEL: {
+        uint64_t top = gva >> 56;
+        return top == 0 || top == 0xFF;
+    }
+    default:
+        return gva <= 0xFFFFFFFFull;
+    }
+}
+
+static const char *gva_rule(const scenario *s)
+{
+    switch (s->paging) {
+    case PAGING_4LEVEL: return "not canonical for 4-level paging (bits 63:47 must all equal bit 47)";
+    case PAGING_5LEVEL: return "not canonical for 5-level paging (bits 63:56 must all equal bit 56)";
+    default: return "above 4 GiB: 32-bit and PAE paging translate 32-bit addresses";
+    }
+}
+
+static bool parse_guest_map(pctx *c, const json_value *o, const char *path, guest_map *g)
+{
+    static const char *const keys[] = {"gva", "gpa", "page", "pages", "writable", "user", "nx", "global", NULL};
+    if (o->type != JSON_OBJECT)
+        return errf(c, path, "is %s, expected an object", json_type_name(o->type));
+    if (!check_keys(c, o, path, keys))
+        return false;
+    const scenario *s = c->s;
+    int page;
+    int64_t pages;
+    get_hex(c, o, "gva", path, true, 0, &g->gva);
+    get_hex(c, o, "gpa", path, true, 0, &g->gpa);
+    get_enum(c, o, "page", path, false, page_names, PAGE_4K, &page);
+    get_int(c, o, "pages", path, false, 1, MAX_PAGES, 1, &pages);
+    get_bool(c, o, "writable", path, true, &g->writable);
+    get_bool(c, o, "user", path, true, &g->user);
+    get_bool(c, o, "nx", path, false, &g->nx);
+    get_bool(c, o, "global", path, false, &g->global);
+    if (c->failed)
+        return false;
+    g->page = (enum vm_page)page;
+    g->pages = (uint32_t)pages;
+    char p[160];
+    const guest_format *gf = guest_format_for(s->paging);
+    if (!gf->leaf_level(g->page)) {
+        subpath(p, sizeof p, path, "page");
+        return errf(c, p, "%s pages do not exist in %s paging (%s)", page_names[page], gf->name,
+                    s->paging == PAGING_32BIT ? "use 4K or 4M" : s->paging == PAGING_PAE ? "use 4K or 2M" : "use 4K, 2M or 1G");
+    }
+    if (g->page == PAGE_4M && !s->cr4_pse) {
+        subpath(p, sizeof p, path, "page");
+        return errf(c, p, "4M pages need guest.cr4_pse");
+    }
+    uint64_t size = page_bytes(g->page);
+    uint64_t span = size * g->pages;
+    if (g->gva & (size - 1)) {
+        subpath(p, sizeof p, path, "gva");
+        return errf(c, p, "0x%llx is not aligned to the %s page size", (unsigned long long)g->gva, page_names[page]);
+    }
+    if (!gva_ok(s, g->gva) || !gva_ok(s, g->gva + span - 1) || g->gva + span - 1 < g->gva ||
+        ((g->gva ^ (g->gva + span - 1)) >> 63)) {
+        subpath(p, sizeof p, path, "gva");
+        return errf(c, p, "range 0x%llx + %u x %s is %s", (unsigned long long)g->gva, g->pages, page_names[page], gva_rule(s));
+    }
+    if (g->gpa & (size - 1)) {
+        subpath(p, sizeof p, path, "gpa");
+        return errf(c, p, "0x%llx is not aligned to the %s page size", (unsigned long long)g->gpa, page_names[page]);
+    }
+    int pa_bits = s->maxphyaddr;
+    if (s->paging == PAGING_32BIT)
+        pa_bits = g->page == PAGE_4M ? (s->maxphyaddr < 40 ? s->maxphyaddr : 40) : 32;
+    if (g->gpa + span - 1 < g->gpa || ((g->gpa + span - 1) >> pa_bits)) {
+        subpath(p, sizeof p, path, "gpa");
+        return errf(c, p, "range 0x%llx + %u x %s does not fit in %d physical address bits", (unsigned long long)g->gpa,
+                    g->pages, page_names[page], pa_bits);
+    }
+    if (g->nx && !gf->has_xd) {
+        subpath(p, sizeof p, path, "nx");
+        return errf(c, p, "32-bit paging has no execute-disable bit (use pae, 4level or 5level)");
+    }
+    if (g->nx && !s->efer_nxe) {
+        subpath(p, sizeof p, path, "nx");
+        return errf(c, p, "needs guest.efer_nxe (without it bit 63 is reserved)");
+    }
+    return true;
+}
+
+static bool check_set_clear(pctx *c, const char *path, uint64_t set, uint64_t clear, bool bits32)
+{
+    if (set & clear)
+        return errf(c, path, "set and clear share bits 0x%llx", (unsigned long long)(set & clear));
+    if (bits32 && ((set | clear) >> 32))
+        return errf(c, path, "32-bit paging entries have 32 bits; set/clear 0x%llx/0x%llx go beyond",
+                    (unsigned long long)set, (unsigned long long)clear);
+    return true;
+}
+
+static int guest_top_level(const scenario *s)
+{
+    return guest_format_for(s->paging)->build_levels;
+}
+
+static bool parse_guest_override(pctx *c, const json_value *o, const char *path, guest_override *g)
+{
+    static const char *const keys[] = {"gva", "level", "set", "clear", NULL};
+    if (o->type != JSON_OBJECT)
+        return errf(c, path, "is %s, expected an object", json_type_name(o->type));
+    if (!check_keys(c, o, path, keys))
+        return false;
+    int64_t level;
+    get_hex(c, o, "gva", path, true, 0, &g->gva);
+    get_int(c, o, "level", path, true, 1, guest_top_level(c->s), 1, &level);
+    get_hex(c, o, "set", path, false, 0, &g->set);
+    get_hex(c, o, "clear", path, false, 0, &g->clear);
+    if (c->failed)
+        return false;
+    g->level = (int)level;
+    if (!gva_ok(c->s, g->gva)) {
+        char p[160];
+        subpath(p, sizeof p, path, "gva");
+        return errf(c, p, "0x%llx is %s", (unsigned long long)g->gva, gva_rule(c->s));
+    }
+    return check_set_clear(c, path, g->set, g->clear, c->s->paging == PAGING_32BIT);
+}
+
+static bool parse_perm(pctx *c, const json_value *o, const char *path, unsigned *perm)
+{
+    *perm = PERM_R | PERM_W | PERM_X;
+    const json_value *v = want(c, o, "perm", path, JSON_STRING, false);
+    if (!v)
+        return !c->failed;
+    char p[160];
+    subpath(p, sizeof p, path, "perm");
+    *perm = 0;
+    for (const char *q = v->str; *q; q++) {
+        unsigned b = *q == 'r' ? PERM_R : *q == 'w' ? PERM_W : *q == 'x' ? PERM_X : 0;
+        if (!b || (*perm & b))
+            return errf(c, p, "\"%.20s\" must be letters from r, w, x, each at most once", v->str);
+        *perm |= b;
+    }
+    return true;
+}
+
+static bool parse_nested_map(pctx *c, const json_value *o, const char *path, nested_map *n)
+{
+    static const char *const ept_keys[] = {"gpa", "hpa", "page", "pages", "perm", "memtype", "ipat", NULL};
+    static const char *const npt_keys[] = {"gpa", "hpa", "page", "pages", "perm", "user", NULL};
+    const scenario *s = c->s;
+    bool ept = s->mode == MODE_EPT;
+    if (o->type != JSON_OBJECT)
+        return errf(c, path, "is %s, expected an object", json_type_name(o->type));
+    if (!check_keys(c, o, path, ept ? ept_keys : npt_keys))
+        return false;
+    int page;
+    int64_t pages, memtype;
+    get_hex(c, o, "gpa", path, true, 0, &n->gpa);
+    get_hex(c, o, "hpa", path, true, 0, &n->hpa);
+    get_enum(c, o, "page", path, false, page_names, PAGE_4K, &page);
+    get_int(c, o, "pages", path, false, 1, MAX_PAGES, 1, &pages);
+    parse_perm(c, o, path, &n->perm);
+    get_int(c, o, "memtype", path, false, 0, 7, 6, &memtype);
+    get_bool(c, o, "ipat", path, false, &n->ipat);
+    get_bool(c, o, "user", path, true, &n->user);
+    if (c->failed)
+        return false;
+    n->page = (enum vm_page)page;
+    n->pages = (uint32_t)pages;
+    n->memtype = (int)memtype;
+    char p[160];
+    if (n->page == PAGE_4M) {
+        subpath(p, sizeof p, path, "page");
+        return errf(c, p, "nested tables map 4K, 2M or 1G pages");
+    }
+    uint64_t size = page_bytes(n->page), span = size * n->pages;
+    if ((n->gpa | n->hpa) & (size - 1)) {
+        subpath(p, sizeof p, path, (n->gpa & (size - 1)) ? "gpa" : "hpa");
+        return errf(c, p, "0x%llx is not aligned to the %s page size",
+                    (unsigned long long)((n->gpa & (size - 1)) ? n->gpa : n->hpa), page_names[page]);
+    }
+    if (((n->gpa + span - 1) >> s->maxphyaddr) || n->gpa + span - 1 < n->gpa) {
+        subpath(p, sizeof p, path, "gpa");
+        return errf(c, p, "range 0x%llx + %u x %s does not fit in maxphyaddr = %d bits", (unsigned long long)n->gpa,
+                    n->pages, page_names[page], s->maxphyaddr);
+    }
+    if (((n->hpa + span - 1) >> s->maxphyaddr) || n->hpa + span - 1 < n->hpa) {
+        subpath(p, sizeof p, path, "hpa");
+        return errf(c, p, "range 0x%llx + %u x %s does not fit in maxphyaddr = %d bits", (unsigned long long)n->hpa,
+                    n->pages, page_names[page], s->maxphyaddr);
+    }
+    if (!ept) {
+        subpath(p, sizeof p, path, "perm");
+        if (!(n->perm & PERM_R))
+            return errf(c, p, "an NPT entry that is present is readable: perm must contain r");
+        if (!(n->perm & PERM_X) && !s->host_nxe)
+            return errf(c, p, "without nested.host_nxe an NPT entry cannot forbid execution: perm must contain x");
+    }
+    return true;
+}
+
+static bool parse_nested_override(pctx *c, const json_value *o, const char *path, nested_override *n)
+{
+    static const char *const keys[] = {"gpa", "guest_table", "level", "set", "clear", NULL};
+    static const char *const gt_keys[] = {"gva", "level", NULL};
+    if (o->type != JSON_OBJECT)
+        return errf(c, path, "is %s, expected an object", json_type_name(o->type));
+    if (!check_keys(c, o, path, keys))
+        return false;
+    const json_value *gt = want(c, o, "guest_table", path, JSON_OBJECT, false);
+    bool has_gpa = json_get(o, "gpa") != NULL;
+    if (c->failed)
+        return false;
+    if (!!gt == has_gpa)
+        return errf(c, path, "give exactly one of gpa or guest_table as the target");
+    int64_t level;
+    if (gt) {
+        char p[160];
+        subpath(p, sizeof p, path, "guest_table");
+        if (!check_keys(c, gt, p, gt_keys))
+            return false;
+        int64_t gl;
+        n->by_guest_table = true;
+        get_hex(c, gt, "gva", p, true, 0, &n->gt_gva);
+        get_int(c, gt, "level", p, true, 1, guest_top_level(c->s), 1, &gl);
+        n->gt_level = (int)gl;
+        if (!c->failed && !gva_ok(c->s, n->gt_gva)) {
+            char q[180];
+            subpath(q, sizeof q, p, "gva");
+            return errf(c, q, "0x%llx is %s", (unsigned long long)n->gt_gva, gva_rule(c->s));
+        }
+    } else {
+        get_hex(c, o, "gpa", path, true, 0, &n->gpa);
+    }
+    get_int(c, o, "level", path, true, 1, c->s->nested_levels, 1, &level);
+    get_hex(c, o, "set", path, false, 0, &n->set);
+    get_hex(c, o, "clear", path, false, 0, &n->clear);
+    if (c->failed)
+        return false;
+    n->level = (int)level;
+    return check_set_clear(c, path, n->set, n->clear, false);
+}
+
+static bool parse_access(pctx *c, const json_value *o, const char *path, vm_access *a)
+{
+    static const char *const keys[] = {"gva", "op", "user", NULL};
+    if (o->type != JSON_OBJECT)
+        return errf(c, path, "is %s, expected an object", json_type_name(o->type));
+    if (!check_keys(c, o, path, keys))
+        return false;
+    int op;
+    get_hex(c, o, "gva", path, true, 0, &a->gva);
+    get_enum(c, o, "op", path, true, op_names, OP_READ, &op);
+    get_bool(c, o, "user", path, false, &a->user);
+    if (c->failed)
+        return false;
+    a->op = (enum vm_op)op;
+    if (!gva_ok(c->s, a->gva)) {
+        char p[160];
+        subpath(p, sizeof p, path, "gva");
+        return errf(c, p, "0x%llx is %s", (unsigned long long)a->gva, gva_rule(c->s));
+    }
+    return true;
+}
+
+/* Parses each element of an array member into a freshly allocated array. */
+typedef bool (*elem_fn)(pctx *, const json_value *, const char *, void *);
+
+static bool parse_array(pctx *c, const json_value *obj, const char *key, const char *path, bool required,
+                        size_t elem_size, uint32_t max, elem_fn fn, void **out, uint32_t *count)
+{
+    *out = NULL;
+    *count = 0;
+    const json_value *arr = want(c, obj, key, path, JSON_ARRAY, required);
+    if (!arr)
+        return !c->failed;
+    char p[160];
+    subpath(p, sizeof p, path, key);
+    if (arr->count > max)
+        return errf(c, p, "has %zu entries; at most %u are allowed", arr->count, max);
+    if (arr->count == 0)
+        return true;
+    char *items = calloc(arr->count, elem_size);
+    if (!items)
+        return errf(c, p, "out of memory");
+    *out = items;
+    uint32_t i = 0;
+    for (const json_value *e = arr->first_child; e; e = e->next, i++) {
+        char ep[180];
+        snprintf(ep, sizeof ep, "%s[%u]", p, i);
+        if (!fn(c, e, ep, items + (size_t)i * elem_size))
+            return false;
+        *count = i + 1;
+    }
+    return true;
+}
+
+static bool parse_machine(pctx *c, const json_value *root, scenario *s)
+{
+    static const char *const keys[] = {"maxphyaddr", NULL};
+    int64_t m;
+    s->maxphyaddr = 46;
+    const json_value *mach = want(c, root, "machine", "", JSON_OBJECT, false);
+    if (!mach)
+        return !c->failed;
+    if (!check_keys(c, mach, "machine", keys))
+        return false;
+    get_int(c, mach, "maxphyaddr", "machine", false, 36, 52, 46, &m);
+    s->maxphyaddr = (int)m;
+    return !c->failed;
+}
+
+static bool parse_guest(pctx *c, const json_value *root, scenario *s)
+{
+    static const char *const keys[] = {"paging", "table_base", "cr0_wp", "efer_nxe", "cr4_pse", "cr4_smep",
+                                       "cr4_smap", "mappings", "overrides", NULL};
+    const json_value *g = want(c, root, "guest", "", JSON_OBJECT, true);
+    if (!g || !check_keys(c, g, "guest", keys))
+        return false;
+    int paging;
+    get_enum(c, g, "paging", "guest", true, paging_names, 0, &paging);
+    s->paging = (enum vm_paging)paging;
+    get_hex(c, g, "table_base", "guest", false, 0x100000, &s->guest_table_base);
+    get_bool(c, g, "cr0_wp", "guest", true, &s->cr0_wp);
+    get_bool(c, g, "efer_nxe", "guest", true, &s->efer_nxe);
+    get_bool(c, g, "cr4_pse", "guest", true, &s->cr4_pse);
+    get_bool(c, g, "cr4_smep", "guest", false, &s->cr4_smep);
+    get_bool(c, g, "cr4_smap", "guest", false, &s->cr4_smap);
+    if (c->failed)
+        return false;
+    if (s->guest_table_base & 0xFFF)
+        return errf(c, "guest.table_base", "0x%llx is not 4 KiB aligned", (unsigned long long)s->guest_table_base);
+    uint64_t limit = (s->paging == PAGING_32BIT || s->paging == PAGING_PAE) ? (1ull << 32) - (1ull << 24)
+                                                                            : (1ull << s->maxphyaddr) - (1ull << 24);
+    if (s->guest_table_base > limit)
+        return errf(c, "guest.table_base", "0x%llx leaves no room for tables below %s", (unsigned long long)s->guest_table_base,
+                    limit < (1ull << 32) ? "4 GiB (CR3 is 32 bits in 32-bit and PAE paging)" : "2^maxphyaddr");
+    void *arr;
+    if (!parse_array(c, g, "mappings", "guest", true, sizeof(guest_map), MAX_MAPPINGS,
+                     (elem_fn)parse_guest_map, &arr, &s->n_gmaps))
+        return (s->gmaps = arr), false;
+    s->gmaps = arr;
+    bool ok = parse_array(c, g, "overrides", "guest", false, sizeof(guest_override), MAX_MAPPINGS,
+                          (elem_fn)parse_guest_override, &arr, &s->n_govr);
+    s->govr = arr;
+    return ok;
+}
+
+static bool parse_nested(pctx *c, const json_value *root, scenario *s)
+{
+    static const char *const ept_keys[] = {"levels", "table_base", "ad", "memory_type", "execute_only",
+                                           "mappings", "overrides", NULL};
+    static const char *const npt_keys[] = {"levels", "table_base", "host_nxe", "host_smep", "mappings", "overrides", NULL};
+    const json_value *n = json_get(root, "nested");
+    s->host_nxe = true;
+    s->execute_only = true;
+    s->eptp_memtype = 6;
+    if (s->mode == MODE_NATIVE) {
+        if (n)
+            return errf(c, "nested", "native mode has no nested tables; remove it or use mode ept or npt");
+        return true;
+    }
+    n = want(c, root, "nested", "", JSON_OBJECT, true);
+    if (!n || !check_keys(c, n, "nested", s->mode == MODE_EPT ? ept_keys : npt_keys))
+        return false;
+    int64_t levels, mt;
+    get_int(c, n, "levels", "nested", false, 0, 64, 4, &levels);
+    if (!c->failed && levels != 4 && levels != 5)
+        return errf(c, "nested.levels", "%lld: %s walks are 4 or 5 levels%s", (long long)levels,
+                    s->mode == MODE_EPT ? "EPT" : "NPT", s->mode == MODE_EPT ? " (EPTP bits 5:3 = levels - 1)" : "");
+    s->nested_levels = (int)levels;
+    get_hex(c, n, "table_base", "nested", false, 0x10000000, &s->nested_table_base);
+    get_bool(c, n, "ad", "nested", false, &s->ept_ad);
+    get_int(c, n, "memory_type", "nested", false, 0, 7, 6, &mt);
+    if (!c->failed && mt != 0 && mt != 6)
+        return errf(c, "nested.memory_type", "%lld: the EPTP memory type must be 0 (UC) or 6 (WB)", (long long)mt);
+    s->eptp_memtype = (int)mt;
+    get_bool(c, n, "execute_only", "nested", true, &s->execute_only);
+    get_bool(c, n, "host_nxe", "nested", true, &s->host_nxe);
+    get_bool(c, n, "host_smep", "nested", false, &s->host_smep);
+    if (c->failed)
+        return false;
+    if (s->nested_table_base & 0xFFF)
+        return errf(c, "nested.table_base", "0x%llx is not 4 KiB aligned", (unsigned long long)s->nested_table_base);
+    if (s->nested_table_base > (1ull << s->maxphyaddr) - (1ull << 24))
+        return errf(c, "nested.table_base", "0x%llx leaves no room for tables below 2^maxphyaddr",
+                    (unsigned long long)s->nested_table_base);
+    void *arr;
+    bool ok = parse_array(c, n, "mappings", "nested", true, sizeof(nested_map), MAX_MAPPINGS,
+                          (elem_fn)parse_nested_map, &arr, &s->n_nmaps);
+    s->nmaps = arr;
+    if (!ok)
+        return false;
+    ok = parse_array(c, n, "overrides", "nested", false, sizeof(nested_override), MAX_MAPPINGS,
+                     (elem_fn)parse_nested_override, &arr, &s->n_novr);
+    s->novr = arr;
+    return ok;
+}
+
+bool scenario_parse(const char *text, size_t len, scenario *s, char *err, size_t errlen)
+{
+    static const char *const keys[] = {"$schema", "name", "description", "mode", "machine", "guest", "nested",
+                                       "accesses", NULL};
+    memset(s, 0, sizeof *s);
+    json_doc doc;
+    if (!json_parse(text, len, &doc)) {
+        snprintf(err, errlen, "%s", doc.error);
+        return false;
+    }
+    pctx c = {.err = err, .errlen = errlen, .s = s};
+    const json_value *root = doc.root;
+    bool ok = false;
+    if (root->type != JSON_OBJECT) {
+        errf(&c, "(document)", "is %s, expected a scenario object", json_type_name(root->type));
+        goto out;
+    }
+    if (!check_keys(&c, root, "", keys))
+        goto out;
+    const json_value *name = want(&c, root, "name", "", JSON_STRING, true);
+    want(&c, root, "description", "", JSON_STRING, false);
+    want(&c, root, "$schema", "", JSON_STRING, false);
+    if (c.failed)
+        goto out;
+    if (name->str_len == 0 || name->str_len > 200) {
+        errf(&c, "name", "must be 1 to 200 characters");
+        goto out;
+    }
+    s->name = malloc(name->str_len + 1);
+    if (!s->name) {
+        errf(&c, "name", "out of memory");
+        goto out;
+    }
+    memcpy(s->name, name->str, name->str_len + 1);
+    int mode;
+    get_enum(&c, root, "mode", "", true, mode_names, 0, &mode);
+    s->mode = (enum vm_mode)mode;
+    if (c.failed || !parse_machine(&c, root, s) || !parse_guest(&c, root, s) || !parse_nested(&c, root, s))
+        goto out;
+    void *arr;
+    ok = parse_array(&c, root, "accesses", "", true, sizeof(vm_access), MAX_ACCESSES, (elem_fn)parse_access, &arr,
+                     &s->n_accesses);
+    s->accesses = arr;
+out:
+    json_free(&doc);
+    if (!ok)
+        scenario_free(s);
+    return ok;
+}
+
+void scenario_free(scenario *s)
+{
+    free(s->name);
+    free(s->gmaps);
+    free(s->govr);
+    free(s->nmaps);
+    free(s->novr);
+    free(s->accesses);
+    memset(s, 0, sizeof *s);
+}

@@ -1,0 +1,368 @@
+/* Translating one access: the guest walk, the nested walk of each gpa it touches, the
+ * A/D updates, and the faults with their exit information (docs/model.md section 4).
+ * No allocation here: the trace goes into the caller's vm_result. */
+#include "model.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#define X86_A BIT(5)
+#define X86_D BIT(6)
+
+/* What a nested walk is for: the permission it needs and how a fault reports it. */
+typedef struct nested_req {
+    unsigned need;          /* PERM_* bits the combined entries must grant */
+    bool write;             /* sets the dirty bit of the leaf (when A/D are on) */
+    bool final;             /* the access's own gpa (vs a guest paging-structure access) */
+    int stage;              /* guest level whose entry is being located, 0 = final */
+    uint64_t qual_access;   /* EPT exit qualification bits 2:0 */
+    uint64_t npt_err;       /* NPT EXITINFO1 bits W (1) and I/D (4) */
+} nested_req;
+
+typedef struct nested_out {
+    uint64_t hpa, page_size;
+    unsigned perms;         /* combined over the entries walked */
+    int leaf_level;
+} nested_out;
+
+static vm_step *new_step(vm_result *r, vm_step *scratch)
+{
+    if (r->record && r->nsteps < VM_MAX_STEPS) {
+        vm_step *st = &r->steps[r->nsteps++];
+        memset(st, 0, sizeof *st);
+        return st;
+    }
+    return scratch;
+}
+
+static bool nested_ad_on(const machine *m)
+{
+    return m->nf == &nested_npt || m->s->ept_ad;
+}
+
+/* PERM_* bits a nested walk must find for an access of kind op. */
+static unsigned nested_need(const machine *m, enum vm_op op)
+{
+    if (m->nf == &nested_ept)
+        return op == OP_READ ? PERM_R : op == OP_WRITE ? PERM_W : PERM_X;
+    /* NPT: every nested access is a user access (APM 15.25.5). */
+    return PERM_U | (op == OP_WRITE ? PERM_W : 0) | (op == OP_FETCH ? PERM_X : 0);
+}
+
+static nested_req final_req(const machine *m, enum vm_op op)
+{
+    nested_req q = {.need = nested_need(m, op), .write = op == OP_WRITE, .final = true, .stage = 0};
+    q.qual_access = op == OP_READ ? 1 : op == OP_WRITE ? 2 : 4;
+    q.npt_err = (op == OP_WRITE ? 2 : 0) |
+                (op == OP_FETCH && (m->s->host_nxe || m->s->host_smep) ? 0x10 : 0);
+    return q;
+}
+
+/* Guest paging-structure reads are writes as far as the nested table is concerned with
+ * EPT A/D on (SDM 29.3.3.2) and always under NPT. */
+static nested_req table_req(const machine *m, int stage)
+{
+    bool w = nested_ad_on(m);
+    nested_req q = {.need = nested_need(m, w ? OP_WRITE : OP_READ), .write = w, .final = false, .stage = stage};
+    q.qual_access = w ? 3 : 1;
+    q.npt_err = 2;
+    return q;
+}
+
+static nested_req ad_write_req(const machine *m, int stage)
+{
+    nested_req q = {.need = nested_need(m, OP_WRITE), .write = true, .final = false, .stage = stage};
+    q.qual_access = 3;      /* a locked read-modify-write of the entry */
+    q.npt_err = 2;
+    return q;
+}
+
+static void nested_fault(const machine *m, vm_result *r, const nested_req *q, uint64_t gpa, int level,
+                         enum vm_reason reason, int detail, unsigned perms)
+{
+    vm_fault *f = &r->fault;
+    f->dim = DIM_NESTED;
+    f->level = (uint8_t)level;
+    f->stage = (uint8_t)q->stage;
+    f->reason = (uint8_t)reason;
+    f->detail = (uint8_t)detail;
+    f->fault_gpa = gpa;
+    if (m->nf == &nested_ept) {
+        if (reason == REASON_MISCONFIG) {
+            r->outcome = OUT_EPT_MISCONFIG;
+            return;
+        }
+        r->outcome = OUT_EPT_VIOLATION;
+        f->qualification = q->qual_access | ((uint64_t)(perms & 7u) << 3) | BIT(7) | (q->final ? BIT(8) : 0);
+        return;
+    }
+    r->outcome = OUT_NPT_FAULT;
+    f->exitinfo1 = (reason != REASON_NOT_PRESENT ? 1 : 0) | q->npt_err | 4 |
+                   (reason == REASON_RESERVED ? 8 : 0) | (q->final ? BIT(32) : BIT(33));
+}
+
+static bool nested_walk(machine *m, vm_result *r, uint64_t gpa, const nested_req *q, nested_out *o)
+{
+    const scenario *s = m->s;
+    const nested_format *nf = m->nf;
+    vm_step scratch;
+    vm_step *steps[5];
+    uint64_t addrs[5];
+    int n = 0;
+    unsigned perms = PERM_R | PERM_W | PERM_X | PERM_U;
+    uint64_t table = m->nested_root;
+    for (int level = s->nested_levels; level >= 1; level--) {
+        uint32_t idx = (uint32_t)(gpa >> (12 + 9 * (level - 1))) & 511u;
+        uint64_t ea = table + 8u * idx;
+        uint64_t e = mem_read(&m->mem, ea, 8);
+        r->memory_refs++;
+        r->nested_refs++;
+        vm_step *st = new_step(r, &scratch);
+        st->kind = STEP_READ;
+        st->dim = DIM_NESTED;
+        st->level = (uint8_t)level;
+        st->stage = (uint8_t)q->stage;
+        st->gpa_valid = true;
+        st->gpa = gpa;
+        st->table = table;
+        st->index = idx;
+        st->entry_hpa = ea;
+        st->entry = e;
+        st->ref = (uint16_t)r->memory_refs;
+        steps[n] = st;
+        addrs[n++] = ea;
+        int detail = MC_NONE;
+        enum nested_check c = nf->check(s, e, level, &detail);
+        switch (c) {
+        case NC_NOT_PRESENT:
+            st->result = RES_NOT_PRESENT;
+            nested_fault(m, r, q, gpa, level, REASON_NOT_PRESENT, 0, 0);
+            return false;
+        case NC_RESERVED:
+            st->result = RES_RESERVED;
+            nested_fault(m, r, q, gpa, level, REASON_RESERVED, 0, perms & nf->perms(s, e));
+            return false;
+        case NC_MISCONFIG:
+            st->result = RES_MISCONFIG;
+            nested_fault(m, r, q, gpa, level, REASON_MISCONFIG, detail, 0);
+            return false;
+        case NC_TABLE:
+            st->result = RES_TABLE;
+            perms &= nf->perms(s, e);
+            table = e & bits_range(51, 12);
+            continue;
+        case NC_LEAF:
+            break;
+        }
+        st->result = RES_PAGE;
+        perms &= nf->perms(s, e);
+        if ((perms & q->need) != q->need) {
+            nested_fault(m, r, q, gpa, level, REASON_PERMISSION, 0, perms);
+            return false;
+        }
+        if (nested_ad_on(m)) {
+            for (int j = 0; j < n; j++) {
+                uint64_t cur = mem_read(&m->mem, addrs[j], 8);
+                uint64_t set = 0;
+                if (!(cur & nf->accessed_bit))
+                    set |= nf->accessed_bit;
+                if (j == n - 1 && q->write && !(cur & nf->dirty_bit))
+                    set |= nf->dirty_bit;
+                if (set) {
+                    mem_write_existing(&m->mem, addrs[j], 8, cur | set);
+                    steps[j]->ad_set = (uint8_t)(((set & nf->accessed_bit) ? 1 : 0) | ((set & nf->dirty_bit) ? 2 : 0));
+                }
+            }
+        }
+        uint64_t size = 1ull << (12 + 9 * (level - 1));
+        o->hpa = nf->page_addr(e, level) | (gpa & (size - 1));
+        o->page_size = size;
+        o->perms = perms;
+        o->leaf_level = level;
+        return true;
+    }
+    return false; /* not reached: level 1 is always a leaf or a fault */
+}
+
+static void guest_fault(const machine *m, const vm_access *a, vm_result *r, int level, enum vm_reason reason)
+{
+    const scenario *s = m->s;
+    r->outcome = OUT_GUEST_PF;
+    vm_fault *f = &r->fault;
+    f->dim = DIM_GUEST;
+    f->level = (uint8_t)level;
+    f->stage = (uint8_t)level;
+    f->reason = (uint8_t)reason;
+    bool id = a->op == OP_FETCH && (s->cr4_smep || (m->gf->has_xd && s->efer_nxe));
+    f->error_code = (reason != REASON_NOT_PRESENT ? 1u : 0u) | (a->op == OP_WRITE ? 2u : 0u) | (a->user ? 4u : 0u) |
+                    (reason == REASON_RESERVED ? 8u : 0u) | (id ? 0x10u : 0u);
+}
+
+/* SDM vol. 3, 4.6: access rights from the combined R/W, U/S and XD of the walk. */
+static bool guest_allowed(const scenario *s, const vm_access *a, bool rw, bool us, bool xd)
+{
+    if (a->op == OP_FETCH && xd)
+        return false;
+    if (a->user)
+        return us && !(a->op == OP_WRITE && !rw);
+    if (a->op == OP_WRITE && !rw && s->cr0_wp)
+        return false;
+    if (a->op == OP_FETCH && us && s->cr4_smep)
+        return false;
+    if (a->op != OP_FETCH && us && s->cr4_smap)
+        return false;
+    return true;
+}
+
+typedef struct walked {
+    uint64_t gpa, hpa, table;
+    uint32_t index;
+    int level, nleaf;
+    unsigned nperms;
+} walked;
+
+void translate(machine *m, const vm_access *a, vm_result *r)
+{
+    const scenario *s = m->s;
+    const guest_format *gf = m->gf;
+    const int es = gf->entry_size;
+    const bool two_d = m->nf != NULL;
+    bool record = r->record;
+    memset(r, 0, offsetof(vm_result, steps));
+    r->record = record;
+
+    vm_step scratch;
+    walked w[5];
+    int nw = 0;
+    uint64_t table = m->cr3;
+    bool rw = true, us = true, xd = false;
+    uint64_t page = 0, size = 0;
+
+    if (s->paging == PAGING_PAE) {
+        /* The PDPTE was loaded into a register with CR3: no memory reference now. */
+        uint32_t idx = (uint32_t)(a->gva >> 30) & 3u;
+        uint64_t e = m->pdpte[idx];
+        vm_step *st = new_step(r, &scratch);
+        st->kind = STEP_PDPTE;
+        st->dim = DIM_GUEST;
+        st->level = st->stage = 3;
+        st->gpa_valid = two_d;
+        st->table = m->cr3 & 0xFFFFFFE0u;
+        st->gpa = st->table + 8u * idx;
+        st->index = idx;
+        st->entry_hpa = m->pdpte_hpa[idx];
+        st->entry = e;
+        if (!(e & 1)) {
+            st->result = RES_NOT_PRESENT;
+            guest_fault(m, a, r, 3, REASON_NOT_PRESENT);
+            return;
+        }
+        st->result = RES_TABLE;
+        table = e & bits_range(51, 12);
+    }
+
+    for (int level = gf->levels; level >= 1; level--) {
+        uint32_t idx = gf->index(a->gva, level);
+        uint64_t egpa = table + (uint64_t)es * idx, ehpa = egpa;
+        nested_out no = {0};
+        if (two_d) {
+            nested_req q = table_req(m, level);
+            if (!nested_walk(m, r, egpa, &q, &no))
+                return;
+            ehpa = no.hpa;
+        }
+        uint64_t e = mem_read(&m->mem, ehpa, es);
+        r->memory_refs++;
+        r->guest_refs++;
+        vm_step *st = new_step(r, &scratch);
+        st->kind = STEP_READ;
+        st->dim = DIM_GUEST;
+        st->level = st->stage = (uint8_t)level;
+        st->gpa_valid = two_d;
+        st->gpa = egpa;
+        st->table = table;
+        st->index = idx;
+        st->entry_hpa = ehpa;
+        st->entry = e;
+        st->ref = (uint16_t)r->memory_refs;
+        if (!(e & 1)) {
+            st->result = RES_NOT_PRESENT;
+            guest_fault(m, a, r, level, REASON_NOT_PRESENT);
+            return;
+        }
+        bool leaf = gf->is_leaf(s, e, level);
+        if (gf->reserved(s, e, level, leaf)) {
+            st->result = RES_RESERVED;
+            guest_fault(m, a, r, level, REASON_RESERVED);
+            return;
+        }
+        st->result = leaf ? RES_PAGE : RES_TABLE;
+        w[nw++] = (walked){.gpa = egpa, .hpa = ehpa, .table = table, .index = idx, .level = level,
+                           .nleaf = no.leaf_level, .nperms = no.perms};
+        rw = rw && (e & BIT(1));
+        us = us && (e & BIT(2));
+        if (gf->has_xd && s->efer_nxe && (e & BIT(63)))
+            xd = true;
+        if (leaf) {
+            page = gf->page_addr(e, level);
+            size = gf->page_size(level);
+            break;
+        }
+        table = gf->table_addr(e);
+    }
+
+    if (!guest_allowed(s, a, rw, us, xd)) {
+        guest_fault(m, a, r, w[nw - 1].level, REASON_PERMISSION);
+        return;
+    }
+
+    /* Accessed and dirty flags, top level first, once the access is known to be allowed. */
+    for (int j = 0; j < nw; j++) {
+        uint64_t cur = mem_read(&m->mem, w[j].hpa, es);
+        uint64_t set = 0;
+        if (!(cur & X86_A))
+            set |= X86_A;
+        if (j == nw - 1 && a->op == OP_WRITE && !(cur & X86_D))
+            set |= X86_D;
+        if (!set)
+            continue;
+        vm_step *st = new_step(r, &scratch);
+        st->kind = STEP_AD_WRITE;
+        st->dim = DIM_GUEST;
+        st->level = st->stage = (uint8_t)w[j].level;
+        st->gpa_valid = two_d;
+        st->gpa = w[j].gpa;
+        st->table = w[j].table;
+        st->index = w[j].index;
+        st->entry_hpa = w[j].hpa;
+        st->entry = cur;
+        st->ad_set = (uint8_t)(((set & X86_A) ? 1 : 0) | ((set & X86_D) ? 2 : 0));
+        r->ad_writes++;
+        if (two_d) {
+            nested_req q = ad_write_req(m, w[j].level);
+            if ((w[j].nperms & q.need) != q.need) {
+                st->result = RES_BLOCKED;
+                nested_fault(m, r, &q, w[j].gpa, w[j].nleaf, REASON_PERMISSION, 0, w[j].nperms);
+                return;
+            }
+        }
+        st->result = RES_WRITTEN;
+        mem_write_existing(&m->mem, w[j].hpa, es, cur | set);
+    }
+
+    r->gpa = page | (a->gva & (size - 1));
+    r->gpa_valid = true;
+    r->guest_page_size = size;
+    if (two_d) {
+        nested_req q = final_req(m, a->op);
+        nested_out no;
+        if (!nested_walk(m, r, r->gpa, &q, &no))
+            return;
+        r->hpa = no.hpa;
+        r->nested_page_size = no.page_size;
+    } else {
+        r->hpa = r->gpa;
+    }
+    r->hpa_valid = true;
+    r->outcome = OUT_OK;
+}

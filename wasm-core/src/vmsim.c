@@ -1,0 +1,97 @@
+#include "vmsim.h"
+#include "model.h"
+#include "json.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef __EMSCRIPTEN__
+#include <emscripten.h>
+#define EXPORT EMSCRIPTEN_KEEPALIVE
+#else
+#define EXPORT
+#endif
+
+static int fail_with(char **out, int status, const char *msg)
+{
+    *out = malloc(strlen(msg) + 1);
+    if (*out)
+        strcpy(*out, msg);
+    return status;
+}
+
+static int run(const char *json, size_t len, char **out, bool explain)
+{
+    char err[512];
+    scenario s;
+    machine m;
+    *out = NULL;
+    if (!scenario_parse(json, len, &s, err, sizeof err))
+        return fail_with(out, VMSIM_BAD_SCENARIO, err);
+    if (!machine_build(&m, &s, err, sizeof err)) {
+        scenario_free(&s);
+        return fail_with(out, VMSIM_BAD_SCENARIO, err);
+    }
+    vm_result *r = malloc(sizeof *r);
+    if (!r) {
+        machine_free(&m);
+        scenario_free(&s);
+        return fail_with(out, VMSIM_NO_MEMORY, "out of memory");
+    }
+    strbuf sb;
+    sb_init(&sb);
+    vm_result totals = {0};
+    uint32_t counts[OUT_COUNT] = {0};
+    if (explain)
+        sb_printf(&sb, "scenario %s: mode %s, guest %s paging, CR3 0x%llx%s\n", s.name,
+                  s.mode == MODE_NATIVE ? "native" : s.mode == MODE_EPT ? "ept" : "npt", m.gf->name,
+                  (unsigned long long)m.cr3, "");
+    else
+        result_json_begin(&sb, &m);
+    for (uint32_t i = 0; i < s.n_accesses; i++) {
+        r->record = true;
+        translate(&m, &s.accesses[i], r);
+        totals.memory_refs += r->memory_refs;
+        totals.guest_refs += r->guest_refs;
+        totals.nested_refs += r->nested_refs;
+        totals.ad_writes += r->ad_writes;
+        counts[r->outcome]++;
+        if (explain) {
+            explain_access(&sb, &m, &s.accesses[i], r, i);
+        } else {
+            if (i)
+                sb_putc(&sb, ',');
+            result_json_access(&sb, &m, &s.accesses[i], r);
+        }
+    }
+    if (!explain)
+        result_json_end(&sb, &totals, counts, s.n_accesses);
+    free(r);
+    machine_free(&m);
+    scenario_free(&s);
+    *out = sb_take(&sb);
+    if (!*out)
+        return fail_with(out, VMSIM_NO_MEMORY, "out of memory while writing the result");
+    return VMSIM_OK;
+}
+
+EXPORT int vmsim_run(const char *json, size_t len, char **out)
+{
+    return run(json, len, out, false);
+}
+
+EXPORT int vmsim_explain(const char *json, size_t len, char **out)
+{
+    return run(json, len, out, true);
+}
+
+EXPORT void vmsim_free(void *p)
+{
+    free(p);
+}
+
+EXPORT const char *vmsim_version(void)
+{
+    return "vmsim 0.1.0 (vmsim-result/1)";
+}
