@@ -32,6 +32,10 @@ static bool errf(pctx *c, const char *path, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
     va_end(ap);
+    /* Field names and values come from the file: keep the message on one line. */
+    for (char *p = c->err; *p; p++)
+        if ((unsigned char)*p < 0x20)
+            *p = '?';
     return false;
 }
 

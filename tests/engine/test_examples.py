@@ -1,0 +1,103 @@
+"""Every scenario in wasm-core/examples is also a test: it must pass the JSON Schema,
+run under the native CLI, and give the outcome, reference count and exit information
+derived by hand below (from the SDM/APM rules, not from a recording)."""
+import json
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "wasm-core" / "examples"
+VMSIM = os.environ.get("VMSIM", str(ROOT / "wasm-core" / "build" / "vmsim"))
+
+
+def run(path):
+    assert os.path.exists(VMSIM), "build the engine first: make -C wasm-core native"
+    p = subprocess.run([VMSIM, "run", str(path)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def refs_2d(g, n):
+    """References of a completed 2-D walk: each of g guest reads needs an n-level nested
+    walk first, and so does the final gpa: g + (g + 1) * n."""
+    return g + (g + 1) * n
+
+
+# (outcome, memory_refs, extra fields to check) per access, derived by hand.
+EXPECT = {
+    "native-4k": [("ok", 4, {"ad_writes": 4, "hpa": "0x200123"}),  # A set at 4 levels
+                  ("ok", 4, {"ad_writes": 1})],                     # then only D on the PTE
+    "ept-4k": [("ok", refs_2d(4, 4), {"hpa": "0x80200123", "guest_refs": 4, "nested_refs": 20})],
+    "npt-4k": [("ok", refs_2d(4, 4), {"hpa": "0x80200123"})],
+    "ept-2m": [("ok", refs_2d(4, 3), {"nested_page_size": 2 << 20})],
+    "ept-5level": [("ok", refs_2d(5, 5), {})],
+    "pae-ept": [("ok", refs_2d(2, 4), {})],
+    "32bit-native": [("ok", 2, {"hpa": "0x200123"}), ("ok", 1, {"hpa": "0x1123456", "guest_page_size": 4 << 20})],
+    "guest-page-fault": [
+        # not-present PTE, user read: error code U (0x4); all 4 guest levels were read
+        ("guest_page_fault", refs_2d(4, 4) - 4, {"fault.error_code": "0x4", "exit": False}),
+        # user write to a read-only page: P|W|U
+        ("guest_page_fault", 20, {"fault.error_code": "0x7"}),
+        # user fetch from an NX page with EFER.NXE: P|U|I/D
+        ("guest_page_fault", 20, {"fault.error_code": "0x15"}),
+        # supervisor write to the read-only page with CR0.WP = 0 is allowed
+        ("ok", 24, {}),
+    ],
+    "ept-violation": [
+        # kvm-unit-tests ept_access_test_not_present, OP_READ: RD | LADDR_VLD | PADDR
+        ("ept_violation", 24, {"fault.qualification": "0x181", "fault.stage": 0}),
+        # ept_access_test_read_only, OP_WRITE: WR | PERM_RD | LADDR_VLD | PADDR
+        ("ept_violation", 24, {"fault.qualification": "0x18a"}),
+        # paddr_not_present_ad_disabled: RD | LADDR_VLD, bit 8 clear; PD page gpa 0x104000
+        ("ept_violation", 5 + 5 + 4, {"fault.qualification": "0x81", "fault.guest_physical_address": "0x104000",
+                                       "fault.stage": 2}),
+    ],
+    "ept-misconfig": [
+        ("ept_misconfig", 24, {"fault.detail": "write_without_read", "fault.exit_reason": 49}),
+        ("ept_misconfig", 24, {"fault.detail": "memory_type"}),
+        ("ok", 24, {}),
+        ("ept_misconfig", 21, {"fault.detail": "reserved_bits", "fault.level": 4}),
+    ],
+    # kvm-unit-tests svm_npt.c npt_np: 0x100000004
+    "npt-fault": [("npt_fault", 24, {"fault.exitinfo1": "0x100000004", "fault.exitinfo2": "0x200000"})],
+    # svm_npt.c npt_rw_pfwalk: 0x200000007, EXITINFO2 = guest CR3 (+ index 0 of the PML4)
+    "npt-fault-walk": [("npt_fault", 4, {"fault.exitinfo1": "0x200000007", "fault.exitinfo2": "0x100000"})],
+}
+
+
+def get(obj, dotted):
+    for part in dotted.split("."):
+        obj = obj[part]
+    return obj
+
+
+def test_every_example_has_expectations():
+    names = sorted(p.stem for p in EXAMPLES.glob("*.json"))
+    assert names == sorted(EXPECT), "add hand-derived expectations for new examples"
+
+
+@pytest.mark.parametrize("name", sorted(EXPECT))
+def test_example(name):
+    result = run(EXAMPLES / f"{name}.json")
+    assert len(result["accesses"]) == len(EXPECT[name])
+    for i, (acc, (outcome, refs, extra)) in enumerate(zip(result["accesses"], EXPECT[name])):
+        assert acc["outcome"] == outcome, f"access {i}"
+        assert acc["memory_refs"] == refs, f"access {i}"
+        assert acc["memory_refs"] == sum(1 for s in acc["steps"] if s["kind"] == "read")
+        assert acc["exit"] == (outcome in ("ept_violation", "ept_misconfig", "npt_fault"))
+        for key, want in extra.items():
+            assert get(acc, key) == want, f"access {i}: {key}"
+
+
+@pytest.mark.parametrize("path", sorted(p for p in EXAMPLES.glob("invalid/*.json") if p.name != "expected-errors.json"), ids=lambda p: p.stem)
+def test_invalid_example_rejected_with_one_line(path):
+    p = subprocess.run([VMSIM, "run", str(path)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2
+    assert p.stdout == ""
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("vmsim: ")
+    expected = json.loads((path.parent / "expected-errors.json").read_text())[path.name]
+    assert expected in lines[0]
