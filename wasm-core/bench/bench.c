@@ -26,7 +26,7 @@ static uint64_t xorshift(uint64_t *s)
     return *s = x;
 }
 
-#define GUEST_PAGES (1u << 18)          /* 1 GiB of 4 KiB pages */
+static uint32_t GUEST_PAGES = 1u << 18;  /* 1 GiB of 4 KiB pages; argv[2] overrides */
 
 static void bench_mode(const char *mode, const char *paging, uint32_t n)
 {
@@ -72,6 +72,8 @@ static void bench_mode(const char *mode, const char *paging, uint32_t n)
 int main(int argc, char **argv)
 {
     uint32_t n = argc > 1 ? (uint32_t)strtoul(argv[1], NULL, 10) : 2000000u;
+    if (argc > 2)
+        GUEST_PAGES = (uint32_t)strtoul(argv[2], NULL, 10);
     bench_mode("native", "4level", n);
     bench_mode("ept", "4level", n);
     bench_mode("npt", "4level", n);

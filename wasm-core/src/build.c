@@ -41,7 +41,7 @@ static bool nested_is_leaf(uint64_t e, int level)
     return level == 1 || ((level == 2 || level == 3) && (e & BIT(7)));
 }
 
-bool nested_lookup(const machine *m, uint64_t gpa, uint64_t *hpa)
+bool nested_lookup(machine *m, uint64_t gpa, uint64_t *hpa)
 {
     if (!m->nf) {
         *hpa = gpa;

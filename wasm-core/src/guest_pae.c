@@ -18,7 +18,7 @@ static bool is_leaf_pae(const scenario *s, uint64_t e, int level)
 
 static uint64_t reserved_pae(const scenario *s, uint64_t e, int level, bool leaf)
 {
-    uint64_t r = bits_range(62, s->maxphyaddr);
+    uint64_t r = (s->above_maxphyaddr | bits_range(62, 52));
     if (!s->efer_nxe)
         r |= BIT(63);
     if (leaf && level == 2)

@@ -14,7 +14,7 @@ static bool is_leaf64(const scenario *s, uint64_t e, int level)
 
 static uint64_t reserved64(const scenario *s, uint64_t e, int level, bool leaf)
 {
-    uint64_t r = bits_range(51, s->maxphyaddr);
+    uint64_t r = s->above_maxphyaddr;
     if (!s->efer_nxe)
         r |= BIT(63);
     if (level >= 4)

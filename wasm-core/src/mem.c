@@ -29,9 +29,8 @@ void mem_free(mem *m)
     memset(m, 0, sizeof *m);
 }
 
-uint8_t *mem_frame(const mem *m, uint64_t hpa)
+static uint8_t *hash_find(const mem *m, uint64_t key)
 {
-    uint64_t key = (hpa >> FRAME_SHIFT) + 1;
     uint32_t i = hash_pfn(key, m->cap);
     while (m->slots[i].pfn_plus1) {
         if (m->slots[i].pfn_plus1 == key)
@@ -39,6 +38,17 @@ uint8_t *mem_frame(const mem *m, uint64_t hpa)
         i = (i + 1) & (m->cap - 1);
     }
     return NULL;
+}
+
+uint8_t *mem_frame_slow(mem *m, uint64_t key)
+{
+    uint8_t *f = hash_find(m, key);
+    if (f) {
+        uint32_t c = (uint32_t)key & (MEM_CACHE - 1);
+        m->cache_key[c] = key;
+        m->cache_frame[c] = f;
+    }
+    return f;
 }
 
 static bool grow(mem *m)
@@ -97,18 +107,6 @@ uint8_t *mem_frame_create(mem *m, uint64_t hpa)
     m->slots[i].frame = f;
     m->used++;
     return f;
-}
-
-uint64_t mem_read(const mem *m, uint64_t hpa, int size)
-{
-    const uint8_t *f = mem_frame(m, hpa);
-    if (!f)
-        return 0;
-    uint32_t off = (uint32_t)(hpa & (FRAME_SIZE - 1));
-    uint64_t v = 0;
-    for (int i = size - 1; i >= 0; i--)
-        v = (v << 8) | f[off + (uint32_t)i];
-    return v;
 }
 
 bool mem_write_existing(mem *m, uint64_t hpa, int size, uint64_t value)

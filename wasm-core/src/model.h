@@ -83,6 +83,7 @@ typedef struct scenario {
     char *name;
     enum vm_mode mode;
     int maxphyaddr;
+    uint64_t above_maxphyaddr;  /* bits 51:maxphyaddr, reserved in every entry format */
     /* guest */
     enum vm_paging paging;
     uint64_t guest_table_base;
@@ -197,7 +198,7 @@ void scenario_free(scenario *s);
 bool machine_build(machine *m, const scenario *s, char *err, size_t errlen);
 void machine_free(machine *m);
 /* Lookup through the nested tables without checks or A/D: the hypervisor's view. */
-bool nested_lookup(const machine *m, uint64_t gpa, uint64_t *hpa);
+bool nested_lookup(machine *m, uint64_t gpa, uint64_t *hpa);
 
 /* translate.c (4) */
 void translate(machine *m, const vm_access *a, vm_result *r);

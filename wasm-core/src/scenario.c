@@ -502,6 +502,7 @@ static bool parse_machine(pctx *c, const json_value *root, scenario *s)
     static const char *const keys[] = {"maxphyaddr", NULL};
     int64_t m;
     s->maxphyaddr = 46;
+    s->above_maxphyaddr = bits_range(51, 46);
     const json_value *mach = want(c, root, "machine", "", JSON_OBJECT, false);
     if (!mach)
         return !c->failed;
@@ -509,6 +510,7 @@ static bool parse_machine(pctx *c, const json_value *root, scenario *s)
         return false;
     get_int(c, mach, "maxphyaddr", "machine", false, 36, 52, 46, &m);
     s->maxphyaddr = (int)m;
+    s->above_maxphyaddr = bits_range(51, s->maxphyaddr);
     return !c->failed;
 }
 

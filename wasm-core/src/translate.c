@@ -2,6 +2,7 @@
  * A/D updates, and the faults with their exit information (docs/model.md section 4).
  * No allocation here: the trace goes into the caller's vm_result. */
 #include "model.h"
+#include "nested_entry.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -101,13 +102,16 @@ static void nested_fault(const machine *m, vm_result *r, const nested_req *q, ui
                    (reason == REASON_RESERVED ? 8 : 0) | (q->final ? BIT(32) : BIT(33));
 }
 
-static bool nested_walk(machine *m, vm_result *r, uint64_t gpa, const nested_req *q, nested_out *o)
+/* One nested walk. `ept` is a constant in each of the two instantiations below, so the
+ * entry checks inline and the walk makes no indirect calls. */
+static inline __attribute__((always_inline)) bool nested_walk_impl(machine *m, vm_result *r, uint64_t gpa,
+                                                                   const nested_req *q, nested_out *o,
+                                                                   const bool ept)
 {
     const scenario *s = m->s;
-    const nested_format *nf = m->nf;
-    vm_step scratch;
-    vm_step *steps[5];
-    uint64_t addrs[5];
+    const bool record = r->record;
+    vm_step *steps[5] = {0};
+    uint64_t addrs[5], vals[5];
     int n = 0;
     unsigned perms = PERM_R | PERM_W | PERM_X | PERM_U;
     uint64_t table = m->nested_root;
@@ -117,71 +121,84 @@ static bool nested_walk(machine *m, vm_result *r, uint64_t gpa, const nested_req
         uint64_t e = mem_read(&m->mem, ea, 8);
         r->memory_refs++;
         r->nested_refs++;
-        vm_step *st = new_step(r, &scratch);
-        st->kind = STEP_READ;
-        st->dim = DIM_NESTED;
-        st->level = (uint8_t)level;
-        st->stage = (uint8_t)q->stage;
-        st->gpa_valid = true;
-        st->gpa = gpa;
-        st->table = table;
-        st->index = idx;
-        st->entry_hpa = ea;
-        st->entry = e;
-        st->ref = (uint16_t)r->memory_refs;
+        vm_step *st = NULL;
+        if (record && r->nsteps < VM_MAX_STEPS) {
+            st = &r->steps[r->nsteps++];
+            *st = (vm_step){.kind = STEP_READ, .dim = DIM_NESTED, .level = (uint8_t)level, .stage = (uint8_t)q->stage,
+                            .gpa_valid = true, .gpa = gpa, .table = table, .index = idx, .entry_hpa = ea, .entry = e,
+                            .ref = (uint16_t)r->memory_refs};
+        }
         steps[n] = st;
+        vals[n] = e;
         addrs[n++] = ea;
         int detail = MC_NONE;
-        enum nested_check c = nf->check(s, e, level, &detail);
+        enum nested_check c = ept ? ept_entry_check(s, e, level, &detail) : npt_entry_check(s, e, level, &detail);
+        unsigned ep = ept ? ept_entry_perms(s, e) : npt_entry_perms(s, e);
+        enum vm_step_result res = c == NC_TABLE ? RES_TABLE : c == NC_LEAF ? RES_PAGE
+                                  : c == NC_NOT_PRESENT ? RES_NOT_PRESENT : c == NC_RESERVED ? RES_RESERVED
+                                  : RES_MISCONFIG;
+        if (st)
+            st->result = (uint8_t)res;
         switch (c) {
         case NC_NOT_PRESENT:
-            st->result = RES_NOT_PRESENT;
             nested_fault(m, r, q, gpa, level, REASON_NOT_PRESENT, 0, 0);
             return false;
         case NC_RESERVED:
-            st->result = RES_RESERVED;
-            nested_fault(m, r, q, gpa, level, REASON_RESERVED, 0, perms & nf->perms(s, e));
+            nested_fault(m, r, q, gpa, level, REASON_RESERVED, 0, perms & ep);
             return false;
         case NC_MISCONFIG:
-            st->result = RES_MISCONFIG;
             nested_fault(m, r, q, gpa, level, REASON_MISCONFIG, detail, 0);
             return false;
         case NC_TABLE:
-            st->result = RES_TABLE;
-            perms &= nf->perms(s, e);
+            perms &= ep;
             table = e & bits_range(51, 12);
             continue;
         case NC_LEAF:
             break;
         }
-        st->result = RES_PAGE;
-        perms &= nf->perms(s, e);
+        perms &= ep;
         if ((perms & q->need) != q->need) {
             nested_fault(m, r, q, gpa, level, REASON_PERMISSION, 0, perms);
             return false;
         }
-        if (nested_ad_on(m)) {
+        if (!ept || s->ept_ad) {
+            const uint64_t abit = ept ? BIT(8) : BIT(5), dbit = ept ? BIT(9) : BIT(6);
             for (int j = 0; j < n; j++) {
+                uint64_t want = abit | (j == n - 1 && q->write ? dbit : 0);
+                if ((vals[j] & want) == want)
+                    continue;   /* A/D only ever get set, so memory has them too */
                 uint64_t cur = mem_read(&m->mem, addrs[j], 8);
-                uint64_t set = 0;
-                if (!(cur & nf->accessed_bit))
-                    set |= nf->accessed_bit;
-                if (j == n - 1 && q->write && !(cur & nf->dirty_bit))
-                    set |= nf->dirty_bit;
+                uint64_t set = want & ~cur;
                 if (set) {
                     mem_write_existing(&m->mem, addrs[j], 8, cur | set);
-                    steps[j]->ad_set = (uint8_t)(((set & nf->accessed_bit) ? 1 : 0) | ((set & nf->dirty_bit) ? 2 : 0));
+                    if (steps[j])
+                        steps[j]->ad_set = (uint8_t)(((set & abit) ? 1 : 0) | ((set & dbit) ? 2 : 0));
                 }
             }
         }
         uint64_t size = 1ull << (12 + 9 * (level - 1));
-        o->hpa = nf->page_addr(e, level) | (gpa & (size - 1));
+        o->hpa = nested_entry_page_addr(e, level) | (gpa & (size - 1));
         o->page_size = size;
         o->perms = perms;
         o->leaf_level = level;
         return true;
     }
     return false; /* not reached: level 1 is always a leaf or a fault */
+}
+
+static bool nested_walk_ept(machine *m, vm_result *r, uint64_t gpa, const nested_req *q, nested_out *o)
+{
+    return nested_walk_impl(m, r, gpa, q, o, true);
+}
+
+static bool nested_walk_npt(machine *m, vm_result *r, uint64_t gpa, const nested_req *q, nested_out *o)
+{
+    return nested_walk_impl(m, r, gpa, q, o, false);
+}
+
+static bool nested_walk(machine *m, vm_result *r, uint64_t gpa, const nested_req *q, nested_out *o)
+{
+    return m->nf == &nested_ept ? nested_walk_ept(m, r, gpa, q, o) : nested_walk_npt(m, r, gpa, q, o);
 }
 
 static void guest_fault(const machine *m, const vm_access *a, vm_result *r, int level, enum vm_reason reason)
@@ -233,6 +250,7 @@ void translate(machine *m, const vm_access *a, vm_result *r)
 
     vm_step scratch;
     walked w[5];
+    uint64_t wval[5];
     int nw = 0;
     uint64_t table = m->cr3;
     bool rw = true, us = true, xd = false;
@@ -297,6 +315,7 @@ void translate(machine *m, const vm_access *a, vm_result *r)
             return;
         }
         st->result = leaf ? RES_PAGE : RES_TABLE;
+        wval[nw] = e;
         w[nw++] = (walked){.gpa = egpa, .hpa = ehpa, .table = table, .index = idx, .level = level,
                            .nleaf = no.leaf_level, .nperms = no.perms};
         rw = rw && (e & BIT(1));
@@ -318,6 +337,9 @@ void translate(machine *m, const vm_access *a, vm_result *r)
 
     /* Accessed and dirty flags, top level first, once the access is known to be allowed. */
     for (int j = 0; j < nw; j++) {
+        uint64_t want = X86_A | (j == nw - 1 && a->op == OP_WRITE ? X86_D : 0);
+        if ((wval[j] & want) == want)
+            continue;   /* A/D only ever get set, so memory has them too */
         uint64_t cur = mem_read(&m->mem, w[j].hpa, es);
         uint64_t set = 0;
         if (!(cur & X86_A))
