@@ -1,0 +1,68 @@
+# vmemlab: the two commands are `make start` and `make test`; `make bench` measures.
+# Setup is idempotent: system packages via apt-get when root (else the exact command is
+# printed), npm ci when node_modules is missing or older than package-lock.json.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+APT_PACKAGES := emscripten clang libclang-rt-14-dev python3 python3-pytest nodejs npm make gcc
+PYTHON ?= python3
+
+.PHONY: help setup system-deps node-deps build start test test-engine test-python test-js bench clean
+
+help:
+	@echo "make start   set up, build and serve the lab at http://127.0.0.1:8080"
+	@echo "make test    set up, build and run every test"
+	@echo "make bench   build and print the benchmarks"
+
+setup: system-deps node-deps
+
+# Each tool is checked on its own so a machine that has them all does nothing.
+system-deps:
+	@missing=""; \
+	command -v emcc >/dev/null || missing="$$missing emscripten"; \
+	command -v clang >/dev/null || missing="$$missing clang libclang-rt-14-dev"; \
+	command -v node >/dev/null || missing="$$missing nodejs npm"; \
+	command -v cc >/dev/null || missing="$$missing gcc make"; \
+	$(PYTHON) -m pytest --version >/dev/null 2>&1 || missing="$$missing python3 python3-pytest"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  else \
+	    echo "vmemlab needs these Debian packages:$$missing"; \
+	    echo "run:  sudo apt-get install -y$$missing"; exit 1; \
+	  fi; \
+	fi
+
+node_modules/.package-lock.json: package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+node-deps: node_modules/.package-lock.json
+
+build: setup
+	$(MAKE) -C wasm-core native wasm
+	npx vite build --config web/vite.config.ts --logLevel warn
+
+start: build
+	node web/scripts/serve.mjs
+
+test: build
+	$(MAKE) test-engine test-python test-js
+	@echo "all test suites passed"
+
+test-engine:
+	$(MAKE) -C wasm-core test
+
+test-python:
+	$(PYTHON) -m pytest -q tests
+
+test-js:
+	npx vitest run
+
+bench: build
+	$(MAKE) -C wasm-core bench
+
+clean:
+	$(MAKE) -C wasm-core clean
+	rm -rf web/dist

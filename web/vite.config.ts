@@ -1,0 +1,12 @@
+import { defineConfig } from 'vite';
+import { fileURLToPath } from 'node:url';
+
+const here = fileURLToPath(new URL('.', import.meta.url));
+
+export default defineConfig({
+  root: here,
+  base: './',
+  server: { host: '127.0.0.1', port: 8080, fs: { allow: [fileURLToPath(new URL('..', import.meta.url))] } },
+  preview: { host: '127.0.0.1', port: 8080, strictPort: true },
+  build: { outDir: 'dist', emptyOutDir: true, target: 'es2022' },
+});
