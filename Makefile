@@ -4,7 +4,6 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-APT_PACKAGES := emscripten clang libclang-rt-14-dev python3 python3-pytest nodejs npm make gcc
 PYTHON ?= python3
 
 .PHONY: help setup system-deps node-deps build start test test-engine test-python test-js bench clean
@@ -22,6 +21,7 @@ system-deps:
 	command -v emcc >/dev/null || missing="$$missing emscripten"; \
 	command -v clang >/dev/null || missing="$$missing clang libclang-rt-14-dev"; \
 	command -v node >/dev/null || missing="$$missing nodejs npm"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	command -v cc >/dev/null || missing="$$missing gcc make"; \
 	$(PYTHON) -m pytest --version >/dev/null 2>&1 || missing="$$missing python3 python3-pytest"; \
 	if [ -n "$$missing" ]; then \
