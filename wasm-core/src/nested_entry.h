@@ -67,7 +67,7 @@ static inline enum nested_check npt_entry_check(const scenario *s, uint64_t e, i
     if (!s->host_nxe)
         r |= BIT(63);
     if (level >= 4)
-        r |= BIT(7);
+        r |= bits_range(8, 7);          /* AMD: PML4E/PML5E bits 8:7 are MBZ (APM vol. 2, 5.3.3) */
     if (leaf && level == 3)
         r |= bits_range(29, 13);
     if (leaf && level == 2)
