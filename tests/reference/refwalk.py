@@ -444,9 +444,8 @@ def _parse_nested(value, mode: str, maxphyaddr: int, guest: GuestConfig) -> Nest
             raise ScenarioError(f"{mf.at('perm')}: letters from r, w, x, each at most once")
         memtype, ipat, user = 6, False, True
         if mode == "ept":
+            # 2, 3 and 7 are allowed: they build a misconfigured leaf on purpose (model.md 2)
             memtype = mf.integer("memtype", 0, 7, 6)
-            if memtype in (2, 3, 7):
-                raise ScenarioError(f"{mf.at('memtype')}: 2, 3 and 7 are reserved memory types")
             ipat = mf.boolean("ipat", False)
         else:
             user = mf.boolean("user", True)
@@ -828,10 +827,12 @@ class Fault(Exception):
 
 @dataclass
 class NestedTranslation:
+    """A successful nested walk: where the gpa lives and what the walk allows."""
     hpa: int
     leaf_level: int
     page_size: int
-    perms: int        # EPT: AND of bits 2:0; NPT: bit 0 RW-and, bit 1 US-and (see below)
+    rwx: int          # EPT: AND of R/W/X over the entries walked (0 under NPT)
+    writable: bool    # would a write through this translation be allowed?
 
 
 class Trace:
@@ -919,7 +920,7 @@ def npt_reserved(m: Machine, entry: int, level: int) -> bool:
     if not m.nested.host_nxe:
         reserved |= XD
     if level >= 4:
-        reserved |= PS
+        reserved |= bits(8, 7)            # APM 5.3.3: PML4E/PML5E bits 8:7 must be zero
     elif nested_is_leaf(entry, level) and level == 3:
         reserved |= bits(29, 13)
     elif nested_is_leaf(entry, level) and level == 2:
@@ -968,38 +969,34 @@ def nested_walk(m: Machine, t: Trace, gpa: int, kind: str, stage: int, gva: int,
         set_nested_ad(m, walked, kind)
         size = 1 << (12 + 9 * (level - 1))
         frame = entry & bits(m.sc.maxphyaddr - 1, 12) & ~(size - 1)
+        entries = [e for _, _, e in walked]
         return NestedTranslation(frame | (gpa & (size - 1)), level, size,
-                                 nested_perms(m, [e for _, _, e in walked]))
+                                 ept_rwx(entries) if m.ept else 0,
+                                 nested_permits(m, entries, "write"))
     raise AssertionError("level 1 is always a leaf")
 
 
-def nested_perms(m: Machine, entries: list) -> int:
-    """Combined permissions over the entries walked.  EPT: AND of R/W/X (bits 2:0).
-    NPT: an x86-style triple, RW and US ANDed, NX ORed, encoded as the EPT-like bits
-    R=1 (always readable), W=RW, X=not NX, plus bit 3 = US."""
-    if m.ept:
-        acc = EPT_RWX
-        for e in entries:
-            acc &= e
-        return acc & EPT_RWX
-    rw = all(e & RW for e in entries)
-    us = all(e & US for e in entries)
-    nx = any(e & XD for e in entries) and m.nested.host_nxe
-    return EPT_R | (EPT_W if rw else 0) | (0 if nx else EPT_X) | (8 if us else 0)
+def ept_rwx(entries: list) -> int:
+    """AND of the R/W/X bits over EPT entries: the access rights of the translation."""
+    acc = EPT_RWX
+    for e in entries:
+        acc &= e
+    return acc & EPT_RWX
 
 
 def nested_permits(m: Machine, entries: list, kind: str) -> bool:
-    perms = nested_perms(m, entries)
+    """Permission check at the leaf, combined over every entry walked."""
     if m.ept:
         need = {"read": EPT_R, "write": EPT_W, "fetch": EPT_X}[kind]
-        return bool(perms & need)
-    # NPT: every access is a user access (APM 15.25.5), so US is needed everywhere.
-    if not perms & 8:
+        return bool(ept_rwx(entries) & need)
+    # NPT: every access is a user access (APM 15.25.5), so US is needed everywhere;
+    # RW is ANDed for writes; NX is ORed for fetches when the host has EFER.NXE.
+    if not all(e & US for e in entries):
         return False
     if kind == "write":
-        return bool(perms & EPT_W)
+        return all(e & RW for e in entries)
     if kind == "fetch":
-        return bool(perms & EPT_X)
+        return not (m.nested.host_nxe and any(e & XD for e in entries))
     return True
 
 
@@ -1027,11 +1024,8 @@ def nested_fault(m: Machine, walked: list, reason: str, level: int, stage: int, 
     if m.ept:
         # Bits 5:3: AND of R/W/X over every entry walked, the failing one included
         # (SDM 28.2.1, Table 28-7); a not-present entry contributes 0.
-        combined = EPT_RWX
-        for e in entries:
-            combined &= e
         return ept_violation(reason, level, stage, gpa, gva, kind, final_op,
-                             combined & EPT_RWX)
+                             ept_rwx(entries))
     info1 = 0
     if reason != "not_present":
         info1 |= 1 << 0                   # P: the entry was present
@@ -1241,18 +1235,13 @@ def update_guest_ad(m: Machine, t: Trace, acc: Access, walked: list) -> None:
             continue
         s = t.step("ad_write", "guest", w.level, w.level, w.gpa, w.table, w.index, w.hpa,
                    current, x86_flags(current, w.level, fmt.wide))
-        if w.nested is not None and not ad_write_allowed(m, w.nested):
+        # model.md 5: a blocked step still shows the bits it was about to set
+        s["ad_set"] = ("A" if add & ACC else "") + ("D" if add & DIRTY else "")
+        if w.nested is not None and not w.nested.writable:
             s["result"] = "blocked"
             raise blocked_ad_fault(m, w, acc)
         m.mem.write(w.hpa, fmt.entry_size, current | add)
-        s["ad_set"] = ("A" if add & ACC else "") + ("D" if add & DIRTY else "")
         s["result"] = "written"
-
-
-def ad_write_allowed(m: Machine, ntr: NestedTranslation) -> bool:
-    if m.ept:
-        return bool(ntr.perms & EPT_W)
-    return bool(ntr.perms & EPT_W) and bool(ntr.perms & 8)     # NPT: RW and US
 
 
 def blocked_ad_fault(m: Machine, w: WalkedEntry, acc: Access) -> Fault:
@@ -1260,7 +1249,7 @@ def blocked_ad_fault(m: Machine, w: WalkedEntry, acc: Access) -> Fault:
     paging-structure write (bits 0 and 1, bit 8 clear), or #NPF P|W|U + bit 33."""
     if m.ept:
         return ept_violation("permission", w.nested.leaf_level, w.level, w.gpa, acc.gva,
-                             "write", None, w.nested.perms & EPT_RWX)
+                             "write", None, w.nested.rwx)
     return npt_fault("permission", w.nested.leaf_level, w.level,
                      0x7 | (1 << 33), w.gpa)
 

@@ -345,6 +345,14 @@ static bool parse_perm(pctx *c, const json_value *o, const char *path, unsigned 
     return true;
 }
 
+/* Guest-physical addresses a nested table can map: maxphyaddr bits, and no more than
+ * its levels index (48 bits for 4 levels). */
+static int gpa_width(const scenario *s)
+{
+    int levels_bits = 12 + 9 * s->nested_levels;
+    return s->maxphyaddr < levels_bits ? s->maxphyaddr : levels_bits;
+}
+
 static bool parse_nested_map(pctx *c, const json_value *o, const char *path, nested_map *n)
 {
     static const char *const ept_keys[] = {"gpa", "hpa", "page", "pages", "perm", "memtype", "ipat", NULL};
@@ -381,10 +389,11 @@ static bool parse_nested_map(pctx *c, const json_value *o, const char *path, nes
         return errf(c, p, "0x%llx is not aligned to the %s page size",
                     (unsigned long long)((n->gpa & (size - 1)) ? n->gpa : n->hpa), page_names[page]);
     }
-    if (((n->gpa + span - 1) >> s->maxphyaddr) || n->gpa + span - 1 < n->gpa) {
+    int gpa_bits = gpa_width(s);
+    if (((n->gpa + span - 1) >> gpa_bits) || n->gpa + span - 1 < n->gpa) {
         subpath(p, sizeof p, path, "gpa");
-        return errf(c, p, "range 0x%llx + %u x %s does not fit in maxphyaddr = %d bits", (unsigned long long)n->gpa,
-                    n->pages, page_names[page], s->maxphyaddr);
+        return errf(c, p, "range 0x%llx + %u x %s does not fit in %d guest-physical address bits%s", (unsigned long long)n->gpa,
+                    n->pages, page_names[page], gpa_bits, gpa_bits < s->maxphyaddr ? " (a 4-level nested table maps 48)" : "");
     }
     if (((n->hpa + span - 1) >> s->maxphyaddr) || n->hpa + span - 1 < n->hpa) {
         subpath(p, sizeof p, path, "hpa");
@@ -433,6 +442,12 @@ static bool parse_nested_override(pctx *c, const json_value *o, const char *path
         }
     } else {
         get_hex(c, o, "gpa", path, true, 0, &n->gpa);
+        if (!c->failed && (n->gpa >> gpa_width(c->s))) {
+            char p[160];
+            subpath(p, sizeof p, path, "gpa");
+            return errf(c, p, "0x%llx does not fit in %d guest-physical address bits", (unsigned long long)n->gpa,
+                        gpa_width(c->s));
+        }
     }
     get_int(c, o, "level", path, true, 1, c->s->nested_levels, 1, &level);
     get_hex(c, o, "set", path, false, 0, &n->set);

@@ -1,0 +1,169 @@
+"""Differential test: the C engine (`vmsim run FILE`) against refwalk.py.
+
+For seeds 0..N-1 (N = $DIFF_SCENARIOS, default 400) gen.py makes a random valid
+scenario; both implementations run it and the result objects must be equal field by
+field, key order included (model.md section 5 fixes the order).  A mismatch fails with
+the seed, the JSON path of the first difference and both values, and the scenario is
+saved to tests/artifacts/diff-fail-SEED.json (re-run it with
+`wasm-core/build/vmsim run FILE` and `python3 tests/reference/refwalk.py run FILE`).
+
+Both must also reject the hand-made invalid scenarios in gen.INVALID_SCENARIOS:
+vmsim with exit status 2 and one line on stderr, refwalk with ScenarioError.
+
+The binary is wasm-core/build/vmsim ($VMSIM overrides); when it is missing the tests
+fail (they do not skip): build it with `make -C wasm-core`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import gen  # noqa: E402
+import refwalk  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(HERE))
+VMSIM = os.environ.get("VMSIM", os.path.join(REPO, "wasm-core", "build", "vmsim"))
+ARTIFACTS = os.path.join(REPO, "tests", "artifacts")
+N_SCENARIOS = int(os.environ.get("DIFF_SCENARIOS", "400"))
+CHUNK = 25
+TIMEOUT_S = 60
+
+
+def require_vmsim() -> str:
+    if not (os.path.isfile(VMSIM) and os.access(VMSIM, os.X_OK)):
+        pytest.fail(f"C engine not found at {VMSIM}: run `make -C wasm-core` first "
+                    f"(or point $VMSIM at a built vmsim)", pytrace=False)
+    return VMSIM
+
+
+def run_vmsim(scenario: dict, tmpdir: str, tag: str) -> subprocess.CompletedProcess:
+    path = os.path.join(tmpdir, f"{tag}.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(scenario, f)
+    return subprocess.run([require_vmsim(), "run", path], capture_output=True,
+                          text=True, timeout=TIMEOUT_S)
+
+
+# --- recursive comparison ------------------------------------------------------------
+
+def first_difference(c, ref, path: str = "$"):
+    """(path, C value, ref value, what) of the first difference, or None.  Types are
+    compared strictly (JSON true is not 1), dict key order counts."""
+    if type(c) is not type(ref):
+        return path, c, ref, "type"
+    if isinstance(c, dict):
+        for key in ref:
+            if key not in c:
+                return f"{path}.{key}", "<missing>", ref[key], "key missing in C"
+        for key in c:
+            if key not in ref:
+                return f"{path}.{key}", c[key], "<missing>", "key missing in ref"
+        for key in ref:
+            d = first_difference(c[key], ref[key], f"{path}.{key}")
+            if d:
+                return d
+        if list(c) != list(ref):
+            return path, list(c), list(ref), "key order"
+        return None
+    if isinstance(c, list):
+        for i, (a, b) in enumerate(zip(c, ref)):
+            d = first_difference(a, b, f"{path}[{i}]")
+            if d:
+                return d
+        if len(c) != len(ref):
+            return f"{path}.length", len(c), len(ref), "list length"
+        return None
+    if c != ref:
+        return path, c, ref, "value"
+    return None
+
+
+def context_of(result: dict, path: str) -> str:
+    """For a difference inside accesses[i], the access's gva/op and outcome in short."""
+    if not path.startswith("$.accesses["):
+        return ""
+    try:
+        i = int(path[len("$.accesses["):].split("]", 1)[0])
+        a = result["accesses"][i]
+    except (ValueError, IndexError, KeyError, TypeError):
+        return ""
+    return (f" (ref access {i}: {a['op']} {a['gva']} user={a['user']} -> {a['outcome']}"
+            f", fault={json.dumps(a['fault'])})")
+
+
+def save_artifact(seed: int, scenario: dict) -> str:
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    path = os.path.join(ARTIFACTS, f"diff-fail-{seed}.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(scenario, f, indent=1)
+        f.write("\n")
+    return path
+
+
+def check_seed(seed: int, tmpdir: str):
+    """None when vmsim and refwalk agree on this seed, else a failure message."""
+    scenario = gen.random_scenario(random.Random(seed))
+    try:
+        ref = refwalk.run(scenario)
+    except refwalk.ScenarioError as e:
+        return f"seed {seed}: generator bug, refwalk rejects the scenario: {e}"
+    proc = run_vmsim(scenario, tmpdir, f"seed-{seed}")
+    if proc.returncode != 0:
+        where = save_artifact(seed, scenario)
+        return (f"seed {seed}: vmsim exited {proc.returncode} on a valid scenario: "
+                f"{proc.stderr.strip()[:500]} (scenario saved to {where})")
+    try:
+        c = json.loads(proc.stdout)
+    except ValueError as e:
+        where = save_artifact(seed, scenario)
+        return f"seed {seed}: vmsim printed invalid JSON ({e}); scenario saved to {where}"
+    diff = first_difference(c, ref)
+    if diff is None:
+        return None
+    path, cv, rv, what = diff
+    where = save_artifact(seed, scenario)
+    return (f"seed {seed}: first difference at {path} ({what}):\n"
+            f"    vmsim:   {json.dumps(cv)[:600]}\n"
+            f"    refwalk: {json.dumps(rv)[:600]}\n"
+            f"    {context_of(ref, path)}\n"
+            f"    scenario saved to {where}")
+
+
+CHUNKS = [range(lo, min(lo + CHUNK, N_SCENARIOS)) for lo in range(0, N_SCENARIOS, CHUNK)]
+
+
+@pytest.mark.parametrize("seeds", CHUNKS, ids=[f"seeds-{c[0]}-{c[-1]}" for c in CHUNKS])
+def test_differential(seeds, tmp_path):
+    require_vmsim()
+    # vmsim runs in a subprocess, so two threads overlap it with refwalk's Python work.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        failures = [f for f in pool.map(lambda s: check_seed(s, str(tmp_path)), seeds) if f]
+    if failures:
+        others = "" if len(failures) == 1 else \
+            f"\n({len(failures) - 1} more failing seeds in this chunk: " + \
+            ", ".join(f.split(":", 1)[0] for f in failures[1:]) + ")"
+        pytest.fail(failures[0] + others, pytrace=False)
+
+
+@pytest.mark.parametrize("case", gen.INVALID_SCENARIOS, ids=[c[0] for c in gen.INVALID_SCENARIOS])
+def test_both_reject_invalid(case, tmp_path):
+    name, scenario, field_path = case
+    with pytest.raises(refwalk.ScenarioError) as err:
+        refwalk.run(scenario)
+    assert str(err.value).startswith(field_path), str(err.value)
+    proc = run_vmsim(scenario, str(tmp_path), name)
+    assert proc.returncode == 2, (f"{name}: vmsim exit status {proc.returncode}, want 2; "
+                                  f"stderr: {proc.stderr.strip()[:300]}")
+    lines = proc.stderr.strip("\n").split("\n")
+    assert len(lines) == 1 and lines[0].strip(), \
+        f"{name}: want one line on stderr, got {proc.stderr!r}"

@@ -1,0 +1,342 @@
+"""Hand-derived checks of refwalk.py alone (no C engine needed).
+
+The expected numbers come from the model (model.md) and the hardware manuals, worked
+out by hand: reference counts g + (g+1)*n, table addresses from the bump allocators,
+EPT exit qualifications (SDM Table 28-7) and the NPT EXITINFO1 values that
+kvm-unit-tests x86/svm_npt.c checks on real AMD hardware.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gen  # noqa: E402
+import refwalk  # noqa: E402
+from refwalk import run  # noqa: E402
+
+
+def scenario(mode="ept", paging="4level", gmaps=None, nmaps=None, accesses=(), levels=4,
+             goverrides=None, noverrides=None, guest_extra=None, nested_extra=None,
+             machine=None):
+    """A scenario with a data page gva 0x400000 -> gpa 0x200000 unless told otherwise,
+    nested memory gpa 0..8M -> hpa 1G.. in 4K pages (enough for tables and data)."""
+    sc = {"name": "hand", "mode": mode,
+          "guest": {"paging": paging,
+                    "mappings": gmaps if gmaps is not None else
+                    [{"gva": "0x400000", "gpa": "0x200000"}]},
+          "accesses": [dict(gva=g, op=o, user=u) for g, o, u in accesses]}
+    if machine:
+        sc["machine"] = machine
+    if guest_extra:
+        sc["guest"].update(guest_extra)
+    if goverrides:
+        sc["guest"]["overrides"] = goverrides
+    if mode != "native":
+        sc["nested"] = {"levels": levels,
+                        "mappings": nmaps if nmaps is not None else
+                        [{"gpa": "0x0", "hpa": "0x40000000", "pages": 2048}]}
+        if nested_extra:
+            sc["nested"].update(nested_extra)
+        if noverrides:
+            sc["nested"]["overrides"] = noverrides
+    return sc
+
+
+def one(sc):
+    """Run and return the single access's result."""
+    r = run(sc)
+    assert len(r["accesses"]) == 1
+    return r["accesses"][0]
+
+
+READ = [("0x400123", "read", False)]
+
+
+# --- reference counts: g + (g+1)*n -------------------------------------------------------
+
+def test_ept_4_plus_4_is_24_refs():
+    a = one(scenario(accesses=READ))
+    assert a["outcome"] == "ok"
+    assert (a["memory_refs"], a["guest_refs"], a["nested_refs"]) == (24, 4, 20)
+    assert a["gpa"] == "0x200123" and a["hpa"] == "0x40200123"
+    # 4 nested reads (stage 4) precede the first guest read; the final gpa is stage 0.
+    kinds = [(s["dim"], s["stage"]) for s in a["steps"] if s["kind"] == "read"]
+    assert kinds[:5] == [("nested", 4)] * 4 + [("guest", 4)]
+    assert kinds[-4:] == [("nested", 0)] * 4
+    assert [s["ref"] for s in a["steps"] if s["kind"] == "read"] == list(range(1, 25))
+    # First access: every guest entry gets its A bit, one ad_write step each.
+    assert a["ad_writes"] == 4
+
+
+def test_ept_registers():
+    r = run(scenario(accesses=READ))
+    # Guest root = first guest frame; nested root = first nested frame;
+    # EPTP = root | (4-1)<<3 | memory type 6.
+    assert (r["cr3"], r["eptp"], r["ncr3"]) == ("0x100000", "0x1000001e", None)
+    assert r["nested_levels"] == 4
+
+
+def test_5_plus_5_is_35_refs():
+    for mode in ("ept", "npt"):
+        a = one(scenario(mode=mode, paging="5level", levels=5, accesses=READ))
+        assert a["outcome"] == "ok"
+        assert (a["memory_refs"], a["guest_refs"], a["nested_refs"]) == (35, 5, 30)
+
+
+def test_2m_ept_leaf_is_19_refs():
+    a = one(scenario(nmaps=[{"gpa": "0x0", "hpa": "0x40000000", "page": "2M", "pages": 4}],
+                     accesses=READ))
+    assert a["outcome"] == "ok"
+    assert (a["memory_refs"], a["nested_refs"]) == (19, 15)
+    assert a["nested_page_size"] == 2 * 1024 * 1024
+    leaf = a["steps"][-1]
+    assert (leaf["level"], leaf["result"]) == (2, "page")
+    assert leaf["flags"] == ["R", "W", "X", "MT=6", "PS"]
+
+
+def test_2m_guest_page_on_4level_ept_is_19_refs():
+    a = one(scenario(gmaps=[{"gva": "0x400000", "gpa": "0x200000", "page": "2M"}],
+                     accesses=READ))
+    assert (a["memory_refs"], a["guest_refs"], a["guest_page_size"]) == (19, 3, 1 << 21)
+
+
+def test_native_4level_is_4_refs():
+    a = one(scenario(mode="native", accesses=READ))
+    assert a["outcome"] == "ok"
+    assert (a["memory_refs"], a["guest_refs"], a["nested_refs"]) == (4, 4, 0)
+    assert a["gpa"] == a["hpa"] == "0x200123"
+    assert a["nested_page_size"] is None
+    # Native guest steps have no gpa; table addresses are physical.
+    s = a["steps"][0]
+    assert (s["gpa"], s["table"], s["entry_hpa"], s["entry"]) == \
+        (None, "0x100000", "0x100000", "0x101007")
+
+
+def test_native_32bit_is_2_refs():
+    a = one(scenario(mode="native", paging="32bit", accesses=READ))
+    assert (a["memory_refs"], a["outcome"]) == (2, "ok")
+    # gva 0x400123: PDE index 1 (4-byte entries), PTE index 0.
+    assert [(s["level"], s["index"], s["entry_hpa"]) for s in a["steps"][:2]] == \
+        [(2, 1, "0x100004"), (1, 0, "0x101000")]
+
+
+def test_pae_is_2_refs_plus_pdpte_step():
+    a = one(scenario(mode="native", paging="pae", accesses=READ))
+    assert a["outcome"] == "ok"
+    assert a["memory_refs"] == 2
+    first = a["steps"][0]
+    assert (first["kind"], first["ref"], first["level"]) == ("pdpte", None, 3)
+    assert first["flags"] == ["P"] and first["entry"] == "0x101001"
+    assert [s["kind"] for s in a["steps"]] == ["pdpte", "read", "read", "ad_write",
+                                               "ad_write"]   # PDPTEs have no A bit
+
+
+def test_pae_under_ept_is_14_refs():
+    a = one(scenario(paging="pae", accesses=READ))
+    # The PDPTE register needs no nested walk: 2 guest reads, 3 nested walks of 4.
+    assert (a["memory_refs"], a["nested_refs"]) == (14, 12)
+    assert a["steps"][0]["kind"] == "pdpte" and a["steps"][1]["stage"] == 2
+
+
+def test_32bit_pse36_large_page():
+    # 4 MiB page at gpa 0x3_0040_0000: bits 35:32 go to PDE bits 16:13 (SDM 4.3).
+    a = one(scenario(mode="native", paging="32bit", machine={"maxphyaddr": 36},
+                     gmaps=[{"gva": "0x800000", "gpa": "0x300400000", "page": "4M"}],
+                     accesses=[("0x9abcde", "read", False)]))
+    assert a["steps"][0]["entry"] == hex(0x00400000 | (3 << 13) | 0x87)
+    assert (a["gpa"], a["guest_page_size"]) == ("0x3005abcde", 4 << 20)
+
+
+# --- A/D -----------------------------------------------------------------------------------
+
+def test_guest_ad_persist_between_accesses():
+    r = run(scenario(mode="native", accesses=READ + [("0x400123", "read", False),
+                                                     ("0x400123", "write", False),
+                                                     ("0x400123", "write", False)]))
+    assert [a["ad_writes"] for a in r["accesses"]] == [4, 0, 1, 0]
+    d_step = r["accesses"][2]["steps"][-1]
+    assert (d_step["kind"], d_step["ad_set"], d_step["level"]) == ("ad_write", "D", 1)
+
+
+def test_ept_ad_sets_nested_bits():
+    a = one(scenario(nested_extra={"ad": True}, accesses=[("0x400123", "write", False)]))
+    assert a["outcome"] == "ok"
+    # The first nested walk sets A on every entry, D on the leaf (guest-table accesses
+    # are writes with EPT A/D); later walks find A already set.
+    assert [s["ad_set"] for s in a["steps"][:4]] == ["A", "A", "A", "AD"]
+    assert a["steps"][5]["ad_set"] == ""
+    assert a["steps"][-1]["ad_set"] == "AD"          # final write, fresh leaf
+
+
+# --- NPT: the EXITINFO1 values kvm-unit-tests x86/svm_npt.c expects -------------------------
+
+def npt_data_pte(set_="0x0", clear="0x0"):
+    return [{"gpa": "0x200000", "level": 1, "set": set_, "clear": clear}]
+
+
+def test_npt_not_present_final_page():
+    a = one(scenario(mode="npt", noverrides=npt_data_pte(clear="0x1"), accesses=READ))
+    f = a["fault"]
+    assert a["outcome"] == "npt_fault" and a["exit"] is True
+    assert (f["exitinfo1"], f["exitinfo2"], f["stage"], f["level"]) == \
+        ("0x100000004", "0x200123", 0, 1)
+    assert a["gpa"] == "0x200123" and a["hpa"] is None
+
+
+def test_npt_write_protected_guest_cr3_page():
+    # gva 0x8000400123 has PML4 index 1: the first guest read is the entry at cr3 + 8.
+    sc = scenario(mode="npt", gmaps=[{"gva": "0x8000400000", "gpa": "0x200000"}],
+                  noverrides=[{"guest_table": {"gva": "0x8000400000", "level": 4},
+                               "level": 1, "clear": "0x2"}],
+                  accesses=[("0x8000400123", "read", False)])
+    a = one(sc)
+    f = a["fault"]
+    assert (f["exitinfo1"], f["exitinfo2"]) == ("0x200000007", "0x100008")
+    assert (f["stage"], f["level"], f["reason"]) == (4, 1, "permission")
+    assert a["gpa"] is None and a["memory_refs"] == 4
+    # As in svm_npt.c, a gva with PML4 index 0 faults with exitinfo2 == CR3.
+    sc["guest"]["mappings"].append({"gva": "0x400000", "gpa": "0x201000"})
+    sc["accesses"] = [{"gva": "0x400123", "op": "read"}]
+    assert one(sc)["fault"]["exitinfo2"] == run(sc)["cr3"] == "0x100000"
+
+
+def test_npt_nx_on_code_page():
+    a = one(scenario(mode="npt", noverrides=npt_data_pte(set_="0x8000000000000000"),
+                     accesses=[("0x400123", "fetch", False)]))
+    assert a["fault"]["exitinfo1"] == "0x100000015"
+
+
+def test_npt_user_bit_clear():
+    a = one(scenario(mode="npt", noverrides=npt_data_pte(clear="0x4"), accesses=READ))
+    assert a["fault"]["exitinfo1"] == "0x100000005"
+
+
+def test_npt_rw_clear_write():
+    r = run(scenario(mode="npt", noverrides=npt_data_pte(clear="0x2"),
+                     accesses=[("0x400123", "write", False), ("0x400123", "read", False)]))
+    assert r["accesses"][0]["fault"]["exitinfo1"] == "0x100000007"
+    assert r["accesses"][1]["outcome"] == "ok"
+    assert r["totals"]["npt_fault"] == 1 and r["totals"]["exits"] == 1
+
+
+# --- EPT faults ---------------------------------------------------------------------------
+
+def test_ept_write_to_read_only_page():
+    a = one(scenario(nmaps=[{"gpa": "0x0", "hpa": "0x40000000", "pages": 512},
+                            {"gpa": "0x200000", "hpa": "0x50000000", "perm": "r"}],
+                     accesses=[("0x400123", "write", False)]))
+    f = a["fault"]
+    # bit 1 write, bits 5:3 = R only (0b001), bit 7 linear valid, bit 8 final gpa.
+    assert (f["qualification"], f["guest_physical_address"], f["guest_linear_address"]) \
+        == ("0x18a", "0x200123", "0x400123")
+    assert (f["exit_reason"], f["stage"], f["level"]) == (48, 0, 1)
+
+
+def test_ept_not_present_guest_table():
+    a = one(scenario(nmaps=[{"gpa": "0x200000", "hpa": "0x50000000"},
+                            {"gpa": "0x101000", "hpa": "0x51000000", "pages": 3},
+                            {"gpa": "0x100000", "hpa": "0x52000000"}],
+                     noverrides=[{"gpa": "0x101000", "level": 1, "clear": "0x7"}],
+                     accesses=READ))
+    f = a["fault"]
+    # A guest paging-structure read: bit 0, nothing allowed, bit 7, bit 8 clear.
+    assert (f["qualification"], f["stage"], f["reason"]) == ("0x81", 3, "not_present")
+
+
+def test_ept_blocked_guest_ad_write():
+    # Guest tables readable but not writable in EPT, A/D off: the walk reads fine, the
+    # A-bit write to the PML4E is an EPT violation (bits 0+1, R in 5:3, bit 7).
+    a = one(scenario(nmaps=[{"gpa": "0x100000", "hpa": "0x50000000", "pages": 4,
+                             "perm": "r"},
+                            {"gpa": "0x200000", "hpa": "0x51000000"}], accesses=READ))
+    f = a["fault"]
+    assert (f["qualification"], f["stage"], f["level"], f["guest_physical_address"]) == \
+        ("0x8b", 4, 1, "0x100000")
+    blocked = a["steps"][-1]
+    assert (blocked["kind"], blocked["result"], blocked["level"]) == ("ad_write", "blocked", 4)
+    assert a["gpa"] is None and a["ad_writes"] == 1
+
+
+def test_ept_write_only_leaf_is_misconfig():
+    a = one(scenario(nmaps=[{"gpa": "0x0", "hpa": "0x40000000", "pages": 512},
+                            {"gpa": "0x200000", "hpa": "0x50000000", "perm": "w"}],
+                     accesses=READ))
+    f = a["fault"]
+    assert (a["outcome"], f["detail"], f["exit_reason"], f["level"]) == \
+        ("ept_misconfig", "write_without_read", 49, 1)
+    assert a["steps"][-1]["result"] == "misconfig"
+
+
+def test_ept_execute_only_unsupported():
+    a = one(scenario(nmaps=[{"gpa": "0x0", "hpa": "0x40000000", "pages": 512},
+                            {"gpa": "0x200000", "hpa": "0x50000000", "perm": "x"}],
+                     nested_extra={"execute_only": False},
+                     accesses=[("0x400123", "fetch", False)]))
+    assert a["fault"]["detail"] == "execute_only_unsupported"
+
+
+# --- guest faults -------------------------------------------------------------------------
+
+def test_guest_user_write_to_supervisor_read_only():
+    a = one(scenario(mode="native", gmaps=[{"gva": "0x400000", "gpa": "0x200000",
+                                            "writable": False, "user": False}],
+                     accesses=[("0x400123", "write", True)]))
+    f = a["fault"]
+    assert (f["error_code"], f["cr2"], f["level"], f["vector"]) == ("0x7", "0x400123", 1, 14)
+    assert a["exit"] is False and a["ad_writes"] == 0
+
+
+def test_guest_smep_fetch():
+    a = one(scenario(mode="native", guest_extra={"cr4_smep": True},
+                     accesses=[("0x400123", "fetch", False)]))
+    assert a["fault"]["error_code"] == "0x11"
+
+
+def test_guest_reserved_bit():
+    a = one(scenario(mode="native", machine={"maxphyaddr": 40},
+                     goverrides=[{"gva": "0x400000", "level": 3, "set": "0x10000000000"}],
+                     accesses=READ))
+    f = a["fault"]
+    assert (f["reason"], f["level"], f["error_code"]) == ("reserved", 3, "0x9")
+
+
+def test_guest_not_present():
+    # 0x401000 shares the page table of 0x400000 (PTE index 1 is empty); 0x600000 is in
+    # the next 2 MiB, whose PDE is empty.
+    r = run(scenario(mode="native", accesses=[("0x401000", "write", True),
+                                              ("0x600000", "read", False)]))
+    faults = [a["fault"] for a in r["accesses"]]
+    assert [(f["error_code"], f["level"], f["reason"]) for f in faults] == \
+        [("0x6", 1, "not_present"), ("0x0", 2, "not_present")]
+
+
+# --- invalid scenarios ------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", gen.INVALID_SCENARIOS, ids=[c[0] for c in gen.INVALID_SCENARIOS])
+def test_refwalk_rejects(case):
+    _, sc, field_path = case
+    with pytest.raises(refwalk.ScenarioError) as err:
+        run(sc)
+    assert str(err.value).startswith(field_path)
+
+
+def test_cli(tmp_path):
+    """`refwalk.py run FILE`: compact JSON on stdout; invalid: exit 2, one stderr line."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "refwalk.py")
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    good.write_text(json.dumps(scenario(mode="native", accesses=READ)))
+    bad.write_text(json.dumps(gen.INVALID_SCENARIOS[0][1]))
+    p = subprocess.run([sys.executable, script, "run", str(good)], capture_output=True,
+                       text=True)
+    assert p.returncode == 0 and p.stdout.startswith('{"format":"vmsim-result/1","name"')
+    assert json.loads(p.stdout) == run(scenario(mode="native", accesses=READ))
+    p = subprocess.run([sys.executable, script, "run", str(bad)], capture_output=True,
+                       text=True)
+    assert p.returncode == 2 and p.stdout == ""
+    assert len(p.stderr.strip().splitlines()) == 1
