@@ -61,6 +61,17 @@ EXPECT = {
         ("ok", 24, {}),
         ("ept_misconfig", 21, {"fault.detail": "reserved_bits", "fault.level": 4}),
     ],
+    # a flat nested table costs one reference per gpa: 4 + (4 + 1) x 1 = 9
+    "flat-sunway": [("ok", refs_2d(4, 1), {"hpa": "0x80201234", "guest_page_size": 8192, "exits": 0}),
+                    # write to a page without KWE/UWE: Sunway access violation (ACV = 1)
+                    ("guest_page_fault", 8, {"fault.error_code": "0x1", "fault.reason": "permission"})],
+    "flat-x86-lazy": [
+        # five flat-table misses, each an exit, a fill and a second read: 9 + 5
+        ("ok", refs_2d(4, 1) + 5, {"exits": 5, "exit": True}),
+        ("ok", refs_2d(4, 1), {"exits": 0, "exit": False}),
+        # gpa 0x3ff000 lies outside every memory slot: the VMM cannot fill it
+        ("flat_fault", refs_2d(4, 1), {"exits": 1, "fault.reason": "unmapped", "fault.stage": 0}),
+    ],
     # kvm-unit-tests svm_npt.c npt_np: 0x100000004
     "npt-fault": [("npt_fault", 24, {"fault.exitinfo1": "0x100000004", "fault.exitinfo2": "0x200000"})],
     # svm_npt.c npt_rw_pfwalk: 0x200000007, EXITINFO2 = guest CR3 (+ index 0 of the PML4)
@@ -72,6 +83,12 @@ def get(obj, dotted):
     for part in dotted.split("."):
         obj = obj[part]
     return obj
+
+
+def test_flat_table_size_is_1_1024_of_guest_ram():
+    # 1 GiB of guest RAM in 8 KiB frames: 131072 entries of 8 bytes = 1 MiB
+    assert run(EXAMPLES / "flat-sunway.json")["flat_table_bytes"] == (1 << 30) // 1024
+    assert run(EXAMPLES / "flat-x86-lazy.json")["flat_table_bytes"] == (1 << 30) // 4096 * 8
 
 
 def test_every_example_has_expectations():
@@ -87,7 +104,9 @@ def test_example(name):
         assert acc["outcome"] == outcome, f"access {i}"
         assert acc["memory_refs"] == refs, f"access {i}"
         assert acc["memory_refs"] == sum(1 for s in acc["steps"] if s["kind"] == "read")
-        assert acc["exit"] == (outcome in ("ept_violation", "ept_misconfig", "npt_fault"))
+        assert acc["exit"] == (acc["exits"] > 0)
+        if outcome in ("ept_violation", "ept_misconfig", "npt_fault", "flat_fault"):
+            assert acc["exit"]
         for key, want in extra.items():
             assert get(acc, key) == want, f"access {i}: {key}"
 

@@ -1152,7 +1152,9 @@ def translate(m: Machine, acc: Access) -> dict:
     except Fault as f:
         out["outcome"], out["exit"], fault = f.outcome, f.outcome != "guest_page_fault", f.info
     out.update({"memory_refs": t.guest_refs + t.nested_refs, "guest_refs": t.guest_refs,
-                "nested_refs": t.nested_refs, "ad_writes": t.ad_writes, "fault": fault,
+                "nested_refs": t.nested_refs, "ad_writes": t.ad_writes,
+                # every fault this model raises in the nested dimension is one VM exit
+                "exits": 1 if out["exit"] else 0, "fault": fault,
                 "steps": t.steps})
     return out
 
@@ -1258,7 +1260,7 @@ def blocked_ad_fault(m: Machine, w: WalkedEntry, acc: Access) -> Fault:
 # 6. Result assembly and the CLI (model.md section 5)
 # ---------------------------------------------------------------------------------------
 
-OUTCOMES = ("ok", "guest_page_fault", "ept_violation", "ept_misconfig", "npt_fault")
+OUTCOMES = ("ok", "guest_page_fault", "ept_violation", "ept_misconfig", "npt_fault", "flat_fault")
 
 
 def run(scenario: dict) -> dict:
@@ -1279,6 +1281,7 @@ def run(scenario: dict) -> dict:
         "cr3": hx(m.cr3),
         "eptp": hx(eptp(m)) if sc.mode == "ept" else None,
         "ncr3": hx(m.nested_root) if sc.mode == "npt" else None,
+        "flat_table_bytes": None,                # flat nested tables are outside this reference
         "accesses": accesses, "totals": totals,
     }
 

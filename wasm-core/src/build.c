@@ -43,6 +43,8 @@ static bool nested_is_leaf(uint64_t e, int level)
 
 bool nested_lookup(machine *m, uint64_t gpa, uint64_t *hpa)
 {
+    if (m->flat)
+        return flat_memslot(m->s, gpa, hpa);
     if (!m->nf) {
         *hpa = gpa;
         return true;
@@ -132,17 +134,30 @@ static bool guest_table_hpa(bctx *b, uint64_t gpa, uint64_t *hpa)
                 (unsigned long long)gpa, (unsigned long long)b->s->guest_table_base);
 }
 
+static bool alloc_guest_frame(bctx *b, uint64_t gpa, uint64_t *hpa);
+
+/* One guest table: one frame, or two contiguous ones for Sunway's 8 KiB tables. */
 static bool alloc_guest(bctx *b, uint64_t *gpa, uint64_t *hpa)
 {
     machine *m = b->m;
+    uint32_t frames = m->gf->table_bytes / FRAME_SIZE;
     *gpa = b->s->guest_table_base + (uint64_t)m->guest_frames * FRAME_SIZE;
-    m->guest_frames++;
-    if (!guest_table_hpa(b, *gpa, hpa))
+    m->guest_frames += frames;
+    for (uint32_t k = frames; k-- > 0;)
+        if (!alloc_guest_frame(b, *gpa + k * FRAME_SIZE, hpa))
+            return false;
+    return true;
+}
+
+static bool alloc_guest_frame(bctx *b, uint64_t gpa, uint64_t *hpa)
+{
+    machine *m = b->m;
+    if (!guest_table_hpa(b, gpa, hpa))
         return false;
     if (mem_frame(&m->mem, *hpa))
         return berr(b, "guest page table at gpa 0x%llx lands on hpa 0x%llx, which already holds a %s page table; "
                        "map guest.table_base onward to host frames of their own",
-                    (unsigned long long)*gpa, (unsigned long long)*hpa,
+                    (unsigned long long)gpa, (unsigned long long)*hpa,
                     (*hpa >= b->s->nested_table_base &&
                      *hpa < b->s->nested_table_base + (uint64_t)m->nested_frames * FRAME_SIZE && m->nf)
                         ? "nested"
@@ -173,7 +188,7 @@ static bool build_guest(bctx *b)
                     uint64_t tg, th;
                     if (!alloc_guest(b, &tg, &th))
                         return false;
-                    mem_write_existing(&m->mem, ea, es, tg | gf->nonleaf(level));
+                    mem_write_existing(&m->mem, ea, es, (gf->table_ptr ? gf->table_ptr(tg) : tg) | gf->nonleaf(level));
                     table_hpa = th;
                     continue;
                 }
@@ -187,13 +202,7 @@ static bool build_guest(bctx *b)
             if (mem_read(&m->mem, ea, es) != 0)
                 return berr(b, "guest.mappings[%u]: gva 0x%llx is already mapped by an earlier mapping", i,
                             (unsigned long long)gva);
-            uint64_t e = gf->encode_page(gpa, leaf) | 1;
-            if (g->writable) e |= BIT(1);
-            if (g->user) e |= BIT(2);
-            if (leaf > 1) e |= BIT(7);
-            if (g->global) e |= BIT(8);
-            if (g->nx) e |= BIT(63);
-            mem_write_existing(&m->mem, ea, es, e);
+            mem_write_existing(&m->mem, ea, es, gf->make_leaf(g, gpa, leaf));
         }
     }
     return true;
@@ -291,18 +300,40 @@ static bool apply_nested_overrides(bctx *b)
     return true;
 }
 
+/* The flat table's frames exist from the start (their number is bounded by guest RAM),
+ * so a fill during a walk never allocates; with prefill every memory slot is entered. */
+static bool build_flat(bctx *b)
+{
+    machine *m = b->m;
+    const scenario *s = b->s;
+    uint64_t bytes = flat_table_bytes(s);
+    for (uint64_t off = 0; off < bytes; off += FRAME_SIZE)
+        if (!new_frame(b, s->flat_table_base + off))
+            return false;
+    if (!s->flat_prefill)
+        return true;
+    for (uint64_t gfn = 0; gfn < bytes / 8; gfn++) {
+        uint64_t hpa;
+        if (flat_memslot(s, gfn * m->flat_page, &hpa))
+            mem_write_existing(&m->mem, s->flat_table_base + gfn * 8, 8, hpa | 1);
+    }
+    return true;
+}
+
 bool machine_build(machine *m, const scenario *s, char *err, size_t errlen)
 {
     memset(m, 0, sizeof *m);
     m->s = s;
     m->gf = guest_format_for(s->paging);
     m->nf = s->mode == MODE_EPT ? &nested_ept : s->mode == MODE_NPT ? &nested_npt : NULL;
+    m->flat = s->mode == MODE_FLAT;
+    m->flat_page = m->gf->page_size(1);
     if (!mem_init(&m->mem, MAX_TABLE_FRAMES)) {
         snprintf(err, errlen, "out of memory");
         return false;
     }
     bctx b = {.m = m, .s = s, .err = err, .errlen = errlen};
-    if ((m->nf && !build_nested(&b)) || !build_guest(&b) || !apply_guest_overrides(&b) ||
+    if ((m->nf && !build_nested(&b)) || (m->flat && !build_flat(&b)) || !build_guest(&b) || !apply_guest_overrides(&b) ||
         (s->paging == PAGING_PAE && !load_pdptes(&b)) || !apply_nested_overrides(&b)) {
         machine_free(m);
         return false;

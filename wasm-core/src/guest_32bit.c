@@ -48,6 +48,7 @@ static uint64_t nonleaf32(int level)
     return 0x7;
 }
 
+/* A 4 MiB page keeps address bits 39:32 in entry bits 20:13 (PSE-36). */
 static uint64_t encode32(uint64_t addr, int level)
 {
     if (level == 2)
@@ -55,9 +56,21 @@ static uint64_t encode32(uint64_t addr, int level)
     return addr;
 }
 
+static uint64_t leaf32(const guest_map *g, uint64_t addr, int level)
+{
+    uint64_t e = encode32(addr, level) | 1;
+    if (g->writable) e |= BIT(1);
+    if (g->user) e |= BIT(2);
+    if (level > 1) e |= BIT(7);
+    if (g->global) e |= BIT(8);
+    if (g->nx) e |= BIT(63);
+    return e;
+}
+
 const guest_format guest_32bit = {
     .name = "32bit", .levels = 2, .entry_size = 4, .has_xd = false,
     .index = index32, .is_leaf = is_leaf32, .reserved = reserved32,
     .table_addr = table_addr32, .page_addr = page_addr32, .page_size = page_size32,
-    .leaf_level = leaf_level32, .build_levels = 2, .nonleaf = nonleaf32, .encode_page = encode32,
+    .leaf_level = leaf_level32, .build_levels = 2, .nonleaf = nonleaf32, .make_leaf = leaf32,
+    .table_bytes = 4096, .has_ad = true, .access_fault = x86_access_fault,
 };

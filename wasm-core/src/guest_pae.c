@@ -51,15 +51,21 @@ static uint64_t nonleaf_pae(int level)
     return level == 3 ? 0x1 : 0x7;      /* PDPTE bits 2:1 are reserved */
 }
 
-static uint64_t encode_pae(uint64_t addr, int level)
+static uint64_t leaf_pae(const guest_map *g, uint64_t addr, int level)
 {
-    (void)level;
-    return addr;
+    uint64_t e = addr | 1;
+    if (g->writable) e |= BIT(1);
+    if (g->user) e |= BIT(2);
+    if (level > 1) e |= BIT(7);
+    if (g->global) e |= BIT(8);
+    if (g->nx) e |= BIT(63);
+    return e;
 }
 
 const guest_format guest_pae = {
     .name = "pae", .levels = 2, .entry_size = 8, .has_xd = true,
     .index = index_pae, .is_leaf = is_leaf_pae, .reserved = reserved_pae,
     .table_addr = table_addr_pae, .page_addr = page_addr_pae, .page_size = page_size_pae,
-    .leaf_level = leaf_level_pae, .build_levels = 3, .nonleaf = nonleaf_pae, .encode_page = encode_pae,
+    .leaf_level = leaf_level_pae, .build_levels = 3, .nonleaf = nonleaf_pae, .make_leaf = leaf_pae,
+    .table_bytes = 4096, .has_ad = true, .access_fault = x86_access_fault,
 };

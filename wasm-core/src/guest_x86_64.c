@@ -52,22 +52,45 @@ static uint64_t nonleaf64(int level)
     return 0x7;                         /* P, RW, US: the leaf decides */
 }
 
-static uint64_t encode64(uint64_t addr, int level)
+static uint64_t leaf64(const guest_map *g, uint64_t addr, int level)
 {
-    (void)level;
-    return addr;
+    uint64_t e = addr | 1;
+    if (g->writable) e |= BIT(1);
+    if (g->user) e |= BIT(2);
+    if (level > 1) e |= BIT(7);
+    if (g->global) e |= BIT(8);
+    if (g->nx) e |= BIT(63);
+    return e;
+}
+
+/* SDM vol. 3, 4.6: access rights from the combined R/W, U/S and XD of the walk. */
+int x86_access_fault(const scenario *s, uint64_t leaf, int op, bool user, bool rw, bool us, bool xd, uint64_t *code)
+{
+    (void)leaf;
+    (void)code;
+    bool ok;
+    if (op == OP_FETCH && xd)
+        ok = false;
+    else if (user)
+        ok = us && !(op == OP_WRITE && !rw);
+    else
+        ok = !(op == OP_WRITE && !rw && s->cr0_wp) && !(op == OP_FETCH && us && s->cr4_smep) &&
+             !(op != OP_FETCH && us && s->cr4_smap);
+    return ok ? -1 : REASON_PERMISSION;
 }
 
 const guest_format guest_x86_64_4level = {
     .name = "4level", .levels = 4, .entry_size = 8, .has_xd = true,
     .index = index64, .is_leaf = is_leaf64, .reserved = reserved64,
     .table_addr = table_addr64, .page_addr = page_addr64, .page_size = page_size64,
-    .leaf_level = leaf_level64, .build_levels = 4, .nonleaf = nonleaf64, .encode_page = encode64,
+    .leaf_level = leaf_level64, .build_levels = 4, .nonleaf = nonleaf64, .make_leaf = leaf64,
+    .table_bytes = 4096, .has_ad = true, .access_fault = x86_access_fault,
 };
 
 const guest_format guest_x86_64_5level = {
     .name = "5level", .levels = 5, .entry_size = 8, .has_xd = true,
     .index = index64, .is_leaf = is_leaf64, .reserved = reserved64,
     .table_addr = table_addr64, .page_addr = page_addr64, .page_size = page_size64,
-    .leaf_level = leaf_level64, .build_levels = 5, .nonleaf = nonleaf64, .encode_page = encode64,
+    .leaf_level = leaf_level64, .build_levels = 5, .nonleaf = nonleaf64, .make_leaf = leaf64,
+    .table_bytes = 4096, .has_ad = true, .access_fault = x86_access_fault,
 };

@@ -20,18 +20,19 @@ static inline uint64_t bits_range(int hi, int lo)
     return top & ~(BIT(lo) - 1);
 }
 
-enum vm_mode { MODE_NATIVE, MODE_EPT, MODE_NPT };
-enum vm_paging { PAGING_4LEVEL, PAGING_5LEVEL, PAGING_PAE, PAGING_32BIT };
+enum vm_mode { MODE_NATIVE, MODE_EPT, MODE_NPT, MODE_FLAT };
+enum vm_paging { PAGING_4LEVEL, PAGING_5LEVEL, PAGING_PAE, PAGING_32BIT, PAGING_SUNWAY };
 enum vm_op { OP_READ, OP_WRITE, OP_FETCH };
-enum vm_page { PAGE_4K, PAGE_2M, PAGE_1G, PAGE_4M };
+enum vm_page { PAGE_4K, PAGE_2M, PAGE_1G, PAGE_4M, PAGE_8K };
 
-enum vm_outcome { OUT_OK, OUT_GUEST_PF, OUT_EPT_VIOLATION, OUT_EPT_MISCONFIG, OUT_NPT_FAULT, OUT_COUNT };
+enum vm_outcome { OUT_OK, OUT_GUEST_PF, OUT_EPT_VIOLATION, OUT_EPT_MISCONFIG, OUT_NPT_FAULT, OUT_FLAT_FAULT, OUT_COUNT };
 enum vm_dim { DIM_GUEST, DIM_NESTED };
-enum vm_step_kind { STEP_READ, STEP_AD_WRITE, STEP_PDPTE };
+enum vm_step_kind { STEP_READ, STEP_AD_WRITE, STEP_PDPTE, STEP_VMM_FILL };
 enum vm_step_result {
     RES_TABLE, RES_PAGE, RES_NOT_PRESENT, RES_RESERVED, RES_MISCONFIG, RES_WRITTEN, RES_BLOCKED
 };
-enum vm_reason { REASON_NOT_PRESENT, REASON_RESERVED, REASON_PERMISSION, REASON_MISCONFIG };
+enum vm_reason { REASON_NOT_PRESENT, REASON_RESERVED, REASON_PERMISSION, REASON_MISCONFIG, REASON_FAULT_ON,
+                  REASON_UNMAPPED };
 enum vm_misconfig {
     MC_NONE, MC_WRITE_WITHOUT_READ, MC_EXECUTE_ONLY, MC_RESERVED_BITS, MC_MEMORY_TYPE
 };
@@ -103,6 +104,12 @@ typedef struct scenario {
     uint32_t n_nmaps;
     nested_override *novr;
     uint32_t n_novr;
+    /* flat nested table (mode flat) */
+    bool flat_sunway;
+    uint64_t flat_table_base, flat_guest_ram;
+    bool flat_prefill;
+    nested_map *fmaps;          /* memslots: gpa -> hpa ranges the VMM fills from */
+    uint32_t n_fmaps;
     /* accesses */
     vm_access *accesses;
     uint32_t n_accesses;
@@ -133,7 +140,7 @@ typedef struct vm_result {
     bool gpa_valid, hpa_valid;
     uint64_t gpa, hpa;
     uint64_t guest_page_size, nested_page_size;     /* 0 = null */
-    uint32_t memory_refs, guest_refs, nested_refs, ad_writes;
+    uint32_t memory_refs, guest_refs, nested_refs, ad_writes, exits;
     vm_fault fault;
     bool record;                                    /* fill steps[]? */
     uint32_t nsteps;
@@ -153,9 +160,17 @@ typedef struct guest_format {
     uint64_t (*page_addr)(uint64_t entry, int level);
     uint64_t (*page_size)(int level);
     int (*leaf_level)(enum vm_page page);           /* 0 = this page size is not allowed */
+    uint32_t table_bytes;                           /* one table: 4 KiB, or 8 KiB on Sunway */
+    bool has_ad;                                    /* hardware A/D bits (Sunway uses fault-on bits) */
+    /* Access rights once the leaf is known; returns a vm_reason or -1 when allowed, and
+     * for formats with their own fault codes sets *code. rw/us/xd are the x86 combined
+     * bits; other formats look at the leaf alone. */
+    int (*access_fault)(const struct scenario *s, uint64_t leaf, int op, bool user, bool rw, bool us, bool xd,
+                        uint64_t *code);
     int build_levels;                               /* levels of tables in memory (pae: 3) */
     uint64_t (*nonleaf)(int level);                 /* flags of a table-pointing entry */
-    uint64_t (*encode_page)(uint64_t addr, int level);
+    uint64_t (*make_leaf)(const struct guest_map *g, uint64_t addr, int level);
+    uint64_t (*table_ptr)(uint64_t table_addr);     /* NULL: the address as it is */
 } guest_format;
 
 /* The outcome of checking one nested entry. */
@@ -172,14 +187,16 @@ typedef struct nested_format {
     uint64_t (*page_addr)(uint64_t entry, int level);
 } nested_format;
 
-extern const guest_format guest_x86_64_4level, guest_x86_64_5level, guest_pae, guest_32bit;
+extern const guest_format guest_x86_64_4level, guest_x86_64_5level, guest_pae, guest_32bit, guest_sunway;
 extern const nested_format nested_ept, nested_npt;
 
 typedef struct machine {
     const scenario *s;
     mem mem;
     const guest_format *gf;
-    const nested_format *nf;    /* NULL in native mode */
+    const nested_format *nf;    /* NULL in native and flat mode */
+    bool flat;                  /* flat nested table (swFNPT) */
+    uint64_t flat_page;         /* bytes per guest frame in the flat table */
     uint64_t cr3;
     uint64_t nested_root;
     uint64_t eptp;
@@ -189,6 +206,15 @@ typedef struct machine {
 
 uint64_t page_bytes(enum vm_page p);
 const guest_format *guest_format_for(enum vm_paging p);
+
+/* guest_x86_64.c: the access rights of x86 paging (SDM vol. 3, 4.6), shared by the
+ * three x86 formats. */
+int x86_access_fault(const struct scenario *s, uint64_t leaf, int op, bool user, bool rw, bool us, bool xd,
+                     uint64_t *code);
+
+/* flat.c */
+bool flat_memslot(const scenario *s, uint64_t gpa, uint64_t *hpa);
+uint64_t flat_table_bytes(const scenario *s);
 
 /* scenario.c */
 bool scenario_parse(const char *text, size_t len, scenario *s, char *err, size_t errlen);

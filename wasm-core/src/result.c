@@ -5,12 +5,12 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *const outcome_names[] = {"ok", "guest_page_fault", "ept_violation", "ept_misconfig", "npt_fault"};
-static const char *const mode_names[] = {"native", "ept", "npt"};
-static const char *const kind_names[] = {"read", "ad_write", "pdpte"};
+const char *const outcome_names[] = {"ok", "guest_page_fault", "ept_violation", "ept_misconfig", "npt_fault", "flat_fault"};
+static const char *const mode_names[] = {"native", "ept", "npt", "flat"};
+static const char *const kind_names[] = {"read", "ad_write", "pdpte", "vmm_fill"};
 static const char *const dim_names[] = {"guest", "nested"};
 static const char *const result_names[] = {"table", "page", "not_present", "reserved", "misconfig", "written", "blocked"};
-static const char *const reason_names[] = {"not_present", "reserved", "permission", "misconfig"};
+static const char *const reason_names[] = {"not_present", "reserved", "permission", "misconfig", "fault_on", "unmapped"};
 static const char *const detail_names[] = {"", "write_without_read", "execute_only_unsupported", "reserved_bits",
                                            "memory_type"};
 static const char *const ad_names[] = {"", "A", "D", "AD"};
@@ -30,6 +30,22 @@ static void collect_flags(const machine *m, const vm_step *st, flag_list *fl)
         ADD(e & BIT(0), "P");
         ADD(e & BIT(3), "PWT");
         ADD(e & BIT(4), "PCD");
+        return;
+    }
+    if (st->dim == DIM_NESTED && m->flat) {
+        ADD(e & BIT(0), "V");
+        return;
+    }
+    if (st->dim == DIM_GUEST && m->gf == &guest_sunway) {
+        ADD(e & BIT(0), "V");
+        ADD(e & BIT(1), "FOR");
+        ADD(e & BIT(2), "FOW");
+        ADD(e & BIT(3), "FOE");
+        ADD(e & BIT(4), "ASM");
+        ADD(e & BIT(8), "KRE");
+        ADD(e & BIT(9), "URE");
+        ADD(e & BIT(12), "KWE");
+        ADD(e & BIT(13), "UWE");
         return;
     }
     if (st->dim == DIM_NESTED && m->nf == &nested_ept) {
@@ -109,6 +125,8 @@ void result_json_begin(strbuf *sb, const machine *m)
     hex_or_null(sb, m->nf == &nested_ept, m->eptp);
     sb_puts(sb, ",\"ncr3\":");
     hex_or_null(sb, m->nf == &nested_npt, m->nested_root);
+    sb_puts(sb, ",\"flat_table_bytes\":");
+    size_or_null(sb, m->flat ? flat_table_bytes(s) : 0);
     sb_puts(sb, ",\"accesses\":[");
 }
 
@@ -138,6 +156,10 @@ static void fault_json(strbuf *sb, const vm_access *a, const vm_result *r)
         break;
     case OUT_EPT_MISCONFIG:
         sb_printf(sb, ",\"detail\":\"%s\",\"exit_reason\":49,\"guest_physical_address\":", detail_names[f->detail]);
+        sb_hex(sb, f->fault_gpa);
+        break;
+    case OUT_FLAT_FAULT:
+        sb_puts(sb, ",\"guest_physical_address\":");
         sb_hex(sb, f->fault_gpa);
         break;
     case OUT_NPT_FAULT:
@@ -179,8 +201,7 @@ void result_json_access(strbuf *sb, const machine *m, const vm_access *a, const 
     sb_puts(sb, "\n{\"gva\":");
     sb_hex(sb, a->gva);
     sb_printf(sb, ",\"op\":\"%s\",\"user\":%s,\"outcome\":\"%s\",\"exit\":%s,\"gpa\":", op_names[a->op],
-              a->user ? "true" : "false", outcome_names[r->outcome],
-              r->outcome >= OUT_EPT_VIOLATION ? "true" : "false");
+              a->user ? "true" : "false", outcome_names[r->outcome], r->exits ? "true" : "false");
     hex_or_null(sb, r->gpa_valid, r->gpa);
     sb_puts(sb, ",\"hpa\":");
     hex_or_null(sb, r->hpa_valid, r->hpa);
@@ -188,8 +209,8 @@ void result_json_access(strbuf *sb, const machine *m, const vm_access *a, const 
     size_or_null(sb, r->guest_page_size);
     sb_puts(sb, ",\"nested_page_size\":");
     size_or_null(sb, r->nested_page_size);
-    sb_printf(sb, ",\"memory_refs\":%u,\"guest_refs\":%u,\"nested_refs\":%u,\"ad_writes\":%u,\"fault\":", r->memory_refs,
-              r->guest_refs, r->nested_refs, r->ad_writes);
+    sb_printf(sb, ",\"memory_refs\":%u,\"guest_refs\":%u,\"nested_refs\":%u,\"ad_writes\":%u,\"exits\":%u,\"fault\":",
+              r->memory_refs, r->guest_refs, r->nested_refs, r->ad_writes, r->exits);
     fault_json(sb, a, r);
     sb_puts(sb, ",\"steps\":[");
     for (uint32_t i = 0; i < r->nsteps; i++) {
@@ -203,11 +224,10 @@ void result_json_access(strbuf *sb, const machine *m, const vm_access *a, const 
 
 void result_json_end(strbuf *sb, const vm_result *t, const uint32_t counts[OUT_COUNT], uint32_t n)
 {
-    uint32_t exits = counts[OUT_EPT_VIOLATION] + counts[OUT_EPT_MISCONFIG] + counts[OUT_NPT_FAULT];
     sb_printf(sb,
               "],\n\"totals\":{\"accesses\":%u,\"memory_refs\":%u,\"guest_refs\":%u,\"nested_refs\":%u,\"ad_writes\":%u,"
               "\"exits\":%u",
-              n, t->memory_refs, t->guest_refs, t->nested_refs, t->ad_writes, exits);
+              n, t->memory_refs, t->guest_refs, t->nested_refs, t->ad_writes, t->exits);
     for (int i = 0; i < OUT_COUNT; i++)
         sb_printf(sb, ",\"%s\":%u", outcome_names[i], counts[i]);
     sb_puts(sb, "}}\n");

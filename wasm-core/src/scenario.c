@@ -179,20 +179,21 @@ static bool get_enum(pctx *c, const json_value *obj, const char *key, const char
     return errf(c, p, "\"%.40s\" is not one of %s", v->str, list);
 }
 
-static const char *const mode_names[] = {"native", "ept", "npt", NULL};
-static const char *const paging_names[] = {"4level", "5level", "pae", "32bit", NULL};
-static const char *const page_names[] = {"4K", "2M", "1G", "4M", NULL};
+static const char *const mode_names[] = {"native", "ept", "npt", "flat", NULL};
+static const char *const paging_names[] = {"4level", "5level", "pae", "32bit", "sunway", NULL};
+static const char *const page_names[] = {"4K", "2M", "1G", "4M", "8K", NULL};
 const char *const op_names[] = {"read", "write", "fetch", NULL};
 
 uint64_t page_bytes(enum vm_page p)
 {
-    static const uint64_t b[] = {1ull << 12, 1ull << 21, 1ull << 30, 1ull << 22};
+    static const uint64_t b[] = {1ull << 12, 1ull << 21, 1ull << 30, 1ull << 22, 1ull << 13};
     return b[p];
 }
 
 const guest_format *guest_format_for(enum vm_paging p)
 {
-    static const guest_format *const f[] = {&guest_x86_64_4level, &guest_x86_64_5level, &guest_pae, &guest_32bit};
+    static const guest_format *const f[] = {&guest_x86_64_4level, &guest_x86_64_5level, &guest_pae, &guest_32bit,
+                                            &guest_sunway};
     return f[p];
 }
 
@@ -208,6 +209,8 @@ static bool gva_ok(const scenario *s, uint64_t gva)
         uint64_t top = gva >> 56;
         return top == 0 || top == 0xFF;
     }
+    case PAGING_SUNWAY:
+        return gva < (1ull << 53);
     default:
         return gva <= 0xFFFFFFFFull;
     }
@@ -218,6 +221,7 @@ static const char *gva_rule(const scenario *s)
     switch (s->paging) {
     case PAGING_4LEVEL: return "not canonical for 4-level paging (bits 63:47 must all equal bit 47)";
     case PAGING_5LEVEL: return "not canonical for 5-level paging (bits 63:56 must all equal bit 56)";
+    case PAGING_SUNWAY: return "beyond the 53 bits that 4 Sunway levels of 1024 entries over 8 KiB pages translate";
     default: return "above 4 GiB: 32-bit and PAE paging translate 32-bit addresses";
     }
 }
@@ -249,7 +253,8 @@ static bool parse_guest_map(pctx *c, const json_value *o, const char *path, gues
     if (!gf->leaf_level(g->page)) {
         subpath(p, sizeof p, path, "page");
         return errf(c, p, "%s pages do not exist in %s paging (%s)", page_names[page], gf->name,
-                    s->paging == PAGING_32BIT ? "use 4K or 4M" : s->paging == PAGING_PAE ? "use 4K or 2M" : "use 4K, 2M or 1G");
+                    s->paging == PAGING_32BIT ? "use 4K or 4M" : s->paging == PAGING_PAE ? "use 4K or 2M"
+                    : s->paging == PAGING_SUNWAY ? "use 8K" : "use 4K, 2M or 1G");
     }
     if (g->page == PAGE_4M && !s->cr4_pse) {
         subpath(p, sizeof p, path, "page");
@@ -278,11 +283,11 @@ static bool parse_guest_map(pctx *c, const json_value *o, const char *path, gues
         return errf(c, p, "range 0x%llx + %u x %s does not fit in %d physical address bits", (unsigned long long)g->gpa,
                     g->pages, page_names[page], pa_bits);
     }
-    if (g->nx && !gf->has_xd) {
+    if (g->nx && !gf->has_xd && s->paging != PAGING_SUNWAY) {
         subpath(p, sizeof p, path, "nx");
         return errf(c, p, "32-bit paging has no execute-disable bit (use pae, 4level or 5level)");
     }
-    if (g->nx && !s->efer_nxe) {
+    if (g->nx && !s->efer_nxe && s->paging != PAGING_SUNWAY) {
         subpath(p, sizeof p, path, "nx");
         return errf(c, p, "needs guest.efer_nxe (without it bit 63 is reserved)");
     }
@@ -547,8 +552,11 @@ static bool parse_guest(pctx *c, const json_value *root, scenario *s)
     get_bool(c, g, "cr4_smap", "guest", false, &s->cr4_smap);
     if (c->failed)
         return false;
-    if (s->guest_table_base & 0xFFF)
-        return errf(c, "guest.table_base", "0x%llx is not 4 KiB aligned", (unsigned long long)s->guest_table_base);
+    uint64_t talign = guest_format_for(s->paging)->table_bytes;
+    if (s->guest_table_base & (talign - 1))
+        return errf(c, "guest.table_base", "0x%llx is not aligned to the %llu KiB tables of %s paging",
+                    (unsigned long long)s->guest_table_base, (unsigned long long)talign / 1024,
+                    guest_format_for(s->paging)->name);
     uint64_t limit = (s->paging == PAGING_32BIT || s->paging == PAGING_PAE) ? (1ull << 32) - (1ull << 24)
                                                                             : (1ull << s->maxphyaddr) - (1ull << 24);
     if (s->guest_table_base > limit)
@@ -565,6 +573,70 @@ static bool parse_guest(pctx *c, const json_value *root, scenario *s)
     return ok;
 }
 
+static bool parse_flat_map(pctx *c, const json_value *o, const char *path, nested_map *n)
+{
+    static const char *const keys[] = {"gpa", "hpa", "pages", NULL};
+    const scenario *s = c->s;
+    if (o->type != JSON_OBJECT)
+        return errf(c, path, "is %s, expected an object", json_type_name(o->type));
+    if (!check_keys(c, o, path, keys))
+        return false;
+    int64_t pages;
+    get_hex(c, o, "gpa", path, true, 0, &n->gpa);
+    get_hex(c, o, "hpa", path, true, 0, &n->hpa);
+    get_int(c, o, "pages", path, false, 1, MAX_PAGES, 1, &pages);
+    if (c->failed)
+        return false;
+    n->page = s->paging == PAGING_SUNWAY ? PAGE_8K : PAGE_4K;
+    n->pages = (uint32_t)pages;
+    n->perm = PERM_R | PERM_W | PERM_X;
+    uint64_t size = page_bytes(n->page), span = size * n->pages;
+    char p[160];
+    if ((n->gpa | n->hpa) & (size - 1)) {
+        subpath(p, sizeof p, path, (n->gpa & (size - 1)) ? "gpa" : "hpa");
+        return errf(c, p, "is not aligned to the %s guest frames of the flat table", page_names[n->page]);
+    }
+    if (n->gpa + span > s->flat_guest_ram || n->gpa + span < n->gpa) {
+        subpath(p, sizeof p, path, "gpa");
+        return errf(c, p, "range 0x%llx + %u x %s runs past flat.guest_ram (0x%llx)", (unsigned long long)n->gpa,
+                    n->pages, page_names[n->page], (unsigned long long)s->flat_guest_ram);
+    }
+    if (((n->hpa + span - 1) >> s->maxphyaddr) || n->hpa + span - 1 < n->hpa) {
+        subpath(p, sizeof p, path, "hpa");
+        return errf(c, p, "range does not fit in maxphyaddr = %d bits", s->maxphyaddr);
+    }
+    return true;
+}
+
+/* mode flat: the flat nested table and the VMM's memory slots it is filled from. The
+ * flavour follows the guest: Sunway (8 KiB frames) or x86 (4 KiB). */
+static bool parse_flat(pctx *c, const json_value *root, scenario *s)
+{
+    static const char *const keys[] = {"table_base", "guest_ram", "prefill", "mappings", NULL};
+    const json_value *f = want(c, root, "flat", "", JSON_OBJECT, true);
+    if (!f || !check_keys(c, f, "flat", keys))
+        return false;
+    uint64_t page = s->paging == PAGING_SUNWAY ? 8192 : 4096;
+    get_hex(c, f, "table_base", "flat", false, 0x10000000, &s->flat_table_base);
+    get_hex(c, f, "guest_ram", "flat", true, 0, &s->flat_guest_ram);
+    get_bool(c, f, "prefill", "flat", false, &s->flat_prefill);
+    if (c->failed)
+        return false;
+    if (s->flat_table_base & 0xFFF)
+        return errf(c, "flat.table_base", "0x%llx is not 4 KiB aligned", (unsigned long long)s->flat_table_base);
+    if (!s->flat_guest_ram || (s->flat_guest_ram & (page - 1)) || s->flat_guest_ram / page * 8 > (64ull << 20))
+        return errf(c, "flat.guest_ram", "0x%llx must be a non-zero multiple of %llu KiB, at most %llu GiB (a 64 MiB table)",
+                    (unsigned long long)s->flat_guest_ram, (unsigned long long)page / 1024,
+                    (unsigned long long)((64ull << 20) / 8 * page >> 30));
+    if ((s->flat_table_base + s->flat_guest_ram / page * 8) >> s->maxphyaddr)
+        return errf(c, "flat.table_base", "the table runs past 2^maxphyaddr");
+    void *arr;
+    bool ok = parse_array(c, f, "mappings", "flat", true, sizeof(nested_map), MAX_MAPPINGS, (elem_fn)parse_flat_map,
+                          &arr, &s->n_fmaps);
+    s->fmaps = arr;
+    return ok;
+}
+
 static bool parse_nested(pctx *c, const json_value *root, scenario *s)
 {
     static const char *const ept_keys[] = {"levels", "table_base", "ad", "memory_type", "execute_only",
@@ -574,11 +646,15 @@ static bool parse_nested(pctx *c, const json_value *root, scenario *s)
     s->host_nxe = true;
     s->execute_only = true;
     s->eptp_memtype = 6;
-    if (s->mode == MODE_NATIVE) {
+    if (s->mode == MODE_NATIVE || s->mode == MODE_FLAT) {
         if (n)
-            return errf(c, "nested", "native mode has no nested tables; remove it or use mode ept or npt");
-        return true;
+            return errf(c, "nested", "%s", s->mode == MODE_NATIVE
+                        ? "native mode has no nested tables; remove it or use mode ept or npt"
+                        : "flat mode uses the \"flat\" table, not \"nested\"");
+        return s->mode == MODE_NATIVE || parse_flat(c, root, s);
     }
+    if (s->paging == PAGING_SUNWAY)
+        return errf(c, "guest.paging", "sunway guests run natively or on a flat nested table (mode native or flat)");
     n = want(c, root, "nested", "", JSON_OBJECT, true);
     if (!n || !check_keys(c, n, "nested", s->mode == MODE_EPT ? ept_keys : npt_keys))
         return false;
@@ -618,7 +694,7 @@ static bool parse_nested(pctx *c, const json_value *root, scenario *s)
 
 bool scenario_parse(const char *text, size_t len, scenario *s, char *err, size_t errlen)
 {
-    static const char *const keys[] = {"$schema", "name", "description", "mode", "machine", "guest", "nested",
+    static const char *const keys[] = {"$schema", "name", "description", "mode", "machine", "guest", "nested", "flat",
                                        "accesses", NULL};
     memset(s, 0, sizeof *s);
     json_doc doc;
@@ -653,6 +729,10 @@ bool scenario_parse(const char *text, size_t len, scenario *s, char *err, size_t
     int mode;
     get_enum(&c, root, "mode", "", true, mode_names, 0, &mode);
     s->mode = (enum vm_mode)mode;
+    if (!c.failed && s->mode != MODE_FLAT && json_get(root, "flat")) {
+        errf(&c, "flat", "only mode flat uses a flat nested table");
+        goto out;
+    }
     if (c.failed || !parse_machine(&c, root, s) || !parse_guest(&c, root, s) || !parse_nested(&c, root, s))
         goto out;
     void *arr;
@@ -673,6 +753,7 @@ void scenario_free(scenario *s)
     free(s->govr);
     free(s->nmaps);
     free(s->novr);
+    free(s->fmaps);
     free(s->accesses);
     memset(s, 0, sizeof *s);
 }

@@ -88,6 +88,7 @@ static void nested_fault(const machine *m, vm_result *r, const nested_req *q, ui
     f->reason = (uint8_t)reason;
     f->detail = (uint8_t)detail;
     f->fault_gpa = gpa;
+    r->exits++;
     if (m->nf == &nested_ept) {
         if (reason == REASON_MISCONFIG) {
             r->outcome = OUT_EPT_MISCONFIG;
@@ -196,12 +197,59 @@ static bool nested_walk_npt(machine *m, vm_result *r, uint64_t gpa, const nested
     return nested_walk_impl(m, r, gpa, q, o, false);
 }
 
+/* The flat table: one reference per gpa; an invalid entry exits to the VMM, which
+ * fills it from its memory slots (an exit and a fill step) and the read is retried. */
+static bool flat_walk(machine *m, vm_result *r, uint64_t gpa, const nested_req *q, nested_out *o)
+{
+    const scenario *s = m->s;
+    uint64_t gfn = gpa / m->flat_page;
+    uint64_t table = s->flat_table_base, ea = table + 8 * gfn;
+    for (int attempt = 0;; attempt++) {
+        uint64_t e = gfn < flat_table_bytes(s) / 8 ? mem_read(&m->mem, ea, 8) : 0;
+        r->memory_refs++;
+        r->nested_refs++;
+        vm_step *st = NULL;
+        if (r->record && r->nsteps < VM_MAX_STEPS) {
+            st = &r->steps[r->nsteps++];
+            *st = (vm_step){.kind = STEP_READ, .dim = DIM_NESTED, .level = 1, .stage = (uint8_t)q->stage,
+                            .gpa_valid = true, .gpa = gpa, .table = table, .index = (uint32_t)gfn, .entry_hpa = ea,
+                            .entry = e, .ref = (uint16_t)r->memory_refs, .result = RES_PAGE};
+        }
+        if (e & 1) {
+            o->hpa = (e & bits_range(51, 12) & ~(m->flat_page - 1)) | (gpa & (m->flat_page - 1));
+            o->page_size = m->flat_page;
+            o->perms = PERM_R | PERM_W | PERM_X | PERM_U;
+            o->leaf_level = 1;
+            return true;
+        }
+        if (st)
+            st->result = RES_NOT_PRESENT;
+        uint64_t hpa;
+        r->exits++;
+        if (attempt > 0 || gfn >= flat_table_bytes(s) / 8 || !flat_memslot(s, gpa & ~(m->flat_page - 1), &hpa)) {
+            r->outcome = OUT_FLAT_FAULT;
+            r->fault = (vm_fault){.dim = DIM_NESTED, .level = 1, .stage = (uint8_t)q->stage,
+                                  .reason = REASON_UNMAPPED, .fault_gpa = gpa};
+            return false;
+        }
+        mem_write_existing(&m->mem, ea, 8, hpa | 1);
+        if (r->record && r->nsteps < VM_MAX_STEPS)
+            r->steps[r->nsteps++] = (vm_step){.kind = STEP_VMM_FILL, .dim = DIM_NESTED, .level = 1,
+                                              .stage = (uint8_t)q->stage, .gpa_valid = true, .gpa = gpa,
+                                              .table = table, .index = (uint32_t)gfn, .entry_hpa = ea, .entry = e,
+                                              .result = RES_WRITTEN};
+    }
+}
+
 static bool nested_walk(machine *m, vm_result *r, uint64_t gpa, const nested_req *q, nested_out *o)
 {
+    if (m->flat)
+        return flat_walk(m, r, gpa, q, o);
     return m->nf == &nested_ept ? nested_walk_ept(m, r, gpa, q, o) : nested_walk_npt(m, r, gpa, q, o);
 }
 
-static void guest_fault(const machine *m, const vm_access *a, vm_result *r, int level, enum vm_reason reason)
+static void guest_fault(const machine *m, const vm_access *a, vm_result *r, int level, enum vm_reason reason,
+                        uint64_t code)
 {
     const scenario *s = m->s;
     r->outcome = OUT_GUEST_PF;
@@ -211,24 +259,13 @@ static void guest_fault(const machine *m, const vm_access *a, vm_result *r, int 
     f->stage = (uint8_t)level;
     f->reason = (uint8_t)reason;
     bool id = a->op == OP_FETCH && (s->cr4_smep || (m->gf->has_xd && s->efer_nxe));
+    if (!m->gf->has_ad) {
+        /* Sunway-style memory-management fault code: TNV 0, ACV 1, FOR/FOW/FOE 2-4 */
+        f->error_code = reason == REASON_NOT_PRESENT ? 0 : reason == REASON_RESERVED ? 1 : code;
+        return;
+    }
     f->error_code = (reason != REASON_NOT_PRESENT ? 1u : 0u) | (a->op == OP_WRITE ? 2u : 0u) | (a->user ? 4u : 0u) |
                     (reason == REASON_RESERVED ? 8u : 0u) | (id ? 0x10u : 0u);
-}
-
-/* SDM vol. 3, 4.6: access rights from the combined R/W, U/S and XD of the walk. */
-static bool guest_allowed(const scenario *s, const vm_access *a, bool rw, bool us, bool xd)
-{
-    if (a->op == OP_FETCH && xd)
-        return false;
-    if (a->user)
-        return us && !(a->op == OP_WRITE && !rw);
-    if (a->op == OP_WRITE && !rw && s->cr0_wp)
-        return false;
-    if (a->op == OP_FETCH && us && s->cr4_smep)
-        return false;
-    if (a->op != OP_FETCH && us && s->cr4_smap)
-        return false;
-    return true;
 }
 
 typedef struct walked {
@@ -243,7 +280,7 @@ void translate(machine *m, const vm_access *a, vm_result *r)
     const scenario *s = m->s;
     const guest_format *gf = m->gf;
     const int es = gf->entry_size;
-    const bool two_d = m->nf != NULL;
+    const bool two_d = m->nf != NULL || m->flat;
     bool record = r->record;
     memset(r, 0, offsetof(vm_result, steps));
     r->record = record;
@@ -272,7 +309,7 @@ void translate(machine *m, const vm_access *a, vm_result *r)
         st->entry = e;
         if (!(e & 1)) {
             st->result = RES_NOT_PRESENT;
-            guest_fault(m, a, r, 3, REASON_NOT_PRESENT);
+            guest_fault(m, a, r, 3, REASON_NOT_PRESENT, 0);
             return;
         }
         st->result = RES_TABLE;
@@ -305,13 +342,13 @@ void translate(machine *m, const vm_access *a, vm_result *r)
         st->ref = (uint16_t)r->memory_refs;
         if (!(e & 1)) {
             st->result = RES_NOT_PRESENT;
-            guest_fault(m, a, r, level, REASON_NOT_PRESENT);
+            guest_fault(m, a, r, level, REASON_NOT_PRESENT, 0);
             return;
         }
         bool leaf = gf->is_leaf(s, e, level);
         if (gf->reserved(s, e, level, leaf)) {
             st->result = RES_RESERVED;
-            guest_fault(m, a, r, level, REASON_RESERVED);
+            guest_fault(m, a, r, level, REASON_RESERVED, 0);
             return;
         }
         st->result = leaf ? RES_PAGE : RES_TABLE;
@@ -330,13 +367,15 @@ void translate(machine *m, const vm_access *a, vm_result *r)
         table = gf->table_addr(e);
     }
 
-    if (!guest_allowed(s, a, rw, us, xd)) {
-        guest_fault(m, a, r, w[nw - 1].level, REASON_PERMISSION);
+    uint64_t code = 0;
+    int why = gf->access_fault(s, wval[nw - 1], a->op, a->user, rw, us, xd, &code);
+    if (why >= 0) {
+        guest_fault(m, a, r, w[nw - 1].level, (enum vm_reason)why, code);
         return;
     }
 
     /* Accessed and dirty flags, top level first, once the access is known to be allowed. */
-    for (int j = 0; j < nw; j++) {
+    for (int j = 0; j < nw && gf->has_ad; j++) {
         uint64_t want = X86_A | (j == nw - 1 && a->op == OP_WRITE ? X86_D : 0);
         if ((wval[j] & want) == want)
             continue;   /* A/D only ever get set, so memory has them too */

@@ -45,7 +45,7 @@ static int run(const char *json, size_t len, char **out, bool explain)
     uint32_t counts[OUT_COUNT] = {0};
     if (explain)
         sb_printf(&sb, "scenario %s: mode %s, guest %s paging, CR3 0x%llx%s\n", s.name,
-                  s.mode == MODE_NATIVE ? "native" : s.mode == MODE_EPT ? "ept" : "npt", m.gf->name,
+                  s.mode == MODE_NATIVE ? "native" : s.mode == MODE_EPT ? "ept" : s.mode == MODE_NPT ? "npt" : "flat", m.gf->name,
                   (unsigned long long)m.cr3, "");
     else
         result_json_begin(&sb, &m);
@@ -56,6 +56,7 @@ static int run(const char *json, size_t len, char **out, bool explain)
         totals.guest_refs += r->guest_refs;
         totals.nested_refs += r->nested_refs;
         totals.ad_writes += r->ad_writes;
+        totals.exits += r->exits;
         counts[r->outcome]++;
         if (explain) {
             explain_access(&sb, &m, &s.accesses[i], r, i);
