@@ -72,6 +72,18 @@ EXPECT = {
         # gpa 0x3ff000 lies outside every memory slot: the VMM cannot fill it
         ("flat_fault", refs_2d(4, 1), {"exits": 1, "fault.reason": "unmapped", "fault.stage": 0}),
     ],
+    # ELISA gate: the object is reachable only through EPTP-list entry 1
+    "vmfunc-gate": [
+        ("ok", 24, {"eptp_index": 0}),
+        ("ept_violation", 24, {"fault.qualification": "0x181", "fault.guest_physical_address": "0x300000"}),
+        ("ok", 1, {"eptp_index": 1, "exits": 0, "gva": None}),      # VMFUNC reads one EPTP-list entry
+        ("ok", 24, {"eptp_index": 1, "hpa": "0x80300000"}),
+        ("ok", 1, {"eptp_index": 0, "exits": 0}),
+        ("ept_violation", 24, {"eptp_index": 0}),
+        ("vmcall_exit", 0, {"fault.exit_reason": 18, "exits": 1}),
+        ("vmfunc_exit", 0, {"fault.exit_reason": 59, "fault.reason": "index_out_of_range", "eptp_index": 0}),
+        ("vmfunc_exit", 1, {"fault.reason": "invalid_eptp", "eptp_index": 0}),   # entry 7 was never filled
+    ],
     # kvm-unit-tests svm_npt.c npt_np: 0x100000004
     "npt-fault": [("npt_fault", 24, {"fault.exitinfo1": "0x100000004", "fault.exitinfo2": "0x200000"})],
     # svm_npt.c npt_rw_pfwalk: 0x200000007, EXITINFO2 = guest CR3 (+ index 0 of the PML4)
@@ -103,9 +115,9 @@ def test_example(name):
     for i, (acc, (outcome, refs, extra)) in enumerate(zip(result["accesses"], EXPECT[name])):
         assert acc["outcome"] == outcome, f"access {i}"
         assert acc["memory_refs"] == refs, f"access {i}"
-        assert acc["memory_refs"] == sum(1 for s in acc["steps"] if s["kind"] == "read")
+        assert acc["memory_refs"] == sum(1 for s in acc["steps"] if s["ref"] is not None)
         assert acc["exit"] == (acc["exits"] > 0)
-        if outcome in ("ept_violation", "ept_misconfig", "npt_fault", "flat_fault"):
+        if outcome in ("ept_violation", "ept_misconfig", "npt_fault", "flat_fault", "vmfunc_exit", "vmcall_exit"):
             assert acc["exit"]
         for key, want in extra.items():
             assert get(acc, key) == want, f"access {i}: {key}"
@@ -120,3 +132,35 @@ def test_invalid_example_rejected_with_one_line(path):
     assert len(lines) == 1 and lines[0].startswith("vmsim: ")
     expected = json.loads((path.parent / "expected-errors.json").read_text())[path.name]
     assert expected in lines[0]
+
+
+def run_scenario(s):
+    p = subprocess.run([VMSIM, "run", "-"], input=json.dumps(s), capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def test_vmfunc_without_vm_functions_is_ud_in_the_guest():
+    s = json.loads((EXAMPLES / "vmfunc-gate.json").read_text())
+    s["nested"]["vmfunc"] = False
+    del s["nested"]["eptp_list"]
+    s["accesses"] = [{"vmfunc": 1}, {"vmfunc": 0, "function": 1}]
+    a, b = run_scenario(s)["accesses"]
+    assert (a["outcome"], a["exit"], a["fault"]["vector"]) == ("invalid_opcode", False, 6)
+    assert b["outcome"] == "invalid_opcode"
+
+
+def test_vmfunc_function_other_than_0_exits():
+    s = json.loads((EXAMPLES / "vmfunc-gate.json").read_text())
+    s["accesses"] = [{"vmfunc": 1, "function": 1}]
+    (a,) = run_scenario(s)["accesses"]
+    assert (a["outcome"], a["fault"]["reason"], a["eptp_index"]) == ("vmfunc_exit", "function_disabled", 0)
+
+
+def test_eptp_switch_keeps_the_guest_tables():
+    """Both EPTs map the guest tables to the same host frames, so after the switch the
+    guest walk reads the same entries; only the final gpa's translation differs."""
+    r = run_scenario(json.loads((EXAMPLES / "vmfunc-gate.json").read_text()))
+    before, after = r["accesses"][0], r["accesses"][3]
+    g = lambda acc: [(st["level"], st["entry_hpa"]) for st in acc["steps"] if st["dim"] == "guest" and st["kind"] == "read"]
+    assert [h for _, h in g(before)][:3] == [h for _, h in g(after)][:3]

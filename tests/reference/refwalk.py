@@ -1137,7 +1137,9 @@ class WalkedEntry:
 def translate(m: Machine, acc: Access) -> dict:
     """One access, start to finish; returns its result object (model.md 5)."""
     t = Trace()
-    out = {"gva": hx(acc.gva), "op": acc.op, "user": acc.user, "outcome": "ok",
+    out = {"gva": hx(acc.gva), "op": acc.op, "user": acc.user,
+           # EPTP switching (VMFUNC) is outside this reference: index 0 stays active
+           "eptp_index": 0 if m.ept else None, "outcome": "ok",
            "exit": False, "gpa": None, "hpa": None, "guest_page_size": None,
            "nested_page_size": None}
     fault = None
@@ -1260,7 +1262,8 @@ def blocked_ad_fault(m: Machine, w: WalkedEntry, acc: Access) -> Fault:
 # 6. Result assembly and the CLI (model.md section 5)
 # ---------------------------------------------------------------------------------------
 
-OUTCOMES = ("ok", "guest_page_fault", "ept_violation", "ept_misconfig", "npt_fault", "flat_fault")
+OUTCOMES = ("ok", "guest_page_fault", "ept_violation", "ept_misconfig", "npt_fault", "flat_fault",
+            "vmfunc_exit", "invalid_opcode", "vmcall_exit")
 
 
 def run(scenario: dict) -> dict:

@@ -86,19 +86,19 @@ static int nested_leaf_level(enum vm_page p)
     return p == PAGE_4K ? 1 : p == PAGE_2M ? 2 : 3;
 }
 
-static bool build_nested(bctx *b)
+static bool build_ept(bctx *b, const char *label, const nested_map *maps, uint32_t n, uint64_t *root)
 {
     machine *m = b->m;
     const scenario *s = b->s;
-    if (!alloc_nested(b, &m->nested_root))
+    if (!alloc_nested(b, root))
         return false;
-    for (uint32_t i = 0; i < s->n_nmaps; i++) {
-        const nested_map *nm = &s->nmaps[i];
+    for (uint32_t i = 0; i < n; i++) {
+        const nested_map *nm = &maps[i];
         uint64_t size = page_bytes(nm->page);
         int leaf = nested_leaf_level(nm->page);
         for (uint32_t k = 0; k < nm->pages; k++) {
             uint64_t gpa = nm->gpa + k * size, hpa = nm->hpa + k * size;
-            uint64_t table = m->nested_root;
+            uint64_t table = *root;
             for (int level = s->nested_levels; level > leaf; level--) {
                 uint64_t ea = table + 8u * nested_index(gpa, level);
                 uint64_t e = mem_read(&m->mem, ea, 8);
@@ -109,18 +109,48 @@ static bool build_nested(bctx *b)
                     e = t | m->nf->nonleaf_bits;
                     mem_write_existing(&m->mem, ea, 8, e);
                 } else if (nested_is_leaf(e, level)) {
-                    return berr(b, "nested.mappings[%u]: gpa 0x%llx overlaps a larger page mapped earlier", i,
+                    return berr(b, "%s[%u]: gpa 0x%llx overlaps a larger page mapped earlier", label, i,
                                 (unsigned long long)gpa);
                 }
                 table = e & bits_range(51, 12);
             }
             uint64_t ea = table + 8u * nested_index(gpa, leaf);
             if (mem_read(&m->mem, ea, 8) != 0)
-                return berr(b, "nested.mappings[%u]: gpa 0x%llx is already mapped by an earlier mapping", i,
+                return berr(b, "%s[%u]: gpa 0x%llx is already mapped by an earlier mapping", label, i,
                             (unsigned long long)gpa);
             mem_write_existing(&m->mem, ea, 8, m->nf->make_leaf(s, nm, hpa));
         }
     }
+    return true;
+}
+
+static uint64_t make_eptp(const scenario *s, uint64_t root)
+{
+    return root | ((uint64_t)(s->nested_levels - 1) << 3) | (s->ept_ad ? BIT(6) : 0) | (uint64_t)s->eptp_memtype;
+}
+
+/* The main nested table, then each EPT of the EPTP list and the list page itself:
+ * entry 0 is the main EPT, entries 1..n the list's, the rest 0 (invalid). */
+static bool build_nested(bctx *b)
+{
+    machine *m = b->m;
+    const scenario *s = b->s;
+    if (!build_ept(b, "nested.mappings", s->nmaps, s->n_nmaps, &m->nested_root))
+        return false;
+    if (!s->vmfunc)
+        return true;
+    uint64_t roots[EPTP_LIST_ENTRIES] = {0};
+    roots[0] = m->nested_root;
+    for (uint32_t i = 0; i < s->n_eptp_list; i++) {
+        char label[64];
+        snprintf(label, sizeof label, "nested.eptp_list[%u].mappings", i);
+        if (!build_ept(b, label, s->eptp_list[i].maps, s->eptp_list[i].n_maps, &roots[i + 1]))
+            return false;
+    }
+    if (!alloc_nested(b, &m->eptp_list_hpa))
+        return false;
+    for (uint32_t i = 0; i <= s->n_eptp_list; i++)
+        mem_write_existing(&m->mem, m->eptp_list_hpa + 8u * i, 8, make_eptp(s, roots[i]));
     return true;
 }
 
@@ -267,20 +297,20 @@ static bool load_pdptes(bctx *b)
     return true;
 }
 
-static bool apply_nested_overrides(bctx *b)
+static bool apply_overrides(bctx *b, const char *label, const nested_override *ovr, uint32_t n, uint64_t root)
 {
     machine *m = b->m;
-    for (uint32_t i = 0; i < b->s->n_novr; i++) {
-        const nested_override *o = &b->s->novr[i];
-        char what[48];
-        snprintf(what, sizeof what, "nested.overrides[%u]", i);
+    for (uint32_t i = 0; i < n; i++) {
+        const nested_override *o = &ovr[i];
+        char what[64];
+        snprintf(what, sizeof what, "%s[%u]", label, i);
         uint64_t gpa = o->gpa;
         if (o->by_guest_table) {
             uint64_t ea;
             if (!guest_path(b, what, o->gt_gva, o->gt_level, &ea, &gpa))
                 return false;
         }
-        uint64_t table = m->nested_root;
+        uint64_t table = root;
         for (int level = b->s->nested_levels;; level--) {
             uint64_t ea = table + 8u * nested_index(gpa, level);
             uint64_t e = mem_read(&m->mem, ea, 8);
@@ -296,6 +326,21 @@ static bool apply_nested_overrides(bctx *b)
                             (unsigned long long)gpa, level, o->level);
             table = e & bits_range(51, 12);
         }
+    }
+    return true;
+}
+
+static bool apply_nested_overrides(bctx *b)
+{
+    const scenario *s = b->s;
+    if (!apply_overrides(b, "nested.overrides", s->novr, s->n_novr, b->m->nested_root))
+        return false;
+    for (uint32_t i = 0; i < s->n_eptp_list; i++) {
+        char label[64];
+        snprintf(label, sizeof label, "nested.eptp_list[%u].overrides", i);
+        uint64_t eptp = mem_read(&b->m->mem, b->m->eptp_list_hpa + 8u * (i + 1), 8);
+        if (!apply_overrides(b, label, s->eptp_list[i].ovr, s->eptp_list[i].n_ovr, eptp & bits_range(51, 12)))
+            return false;
     }
     return true;
 }
@@ -339,8 +384,7 @@ bool machine_build(machine *m, const scenario *s, char *err, size_t errlen)
         return false;
     }
     if (m->nf == &nested_ept)
-        m->eptp = m->nested_root | ((uint64_t)(s->nested_levels - 1) << 3) | (s->ept_ad ? BIT(6) : 0) |
-                  (uint64_t)s->eptp_memtype;
+        m->eptp = make_eptp(s, m->nested_root);
     return true;
 }
 

@@ -22,17 +22,22 @@ static inline uint64_t bits_range(int hi, int lo)
 
 enum vm_mode { MODE_NATIVE, MODE_EPT, MODE_NPT, MODE_FLAT };
 enum vm_paging { PAGING_4LEVEL, PAGING_5LEVEL, PAGING_PAE, PAGING_32BIT, PAGING_SUNWAY };
-enum vm_op { OP_READ, OP_WRITE, OP_FETCH };
+enum vm_op { OP_READ, OP_WRITE, OP_FETCH, OP_VMFUNC, OP_VMCALL };
 enum vm_page { PAGE_4K, PAGE_2M, PAGE_1G, PAGE_4M, PAGE_8K };
 
-enum vm_outcome { OUT_OK, OUT_GUEST_PF, OUT_EPT_VIOLATION, OUT_EPT_MISCONFIG, OUT_NPT_FAULT, OUT_FLAT_FAULT, OUT_COUNT };
+enum vm_outcome {
+    OUT_OK, OUT_GUEST_PF, OUT_EPT_VIOLATION, OUT_EPT_MISCONFIG, OUT_NPT_FAULT, OUT_FLAT_FAULT,
+    OUT_VMFUNC_EXIT, OUT_INVALID_OPCODE, OUT_VMCALL_EXIT, OUT_COUNT
+};
 enum vm_dim { DIM_GUEST, DIM_NESTED };
-enum vm_step_kind { STEP_READ, STEP_AD_WRITE, STEP_PDPTE, STEP_VMM_FILL };
+enum vm_step_kind { STEP_READ, STEP_AD_WRITE, STEP_PDPTE, STEP_VMM_FILL, STEP_EPTP_LIST };
 enum vm_step_result {
     RES_TABLE, RES_PAGE, RES_NOT_PRESENT, RES_RESERVED, RES_MISCONFIG, RES_WRITTEN, RES_BLOCKED
 };
-enum vm_reason { REASON_NOT_PRESENT, REASON_RESERVED, REASON_PERMISSION, REASON_MISCONFIG, REASON_FAULT_ON,
-                  REASON_UNMAPPED };
+enum vm_reason {
+    REASON_NOT_PRESENT, REASON_RESERVED, REASON_PERMISSION, REASON_MISCONFIG, REASON_FAULT_ON, REASON_UNMAPPED,
+    REASON_INVALID_EPTP, REASON_INDEX_RANGE, REASON_FUNCTION, REASON_HYPERCALL, REASON_VMFUNC_DISABLED
+};
 enum vm_misconfig {
     MC_NONE, MC_WRITE_WITHOUT_READ, MC_EXECUTE_ONLY, MC_RESERVED_BITS, MC_MEMORY_TYPE
 };
@@ -78,7 +83,19 @@ typedef struct vm_access {
     uint64_t gva;
     enum vm_op op;
     bool user;
+    uint32_t eptp_index;    /* OP_VMFUNC: ECX */
+    uint32_t function;      /* OP_VMFUNC: EAX (0 = EPTP switching) */
 } vm_access;
+
+/* One EPT of an EPTP list, built like the main nested table. */
+typedef struct ept_def {
+    nested_map *maps;
+    uint32_t n_maps;
+    nested_override *ovr;
+    uint32_t n_ovr;
+} ept_def;
+
+#define EPTP_LIST_ENTRIES 512
 
 typedef struct scenario {
     char *name;
@@ -104,6 +121,9 @@ typedef struct scenario {
     uint32_t n_nmaps;
     nested_override *novr;
     uint32_t n_novr;
+    bool vmfunc;                /* VM functions enabled with EPTP switching (EPT only) */
+    ept_def *eptp_list;         /* EPTP-list entries 1..n (entry 0 is the main EPT) */
+    uint32_t n_eptp_list;
     /* flat nested table (mode flat) */
     bool flat_sunway;
     uint64_t flat_table_base, flat_guest_ram;
@@ -198,7 +218,9 @@ typedef struct machine {
     bool flat;                  /* flat nested table (swFNPT) */
     uint64_t flat_page;         /* bytes per guest frame in the flat table */
     uint64_t cr3;
-    uint64_t nested_root;
+    uint64_t nested_root;       /* of the active EPT */
+    uint64_t eptp_list_hpa;     /* 0 unless VM functions are enabled */
+    uint32_t eptp_index;        /* the VMCS EPTP-index field */
     uint64_t eptp;
     uint64_t pdpte[4], pdpte_hpa[4];
     uint32_t guest_frames, nested_frames;
@@ -211,6 +233,9 @@ const guest_format *guest_format_for(enum vm_paging p);
  * three x86 formats. */
 int x86_access_fault(const struct scenario *s, uint64_t leaf, int op, bool user, bool rw, bool us, bool xd,
                      uint64_t *code);
+
+/* vmfunc.c */
+void vmfunc_execute(machine *m, const vm_access *a, vm_result *r);
 
 /* flat.c */
 bool flat_memslot(const scenario *s, uint64_t gpa, uint64_t *hpa);

@@ -5,12 +5,16 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *const outcome_names[] = {"ok", "guest_page_fault", "ept_violation", "ept_misconfig", "npt_fault", "flat_fault"};
+const char *const outcome_names[] = {"ok",         "guest_page_fault", "ept_violation",  "ept_misconfig",
+                                     "npt_fault",  "flat_fault",       "vmfunc_exit",    "invalid_opcode",
+                                     "vmcall_exit"};
 static const char *const mode_names[] = {"native", "ept", "npt", "flat"};
-static const char *const kind_names[] = {"read", "ad_write", "pdpte", "vmm_fill"};
+static const char *const kind_names[] = {"read", "ad_write", "pdpte", "vmm_fill", "eptp_list"};
 static const char *const dim_names[] = {"guest", "nested"};
 static const char *const result_names[] = {"table", "page", "not_present", "reserved", "misconfig", "written", "blocked"};
-static const char *const reason_names[] = {"not_present", "reserved", "permission", "misconfig", "fault_on", "unmapped"};
+static const char *const reason_names[] = {"not_present",   "reserved",    "permission",         "misconfig",
+                                           "fault_on",      "unmapped",    "invalid_eptp",       "index_out_of_range",
+                                           "function_disabled", "hypercall", "vmfunc_disabled"};
 static const char *const detail_names[] = {"", "write_without_read", "execute_only_unsupported", "reserved_bits",
                                            "memory_type"};
 static const char *const ad_names[] = {"", "A", "D", "AD"};
@@ -30,6 +34,12 @@ static void collect_flags(const machine *m, const vm_step *st, flag_list *fl)
         ADD(e & BIT(0), "P");
         ADD(e & BIT(3), "PWT");
         ADD(e & BIT(4), "PCD");
+        return;
+    }
+    if (st->kind == STEP_EPTP_LIST) {
+        snprintf(fl->mt, sizeof fl->mt, "MT=%u", (unsigned)(e & 7));
+        fl->names[fl->n++] = fl->mt;
+        ADD(e & BIT(6), "AD");
         return;
     }
     if (st->dim == DIM_NESTED && m->flat) {
@@ -158,6 +168,15 @@ static void fault_json(strbuf *sb, const vm_access *a, const vm_result *r)
         sb_printf(sb, ",\"detail\":\"%s\",\"exit_reason\":49,\"guest_physical_address\":", detail_names[f->detail]);
         sb_hex(sb, f->fault_gpa);
         break;
+    case OUT_VMFUNC_EXIT:
+        sb_puts(sb, ",\"exit_reason\":59");
+        break;
+    case OUT_VMCALL_EXIT:
+        sb_puts(sb, ",\"exit_reason\":18");
+        break;
+    case OUT_INVALID_OPCODE:
+        sb_puts(sb, ",\"vector\":6");
+        break;
     case OUT_FLAT_FAULT:
         sb_puts(sb, ",\"guest_physical_address\":");
         sb_hex(sb, f->fault_gpa);
@@ -199,9 +218,13 @@ static void step_json(strbuf *sb, const machine *m, const vm_step *st, uint32_t 
 void result_json_access(strbuf *sb, const machine *m, const vm_access *a, const vm_result *r)
 {
     sb_puts(sb, "\n{\"gva\":");
-    sb_hex(sb, a->gva);
-    sb_printf(sb, ",\"op\":\"%s\",\"user\":%s,\"outcome\":\"%s\",\"exit\":%s,\"gpa\":", op_names[a->op],
-              a->user ? "true" : "false", outcome_names[r->outcome], r->exits ? "true" : "false");
+    hex_or_null(sb, a->op != OP_VMFUNC && a->op != OP_VMCALL, a->gva);
+    sb_printf(sb, ",\"op\":\"%s\",\"user\":%s,\"eptp_index\":", op_names[a->op], a->user ? "true" : "false");
+    if (m->nf == &nested_ept)
+        sb_printf(sb, "%u", m->eptp_index);
+    else
+        sb_puts(sb, "null");
+    sb_printf(sb, ",\"outcome\":\"%s\",\"exit\":%s,\"gpa\":", outcome_names[r->outcome], r->exits ? "true" : "false");
     hex_or_null(sb, r->gpa_valid, r->gpa);
     sb_puts(sb, ",\"hpa\":");
     hex_or_null(sb, r->hpa_valid, r->hpa);

@@ -182,7 +182,8 @@ static bool get_enum(pctx *c, const json_value *obj, const char *key, const char
 static const char *const mode_names[] = {"native", "ept", "npt", "flat", NULL};
 static const char *const paging_names[] = {"4level", "5level", "pae", "32bit", "sunway", NULL};
 static const char *const page_names[] = {"4K", "2M", "1G", "4M", "8K", NULL};
-const char *const op_names[] = {"read", "write", "fetch", NULL};
+const char *const op_names[] = {"read", "write", "fetch", "vmfunc", "vmcall", NULL};
+static const char *const access_ops[] = {"read", "write", "fetch", NULL};
 
 uint64_t page_bytes(enum vm_page p)
 {
@@ -463,16 +464,47 @@ static bool parse_nested_override(pctx *c, const json_value *o, const char *path
     return check_set_clear(c, path, n->set, n->clear, false);
 }
 
+/* {"vmfunc": ECX, "function": EAX} or {"vmcall": true}: guest instructions that switch
+ * EPTs or call the hypervisor, between the accesses. */
+static bool parse_instruction(pctx *c, const json_value *o, const char *path, vm_access *a)
+{
+    static const char *const vmfunc_keys[] = {"vmfunc", "function", NULL};
+    static const char *const vmcall_keys[] = {"vmcall", NULL};
+    if (json_get(o, "vmcall")) {
+        bool yes;
+        if (!check_keys(c, o, path, vmcall_keys) || !get_bool(c, o, "vmcall", path, false, &yes))
+            return false;
+        if (!yes) {
+            char p[160];
+            subpath(p, sizeof p, path, "vmcall");
+            return errf(c, p, "must be true (leave the entry out otherwise)");
+        }
+        a->op = OP_VMCALL;
+        return true;
+    }
+    int64_t idx, fn;
+    if (!check_keys(c, o, path, vmfunc_keys))
+        return false;
+    get_int(c, o, "vmfunc", path, true, 0, 0xFFFFFFFFll, 0, &idx);
+    get_int(c, o, "function", path, false, 0, 63, 0, &fn);
+    a->op = OP_VMFUNC;
+    a->eptp_index = (uint32_t)idx;
+    a->function = (uint32_t)fn;
+    return !c->failed;
+}
+
 static bool parse_access(pctx *c, const json_value *o, const char *path, vm_access *a)
 {
     static const char *const keys[] = {"gva", "op", "user", NULL};
     if (o->type != JSON_OBJECT)
         return errf(c, path, "is %s, expected an object", json_type_name(o->type));
+    if (json_get(o, "vmfunc") || json_get(o, "vmcall"))
+        return parse_instruction(c, o, path, a);
     if (!check_keys(c, o, path, keys))
         return false;
     int op;
     get_hex(c, o, "gva", path, true, 0, &a->gva);
-    get_enum(c, o, "op", path, true, op_names, OP_READ, &op);
+    get_enum(c, o, "op", path, true, access_ops, OP_READ, &op);
     get_bool(c, o, "user", path, false, &a->user);
     if (c->failed)
         return false;
@@ -510,9 +542,9 @@ static bool parse_array(pctx *c, const json_value *obj, const char *key, const c
     for (const json_value *e = arr->first_child; e; e = e->next, i++) {
         char ep[180];
         snprintf(ep, sizeof ep, "%s[%u]", p, i);
+        *count = i + 1;     /* counted before parsing: a half-parsed element is freed too */
         if (!fn(c, e, ep, items + (size_t)i * elem_size))
             return false;
-        *count = i + 1;
     }
     return true;
 }
@@ -637,10 +669,30 @@ static bool parse_flat(pctx *c, const json_value *root, scenario *s)
     return ok;
 }
 
+/* One EPT of the EPTP list: its own mappings and overrides, in the main table's format. */
+static bool parse_ept_def(pctx *c, const json_value *o, const char *path, ept_def *d)
+{
+    static const char *const keys[] = {"mappings", "overrides", NULL};
+    if (o->type != JSON_OBJECT)
+        return errf(c, path, "is %s, expected an object", json_type_name(o->type));
+    if (!check_keys(c, o, path, keys))
+        return false;
+    void *arr;
+    bool ok = parse_array(c, o, "mappings", path, true, sizeof(nested_map), MAX_MAPPINGS, (elem_fn)parse_nested_map,
+                          &arr, &d->n_maps);
+    d->maps = arr;
+    if (!ok)
+        return false;
+    ok = parse_array(c, o, "overrides", path, false, sizeof(nested_override), MAX_MAPPINGS,
+                     (elem_fn)parse_nested_override, &arr, &d->n_ovr);
+    d->ovr = arr;
+    return ok;
+}
+
 static bool parse_nested(pctx *c, const json_value *root, scenario *s)
 {
     static const char *const ept_keys[] = {"levels", "table_base", "ad", "memory_type", "execute_only",
-                                           "mappings", "overrides", NULL};
+                                           "mappings", "overrides", "vmfunc", "eptp_list", NULL};
     static const char *const npt_keys[] = {"levels", "table_base", "host_nxe", "host_smep", "mappings", "overrides", NULL};
     const json_value *n = json_get(root, "nested");
     s->host_nxe = true;
@@ -689,6 +741,16 @@ static bool parse_nested(pctx *c, const json_value *root, scenario *s)
     ok = parse_array(c, n, "overrides", "nested", false, sizeof(nested_override), MAX_MAPPINGS,
                      (elem_fn)parse_nested_override, &arr, &s->n_novr);
     s->novr = arr;
+    if (!ok)
+        return false;
+    get_bool(c, n, "vmfunc", "nested", false, &s->vmfunc);
+    if (c->failed)
+        return false;
+    if (json_get(n, "eptp_list") && !s->vmfunc)
+        return errf(c, "nested.eptp_list", "needs nested.vmfunc: true (VM functions with EPTP switching enabled)");
+    ok = parse_array(c, n, "eptp_list", "nested", false, sizeof(ept_def), EPTP_LIST_ENTRIES - 1,
+                     (elem_fn)parse_ept_def, &arr, &s->n_eptp_list);
+    s->eptp_list = arr;
     return ok;
 }
 
@@ -754,6 +816,11 @@ void scenario_free(scenario *s)
     free(s->nmaps);
     free(s->novr);
     free(s->fmaps);
+    for (uint32_t i = 0; i < s->n_eptp_list; i++) {
+        free(s->eptp_list[i].maps);
+        free(s->eptp_list[i].ovr);
+    }
+    free(s->eptp_list);
     free(s->accesses);
     memset(s, 0, sizeof *s);
 }

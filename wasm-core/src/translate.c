@@ -285,6 +285,11 @@ void translate(machine *m, const vm_access *a, vm_result *r)
     memset(r, 0, offsetof(vm_result, steps));
     r->record = record;
 
+    if (a->op == OP_VMFUNC || a->op == OP_VMCALL) {
+        vmfunc_execute(m, a, r);
+        return;
+    }
+
     vm_step scratch;
     walked w[5];
     uint64_t wval[5];
