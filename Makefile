@@ -6,7 +6,7 @@ SHELL := /bin/bash
 
 PYTHON ?= python3
 
-.PHONY: help setup system-deps node-deps build start test test-engine test-python test-js bench clean
+.PHONY: help setup system-deps node-deps build start test test-engine test-python test-js test-hwlab bench clean
 
 help:
 	@echo "make start   set up, build and serve the lab at http://127.0.0.1:8080"
@@ -14,6 +14,7 @@ help:
 	@echo "make bench   build and print the benchmarks"
 
 setup: system-deps node-deps
+	$(MAKE) -C hw-lab setup
 
 # Each tool is checked on its own so a machine that has them all does nothing.
 system-deps:
@@ -48,7 +49,7 @@ start: build
 	node web/scripts/serve.mjs
 
 test: build
-	$(MAKE) test-engine test-python test-js
+	$(MAKE) test-engine test-python test-js test-hwlab
 	@echo "all test suites passed"
 
 test-engine:
@@ -60,9 +61,13 @@ test-python:
 test-js:
 	npx vitest run
 
+test-hwlab:
+	$(MAKE) -C hw-lab test
+
 bench: build
 	$(MAKE) -C wasm-core bench
 
 clean:
 	$(MAKE) -C wasm-core clean
+	$(MAKE) -C hw-lab clean
 	rm -rf web/dist

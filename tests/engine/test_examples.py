@@ -84,6 +84,27 @@ EXPECT = {
         ("vmfunc_exit", 0, {"fault.exit_reason": 59, "fault.reason": "index_out_of_range", "eptp_index": 0}),
         ("vmfunc_exit", 1, {"fault.reason": "invalid_eptp", "eptp_index": 0}),   # entry 7 was never filled
     ],
+    # Caches, derived by hand. The guest tables (gpa 0x100000-0x103fff) share every nested
+    # upper entry, so after the first nested walk (4 reads) each guest table's gpa costs
+    # 1 read (the nested PDE cache hit leaves the PTE); the data gpa 0x200000 sits under
+    # another nested PDE (PDPTE cache hit, 2 reads): 4+1 + 3x(1+1) + 2 = 13.
+    "caches-ept": [
+        ("ok", 13, {"cache.tlb": "miss", "cache.pwc_hits": 4}),
+        ("ok", 0, {"cache.tlb": "hit", "hpa": "0x80200008"}),
+        # guest PDE cache hit: read the PTE (its page in the nested TLB), final gpa: nested PDE hit
+        ("ok", 2, {"cache.tlb": "miss", "cache.ntlb_hits": 1}),
+        ("ok", 2, {"cache.tlb": "miss"}),                   # clean TLB entry: walk again to set D
+        ("ok", 0, {"cache.tlb": "hit"}),
+        ("ok", 0, {"gva": "0x400000"}),                     # invlpg
+        ("ok", 4, {"cache.ntlb_hits": 5, "cache.pwc_hits": 0}),
+    ],
+    "context-switch": [
+        ("ok", 13, {}), ("ok", 0, {"cache.tlb": "hit"}),
+        ("ok", 0, {}),                                      # mov cr3 without PCID: flush
+        ("ok", 8, {"cache.ntlb_hits": 1}),                  # new tables: 4 guest reads, nested PWC hits
+        ("ok", 0, {}),
+        ("ok", 4, {"cache.tlb": "miss", "cache.ntlb_hits": 5}),
+    ],
     # kvm-unit-tests svm_npt.c npt_np: 0x100000004
     "npt-fault": [("npt_fault", 24, {"fault.exitinfo1": "0x100000004", "fault.exitinfo2": "0x200000"})],
     # svm_npt.c npt_rw_pfwalk: 0x200000007, EXITINFO2 = guest CR3 (+ index 0 of the PML4)
@@ -164,3 +185,33 @@ def test_eptp_switch_keeps_the_guest_tables():
     before, after = r["accesses"][0], r["accesses"][3]
     g = lambda acc: [(st["level"], st["entry_hpa"]) for st in acc["steps"] if st["dim"] == "guest" and st["kind"] == "read"]
     assert [h for _, h in g(before)][:3] == [h for _, h in g(after)][:3]
+
+
+def test_pcid_keeps_tlb_entries_across_mov_cr3():
+    s = json.loads((EXAMPLES / "context-switch.json").read_text())
+    s["guest"]["pcid"] = True
+    acc = run_scenario(s)["accesses"]
+    assert acc[5]["cache"]["tlb"] == "hit" and acc[5]["memory_refs"] == 0
+
+
+def test_caches_off_by_default_keep_the_full_walk():
+    s = json.loads((EXAMPLES / "caches-ept.json").read_text())
+    del s["caches"]
+    acc = run_scenario(s)["accesses"]
+    assert [a["memory_refs"] for a in acc if a["op"] == "read"] == [24, 24, 24]
+    assert all(a["cache"] is None for a in acc)
+
+
+def test_eptp_switch_does_not_flush_tagged_entries_unless_asked():
+    """Entries are tagged by EPTP index: switching to the gate EPT and back finds the
+    default EPT's TLB entry again; with flush_on_eptp_switch (as Bochs models it) the
+    walk starts over."""
+    s = json.loads((EXAMPLES / "vmfunc-gate.json").read_text())
+    s["caches"] = {"preset": "x86-server"}
+    s["accesses"] = [{"gva": "0x400000", "op": "read"}, {"vmfunc": 1}, {"vmfunc": 0},
+                     {"gva": "0x400000", "op": "read"}]
+    assert run_scenario(s)["accesses"][3]["cache"]["tlb"] == "hit"
+    s["caches"]["flush_on_eptp_switch"] = True
+    acc = run_scenario(s)["accesses"]
+    # everything flushed: the walk after the round trip costs what the cold first one did
+    assert acc[3]["cache"]["tlb"] == "miss" and acc[3]["memory_refs"] == acc[0]["memory_refs"] == 13

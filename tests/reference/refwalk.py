@@ -1156,7 +1156,8 @@ def translate(m: Machine, acc: Access) -> dict:
     out.update({"memory_refs": t.guest_refs + t.nested_refs, "guest_refs": t.guest_refs,
                 "nested_refs": t.nested_refs, "ad_writes": t.ad_writes,
                 # every fault this model raises in the nested dimension is one VM exit
-                "exits": 1 if out["exit"] else 0, "fault": fault,
+                "exits": 1 if out["exit"] else 0, "cache": None,   # no TLB or walk caches here
+                "fault": fault,
                 "steps": t.steps})
     return out
 

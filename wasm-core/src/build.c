@@ -2,6 +2,9 @@
  * deterministic so that an independent implementation lands every table in the
  * same frame. */
 #include "model.h"
+#include "cache.h"
+
+#include <stdlib.h>
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -195,14 +198,15 @@ static bool alloc_guest_frame(bctx *b, uint64_t gpa, uint64_t *hpa)
     return new_frame(b, *hpa);
 }
 
-static bool build_guest(bctx *b)
+/* One address space: a root table and every guest mapping under it. */
+static bool build_address_space(bctx *b, uint64_t *cr3)
 {
     machine *m = b->m;
     const scenario *s = b->s;
     const guest_format *gf = m->gf;
     int es = gf->entry_size;
     uint64_t root_hpa;
-    if (!alloc_guest(b, &m->cr3, &root_hpa))
+    if (!alloc_guest(b, cr3, &root_hpa))
         return false;
     for (uint32_t i = 0; i < s->n_gmaps; i++) {
         const guest_map *g = &s->gmaps[i];
@@ -365,6 +369,35 @@ static bool build_flat(bctx *b)
     return true;
 }
 
+/* Address spaces are copies of the same mappings, each with tables of its own; the
+ * first is active. Overrides apply to the first. */
+static bool build_guest(bctx *b)
+{
+    machine *m = b->m;
+    for (uint32_t i = 0; i < b->s->address_spaces; i++)
+        if (!build_address_space(b, &m->cr3s[i]))
+            return false;
+    m->cr3 = m->cr3s[0];
+    return true;
+}
+
+static bool make_caches(bctx *b)
+{
+    machine *m = b->m;
+    const scenario *s = b->s;
+    struct cache **slots[] = {&m->tlb, &m->gpwc, &m->npwc, &m->ntlb};
+    uint32_t entries[] = {s->tlb_entries, s->pwc_entries, m->nf ? s->pwc_entries : 0, m->nf || m->flat ? s->ntlb_entries : 0};
+    uint32_t ways[] = {s->tlb_ways, 0, 0, s->ntlb_ways};
+    for (int i = 0; i < 4; i++) {
+        if (!entries[i])
+            continue;
+        *slots[i] = calloc(1, sizeof(cache));
+        if (!*slots[i] || !cache_init(*slots[i], entries[i], ways[i]))
+            return berr(b, "out of memory for the caches");
+    }
+    return true;
+}
+
 bool machine_build(machine *m, const scenario *s, char *err, size_t errlen)
 {
     memset(m, 0, sizeof *m);
@@ -378,7 +411,7 @@ bool machine_build(machine *m, const scenario *s, char *err, size_t errlen)
         return false;
     }
     bctx b = {.m = m, .s = s, .err = err, .errlen = errlen};
-    if ((m->nf && !build_nested(&b)) || (m->flat && !build_flat(&b)) || !build_guest(&b) || !apply_guest_overrides(&b) ||
+    if (!make_caches(&b) || (m->nf && !build_nested(&b)) || (m->flat && !build_flat(&b)) || !build_guest(&b) || !apply_guest_overrides(&b) ||
         (s->paging == PAGING_PAE && !load_pdptes(&b)) || !apply_nested_overrides(&b)) {
         machine_free(m);
         return false;
@@ -390,5 +423,11 @@ bool machine_build(machine *m, const scenario *s, char *err, size_t errlen)
 
 void machine_free(machine *m)
 {
+    struct cache *caches[] = {m->tlb, m->gpwc, m->npwc, m->ntlb};
+    for (int i = 0; i < 4; i++) {
+        if (caches[i])
+            cache_free(caches[i]);
+        free(caches[i]);
+    }
     mem_free(&m->mem);
 }

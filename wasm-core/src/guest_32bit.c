@@ -72,5 +72,5 @@ const guest_format guest_32bit = {
     .index = index32, .is_leaf = is_leaf32, .reserved = reserved32,
     .table_addr = table_addr32, .page_addr = page_addr32, .page_size = page_size32,
     .leaf_level = leaf_level32, .build_levels = 2, .nonleaf = nonleaf32, .make_leaf = leaf32,
-    .table_bytes = 4096, .has_ad = true, .access_fault = x86_access_fault,
+    .page_shift = 12, .index_bits = 10, .table_bytes = 4096, .has_ad = true, .access_fault = x86_access_fault,
 };

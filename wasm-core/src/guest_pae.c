@@ -67,5 +67,5 @@ const guest_format guest_pae = {
     .index = index_pae, .is_leaf = is_leaf_pae, .reserved = reserved_pae,
     .table_addr = table_addr_pae, .page_addr = page_addr_pae, .page_size = page_size_pae,
     .leaf_level = leaf_level_pae, .build_levels = 3, .nonleaf = nonleaf_pae, .make_leaf = leaf_pae,
-    .table_bytes = 4096, .has_ad = true, .access_fault = x86_access_fault,
+    .page_shift = 12, .index_bits = 9, .table_bytes = 4096, .has_ad = true, .access_fault = x86_access_fault,
 };

@@ -110,5 +110,5 @@ const guest_format guest_sunway = {
     .index = index_sw, .is_leaf = is_leaf_sw, .reserved = reserved_sw,
     .table_addr = addr_sw, .page_addr = page_addr_sw, .page_size = page_size_sw,
     .leaf_level = leaf_level_sw, .build_levels = 4, .nonleaf = nonleaf_sw, .make_leaf = leaf_sw,
-    .table_bytes = 8192, .has_ad = false, .access_fault = access_fault_sw, .table_ptr = table_ptr_sw,
+    .page_shift = 13, .index_bits = 10, .table_bytes = 8192, .has_ad = false, .access_fault = access_fault_sw, .table_ptr = table_ptr_sw,
 };

@@ -84,7 +84,7 @@ const guest_format guest_x86_64_4level = {
     .index = index64, .is_leaf = is_leaf64, .reserved = reserved64,
     .table_addr = table_addr64, .page_addr = page_addr64, .page_size = page_size64,
     .leaf_level = leaf_level64, .build_levels = 4, .nonleaf = nonleaf64, .make_leaf = leaf64,
-    .table_bytes = 4096, .has_ad = true, .access_fault = x86_access_fault,
+    .page_shift = 12, .index_bits = 9, .table_bytes = 4096, .has_ad = true, .access_fault = x86_access_fault,
 };
 
 const guest_format guest_x86_64_5level = {
@@ -92,5 +92,5 @@ const guest_format guest_x86_64_5level = {
     .index = index64, .is_leaf = is_leaf64, .reserved = reserved64,
     .table_addr = table_addr64, .page_addr = page_addr64, .page_size = page_size64,
     .leaf_level = leaf_level64, .build_levels = 5, .nonleaf = nonleaf64, .make_leaf = leaf64,
-    .table_bytes = 4096, .has_ad = true, .access_fault = x86_access_fault,
+    .page_shift = 12, .index_bits = 9, .table_bytes = 4096, .has_ad = true, .access_fault = x86_access_fault,
 };

@@ -22,7 +22,7 @@ static inline uint64_t bits_range(int hi, int lo)
 
 enum vm_mode { MODE_NATIVE, MODE_EPT, MODE_NPT, MODE_FLAT };
 enum vm_paging { PAGING_4LEVEL, PAGING_5LEVEL, PAGING_PAE, PAGING_32BIT, PAGING_SUNWAY };
-enum vm_op { OP_READ, OP_WRITE, OP_FETCH, OP_VMFUNC, OP_VMCALL };
+enum vm_op { OP_READ, OP_WRITE, OP_FETCH, OP_VMFUNC, OP_VMCALL, OP_MOV_CR3, OP_INVLPG };
 enum vm_page { PAGE_4K, PAGE_2M, PAGE_1G, PAGE_4M, PAGE_8K };
 
 enum vm_outcome {
@@ -30,7 +30,9 @@ enum vm_outcome {
     OUT_VMFUNC_EXIT, OUT_INVALID_OPCODE, OUT_VMCALL_EXIT, OUT_COUNT
 };
 enum vm_dim { DIM_GUEST, DIM_NESTED };
-enum vm_step_kind { STEP_READ, STEP_AD_WRITE, STEP_PDPTE, STEP_VMM_FILL, STEP_EPTP_LIST };
+enum vm_step_kind {
+    STEP_READ, STEP_AD_WRITE, STEP_PDPTE, STEP_VMM_FILL, STEP_EPTP_LIST, STEP_TLB_HIT, STEP_PWC_HIT, STEP_NTLB_HIT
+};
 enum vm_step_result {
     RES_TABLE, RES_PAGE, RES_NOT_PRESENT, RES_RESERVED, RES_MISCONFIG, RES_WRITTEN, RES_BLOCKED
 };
@@ -83,7 +85,7 @@ typedef struct vm_access {
     uint64_t gva;
     enum vm_op op;
     bool user;
-    uint32_t eptp_index;    /* OP_VMFUNC: ECX */
+    uint32_t eptp_index;    /* OP_VMFUNC: ECX; OP_MOV_CR3: the address space */
     uint32_t function;      /* OP_VMFUNC: EAX (0 = EPTP switching) */
 } vm_access;
 
@@ -106,6 +108,8 @@ typedef struct scenario {
     enum vm_paging paging;
     uint64_t guest_table_base;
     bool cr0_wp, efer_nxe, cr4_pse, cr4_smep, cr4_smap;
+    uint32_t address_spaces;    /* copies of the guest tables, one CR3 each */
+    bool pcid;                  /* TLB entries tagged by address space: mov cr3 keeps them */
     guest_map *gmaps;
     uint32_t n_gmaps;
     guest_override *govr;
@@ -130,6 +134,9 @@ typedef struct scenario {
     bool flat_prefill;
     nested_map *fmaps;          /* memslots: gpa -> hpa ranges the VMM fills from */
     uint32_t n_fmaps;
+    /* caches (all sizes 0 = off) */
+    uint32_t tlb_entries, tlb_ways, pwc_entries, ntlb_entries, ntlb_ways;
+    bool flush_on_eptp_switch;
     /* accesses */
     vm_access *accesses;
     uint32_t n_accesses;
@@ -161,6 +168,8 @@ typedef struct vm_result {
     uint64_t gpa, hpa;
     uint64_t guest_page_size, nested_page_size;     /* 0 = null */
     uint32_t memory_refs, guest_refs, nested_refs, ad_writes, exits;
+    int8_t tlb_hit;                                 /* -1 no TLB, 0 miss, 1 hit */
+    uint32_t pwc_hits, ntlb_hits;
     vm_fault fault;
     bool record;                                    /* fill steps[]? */
     uint32_t nsteps;
@@ -181,6 +190,7 @@ typedef struct guest_format {
     uint64_t (*page_size)(int level);
     int (*leaf_level)(enum vm_page page);           /* 0 = this page size is not allowed */
     uint32_t table_bytes;                           /* one table: 4 KiB, or 8 KiB on Sunway */
+    uint8_t page_shift, index_bits;                 /* an entry at level L covers 2^(page_shift + index_bits (L-1)) */
     bool has_ad;                                    /* hardware A/D bits (Sunway uses fault-on bits) */
     /* Access rights once the leaf is known; returns a vm_reason or -1 when allowed, and
      * for formats with their own fault codes sets *code. rw/us/xd are the x86 combined
@@ -217,7 +227,12 @@ typedef struct machine {
     const nested_format *nf;    /* NULL in native and flat mode */
     bool flat;                  /* flat nested table (swFNPT) */
     uint64_t flat_page;         /* bytes per guest frame in the flat table */
-    uint64_t cr3;
+    uint64_t cr3;               /* of the active address space */
+    uint64_t cr3s[64];          /* one per address space */
+    uint32_t asid;              /* the active address space */
+    struct cache *tlb, *gpwc, *npwc, *ntlb;   /* NULL when off */
+    uint32_t tlb_shifts;        /* page-size shifts present in the TLB (bit n = 2^n pages) */
+    uint32_t ntlb_shifts;
     uint64_t nested_root;       /* of the active EPT */
     uint64_t eptp_list_hpa;     /* 0 unless VM functions are enabled */
     uint32_t eptp_index;        /* the VMCS EPTP-index field */
@@ -233,6 +248,9 @@ const guest_format *guest_format_for(enum vm_paging p);
  * three x86 formats. */
 int x86_access_fault(const struct scenario *s, uint64_t leaf, int op, bool user, bool rw, bool us, bool xd,
                      uint64_t *code);
+
+/* translate.c: the events that change the address space or invalidate caches */
+void pae_load_pdptes(machine *m);
 
 /* vmfunc.c */
 void vmfunc_execute(machine *m, const vm_access *a, vm_result *r);

@@ -9,7 +9,8 @@ const char *const outcome_names[] = {"ok",         "guest_page_fault", "ept_viol
                                      "npt_fault",  "flat_fault",       "vmfunc_exit",    "invalid_opcode",
                                      "vmcall_exit"};
 static const char *const mode_names[] = {"native", "ept", "npt", "flat"};
-static const char *const kind_names[] = {"read", "ad_write", "pdpte", "vmm_fill", "eptp_list"};
+static const char *const kind_names[] = {"read",     "ad_write", "pdpte",   "vmm_fill",
+                                         "eptp_list", "tlb_hit", "pwc_hit", "ntlb_hit"};
 static const char *const dim_names[] = {"guest", "nested"};
 static const char *const result_names[] = {"table", "page", "not_present", "reserved", "misconfig", "written", "blocked"};
 static const char *const reason_names[] = {"not_present",   "reserved",    "permission",         "misconfig",
@@ -218,7 +219,7 @@ static void step_json(strbuf *sb, const machine *m, const vm_step *st, uint32_t 
 void result_json_access(strbuf *sb, const machine *m, const vm_access *a, const vm_result *r)
 {
     sb_puts(sb, "\n{\"gva\":");
-    hex_or_null(sb, a->op != OP_VMFUNC && a->op != OP_VMCALL, a->gva);
+    hex_or_null(sb, a->op <= OP_FETCH || a->op == OP_INVLPG, a->gva);
     sb_printf(sb, ",\"op\":\"%s\",\"user\":%s,\"eptp_index\":", op_names[a->op], a->user ? "true" : "false");
     if (m->nf == &nested_ept)
         sb_printf(sb, "%u", m->eptp_index);
@@ -232,8 +233,14 @@ void result_json_access(strbuf *sb, const machine *m, const vm_access *a, const 
     size_or_null(sb, r->guest_page_size);
     sb_puts(sb, ",\"nested_page_size\":");
     size_or_null(sb, r->nested_page_size);
-    sb_printf(sb, ",\"memory_refs\":%u,\"guest_refs\":%u,\"nested_refs\":%u,\"ad_writes\":%u,\"exits\":%u,\"fault\":",
+    sb_printf(sb, ",\"memory_refs\":%u,\"guest_refs\":%u,\"nested_refs\":%u,\"ad_writes\":%u,\"exits\":%u,\"cache\":",
               r->memory_refs, r->guest_refs, r->nested_refs, r->ad_writes, r->exits);
+    if (r->tlb_hit < 0 && !m->gpwc && !m->ntlb)
+        sb_puts(sb, "null");
+    else
+        sb_printf(sb, "{\"tlb\":%s,\"pwc_hits\":%u,\"ntlb_hits\":%u}",
+                  r->tlb_hit < 0 ? "null" : r->tlb_hit ? "\"hit\"" : "\"miss\"", r->pwc_hits, r->ntlb_hits);
+    sb_puts(sb, ",\"fault\":");
     fault_json(sb, a, r);
     sb_puts(sb, ",\"steps\":[");
     for (uint32_t i = 0; i < r->nsteps; i++) {

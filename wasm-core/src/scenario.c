@@ -182,7 +182,7 @@ static bool get_enum(pctx *c, const json_value *obj, const char *key, const char
 static const char *const mode_names[] = {"native", "ept", "npt", "flat", NULL};
 static const char *const paging_names[] = {"4level", "5level", "pae", "32bit", "sunway", NULL};
 static const char *const page_names[] = {"4K", "2M", "1G", "4M", "8K", NULL};
-const char *const op_names[] = {"read", "write", "fetch", "vmfunc", "vmcall", NULL};
+const char *const op_names[] = {"read", "write", "fetch", "vmfunc", "vmcall", "mov_cr3", "invlpg", NULL};
 static const char *const access_ops[] = {"read", "write", "fetch", NULL};
 
 uint64_t page_bytes(enum vm_page p)
@@ -493,6 +493,31 @@ static bool parse_instruction(pctx *c, const json_value *o, const char *path, vm
     return !c->failed;
 }
 
+/* {"mov_cr3": N} switches to address space N; {"invlpg": gva} invalidates a page. */
+static bool parse_event(pctx *c, const json_value *o, const char *path, vm_access *a)
+{
+    static const char *const cr3_keys[] = {"mov_cr3", NULL};
+    static const char *const inv_keys[] = {"invlpg", NULL};
+    char p[160];
+    if (json_get(o, "mov_cr3")) {
+        int64_t n;
+        if (!check_keys(c, o, path, cr3_keys) ||
+            !get_int(c, o, "mov_cr3", path, true, 0, (int64_t)c->s->address_spaces - 1, 0, &n))
+            return false;
+        a->op = OP_MOV_CR3;
+        a->eptp_index = (uint32_t)n;
+        return true;
+    }
+    if (!check_keys(c, o, path, inv_keys) || !get_hex(c, o, "invlpg", path, true, 0, &a->gva))
+        return false;
+    a->op = OP_INVLPG;
+    if (!gva_ok(c->s, a->gva)) {
+        subpath(p, sizeof p, path, "invlpg");
+        return errf(c, p, "0x%llx is %s", (unsigned long long)a->gva, gva_rule(c->s));
+    }
+    return true;
+}
+
 static bool parse_access(pctx *c, const json_value *o, const char *path, vm_access *a)
 {
     static const char *const keys[] = {"gva", "op", "user", NULL};
@@ -500,6 +525,8 @@ static bool parse_access(pctx *c, const json_value *o, const char *path, vm_acce
         return errf(c, path, "is %s, expected an object", json_type_name(o->type));
     if (json_get(o, "vmfunc") || json_get(o, "vmcall"))
         return parse_instruction(c, o, path, a);
+    if (json_get(o, "mov_cr3") || json_get(o, "invlpg"))
+        return parse_event(c, o, path, a);
     if (!check_keys(c, o, path, keys))
         return false;
     int op;
@@ -569,7 +596,7 @@ static bool parse_machine(pctx *c, const json_value *root, scenario *s)
 static bool parse_guest(pctx *c, const json_value *root, scenario *s)
 {
     static const char *const keys[] = {"paging", "table_base", "cr0_wp", "efer_nxe", "cr4_pse", "cr4_smep",
-                                       "cr4_smap", "mappings", "overrides", NULL};
+                                       "cr4_smap", "mappings", "overrides", "address_spaces", "pcid", NULL};
     const json_value *g = want(c, root, "guest", "", JSON_OBJECT, true);
     if (!g || !check_keys(c, g, "guest", keys))
         return false;
@@ -582,6 +609,10 @@ static bool parse_guest(pctx *c, const json_value *root, scenario *s)
     get_bool(c, g, "cr4_pse", "guest", true, &s->cr4_pse);
     get_bool(c, g, "cr4_smep", "guest", false, &s->cr4_smep);
     get_bool(c, g, "cr4_smap", "guest", false, &s->cr4_smap);
+    int64_t spaces;
+    get_int(c, g, "address_spaces", "guest", false, 1, 64, 1, &spaces);
+    s->address_spaces = (uint32_t)spaces;
+    get_bool(c, g, "pcid", "guest", false, &s->pcid);
     if (c->failed)
         return false;
     uint64_t talign = guest_format_for(s->paging)->table_bytes;
@@ -754,9 +785,75 @@ static bool parse_nested(pctx *c, const json_value *root, scenario *s)
     return ok;
 }
 
+/* Machine presets from the published tables (wasm-core/data/published-figures.json,
+ * flat_nested.machines): the x86 server's 1536-entry second-level data TLB with
+ * page-walk caches and a nested TLB, and the Sunway 1621's 512 entries with neither. */
+typedef struct cache_preset {
+    const char *name;
+    uint32_t tlb, tlb_ways, pwc, ntlb, ntlb_ways;
+} cache_preset;
+
+static const cache_preset presets[] = {
+    {"none", 0, 0, 0, 0, 0},
+    {"x86-server", 1536, 12, 32, 64, 4},
+    {"sunway-1621", 512, 8, 0, 0, 0},
+};
+
+static bool parse_cache_size(pctx *c, const json_value *o, const char *key, uint32_t *entries, uint32_t *ways,
+                             bool has_ways)
+{
+    static const char *const keys_w[] = {"entries", "ways", NULL};
+    static const char *const keys_n[] = {"entries", NULL};
+    char p[160];
+    subpath(p, sizeof p, "caches", key);
+    const json_value *v = want(c, o, key, "caches", JSON_OBJECT, false);
+    if (!v)
+        return !c->failed;
+    if (!check_keys(c, v, p, has_ways ? keys_w : keys_n))
+        return false;
+    int64_t e, w;
+    get_int(c, v, "entries", p, true, 0, 65536, 0, &e);
+    get_int(c, v, "ways", p, false, 0, 64, has_ways ? (int64_t)*ways : 0, &w);
+    if (c->failed)
+        return false;
+    if (w && e % w) {
+        char q[180];
+        subpath(q, sizeof q, p, "entries");
+        return errf(c, q, "%lld is not a multiple of ways (%lld)", (long long)e, (long long)w);
+    }
+    *entries = (uint32_t)e;
+    *ways = (uint32_t)w;
+    return true;
+}
+
+static bool parse_caches(pctx *c, const json_value *root, scenario *s)
+{
+    static const char *const keys[] = {"preset", "tlb", "pwc", "ntlb", "flush_on_eptp_switch", NULL};
+    static const char *const preset_names[] = {"none", "x86-server", "sunway-1621", NULL};
+    const json_value *o = want(c, root, "caches", "", JSON_OBJECT, false);
+    if (!o)
+        return !c->failed;
+    if (!check_keys(c, o, "caches", keys))
+        return false;
+    int pi;
+    if (!get_enum(c, o, "preset", "caches", false, preset_names, 0, &pi))
+        return false;
+    const cache_preset *p = &presets[pi];
+    s->tlb_entries = p->tlb;
+    s->tlb_ways = p->tlb_ways;
+    s->pwc_entries = p->pwc;
+    s->ntlb_entries = p->ntlb;
+    s->ntlb_ways = p->ntlb_ways;
+    uint32_t pwc_ways = 0;
+    return parse_cache_size(c, o, "tlb", &s->tlb_entries, &s->tlb_ways, true) &&
+           parse_cache_size(c, o, "pwc", &s->pwc_entries, &pwc_ways, false) &&
+           parse_cache_size(c, o, "ntlb", &s->ntlb_entries, &s->ntlb_ways, true) &&
+           get_bool(c, o, "flush_on_eptp_switch", "caches", false, &s->flush_on_eptp_switch);
+}
+
 bool scenario_parse(const char *text, size_t len, scenario *s, char *err, size_t errlen)
 {
-    static const char *const keys[] = {"$schema", "name", "description", "mode", "machine", "guest", "nested", "flat",
+    static const char *const keys[] = {"$schema", "name", "description", "mode", "machine", "guest", "nested", "flat", "caches",
                                        "accesses", NULL};
     memset(s, 0, sizeof *s);
     json_doc doc;
@@ -795,7 +892,8 @@ bool scenario_parse(const char *text, size_t len, scenario *s, char *err, size_t
         errf(&c, "flat", "only mode flat uses a flat nested table");
         goto out;
     }
-    if (c.failed || !parse_machine(&c, root, s) || !parse_guest(&c, root, s) || !parse_nested(&c, root, s))
+    if (c.failed || !parse_machine(&c, root, s) || !parse_guest(&c, root, s) || !parse_nested(&c, root, s) ||
+        !parse_caches(&c, root, s))
         goto out;
     void *arr;
     ok = parse_array(&c, root, "accesses", "", true, sizeof(vm_access), MAX_ACCESSES, (elem_fn)parse_access, &arr,

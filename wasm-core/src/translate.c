@@ -3,6 +3,7 @@
  * No allocation here: the trace goes into the caller's vm_result. */
 #include "model.h"
 #include "nested_entry.h"
+#include "cache.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -113,10 +114,30 @@ static inline __attribute__((always_inline)) bool nested_walk_impl(machine *m, v
     const bool record = r->record;
     vm_step *steps[5] = {0};
     uint64_t addrs[5], vals[5];
+    unsigned level_perms[6] = {0};
     int n = 0;
     unsigned perms = PERM_R | PERM_W | PERM_X | PERM_U;
     uint64_t table = m->nested_root;
-    for (int level = s->nested_levels; level >= 1; level--) {
+    int top = s->nested_levels;
+    /* Nested page-walk cache: the deepest cached upper entry for this gpa skips the
+     * levels above it. */
+    if (m->npwc) {
+        for (int l = 2; l <= s->nested_levels; l++) {
+            cache_line *c = cache_find(m->npwc, ((uint64_t)l << 58) | (gpa >> (12 + 9 * (l - 1))), m->eptp_index);
+            if (!c)
+                continue;
+            table = c->value;
+            perms = c->aux;
+            top = l - 1;
+            r->pwc_hits++;
+            if (record && r->nsteps < VM_MAX_STEPS)
+                r->steps[r->nsteps++] = (vm_step){.kind = STEP_PWC_HIT, .dim = DIM_NESTED, .level = (uint8_t)l,
+                                                  .stage = (uint8_t)q->stage, .gpa_valid = true, .gpa = gpa,
+                                                  .table = table, .entry = table, .result = RES_TABLE};
+            break;
+        }
+    }
+    for (int level = top; level >= 1; level--) {
         uint32_t idx = (uint32_t)(gpa >> (12 + 9 * (level - 1))) & 511u;
         uint64_t ea = table + 8u * idx;
         uint64_t e = mem_read(&m->mem, ea, 8);
@@ -152,6 +173,7 @@ static inline __attribute__((always_inline)) bool nested_walk_impl(machine *m, v
             return false;
         case NC_TABLE:
             perms &= ep;
+            level_perms[level] = perms;
             table = e & bits_range(51, 12);
             continue;
         case NC_LEAF:
@@ -177,6 +199,12 @@ static inline __attribute__((always_inline)) bool nested_walk_impl(machine *m, v
                 }
             }
         }
+        if (m->npwc)
+            for (int j = 0; j < n - 1; j++) {
+                int l = top - j;
+                cache_fill(m->npwc, ((uint64_t)l << 58) | (gpa >> (12 + 9 * (l - 1))), m->eptp_index,
+                           vals[j] & bits_range(51, 12), 0, (uint16_t)level_perms[l]);
+            }
         uint64_t size = 1ull << (12 + 9 * (level - 1));
         o->hpa = nested_entry_page_addr(e, level) | (gpa & (size - 1));
         o->page_size = size;
@@ -241,11 +269,39 @@ static bool flat_walk(machine *m, vm_result *r, uint64_t gpa, const nested_req *
     }
 }
 
+#define NTLB_DIRTY 0x10u
+
+/* The nested TLB caches gpa -> hpa per nested page, tagged by EPT: a hit replaces the
+ * whole nested walk. A write needs an entry filled by a write (the dirty bit). */
 static bool nested_walk(machine *m, vm_result *r, uint64_t gpa, const nested_req *q, nested_out *o)
 {
-    if (m->flat)
-        return flat_walk(m, r, gpa, q, o);
-    return m->nf == &nested_ept ? nested_walk_ept(m, r, gpa, q, o) : nested_walk_npt(m, r, gpa, q, o);
+    if (m->ntlb) {
+        for (uint32_t sh = 12; sh <= 30; sh++) {
+            if (!(m->ntlb_shifts & (1u << sh)))
+                continue;
+            cache_line *c = cache_find(m->ntlb, ((uint64_t)sh << 58) | (gpa >> sh), m->eptp_index);
+            if (!c || (c->aux & q->need) != q->need || (q->write && !(c->aux & NTLB_DIRTY)))
+                continue;
+            uint64_t size = 1ull << sh;
+            *o = (nested_out){.hpa = c->value | (gpa & (size - 1)), .page_size = size, .perms = c->aux & 0xFu,
+                              .leaf_level = (int)c->value2};
+            r->ntlb_hits++;
+            if (r->record && r->nsteps < VM_MAX_STEPS)
+                r->steps[r->nsteps++] = (vm_step){.kind = STEP_NTLB_HIT, .dim = DIM_NESTED, .level = (uint8_t)c->value2,
+                                                  .stage = (uint8_t)q->stage, .gpa_valid = true, .gpa = gpa,
+                                                  .table = 0, .entry = c->value, .result = RES_PAGE};
+            return true;
+        }
+    }
+    bool ok = m->flat ? flat_walk(m, r, gpa, q, o)
+              : m->nf == &nested_ept ? nested_walk_ept(m, r, gpa, q, o) : nested_walk_npt(m, r, gpa, q, o);
+    if (ok && m->ntlb) {
+        uint32_t sh = (uint32_t)__builtin_ctzll(o->page_size);
+        m->ntlb_shifts |= 1u << sh;
+        cache_fill(m->ntlb, ((uint64_t)sh << 58) | (gpa >> sh), m->eptp_index, o->hpa & ~(o->page_size - 1),
+                   (uint64_t)o->leaf_level, (uint16_t)(o->perms | (q->write ? NTLB_DIRTY : 0)));
+    }
+    return ok;
 }
 
 static void guest_fault(const machine *m, const vm_access *a, vm_result *r, int level, enum vm_reason reason,
@@ -273,7 +329,100 @@ typedef struct walked {
     uint32_t index;
     int level, nleaf;
     unsigned nperms;
+    uint16_t rights;        /* combined RW | US << 1 | XD << 2 down to this level */
 } walked;
+
+#define TLB_DIRTY 0x40u
+
+static uint32_t tlb_tag(const machine *m)
+{
+    return (m->s->pcid ? m->asid : 0) | (m->eptp_index << 16);
+}
+
+static uint64_t gpwc_key(const guest_format *gf, uint64_t gva, int level)
+{
+    return ((uint64_t)level << 58) | (gva >> (gf->page_shift + gf->index_bits * (level - 1)));
+}
+
+/* A TLB entry remembers which of the six (op, user) combinations the walk allowed, so a
+ * hit needs no rights check of its own; anything else walks again and faults there. */
+static uint16_t tlb_rights(const machine *m, uint64_t leaf, bool rw, bool us, bool xd, unsigned nperms)
+{
+    uint16_t bits = 0;
+    for (int op = OP_READ; op <= OP_FETCH; op++)
+        for (int user = 0; user <= 1; user++) {
+            uint64_t code;
+            bool ok = m->gf->access_fault(m->s, leaf, op, user, rw, us, xd, &code) < 0;
+            if ((m->nf || m->flat) && (nperms & nested_need(m, (enum vm_op)op)) != nested_need(m, (enum vm_op)op))
+                ok = false;
+            if (ok)
+                bits |= (uint16_t)(1u << (op * 2 + user));
+        }
+    return bits;
+}
+
+static bool tlb_lookup(machine *m, const vm_access *a, vm_result *r)
+{
+    r->tlb_hit = 0;
+    uint32_t tag = tlb_tag(m);
+    for (uint32_t sh = 12; sh <= 30; sh++) {
+        if (!(m->tlb_shifts & (1u << sh)))
+            continue;
+        cache_line *c = cache_find(m->tlb, ((uint64_t)sh << 58) | (a->gva >> sh), tag);
+        if (!c)
+            continue;
+        if (!(c->aux & (1u << (a->op * 2 + a->user))) || (a->op == OP_WRITE && !(c->aux & TLB_DIRTY)))
+            return false;   /* walk again: it sets D, or it faults */
+        uint64_t off = a->gva & ((1ull << sh) - 1);
+        r->tlb_hit = 1;
+        r->outcome = OUT_OK;
+        r->gpa_valid = r->hpa_valid = true;
+        r->gpa = c->value2 + off;
+        r->hpa = c->value + off;
+        r->guest_page_size = r->nested_page_size = 0;
+        if (r->record && r->nsteps < VM_MAX_STEPS)
+            r->steps[r->nsteps++] = (vm_step){.kind = STEP_TLB_HIT, .dim = DIM_GUEST, .level = 1, .stage = 0,
+                                              .gpa_valid = m->nf || m->flat, .gpa = r->gpa, .table = 0,
+                                              .entry = c->value, .result = RES_PAGE};
+        return true;
+    }
+    return false;
+}
+
+static void cache_event(machine *m, const vm_access *a, vm_result *r)
+{
+    r->outcome = OUT_OK;
+    if (a->op == OP_MOV_CR3) {
+        m->asid = a->eptp_index;
+        m->cr3 = m->cr3s[m->asid];
+        if (m->s->paging == PAGING_PAE)
+            pae_load_pdptes(m);
+        /* without PCIDs a CR3 write flushes the TLB and the paging-structure caches */
+        if (!m->s->pcid) {
+            if (m->tlb)
+                cache_flush(m->tlb);
+            if (m->gpwc)
+                cache_flush(m->gpwc);
+        }
+        return;
+    }
+    /* INVLPG: the page's TLB entries and (SDM 4.10.4.1) all paging-structure caches */
+    for (uint32_t sh = 12; m->tlb && sh <= 30; sh++)
+        cache_drop(m->tlb, ((uint64_t)sh << 58) | (a->gva >> sh), tlb_tag(m));
+    if (m->gpwc)
+        cache_flush(m->gpwc);
+}
+
+void pae_load_pdptes(machine *m)
+{
+    for (int i = 0; i < 4; i++) {
+        uint64_t gpa = (m->cr3 & 0xFFFFFFE0u) + 8u * (uint64_t)i;
+        if (!nested_lookup(m, gpa, &m->pdpte_hpa[i]))
+            m->pdpte[i] = 0;
+        else
+            m->pdpte[i] = mem_read(&m->mem, m->pdpte_hpa[i], 8);
+    }
+}
 
 void translate(machine *m, const vm_access *a, vm_result *r)
 {
@@ -285,10 +434,23 @@ void translate(machine *m, const vm_access *a, vm_result *r)
     memset(r, 0, offsetof(vm_result, steps));
     r->record = record;
 
+    r->tlb_hit = -1;
     if (a->op == OP_VMFUNC || a->op == OP_VMCALL) {
         vmfunc_execute(m, a, r);
+        if (a->op == OP_VMFUNC && r->outcome == OUT_OK && m->s->flush_on_eptp_switch) {
+            struct cache *c[] = {m->tlb, m->gpwc, m->npwc, m->ntlb};
+            for (int i = 0; i < 4; i++)
+                if (c[i])
+                    cache_flush(c[i]);
+        }
         return;
     }
+    if (a->op == OP_MOV_CR3 || a->op == OP_INVLPG) {
+        cache_event(m, a, r);
+        return;
+    }
+    if (m->tlb && tlb_lookup(m, a, r))
+        return;
 
     vm_step scratch;
     walked w[5];
@@ -297,6 +459,7 @@ void translate(machine *m, const vm_access *a, vm_result *r)
     uint64_t table = m->cr3;
     bool rw = true, us = true, xd = false;
     uint64_t page = 0, size = 0;
+    unsigned final_perms = 0;
 
     if (s->paging == PAGING_PAE) {
         /* The PDPTE was loaded into a register with CR3: no memory reference now. */
@@ -321,7 +484,26 @@ void translate(machine *m, const vm_access *a, vm_result *r)
         table = e & bits_range(51, 12);
     }
 
-    for (int level = gf->levels; level >= 1; level--) {
+    int top = gf->levels;
+    if (m->gpwc) {
+        for (int l = 2; l <= gf->levels; l++) {
+            cache_line *c = cache_find(m->gpwc, gpwc_key(gf, a->gva, l), m->s->pcid ? m->asid : 0);
+            if (!c)
+                continue;
+            table = c->value;
+            rw = c->aux & 1;
+            us = (c->aux >> 1) & 1;
+            xd = (c->aux >> 2) & 1;
+            top = l - 1;
+            r->pwc_hits++;
+            if (record && r->nsteps < VM_MAX_STEPS)
+                r->steps[r->nsteps++] = (vm_step){.kind = STEP_PWC_HIT, .dim = DIM_GUEST, .level = (uint8_t)l,
+                                                  .stage = (uint8_t)l, .table = table, .entry = table,
+                                                  .result = RES_TABLE};
+            break;
+        }
+    }
+    for (int level = top; level >= 1; level--) {
         uint32_t idx = gf->index(a->gva, level);
         uint64_t egpa = table + (uint64_t)es * idx, ehpa = egpa;
         nested_out no = {0};
@@ -357,13 +539,14 @@ void translate(machine *m, const vm_access *a, vm_result *r)
             return;
         }
         st->result = leaf ? RES_PAGE : RES_TABLE;
-        wval[nw] = e;
-        w[nw++] = (walked){.gpa = egpa, .hpa = ehpa, .table = table, .index = idx, .level = level,
-                           .nleaf = no.leaf_level, .nperms = no.perms};
         rw = rw && (e & BIT(1));
         us = us && (e & BIT(2));
         if (gf->has_xd && s->efer_nxe && (e & BIT(63)))
             xd = true;
+        wval[nw] = e;
+        w[nw++] = (walked){.gpa = egpa, .hpa = ehpa, .table = table, .index = idx, .level = level,
+                           .nleaf = no.leaf_level, .nperms = no.perms,
+                           .rights = (uint16_t)(rw | (us << 1) | (xd << 2))};
         if (leaf) {
             page = gf->page_addr(e, level);
             size = gf->page_size(level);
@@ -426,9 +609,24 @@ void translate(machine *m, const vm_access *a, vm_result *r)
             return;
         r->hpa = no.hpa;
         r->nested_page_size = no.page_size;
+        final_perms = no.perms;
     } else {
         r->hpa = r->gpa;
     }
     r->hpa_valid = true;
     r->outcome = OUT_OK;
+    if (m->gpwc)
+        for (int j = 0; j < nw - 1; j++)
+            cache_fill(m->gpwc, gpwc_key(gf, a->gva, w[j].level), m->s->pcid ? m->asid : 0, gf->table_addr(wval[j]),
+                       0, w[j].rights);
+    if (m->tlb) {
+        uint64_t tsize = size;
+        if (two_d && r->nested_page_size && r->nested_page_size < tsize)
+            tsize = r->nested_page_size;    /* a large guest page on small nested pages splinters */
+        uint32_t sh = (uint32_t)__builtin_ctzll(tsize);
+        m->tlb_shifts |= 1u << sh;
+        cache_fill(m->tlb, ((uint64_t)sh << 58) | (a->gva >> sh), tlb_tag(m), r->hpa & ~(tsize - 1),
+                   r->gpa & ~(tsize - 1),
+                   (uint16_t)(tlb_rights(m, wval[nw - 1], rw, us, xd, final_perms) | (a->op == OP_WRITE ? TLB_DIRTY : 0)));
+    }
 }

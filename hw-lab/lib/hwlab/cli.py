@@ -1,0 +1,277 @@
+"""hw-lab/run: build, probe, benchmark, write one result JSON, optionally upload it."""
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+from . import probe as probelib
+from . import upload as uploadlib
+
+VERSION = "0.1.0"
+SCHEMA_VERSION = 1
+HERE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCHEMA = os.path.join(HERE, "schema", "result.schema.json")
+PROC_VMCALL = "/proc/vmcall_bench"
+
+EXIT_OK, EXIT_BENCH_FAILED, EXIT_USAGE, EXIT_UPLOAD, EXIT_OUTPUT = 0, 1, 2, 3, 4
+
+
+def say(msg):
+    print("hw-lab: " + msg, file=sys.stderr, flush=True)
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        print("hw-lab/run: error: %s (see hw-lab/run --help)" % message, file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+
+
+def positive_int(limit):
+    def conv(s):
+        try:
+            v = int(s, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError("'%s' is not a whole number" % s)
+        if not 1 <= v <= limit:
+            raise argparse.ArgumentTypeError("%d is out of range 1..%d" % (v, limit))
+        return v
+    return conv
+
+
+def parse_args(argv):
+    p = Parser(prog="hw-lab/run", description=(
+        "Measure this machine for vmemlab: probe (CPU, hypervisor, VMX/SVM/EPT/NPT, KVM "
+        "parameters, THP) and benchmarks (cpuid_exit, memtouch, ptrchase, ctxswitch, "
+        "kvm_exits); write one result JSON."))
+    p.add_argument("--quick", action="store_true", help="a short run (seconds)")
+    p.add_argument("--only", action="append", metavar="NAME[:SUBCASE]",
+                   help="run only this benchmark (repeatable); see --list")
+    p.add_argument("--out", metavar="FILE", default="hwlab-result.json",
+                   help="where to write the result (default: ./hwlab-result.json)")
+    p.add_argument("--upload", metavar="URL", help="POST the result to a class server")
+    p.add_argument("--class", dest="class_code", metavar="CODE",
+                   help="class code for --upload (from your teacher)")
+    p.add_argument("--mem-mib", type=positive_int(1 << 20), metavar="N",
+                   help="memtouch size and largest ptrchase working set (default 1024, "
+                        "quick 64)")
+    p.add_argument("--kvm-iters", type=positive_int(1 << 20), metavar="N",
+                   help="iterations of the kvm_exits port-I/O and cr3 cases")
+    p.add_argument("--timeout", type=positive_int(86400), default=60, metavar="S",
+                   help="hard limit in seconds for each KVM guest run (default 60)")
+    p.add_argument("--no-build", action="store_true", help="do not run make first")
+    p.add_argument("--bin", metavar="PATH", help="use this hwlab binary (default build/hwlab)")
+    p.add_argument("--list", action="store_true", help="list the benchmarks and exit")
+    p.add_argument("--version", action="version", version="hw-lab " + VERSION)
+    a = p.parse_args(argv)
+    if a.upload and not a.class_code:
+        p.error("--upload needs --class CODE (the class code your teacher gave you)")
+    if a.class_code and not a.upload:
+        p.error("--class only makes sense with --upload URL")
+    try:
+        if a.upload:
+            uploadlib.check_url(a.upload)
+            uploadlib.check_class(a.class_code)
+    except uploadlib.UploadError as e:
+        p.error(str(e))
+    return a
+
+
+def check_writable(path):
+    """Fail before minutes of benchmarking, not after."""
+    path = os.path.abspath(path)
+    d = os.path.dirname(path)
+    if os.path.isdir(path):
+        return "--out %s is a directory; give a file name" % path
+    if not os.path.isdir(d):
+        return "cannot write --out %s: directory %s does not exist" % (path, d)
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        return "cannot write --out %s: the file is not writable" % path
+    try:  # access() says yes to root even on read-only file systems: really try
+        fd, tmp = tempfile.mkstemp(prefix=".hwlab-probe-", dir=d)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as e:
+        return "cannot write --out %s: cannot create files in %s (%s)" % (path, d, e.strerror)
+    return None
+
+
+def build(binary):
+    if not os.path.exists(os.path.join(HERE, "Makefile")):
+        return
+    r = subprocess.run(["make", "-s", "-C", HERE, os.path.relpath(binary, HERE)],
+                       stdout=sys.stderr, stderr=sys.stderr)
+    if r.returncode != 0 and not os.path.exists(binary):
+        say("build failed and there is no %s; is a C compiler installed? "
+            "(Debian: apt-get install gcc make)" % binary)
+        sys.exit(EXIT_BENCH_FAILED)
+
+
+def listed(binary):
+    r = subprocess.run([binary, "list"], capture_output=True, text=True)
+    return r.stdout.split()
+
+
+def run_bench(binary, args, only):
+    cmd = [binary, "bench"]
+    if args.quick:
+        cmd.append("--quick")
+    if only:
+        cmd += ["--only", only]
+    if args.mem_mib:
+        cmd += ["--mem-mib", str(args.mem_mib)]
+    if args.kvm_iters:
+        cmd += ["--kvm-iters", str(args.kvm_iters)]
+    cmd += ["--timeout", str(args.timeout)]
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=sys.stderr)
+    try:
+        return json.loads(r.stdout), r.returncode
+    except ValueError:
+        say("%s produced no JSON (exit %d)" % (" ".join(cmd), r.returncode))
+        return None, r.returncode or 1
+
+
+def vmcall_from_module():
+    """Numbers from the vmcall_bench kernel module when a learner has loaded it."""
+    try:
+        with open(PROC_VMCALL) as f:
+            text = f.read()
+    except OSError:
+        return None
+    kv = dict(line.split(None, 1) for line in text.splitlines() if " " in line)
+    try:
+        m = {k: float(kv[k]) for k in ("min", "median", "mean", "max")}
+        m.update(name="round_trip", unit="tsc_cycles",
+                 per="%s with an unknown hypercall number" % kv.get("insn", "vmcall"),
+                 count=int(kv["count"]))
+    except (KeyError, ValueError):
+        return None
+    return {"name": "vmcall_bench", "status": "ok", "notes": [],
+            "teaches": "a no-op hypercall from the guest kernel: the cost of one exit "
+                       "that the hypervisor handles in the kernel",
+            "cases": [{"name": kv.get("insn", "vmcall"), "status": "ok", "metrics": [m]}]}
+
+
+def validate(doc):
+    try:
+        import jsonschema
+    except ImportError:
+        return "jsonschema is not installed: result not validated (apt-get install python3-jsonschema)"
+    with open(SCHEMA) as f:
+        schema = json.load(f)
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(doc), key=str)
+    if errors:
+        e = errors[0]
+        raise ValueError("result does not match %s at %s: %s" % (
+            os.path.relpath(SCHEMA), "/".join(map(str, e.absolute_path)) or "(top)", e.message))
+    return None
+
+
+def write_atomic(path, data):
+    d = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".hwlab-", dir=d)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def headline(doc):
+    for b in doc["benchmarks"]:
+        if b["status"] != "ok":
+            say("%-10s %s%s" % (b["name"], b["status"],
+                                (": " + b["reason"]) if b.get("reason") else ""))
+            continue
+        for c in b.get("cases", []):
+            for m in c.get("metrics", []):
+                say("%-10s %-16s %-14s min %10.1f  median %10.1f %s" % (
+                    b["name"], c["name"], m["name"], m["min"], m["median"], m["unit"]))
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    binary = os.path.abspath(args.bin or os.path.join(HERE, "build", "hwlab"))
+    if not args.no_build and not args.bin:
+        build(binary)
+    if not os.path.exists(binary):
+        say("no %s: run make -C hw-lab first" % binary)
+        return EXIT_BENCH_FAILED
+    names = listed(binary)
+    if args.list:
+        print("\n".join(names))
+        return EXIT_OK
+    for o in args.only or []:
+        if o.split(":", 1)[0] not in names:
+            print("hw-lab/run: error: --only %s: no such benchmark on this machine; "
+                  "built here: %s" % (o, ", ".join(names)), file=sys.stderr)
+            return EXIT_USAGE
+    why = check_writable(args.out)
+    if why:
+        print("hw-lab/run: error: " + why, file=sys.stderr)
+        return EXIT_OUTPUT
+
+    say("probing %s" % os.uname().nodename)
+    probe = probelib.probe(binary)
+    v = probe["virtualization"]
+    say("%s, %s; %s" % (probe["arch"], probe["cpu"]["model_name"],
+                        "in a VM (%s)" % (v["hypervisor"] or "unknown hypervisor")
+                        if v["in_vm"] else "bare metal as far as CPUID and DMI tell"))
+
+    timer, benches, rc = None, [], 0
+    for only in (args.only or [None]):
+        out, code = run_bench(binary, args, only)
+        if out is None:
+            return EXIT_BENCH_FAILED
+        timer = timer or out["timer"]
+        benches += out["benchmarks"]
+        rc |= code
+    vm = vmcall_from_module()
+    if vm and not args.only:
+        benches.append(vm)
+
+    doc = {
+        "format": "vmemlab-hw-lab-result",
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "hw-lab", "version": VERSION},
+        "created_utc": datetime.datetime.now(datetime.timezone.utc).strftime(
+            "%Y-%m-%dT%H:%M:%SZ"),
+        "mode": "quick" if args.quick else "full",
+        "probe": probe,
+        "timer": timer,
+        "benchmarks": benches,
+    }
+    if args.class_code:
+        doc["class_code"] = args.class_code
+    try:
+        note = validate(doc)
+        if note:
+            say(note)
+    except ValueError as e:
+        say("BUG: " + str(e))
+        rc = 1
+    data = (json.dumps(doc, indent=1, sort_keys=False) + "\n").encode()
+    try:
+        write_atomic(args.out, data)
+    except OSError as e:
+        print("hw-lab/run: error: cannot write --out %s: %s" % (args.out, e.strerror),
+              file=sys.stderr)
+        return EXIT_OUTPUT
+    headline(doc)
+    say("wrote %s" % os.path.abspath(args.out))
+    if args.upload:
+        try:
+            info = uploadlib.upload(args.upload, args.class_code, data, version=VERSION)
+        except uploadlib.UploadError as e:
+            print("hw-lab/run: error: upload failed: %s (the result is still in %s)"
+                  % (e, args.out), file=sys.stderr)
+            return EXIT_UPLOAD
+        say("uploaded to %s (HTTP %d)%s" % (args.upload, info["status"],
+            "".join(" %s=%s" % (k, info[k]) for k in ("id", "url", "message") if k in info)))
+    return EXIT_BENCH_FAILED if rc else EXIT_OK

@@ -1,0 +1,108 @@
+"""hw-lab/run --quick on this machine: schema-valid and physically plausible."""
+import jsonschema
+import pytest
+
+from hwlab_helpers import bench, case, kvm_usable, metric
+
+
+def test_result_is_schema_valid(quick_result, schema):
+    doc, _ = quick_result
+    jsonschema.Draft202012Validator(schema).validate(doc)
+    assert doc["mode"] == "quick"
+
+
+def test_schema_rejects_a_broken_result(quick_result, schema):
+    # The schema must be able to fail: a metric without its unit, a negative count.
+    doc, _ = quick_result
+    import copy
+    bad = copy.deepcopy(doc)
+    del bench(bad, "cpuid_exit")["cases"][0]["metrics"][0]["unit"]
+    assert not jsonschema.Draft202012Validator(schema).is_valid(bad)
+    bad = copy.deepcopy(doc)
+    bench(bad, "memtouch")["cases"][0]["metrics"][0]["count"] = 0
+    assert not jsonschema.Draft202012Validator(schema).is_valid(bad)
+    bad = copy.deepcopy(doc)
+    bad["schema_version"] = 2
+    assert not jsonschema.Draft202012Validator(schema).is_valid(bad)
+
+
+def test_every_benchmark_ran(quick_result):
+    doc, stderr = quick_result
+    names = {b["name"]: b["status"] for b in doc["benchmarks"]}
+    for n in ("cpuid_exit", "memtouch", "ptrchase", "ctxswitch"):
+        assert names.get(n) == "ok", (n, names)
+    assert names.get("kvm_exits") == ("ok" if kvm_usable() else "skipped")
+    # progress goes to stderr, one line per benchmark at least
+    for n in names:
+        assert "%s: running" % n in stderr or names[n] == "skipped"
+
+
+def test_summaries_are_ordered(quick_result):
+    doc, _ = quick_result
+    for b in doc["benchmarks"]:
+        for c in b.get("cases", []):
+            for m in c.get("metrics", []):
+                assert m["min"] <= m["median"] <= m["max"], (b["name"], c["name"], m)
+                assert m["min"] <= m["mean"] <= m["max"], (b["name"], c["name"], m)
+
+
+def test_timer_frequency_is_plausible(quick_result):
+    t = quick_result[0]["timer"]
+    assert t["source"] == "rdtsc" and t["unit"] == "tsc_cycles"
+    assert 1e8 < t["freq_hz"] < 1e10
+    assert abs(t["freq_hz"] - t["calibrated_hz"]) / t["calibrated_hz"] < 0.05
+
+
+def test_cpuid_exits_in_this_vm(quick_result):
+    doc, _ = quick_result
+    b = bench(doc, "cpuid_exit")
+    cpuid = metric(case(b, "cpuid_leaf0"), "cycles")
+    base = metric(case(b, "timer_overhead"), "cycles")
+    assert cpuid["count"] == 65536 and base["count"] == 65536
+    assert cpuid["min"] > base["min"]
+    if doc["probe"]["virtualization"]["hypervisor_bit"]:
+        # an exit and an entry: hundreds to tens of thousands of cycles, never tens
+        assert 300 < cpuid["median"] - base["median"] < 200000
+
+
+def test_memtouch_first_touch_costs_a_fault(quick_result):
+    b = bench(quick_result[0], "memtouch")
+    c = case(b, "4k")
+    first, second = metric(c, "first_touch"), metric(c, "second_touch")
+    assert first["count"] == second["count"] == c["params"]["pages_4k"] == 64 * 256
+    assert first["median"] > 5 * second["median"]
+    assert second["median"] < 2000
+    assert c["params"]["anon_huge_kib"] == 0   # MADV_NOHUGEPAGE held
+    thp = case(b, "thp")
+    if thp["params"]["anon_huge_kib"]:
+        # one fault per 2 MiB: the median page does not fault at all
+        assert metric(thp, "first_touch")["median"] < first["median"] / 5
+
+
+def test_ptrchase_curve_rises(quick_result):
+    b = bench(quick_result[0], "ptrchase")
+    by = {c["name"]: metric(c, "access")["median"] for c in b["cases"]}
+    assert set(by) >= {"4k_4MiB", "4k_16MiB", "4k_64MiB", "thp_4MiB", "thp_64MiB"}
+    assert by["4k_64MiB"] > by["4k_4MiB"]
+    assert 1 < by["4k_4MiB"] < 10000
+
+
+def test_ctxswitch_round_trip(quick_result):
+    b = bench(quick_result[0], "ctxswitch")
+    rt = metric(case(b, "same_cpu"), "round_trip")
+    assert rt["count"] == 2000
+    assert 500 < rt["median"] < 1e8   # two switches: microseconds, not cycles or seconds
+
+
+def test_probe_matches_cpuinfo(quick_result):
+    p = quick_result[0]["probe"]
+    with open("/proc/cpuinfo") as f:
+        flags = next(l for l in f if l.startswith("flags")).split()
+    assert p["arch"] == "x86_64"
+    assert p["virtualization"]["hypervisor_bit"] == ("hypervisor" in flags)
+    assert p["cpu_features"]["vmx"] == ("vmx" in flags)
+    assert p["cpu_features"]["svm"] == ("svm" in flags)
+    with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+        assert "[%s]" % p["memory"]["thp_enabled"] in f.read()
+    assert p["memory"]["base_page_bytes"] == 4096
+    assert p["kvm"]["dev_kvm"] == kvm_usable() or p["kvm"]["dev_kvm"]

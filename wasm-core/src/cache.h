@@ -1,0 +1,40 @@
+/* A set-associative cache with LRU replacement, the one mechanism behind the TLB, the
+ * page-walk caches of each dimension and the nested TLB. Lines are tagged (address
+ * space, EPT) so that a switch need not flush. Allocated once per machine; lookups and
+ * fills never allocate. */
+#ifndef VMSIM_CACHE_H
+#define VMSIM_CACHE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct cache_line {
+    uint64_t key;           /* what is looked up (a page number, a prefix and level, ...) */
+    uint64_t value, value2; /* what it yields */
+    uint32_t tag;           /* address space / EPT index; must match too */
+    uint32_t lru;
+    uint16_t aux;           /* rights or flags that came with the value */
+    bool valid;
+} cache_line;
+
+typedef struct cache {
+    cache_line *lines;
+    uint32_t sets, ways;
+    uint32_t tick;
+} cache;
+
+/* entries 0 = no cache; ways 0 = fully associative. entries must be a multiple of ways. */
+bool cache_init(cache *c, uint32_t entries, uint32_t ways);
+void cache_free(cache *c);
+static inline bool cache_on(const cache *c)
+{
+    return c->lines != 0;
+}
+cache_line *cache_find(cache *c, uint64_t key, uint32_t tag);
+void cache_fill(cache *c, uint64_t key, uint32_t tag, uint64_t value, uint64_t value2, uint16_t aux);
+void cache_drop(cache *c, uint64_t key, uint32_t tag);
+void cache_flush(cache *c);
+/* Drops every line whose tag matches (tag_mask selects the tag bits compared). */
+void cache_flush_tag(cache *c, uint32_t tag, uint32_t tag_mask);
+
+#endif
