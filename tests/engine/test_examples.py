@@ -105,6 +105,19 @@ EXPECT = {
         ("ok", 0, {}),
         ("ok", 4, {"cache.tlb": "miss", "cache.ntlb_hits": 5}),
     ],
+    # Shadow paging: the hardware walks the shadow table (4 references); a missing entry
+    # stops the walk where it is missing, exits, and the retry walks all 4 levels.
+    "shadow": [
+        ("ok", 1 + 4, {"exits": 1, "hpa": "0x80200010"}),      # empty root: miss at level 4
+        ("ok", 4, {"exits": 0}),                                # filled: a plain 1-D walk
+        ("ok", 4 + 4, {"exits": 1}),                            # read-only until the guest D bit is set
+        ("ok", 0, {"exits": 1, "gva": "0x401000"}),             # pte_write to a write-protected table
+        ("ok", 4 + 4, {"exits": 1, "hpa": "0x80201000"}),      # zapped leaf: miss at level 1
+        ("ok", 0, {"exits": 1}),                                # mov cr3 to a non-target: exit
+        ("ok", 1 + 4, {"exits": 1}),                            # address space 1's own empty shadow
+        ("ok", 0, {"exits": 0}),                                # back to the CR3-target value: no exit
+        ("guest_page_fault", 4, {"exits": 1, "fault.error_code": "0x0"}),  # reflected into the guest
+    ],
     # kvm-unit-tests svm_npt.c npt_np: 0x100000004
     "npt-fault": [("npt_fault", 24, {"fault.exitinfo1": "0x100000004", "fault.exitinfo2": "0x200000"})],
     # svm_npt.c npt_rw_pfwalk: 0x200000007, EXITINFO2 = guest CR3 (+ index 0 of the PML4)
@@ -138,7 +151,8 @@ def test_example(name):
         assert acc["memory_refs"] == refs, f"access {i}"
         assert acc["memory_refs"] == sum(1 for s in acc["steps"] if s["ref"] is not None)
         assert acc["exit"] == (acc["exits"] > 0)
-        if outcome in ("ept_violation", "ept_misconfig", "npt_fault", "flat_fault", "vmfunc_exit", "vmcall_exit"):
+        if outcome in ("ept_violation", "ept_misconfig", "npt_fault", "flat_fault", "vmfunc_exit", "vmcall_exit",
+                       "shadow_unmapped"):
             assert acc["exit"]
         for key, want in extra.items():
             assert get(acc, key) == want, f"access {i}: {key}"
@@ -215,3 +229,26 @@ def test_eptp_switch_does_not_flush_tagged_entries_unless_asked():
     acc = run_scenario(s)["accesses"]
     # everything flushed: the walk after the round trip costs what the cold first one did
     assert acc[3]["cache"]["tlb"] == "miss" and acc[3]["memory_refs"] == acc[0]["memory_refs"] == 13
+
+
+def test_shadow_counters():
+    r = run(EXAMPLES / "shadow.json")
+    # 4 guest tables per address space are write-protected; 2 roots + 3 tables under
+    # each for the one path walked
+    assert r["shadow"] == {"hidden_page_faults": 5, "pt_write_exits": 1, "cr3_write_exits": 1,
+                                     "reflected_page_faults": 1, "shadow_pages": 8, "write_protected_pages": 8}
+    assert r["totals"]["exits"] == sum(a["exits"] for a in r["accesses"]) == 7
+
+
+def test_paravirt_cr3_cache_removes_cr3_exits_for_up_to_4_address_spaces():
+    """The 2007 paravirtual patch: a 4-entry guest_cr3 -> host_cr3 cache. Cycling through
+    4 address spaces exits only on first use; cycling through 5 exits every time (LRU)."""
+    base = {"name": "pv", "mode": "shadow",
+            "guest": {"paging": "4level", "mappings": [{"gva": "0x400000", "gpa": "0x200000"}]},
+            "shadow": {"mappings": [{"gpa": "0x0", "hpa": "0x80000000", "pages": 1024}], "paravirt_cr3_cache": True}}
+    for spaces, expected_exits in ((4, 4), (5, 5 * 4)):
+        s = json.loads(json.dumps(base))
+        s["guest"]["address_spaces"] = spaces
+        s["accesses"] = [{"mov_cr3": (i + 1) % spaces} for i in range(spaces * 4)]
+        r = run_scenario(s)
+        assert sum(a["exits"] for a in r["accesses"]) == expected_exits, spaces

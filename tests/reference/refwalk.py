@@ -1264,7 +1264,7 @@ def blocked_ad_fault(m: Machine, w: WalkedEntry, acc: Access) -> Fault:
 # ---------------------------------------------------------------------------------------
 
 OUTCOMES = ("ok", "guest_page_fault", "ept_violation", "ept_misconfig", "npt_fault", "flat_fault",
-            "vmfunc_exit", "invalid_opcode", "vmcall_exit")
+            "vmfunc_exit", "invalid_opcode", "vmcall_exit", "shadow_unmapped")
 
 
 def run(scenario: dict) -> dict:
@@ -1287,6 +1287,7 @@ def run(scenario: dict) -> dict:
         "ncr3": hx(m.nested_root) if sc.mode == "npt" else None,
         "flat_table_bytes": None,                # flat nested tables are outside this reference
         "accesses": accesses, "totals": totals,
+        "shadow": None,                          # shadow paging is outside this reference
     }
 
 

@@ -46,7 +46,7 @@ static bool nested_is_leaf(uint64_t e, int level)
 
 bool nested_lookup(machine *m, uint64_t gpa, uint64_t *hpa)
 {
-    if (m->flat)
+    if (m->flat || m->shadow)
         return flat_memslot(m->s, gpa, hpa);
     if (!m->nf) {
         *hpa = gpa;
@@ -405,6 +405,7 @@ bool machine_build(machine *m, const scenario *s, char *err, size_t errlen)
     m->gf = guest_format_for(s->paging);
     m->nf = s->mode == MODE_EPT ? &nested_ept : s->mode == MODE_NPT ? &nested_npt : NULL;
     m->flat = s->mode == MODE_FLAT;
+    m->shadow = s->mode == MODE_SHADOW;
     m->flat_page = m->gf->page_size(1);
     if (!mem_init(&m->mem, MAX_TABLE_FRAMES)) {
         snprintf(err, errlen, "out of memory");
@@ -412,7 +413,8 @@ bool machine_build(machine *m, const scenario *s, char *err, size_t errlen)
     }
     bctx b = {.m = m, .s = s, .err = err, .errlen = errlen};
     if (!make_caches(&b) || (m->nf && !build_nested(&b)) || (m->flat && !build_flat(&b)) || !build_guest(&b) || !apply_guest_overrides(&b) ||
-        (s->paging == PAGING_PAE && !load_pdptes(&b)) || !apply_nested_overrides(&b)) {
+        (s->paging == PAGING_PAE && !load_pdptes(&b)) || !apply_nested_overrides(&b) ||
+        (m->shadow && !shadow_build(m, err, errlen))) {
         machine_free(m);
         return false;
     }
@@ -429,5 +431,6 @@ void machine_free(machine *m)
             cache_free(caches[i]);
         free(caches[i]);
     }
+    shadow_free(m);
     mem_free(&m->mem);
 }

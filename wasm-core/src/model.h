@@ -20,21 +20,23 @@ static inline uint64_t bits_range(int hi, int lo)
     return top & ~(BIT(lo) - 1);
 }
 
-enum vm_mode { MODE_NATIVE, MODE_EPT, MODE_NPT, MODE_FLAT };
+enum vm_mode { MODE_NATIVE, MODE_EPT, MODE_NPT, MODE_FLAT, MODE_SHADOW };
 enum vm_paging { PAGING_4LEVEL, PAGING_5LEVEL, PAGING_PAE, PAGING_32BIT, PAGING_SUNWAY };
-enum vm_op { OP_READ, OP_WRITE, OP_FETCH, OP_VMFUNC, OP_VMCALL, OP_MOV_CR3, OP_INVLPG };
+enum vm_op { OP_READ, OP_WRITE, OP_FETCH, OP_VMFUNC, OP_VMCALL, OP_MOV_CR3, OP_INVLPG, OP_PTE_WRITE };
 enum vm_page { PAGE_4K, PAGE_2M, PAGE_1G, PAGE_4M, PAGE_8K };
 
 enum vm_outcome {
     OUT_OK, OUT_GUEST_PF, OUT_EPT_VIOLATION, OUT_EPT_MISCONFIG, OUT_NPT_FAULT, OUT_FLAT_FAULT,
-    OUT_VMFUNC_EXIT, OUT_INVALID_OPCODE, OUT_VMCALL_EXIT, OUT_COUNT
+    OUT_VMFUNC_EXIT, OUT_INVALID_OPCODE, OUT_VMCALL_EXIT, OUT_SHADOW_UNMAPPED, OUT_COUNT
 };
 enum vm_dim { DIM_GUEST, DIM_NESTED };
 enum vm_step_kind {
-    STEP_READ, STEP_AD_WRITE, STEP_PDPTE, STEP_VMM_FILL, STEP_EPTP_LIST, STEP_TLB_HIT, STEP_PWC_HIT, STEP_NTLB_HIT
+    STEP_READ, STEP_AD_WRITE, STEP_PDPTE, STEP_VMM_FILL, STEP_EPTP_LIST, STEP_TLB_HIT, STEP_PWC_HIT, STEP_NTLB_HIT,
+    STEP_VMEXIT, STEP_VMM_READ
 };
 enum vm_step_result {
-    RES_TABLE, RES_PAGE, RES_NOT_PRESENT, RES_RESERVED, RES_MISCONFIG, RES_WRITTEN, RES_BLOCKED
+    RES_TABLE, RES_PAGE, RES_NOT_PRESENT, RES_RESERVED, RES_MISCONFIG, RES_WRITTEN, RES_BLOCKED,
+    RES_HIDDEN_PF, RES_PT_WRITE, RES_CR3_WRITE, RES_REFLECTED
 };
 enum vm_reason {
     REASON_NOT_PRESENT, REASON_RESERVED, REASON_PERMISSION, REASON_MISCONFIG, REASON_FAULT_ON, REASON_UNMAPPED,
@@ -85,7 +87,8 @@ typedef struct vm_access {
     uint64_t gva;
     enum vm_op op;
     bool user;
-    uint32_t eptp_index;    /* OP_VMFUNC: ECX; OP_MOV_CR3: the address space */
+    uint32_t eptp_index;    /* OP_VMFUNC: ECX; OP_MOV_CR3: the address space; OP_PTE_WRITE: level */
+    uint64_t set, clear;    /* OP_PTE_WRITE: bits the guest sets and clears in the entry */
     uint32_t function;      /* OP_VMFUNC: EAX (0 = EPTP switching) */
 } vm_access;
 
@@ -134,6 +137,10 @@ typedef struct scenario {
     bool flat_prefill;
     nested_map *fmaps;          /* memslots: gpa -> hpa ranges the VMM fills from */
     uint32_t n_fmaps;
+    /* shadow paging (mode shadow): memory slots in fmaps */
+    uint64_t shadow_table_base;
+    uint32_t cr3_targets;       /* VMX CR3-target values: the first n address spaces */
+    bool pv_cr3_cache;          /* the 2007 paravirtual 4-entry guest_cr3 -> host_cr3 cache */
     /* caches (all sizes 0 = off) */
     uint32_t tlb_entries, tlb_ways, pwc_entries, ntlb_entries, ntlb_ways;
     bool flush_on_eptp_switch;
@@ -226,6 +233,13 @@ typedef struct machine {
     const guest_format *gf;
     const nested_format *nf;    /* NULL in native and flat mode */
     bool flat;                  /* flat nested table (swFNPT) */
+    bool shadow;                /* shadow paging: the MMU walks gva -> hpa tables the VMM keeps */
+    uint64_t sroot[64];         /* shadow root per address space */
+    uint32_t shadow_frames;     /* shadow table frames allocated */
+    uint64_t *wp_gfns;          /* write-protected guest page-table frames (open addressing) */
+    uint32_t wp_cap, wp_count;
+    uint32_t pv_cache[4], pv_n; /* paravirtual guest_cr3 -> host_cr3 cache (address spaces, LRU first) */
+    uint32_t exit_counts[4];    /* shadow exits: hidden page fault, pt write, cr3 write, reflected #PF */
     uint64_t flat_page;         /* bytes per guest frame in the flat table */
     uint64_t cr3;               /* of the active address space */
     uint64_t cr3s[64];          /* one per address space */
@@ -249,8 +263,19 @@ const guest_format *guest_format_for(enum vm_paging p);
 int x86_access_fault(const struct scenario *s, uint64_t leaf, int op, bool user, bool rw, bool us, bool xd,
                      uint64_t *code);
 
-/* translate.c: the events that change the address space or invalidate caches */
+/* translate.c: the events that change the address space or invalidate caches, and
+ * what shadow.c shares with the walk */
 void pae_load_pdptes(machine *m);
+void report_guest_fault(const machine *m, const vm_access *a, vm_result *r, int level, enum vm_reason reason,
+                        uint64_t code);
+uint16_t tlb_rights(const machine *m, uint64_t leaf, bool rw, bool us, bool xd, unsigned nperms);
+void tlb_insert(machine *m, const vm_access *a, uint64_t gpa, uint64_t hpa, uint64_t size, uint16_t rights);
+
+/* shadow.c */
+bool shadow_build(machine *m, char *err, size_t errlen);
+void shadow_free(machine *m);
+void shadow_translate(machine *m, const vm_access *a, vm_result *r);
+void shadow_event(machine *m, const vm_access *a, vm_result *r);
 
 /* vmfunc.c */
 void vmfunc_execute(machine *m, const vm_access *a, vm_result *r);
@@ -276,7 +301,8 @@ void translate(machine *m, const vm_access *a, vm_result *r);
 struct strbuf;
 void result_json_begin(struct strbuf *sb, const machine *m);
 void result_json_access(struct strbuf *sb, const machine *m, const vm_access *a, const vm_result *r);
-void result_json_end(struct strbuf *sb, const vm_result *totals, const uint32_t counts[OUT_COUNT], uint32_t n);
+void result_json_end(struct strbuf *sb, const machine *m, const vm_result *totals, const uint32_t counts[OUT_COUNT],
+                     uint32_t n);
 void step_flags(const machine *m, const vm_step *st, char *out, size_t outlen, bool json);
 void explain_access(struct strbuf *sb, const machine *m, const vm_access *a, const vm_result *r, uint32_t i);
 

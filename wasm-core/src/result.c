@@ -7,12 +7,14 @@
 
 const char *const outcome_names[] = {"ok",         "guest_page_fault", "ept_violation",  "ept_misconfig",
                                      "npt_fault",  "flat_fault",       "vmfunc_exit",    "invalid_opcode",
-                                     "vmcall_exit"};
-static const char *const mode_names[] = {"native", "ept", "npt", "flat"};
+                                     "vmcall_exit", "shadow_unmapped"};
+static const char *const mode_names[] = {"native", "ept", "npt", "flat", "shadow"};
 static const char *const kind_names[] = {"read",     "ad_write", "pdpte",   "vmm_fill",
-                                         "eptp_list", "tlb_hit", "pwc_hit", "ntlb_hit"};
+                                         "eptp_list", "tlb_hit", "pwc_hit", "ntlb_hit", "vmexit", "vmm_read"};
 static const char *const dim_names[] = {"guest", "nested"};
-static const char *const result_names[] = {"table", "page", "not_present", "reserved", "misconfig", "written", "blocked"};
+static const char *const result_names[] = {"table",  "page",    "not_present",       "reserved", "misconfig",
+                                           "written", "blocked", "hidden_page_fault", "pt_write", "cr3_write",
+                                           "reflected_page_fault"};
 static const char *const reason_names[] = {"not_present",   "reserved",    "permission",         "misconfig",
                                            "fault_on",      "unmapped",    "invalid_eptp",       "index_out_of_range",
                                            "function_disabled", "hypercall", "vmfunc_disabled"};
@@ -178,6 +180,7 @@ static void fault_json(strbuf *sb, const vm_access *a, const vm_result *r)
     case OUT_INVALID_OPCODE:
         sb_puts(sb, ",\"vector\":6");
         break;
+    case OUT_SHADOW_UNMAPPED:
     case OUT_FLAT_FAULT:
         sb_puts(sb, ",\"guest_physical_address\":");
         sb_hex(sb, f->fault_gpa);
@@ -219,7 +222,7 @@ static void step_json(strbuf *sb, const machine *m, const vm_step *st, uint32_t 
 void result_json_access(strbuf *sb, const machine *m, const vm_access *a, const vm_result *r)
 {
     sb_puts(sb, "\n{\"gva\":");
-    hex_or_null(sb, a->op <= OP_FETCH || a->op == OP_INVLPG, a->gva);
+    hex_or_null(sb, a->op <= OP_FETCH || a->op == OP_INVLPG || a->op == OP_PTE_WRITE, a->gva);
     sb_printf(sb, ",\"op\":\"%s\",\"user\":%s,\"eptp_index\":", op_names[a->op], a->user ? "true" : "false");
     if (m->nf == &nested_ept)
         sb_printf(sb, "%u", m->eptp_index);
@@ -252,7 +255,7 @@ void result_json_access(strbuf *sb, const machine *m, const vm_access *a, const 
     sb_puts(sb, "]}");
 }
 
-void result_json_end(strbuf *sb, const vm_result *t, const uint32_t counts[OUT_COUNT], uint32_t n)
+void result_json_end(strbuf *sb, const machine *m, const vm_result *t, const uint32_t counts[OUT_COUNT], uint32_t n)
 {
     sb_printf(sb,
               "],\n\"totals\":{\"accesses\":%u,\"memory_refs\":%u,\"guest_refs\":%u,\"nested_refs\":%u,\"ad_writes\":%u,"
@@ -260,7 +263,14 @@ void result_json_end(strbuf *sb, const vm_result *t, const uint32_t counts[OUT_C
               n, t->memory_refs, t->guest_refs, t->nested_refs, t->ad_writes, t->exits);
     for (int i = 0; i < OUT_COUNT; i++)
         sb_printf(sb, ",\"%s\":%u", outcome_names[i], counts[i]);
-    sb_puts(sb, "}}\n");
+    sb_puts(sb, "}");
+    if (m->shadow)
+        sb_printf(sb, ",\"shadow\":{\"hidden_page_faults\":%u,\"pt_write_exits\":%u,\"cr3_write_exits\":%u,"
+                      "\"reflected_page_faults\":%u,\"shadow_pages\":%u,\"write_protected_pages\":%u}}\n",
+                  m->exit_counts[0], m->exit_counts[1], m->exit_counts[2], m->exit_counts[3], m->shadow_frames,
+                  m->wp_count);
+    else
+        sb_puts(sb, ",\"shadow\":null}\n");
 }
 
 /* ---- explain ---- */

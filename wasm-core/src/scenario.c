@@ -179,10 +179,10 @@ static bool get_enum(pctx *c, const json_value *obj, const char *key, const char
     return errf(c, p, "\"%.40s\" is not one of %s", v->str, list);
 }
 
-static const char *const mode_names[] = {"native", "ept", "npt", "flat", NULL};
+static const char *const mode_names[] = {"native", "ept", "npt", "flat", "shadow", NULL};
 static const char *const paging_names[] = {"4level", "5level", "pae", "32bit", "sunway", NULL};
 static const char *const page_names[] = {"4K", "2M", "1G", "4M", "8K", NULL};
-const char *const op_names[] = {"read", "write", "fetch", "vmfunc", "vmcall", "mov_cr3", "invlpg", NULL};
+const char *const op_names[] = {"read", "write", "fetch", "vmfunc", "vmcall", "mov_cr3", "invlpg", "pte_write", NULL};
 static const char *const access_ops[] = {"read", "write", "fetch", NULL};
 
 uint64_t page_bytes(enum vm_page p)
@@ -518,6 +518,34 @@ static bool parse_event(pctx *c, const json_value *o, const char *path, vm_acces
     return true;
 }
 
+/* {"pte_write": {"gva", "level", "set", "clear"}}: the guest kernel changes one of its
+ * page-table entries (map, unmap, protect). */
+static bool parse_pte_write(pctx *c, const json_value *o, const char *path, vm_access *a)
+{
+    static const char *const keys[] = {"pte_write", NULL};
+    static const char *const inner[] = {"gva", "level", "set", "clear", NULL};
+    char p[160];
+    subpath(p, sizeof p, path, "pte_write");
+    const json_value *w = want(c, o, "pte_write", path, JSON_OBJECT, true);
+    if (!w || !check_keys(c, o, path, keys) || !check_keys(c, w, p, inner))
+        return false;
+    int64_t level;
+    get_hex(c, w, "gva", p, true, 0, &a->gva);
+    get_int(c, w, "level", p, true, 1, guest_top_level(c->s), 1, &level);
+    get_hex(c, w, "set", p, false, 0, &a->set);
+    get_hex(c, w, "clear", p, false, 0, &a->clear);
+    if (c->failed)
+        return false;
+    a->op = OP_PTE_WRITE;
+    a->eptp_index = (uint32_t)level;
+    if (!gva_ok(c->s, a->gva)) {
+        char q[180];
+        subpath(q, sizeof q, p, "gva");
+        return errf(c, q, "0x%llx is %s", (unsigned long long)a->gva, gva_rule(c->s));
+    }
+    return check_set_clear(c, p, a->set, a->clear, c->s->paging == PAGING_32BIT);
+}
+
 static bool parse_access(pctx *c, const json_value *o, const char *path, vm_access *a)
 {
     static const char *const keys[] = {"gva", "op", "user", NULL};
@@ -527,6 +555,8 @@ static bool parse_access(pctx *c, const json_value *o, const char *path, vm_acce
         return parse_instruction(c, o, path, a);
     if (json_get(o, "mov_cr3") || json_get(o, "invlpg"))
         return parse_event(c, o, path, a);
+    if (json_get(o, "pte_write"))
+        return parse_pte_write(c, o, path, a);
     if (!check_keys(c, o, path, keys))
         return false;
     int op;
@@ -720,6 +750,33 @@ static bool parse_ept_def(pctx *c, const json_value *o, const char *path, ept_de
     return ok;
 }
 
+/* mode shadow: the VMM's memory slots (gpa -> hpa, 4 KiB frames), where it keeps its
+ * shadow tables, and the two ways to spare mov cr3 its exit. */
+static bool parse_shadow(pctx *c, const json_value *root, scenario *s)
+{
+    static const char *const keys[] = {"table_base", "mappings", "cr3_targets", "paravirt_cr3_cache", NULL};
+    if (s->paging != PAGING_4LEVEL && s->paging != PAGING_5LEVEL)
+        return errf(c, "guest.paging", "shadow mode models 4level and 5level guests");
+    const json_value *o = want(c, root, "shadow", "", JSON_OBJECT, true);
+    if (!o || !check_keys(c, o, "shadow", keys))
+        return false;
+    int64_t targets;
+    get_hex(c, o, "table_base", "shadow", false, 0x20000000, &s->shadow_table_base);
+    get_int(c, o, "cr3_targets", "shadow", false, 0, 4, 0, &targets);
+    get_bool(c, o, "paravirt_cr3_cache", "shadow", false, &s->pv_cr3_cache);
+    if (c->failed)
+        return false;
+    s->cr3_targets = (uint32_t)targets;
+    if (s->shadow_table_base & 0xFFF)
+        return errf(c, "shadow.table_base", "0x%llx is not 4 KiB aligned", (unsigned long long)s->shadow_table_base);
+    s->flat_guest_ram = 1ull << s->maxphyaddr;     /* memory slots may lie anywhere below maxphyaddr */
+    void *arr;
+    bool ok = parse_array(c, o, "mappings", "shadow", true, sizeof(nested_map), MAX_MAPPINGS, (elem_fn)parse_flat_map,
+                          &arr, &s->n_fmaps);
+    s->fmaps = arr;
+    return ok;
+}
+
 static bool parse_nested(pctx *c, const json_value *root, scenario *s)
 {
     static const char *const ept_keys[] = {"levels", "table_base", "ad", "memory_type", "execute_only",
@@ -729,12 +786,13 @@ static bool parse_nested(pctx *c, const json_value *root, scenario *s)
     s->host_nxe = true;
     s->execute_only = true;
     s->eptp_memtype = 6;
-    if (s->mode == MODE_NATIVE || s->mode == MODE_FLAT) {
+    if (s->mode == MODE_NATIVE || s->mode == MODE_FLAT || s->mode == MODE_SHADOW) {
         if (n)
             return errf(c, "nested", "%s", s->mode == MODE_NATIVE
                         ? "native mode has no nested tables; remove it or use mode ept or npt"
-                        : "flat mode uses the \"flat\" table, not \"nested\"");
-        return s->mode == MODE_NATIVE || parse_flat(c, root, s);
+                        : s->mode == MODE_FLAT ? "flat mode uses the \"flat\" table, not \"nested\""
+                        : "shadow mode has no nested tables: give the VMM's memory slots in \"shadow\"");
+        return s->mode == MODE_NATIVE || (s->mode == MODE_FLAT ? parse_flat(c, root, s) : parse_shadow(c, root, s));
     }
     if (s->paging == PAGING_SUNWAY)
         return errf(c, "guest.paging", "sunway guests run natively or on a flat nested table (mode native or flat)");
@@ -853,7 +911,7 @@ static bool parse_caches(pctx *c, const json_value *root, scenario *s)
 
 bool scenario_parse(const char *text, size_t len, scenario *s, char *err, size_t errlen)
 {
-    static const char *const keys[] = {"$schema", "name", "description", "mode", "machine", "guest", "nested", "flat", "caches",
+    static const char *const keys[] = {"$schema", "name", "description", "mode", "machine", "guest", "nested", "flat", "shadow", "caches",
                                        "accesses", NULL};
     memset(s, 0, sizeof *s);
     json_doc doc;
@@ -890,6 +948,10 @@ bool scenario_parse(const char *text, size_t len, scenario *s, char *err, size_t
     s->mode = (enum vm_mode)mode;
     if (!c.failed && s->mode != MODE_FLAT && json_get(root, "flat")) {
         errf(&c, "flat", "only mode flat uses a flat nested table");
+        goto out;
+    }
+    if (!c.failed && s->mode != MODE_SHADOW && json_get(root, "shadow")) {
+        errf(&c, "shadow", "only mode shadow uses shadow tables");
         goto out;
     }
     if (c.failed || !parse_machine(&c, root, s) || !parse_guest(&c, root, s) || !parse_nested(&c, root, s) ||

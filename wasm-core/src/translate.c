@@ -304,7 +304,7 @@ static bool nested_walk(machine *m, vm_result *r, uint64_t gpa, const nested_req
     return ok;
 }
 
-static void guest_fault(const machine *m, const vm_access *a, vm_result *r, int level, enum vm_reason reason,
+void report_guest_fault(const machine *m, const vm_access *a, vm_result *r, int level, enum vm_reason reason,
                         uint64_t code)
 {
     const scenario *s = m->s;
@@ -346,7 +346,7 @@ static uint64_t gpwc_key(const guest_format *gf, uint64_t gva, int level)
 
 /* A TLB entry remembers which of the six (op, user) combinations the walk allowed, so a
  * hit needs no rights check of its own; anything else walks again and faults there. */
-static uint16_t tlb_rights(const machine *m, uint64_t leaf, bool rw, bool us, bool xd, unsigned nperms)
+uint16_t tlb_rights(const machine *m, uint64_t leaf, bool rw, bool us, bool xd, unsigned nperms)
 {
     uint16_t bits = 0;
     for (int op = OP_READ; op <= OP_FETCH; op++)
@@ -413,6 +413,30 @@ static void cache_event(machine *m, const vm_access *a, vm_result *r)
         cache_flush(m->gpwc);
 }
 
+/* Without shadow paging a guest page-table write is an ordinary store (no exit); the
+ * guest then invalidates the page as its kernel would. */
+static void pte_write(machine *m, const vm_access *a, vm_result *r)
+{
+    const guest_format *gf = m->gf;
+    uint64_t table = m->cr3, hpa = 0;
+    r->outcome = OUT_OK;
+    for (int l = gf->build_levels; l >= (int)a->eptp_index; l--) {
+        uint64_t egpa = table + (uint64_t)gf->entry_size * gf->index(a->gva, l);
+        if (!nested_lookup(m, egpa, &hpa))
+            return;
+        uint64_t e = mem_read(&m->mem, hpa, gf->entry_size);
+        if (l == (int)a->eptp_index) {
+            mem_write_existing(&m->mem, hpa, gf->entry_size, (e & ~a->clear) | a->set);
+            break;
+        }
+        if (!(e & 1) || gf->is_leaf(m->s, e, l))
+            return;
+        table = gf->table_addr(e);
+    }
+    vm_access inv = {.gva = a->gva, .op = OP_INVLPG};
+    cache_event(m, &inv, r);
+}
+
 void pae_load_pdptes(machine *m)
 {
     for (int i = 0; i < 4; i++) {
@@ -445,12 +469,24 @@ void translate(machine *m, const vm_access *a, vm_result *r)
         }
         return;
     }
+    if (m->shadow && (a->op == OP_MOV_CR3 || a->op == OP_PTE_WRITE)) {
+        shadow_event(m, a, r);
+        return;
+    }
+    if (a->op == OP_PTE_WRITE) {
+        pte_write(m, a, r);
+        return;
+    }
     if (a->op == OP_MOV_CR3 || a->op == OP_INVLPG) {
         cache_event(m, a, r);
         return;
     }
     if (m->tlb && tlb_lookup(m, a, r))
         return;
+    if (m->shadow) {
+        shadow_translate(m, a, r);
+        return;
+    }
 
     vm_step scratch;
     walked w[5];
@@ -477,7 +513,7 @@ void translate(machine *m, const vm_access *a, vm_result *r)
         st->entry = e;
         if (!(e & 1)) {
             st->result = RES_NOT_PRESENT;
-            guest_fault(m, a, r, 3, REASON_NOT_PRESENT, 0);
+            report_guest_fault(m, a, r, 3, REASON_NOT_PRESENT, 0);
             return;
         }
         st->result = RES_TABLE;
@@ -529,13 +565,13 @@ void translate(machine *m, const vm_access *a, vm_result *r)
         st->ref = (uint16_t)r->memory_refs;
         if (!(e & 1)) {
             st->result = RES_NOT_PRESENT;
-            guest_fault(m, a, r, level, REASON_NOT_PRESENT, 0);
+            report_guest_fault(m, a, r, level, REASON_NOT_PRESENT, 0);
             return;
         }
         bool leaf = gf->is_leaf(s, e, level);
         if (gf->reserved(s, e, level, leaf)) {
             st->result = RES_RESERVED;
-            guest_fault(m, a, r, level, REASON_RESERVED, 0);
+            report_guest_fault(m, a, r, level, REASON_RESERVED, 0);
             return;
         }
         st->result = leaf ? RES_PAGE : RES_TABLE;
@@ -558,7 +594,7 @@ void translate(machine *m, const vm_access *a, vm_result *r)
     uint64_t code = 0;
     int why = gf->access_fault(s, wval[nw - 1], a->op, a->user, rw, us, xd, &code);
     if (why >= 0) {
-        guest_fault(m, a, r, w[nw - 1].level, (enum vm_reason)why, code);
+        report_guest_fault(m, a, r, w[nw - 1].level, (enum vm_reason)why, code);
         return;
     }
 
@@ -623,10 +659,14 @@ void translate(machine *m, const vm_access *a, vm_result *r)
         uint64_t tsize = size;
         if (two_d && r->nested_page_size && r->nested_page_size < tsize)
             tsize = r->nested_page_size;    /* a large guest page on small nested pages splinters */
-        uint32_t sh = (uint32_t)__builtin_ctzll(tsize);
-        m->tlb_shifts |= 1u << sh;
-        cache_fill(m->tlb, ((uint64_t)sh << 58) | (a->gva >> sh), tlb_tag(m), r->hpa & ~(tsize - 1),
-                   r->gpa & ~(tsize - 1),
-                   (uint16_t)(tlb_rights(m, wval[nw - 1], rw, us, xd, final_perms) | (a->op == OP_WRITE ? TLB_DIRTY : 0)));
+        tlb_insert(m, a, r->gpa, r->hpa, tsize, tlb_rights(m, wval[nw - 1], rw, us, xd, final_perms));
     }
+}
+
+void tlb_insert(machine *m, const vm_access *a, uint64_t gpa, uint64_t hpa, uint64_t size, uint16_t rights)
+{
+    uint32_t sh = (uint32_t)__builtin_ctzll(size);
+    m->tlb_shifts |= 1u << sh;
+    cache_fill(m->tlb, ((uint64_t)sh << 58) | (a->gva >> sh), tlb_tag(m), hpa & ~(size - 1), gpa & ~(size - 1),
+               (uint16_t)(rights | (a->op == OP_WRITE ? TLB_DIRTY : 0)));
 }

@@ -1,0 +1,319 @@
+/* Shadow paging (KVM with ept=0, early VMware): the VMM keeps, per guest address space,
+ * a shadow table gva -> hpa in the guest's own format, and the MMU walks that one table
+ * (a 1-D walk). The VMM builds it lazily: a missing or too-strict shadow entry is a
+ * hidden page fault, a VM exit in which the VMM walks the guest tables in software,
+ * reflects a genuine guest #PF into the guest, or else sets the guest's A/D bits, fills
+ * the shadow path and write-protects every guest page-table page it walked. A write to
+ * such a page exits (pt_write): the VMM emulates it and zaps the stale shadow entry.
+ * mov cr3 exits unless the target is one of the VMX CR3-target values or in the 2007
+ * paravirtual guest_cr3 -> host_cr3 cache. Shadow entries map 4 KiB: a large guest
+ * page is shadowed a 4 KiB piece at a time, and a page stays read-only in the shadow
+ * until the guest's dirty bit is set (dirty tracking by write protection). */
+#include "model.h"
+#include "cache.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { EXIT_HIDDEN_PF, EXIT_PT_WRITE, EXIT_CR3_WRITE, EXIT_REFLECTED };
+
+static uint32_t gfn_hash(uint64_t gfn, uint32_t cap)
+{
+    return (uint32_t)((gfn * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);
+}
+
+static bool wp_contains(const machine *m, uint64_t gfn)
+{
+    for (uint32_t i = gfn_hash(gfn, m->wp_cap); m->wp_gfns[i]; i = (i + 1) & (m->wp_cap - 1))
+        if (m->wp_gfns[i] == gfn + 1)
+            return true;
+    return false;
+}
+
+static void wp_add(machine *m, uint64_t gfn)
+{
+    if (wp_contains(m, gfn) || m->wp_count * 2 >= m->wp_cap)
+        return;
+    uint32_t i = gfn_hash(gfn, m->wp_cap);
+    while (m->wp_gfns[i])
+        i = (i + 1) & (m->wp_cap - 1);
+    m->wp_gfns[i] = gfn + 1;
+    m->wp_count++;
+}
+
+static bool shadow_alloc(machine *m, uint64_t *hpa)
+{
+    *hpa = m->s->shadow_table_base + (uint64_t)m->shadow_frames * FRAME_SIZE;
+    if (!mem_frame_create(&m->mem, *hpa))
+        return false;
+    m->shadow_frames++;
+    return true;
+}
+
+bool shadow_build(machine *m, char *err, size_t errlen)
+{
+    m->wp_cap = 1u << 16;
+    m->wp_gfns = calloc(m->wp_cap, sizeof *m->wp_gfns);
+    if (!m->wp_gfns) {
+        snprintf(err, errlen, "out of memory");
+        return false;
+    }
+    for (uint32_t i = 0; i < m->s->address_spaces; i++) {
+        if (!shadow_alloc(m, &m->sroot[i])) {
+            snprintf(err, errlen, "no room for shadow tables at shadow.table_base");
+            return false;
+        }
+    }
+    return true;
+}
+
+void shadow_free(machine *m)
+{
+    free(m->wp_gfns);
+    m->wp_gfns = NULL;
+}
+
+static void step(vm_result *r, vm_step st)
+{
+    if (r->record && r->nsteps < VM_MAX_STEPS)
+        r->steps[r->nsteps++] = st;
+}
+
+static void vm_exit(machine *m, vm_result *r, int why)
+{
+    static const uint8_t res[] = {RES_HIDDEN_PF, RES_PT_WRITE, RES_CR3_WRITE, RES_REFLECTED};
+    if (why != EXIT_REFLECTED)  /* reflecting a #PF is the end of the same exit, not another one */
+        r->exits++;
+    m->exit_counts[why]++;
+    step(r, (vm_step){.kind = STEP_VMEXIT, .dim = DIM_NESTED, .level = 1, .result = res[why]});
+}
+
+/* The hardware walk of the shadow table: returns true with hpa, or false on a hidden
+ * page fault (a missing entry, or rights the shadow entry does not grant yet). */
+static bool hw_walk(machine *m, const vm_access *a, vm_result *r, uint64_t *hpa, uint64_t *leaf)
+{
+    const guest_format *gf = m->gf;
+    uint64_t table = m->sroot[m->asid];
+    for (int level = gf->levels; level >= 1; level--) {
+        uint32_t idx = gf->index(a->gva, level);
+        uint64_t ea = table + 8u * idx;
+        uint64_t e = mem_read(&m->mem, ea, 8);
+        r->memory_refs++;
+        r->nested_refs++;
+        bool present = e & 1;
+        step(r, (vm_step){.kind = STEP_READ, .dim = DIM_NESTED, .level = (uint8_t)level, .stage = 0, .table = table,
+                          .index = idx, .entry_hpa = ea, .entry = e, .ref = (uint16_t)r->memory_refs,
+                          .result = !present ? RES_NOT_PRESENT : level == 1 ? RES_PAGE : RES_TABLE});
+        if (!present)
+            return false;
+        if (level == 1) {
+            uint64_t code;
+            if (x86_access_fault(m->s, e, a->op, a->user, e & BIT(1), e & BIT(2), e & BIT(63), &code) >= 0)
+                return false;
+            *hpa = (e & bits_range(51, 12)) | (a->gva & 0xFFF);
+            *leaf = e;
+            return true;
+        }
+        table = e & bits_range(51, 12);
+    }
+    return false;
+}
+
+/* The VMM's side of a hidden page fault. Returns false when the access ends here (a
+ * reflected #PF or an unmapped gpa). */
+static bool vmm_fill(machine *m, const vm_access *a, vm_result *r)
+{
+    const scenario *s = m->s;
+    const guest_format *gf = m->gf;
+    uint64_t table = m->cr3, ehpa[5], eval[5], tgfn[5];
+    int levels[5], nw = 0;
+    bool rw = true, us = true, xd = false;
+    uint64_t page = 0, size = 0;
+    for (int level = gf->levels; level >= 1; level--) {
+        uint64_t egpa = table + 8u * gf->index(a->gva, level), hpa;
+        if (!nested_lookup(m, egpa, &hpa)) {
+            r->outcome = OUT_SHADOW_UNMAPPED;
+            r->fault = (vm_fault){.dim = DIM_GUEST, .level = (uint8_t)level, .stage = (uint8_t)level,
+                                  .reason = REASON_UNMAPPED, .fault_gpa = egpa};
+            return false;
+        }
+        uint64_t e = mem_read(&m->mem, hpa, 8);
+        bool leaf = gf->is_leaf(s, e, level);
+        step(r, (vm_step){.kind = STEP_VMM_READ, .dim = DIM_GUEST, .level = (uint8_t)level, .stage = (uint8_t)level,
+                          .gpa_valid = true, .gpa = egpa, .table = table, .index = gf->index(a->gva, level),
+                          .entry_hpa = hpa, .entry = e,
+                          .result = !(e & 1) ? RES_NOT_PRESENT : leaf ? RES_PAGE : RES_TABLE});
+        if (!(e & 1) || gf->reserved(s, e, level, leaf)) {
+            vm_exit(m, r, EXIT_REFLECTED);
+            report_guest_fault(m, a, r, level, (e & 1) ? REASON_RESERVED : REASON_NOT_PRESENT, 0);
+            return false;
+        }
+        rw = rw && (e & BIT(1));
+        us = us && (e & BIT(2));
+        if (s->efer_nxe && (e & BIT(63)))
+            xd = true;
+        ehpa[nw] = hpa;
+        eval[nw] = e;
+        tgfn[nw] = table >> 12;
+        levels[nw++] = level;
+        if (leaf) {
+            page = gf->page_addr(e, level);
+            size = gf->page_size(level);
+            break;
+        }
+        table = gf->table_addr(e);
+    }
+    uint64_t code = 0;
+    int why = gf->access_fault(s, eval[nw - 1], a->op, a->user, rw, us, xd, &code);
+    if (why >= 0) {
+        vm_exit(m, r, EXIT_REFLECTED);
+        report_guest_fault(m, a, r, levels[nw - 1], (enum vm_reason)why, code);
+        return false;
+    }
+    /* The VMM does what the MMU would have: the guest's accessed and dirty bits. */
+    for (int j = 0; j < nw; j++) {
+        uint64_t set = (eval[j] & BIT(5)) ? 0 : BIT(5);
+        if (j == nw - 1 && a->op == OP_WRITE && !(eval[j] & BIT(6)))
+            set |= BIT(6);
+        if (set) {
+            eval[j] |= set;
+            mem_write_existing(&m->mem, ehpa[j], 8, eval[j]);
+            r->ad_writes++;
+        }
+        wp_add(m, tgfn[j]);
+    }
+    uint64_t gpa = page | (a->gva & (size - 1)), data_hpa;
+    if (!nested_lookup(m, gpa & ~0xFFFull, &data_hpa)) {
+        r->outcome = OUT_SHADOW_UNMAPPED;
+        r->fault = (vm_fault){.dim = DIM_NESTED, .level = 1, .stage = 0, .reason = REASON_UNMAPPED, .fault_gpa = gpa};
+        return false;
+    }
+    /* The shadow path: tables as needed, then a 4 KiB leaf with the combined rights;
+     * writable only once the guest entry is dirty and the frame is no guest table. */
+    uint64_t stable = m->sroot[m->asid];
+    for (int level = gf->levels; level > 1; level--) {
+        uint64_t ea = stable + 8u * gf->index(a->gva, level);
+        uint64_t e = mem_read(&m->mem, ea, 8);
+        if (!(e & 1)) {
+            uint64_t t;
+            if (!shadow_alloc(m, &t)) {
+                r->outcome = OUT_SHADOW_UNMAPPED;
+                r->fault = (vm_fault){.dim = DIM_NESTED, .level = (uint8_t)level, .reason = REASON_UNMAPPED};
+                return false;
+            }
+            e = t | 0x7;
+            mem_write_existing(&m->mem, ea, 8, e);
+        }
+        stable = e & bits_range(51, 12);
+    }
+    bool writable = rw && (eval[nw - 1] & BIT(6)) && !wp_contains(m, gpa >> 12);
+    uint64_t spte = (data_hpa & bits_range(51, 12)) | 1 | (writable ? BIT(1) : 0) | (us ? BIT(2) : 0) |
+                    (xd ? BIT(63) : 0);
+    uint64_t ea = stable + 8u * gf->index(a->gva, 1);
+    mem_write_existing(&m->mem, ea, 8, spte);
+    step(r, (vm_step){.kind = STEP_VMM_FILL, .dim = DIM_NESTED, .level = 1, .table = stable,
+                      .index = gf->index(a->gva, 1), .entry_hpa = ea, .entry = spte, .result = RES_WRITTEN});
+    r->gpa = gpa;
+    r->gpa_valid = true;
+    r->guest_page_size = size;
+    return true;
+}
+
+void shadow_translate(machine *m, const vm_access *a, vm_result *r)
+{
+    uint64_t hpa, leaf;
+    if (!hw_walk(m, a, r, &hpa, &leaf)) {
+        vm_exit(m, r, EXIT_HIDDEN_PF);
+        if (!vmm_fill(m, a, r))
+            return;
+        if (!hw_walk(m, a, r, &hpa, &leaf)) {   /* cannot happen after a fill; report it as unmapped */
+            r->outcome = OUT_SHADOW_UNMAPPED;
+            return;
+        }
+    }
+    if (!r->gpa_valid) {
+        /* no exit: the gpa is not in the shadow; the VMM knows it from the guest tables */
+        r->gpa_valid = false;
+    }
+    r->hpa = hpa;
+    r->hpa_valid = true;
+    r->outcome = OUT_OK;
+    if (m->tlb)
+        tlb_insert(m, a, r->gpa_valid ? r->gpa : 0, hpa, 4096,
+                   tlb_rights(m, leaf, leaf & BIT(1), leaf & BIT(2), leaf & BIT(63), PERM_R | PERM_W | PERM_X | PERM_U));
+}
+
+/* Zaps the shadow entry at `level` for gva in every address space's shadow table. */
+static void zap(machine *m, uint64_t gva, int level)
+{
+    const guest_format *gf = m->gf;
+    for (uint32_t as = 0; as < m->s->address_spaces; as++) {
+        uint64_t table = m->sroot[as];
+        for (int l = gf->levels; l >= level; l--) {
+            uint64_t ea = table + 8u * gf->index(gva, l);
+            uint64_t e = mem_read(&m->mem, ea, 8);
+            if (!(e & 1))
+                break;
+            if (l == level) {
+                mem_write_existing(&m->mem, ea, 8, 0);
+                break;
+            }
+            table = e & bits_range(51, 12);
+        }
+    }
+    if (m->tlb)
+        cache_flush(m->tlb);
+}
+
+/* The guest writes one of its page-table entries (the level-`level` entry of gva). */
+void shadow_event(machine *m, const vm_access *a, vm_result *r)
+{
+    r->outcome = OUT_OK;
+    if (a->op == OP_MOV_CR3) {
+        uint32_t as = a->eptp_index;
+        bool free_switch = as < m->s->cr3_targets;
+        if (!free_switch && m->s->pv_cr3_cache) {
+            for (uint32_t i = 0; i < m->pv_n; i++)
+                if (m->pv_cache[i] == as) {
+                    memmove(&m->pv_cache[1], &m->pv_cache[0], i * sizeof m->pv_cache[0]);
+                    m->pv_cache[0] = as;
+                    free_switch = true;
+                    break;
+                }
+        }
+        if (!free_switch) {
+            vm_exit(m, r, EXIT_CR3_WRITE);
+            if (m->s->pv_cr3_cache) {
+                uint32_t n = m->pv_n < 4 ? m->pv_n + 1 : 4;
+                memmove(&m->pv_cache[1], &m->pv_cache[0], (n - 1) * sizeof m->pv_cache[0]);
+                m->pv_cache[0] = as;
+                m->pv_n = n;
+            }
+        }
+        m->asid = as;
+        m->cr3 = m->cr3s[as];
+        if (m->tlb && !m->s->pcid)
+            cache_flush(m->tlb);
+        return;
+    }
+    /* OP_PTE_WRITE */
+    const guest_format *gf = m->gf;
+    uint64_t table = m->cr3, hpa = 0, egpa = 0;
+    for (int l = gf->build_levels; l >= (int)a->eptp_index; l--) {
+        egpa = table + 8u * gf->index(a->gva, l);
+        if (!nested_lookup(m, egpa, &hpa))
+            return;
+        if (l == (int)a->eptp_index)
+            break;
+        uint64_t e = mem_read(&m->mem, hpa, 8);
+        if (!(e & 1) || gf->is_leaf(m->s, e, l))
+            return;     /* nothing to write at that level: the guest would write elsewhere */
+        table = gf->table_addr(e);
+    }
+    if (wp_contains(m, egpa >> 12))
+        vm_exit(m, r, EXIT_PT_WRITE);   /* the page is write-protected: exit, emulate, resync */
+    uint64_t e = mem_read(&m->mem, hpa, 8);
+    mem_write_existing(&m->mem, hpa, 8, (e & ~a->clear) | a->set);
+    zap(m, a->gva, (int)a->eptp_index);
+}
