@@ -3,6 +3,8 @@
  *   vmsim explain FILE|-   print the walk as a table
  * Exit status: 0 ok, 1 usage or I/O error, 2 bad scenario (one line on stderr). */
 #include "vmsim.h"
+#include "../src/experiment.h"
+#include "../src/json.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -13,6 +15,11 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: vmsim run FILE        translate the scenario's accesses, print the result JSON\n"
                "       vmsim explain FILE    print each walk as a readable table\n"
+               "       vmsim experiment [--workload NAME] [--accesses N] [--seed N] [--footprint MIB]\n"
+               "                        [--spaces N] [--cr3-targets N] [--paravirt-cr3] [--format table|json|csv]\n"
+               "                        [--cycles-per-access C] [--cycles-per-ref C] [--cycles-per-exit C]\n"
+               "                        [--refill-trap C]\n"
+               "                             run a synthetic workload under every mode (default: all workloads)\n"
                "       vmsim --version\n"
                "FILE may be - for standard input. Scenario format: wasm-core/docs/model.md\n");
 }
@@ -53,8 +60,102 @@ static char *slurp(const char *path, size_t *len)
     return buf;
 }
 
+static bool parse_number(const char *flag, const char *v, double lo, double hi, double *out)
+{
+    char *end;
+    double d = v ? strtod(v, &end) : 0;
+    if (!v || *end || end == v || d < lo || d > hi) {
+        fprintf(stderr, "vmsim experiment: %s needs a number from %g to %g (got %s)\n", flag, lo, hi, v ? v : "nothing");
+        return false;
+    }
+    *out = d;
+    return true;
+}
+
+static int experiment_main(int argc, char **argv)
+{
+    experiment_opts o;
+    experiment_defaults(&o);
+    o.progress = true;
+    for (int i = 2; i < argc; i++) {
+        const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        double d;
+        if (!strcmp(f, "--paravirt-cr3")) {
+            o.paravirt_cr3 = true;
+            continue;
+        }
+        if (!strcmp(f, "--quiet")) {
+            o.progress = false;
+            continue;
+        }
+        i++;
+        if (!strcmp(f, "--workload")) {
+            o.workload = -2;
+            for (int k = 0; workload_names[k]; k++)
+                if (v && !strcmp(v, workload_names[k]))
+                    o.workload = k;
+            if (v && !strcmp(v, "all"))
+                o.workload = -1;
+            if (o.workload == -2) {
+                fprintf(stderr, "vmsim experiment: --workload must be all or one of:");
+                for (int k = 0; workload_names[k]; k++)
+                    fprintf(stderr, " %s", workload_names[k]);
+                fprintf(stderr, "\n");
+                return 2;
+            }
+        } else if (!strcmp(f, "--format")) {
+            if (v && !strcmp(v, "table")) o.format = EXP_TABLE;
+            else if (v && !strcmp(v, "json")) o.format = EXP_JSON;
+            else if (v && !strcmp(v, "csv")) o.format = EXP_CSV;
+            else {
+                fprintf(stderr, "vmsim experiment: --format must be table, json or csv\n");
+                return 2;
+            }
+        } else if (!strcmp(f, "--accesses")) {
+            if (!parse_number(f, v, 1, 1e9, &d)) return 2;
+            o.accesses = (uint64_t)d;
+        } else if (!strcmp(f, "--seed")) {
+            if (!parse_number(f, v, 1, 1e18, &d)) return 2;
+            o.seed = (uint64_t)d;
+        } else if (!strcmp(f, "--footprint")) {
+            if (!parse_number(f, v, 1, 4096, &d)) return 2;
+            o.footprint_mib = (uint64_t)d;
+        } else if (!strcmp(f, "--spaces")) {
+            if (!parse_number(f, v, 1, 64, &d)) return 2;
+            o.spaces = (uint32_t)d;
+        } else if (!strcmp(f, "--cr3-targets")) {
+            if (!parse_number(f, v, 0, 4, &d)) return 2;
+            o.cr3_targets = (uint32_t)d;
+        } else if (!strcmp(f, "--cycles-per-access")) {
+            if (!parse_number(f, v, 0, 1e6, &o.cycles_per_access)) return 2;
+        } else if (!strcmp(f, "--cycles-per-ref")) {
+            if (!parse_number(f, v, 0, 1e6, &o.cycles_per_ref)) return 2;
+        } else if (!strcmp(f, "--cycles-per-exit")) {
+            if (!parse_number(f, v, 0, 1e9, &o.cycles_per_exit)) return 2;
+        } else if (!strcmp(f, "--refill-trap")) {
+            if (!parse_number(f, v, 0, 1e6, &o.refill_trap_cycles)) return 2;
+        } else {
+            fprintf(stderr, "vmsim experiment: unknown option %s (see vmsim --help)\n", f);
+            return 2;
+        }
+    }
+    strbuf sb;
+    sb_init(&sb);
+    char err[512];
+    if (experiment_run(&o, &sb, err, sizeof err)) {
+        fprintf(stderr, "vmsim experiment: %s\n", err);
+        sb_free(&sb);
+        return 1;
+    }
+    fputs(sb.data ? sb.data : "", stdout);
+    sb_free(&sb);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && !strcmp(argv[1], "experiment"))
+        return experiment_main(argc, argv);
     if (argc == 2 && (strcmp(argv[1], "--version") == 0)) {
         puts(vmsim_version());
         return 0;

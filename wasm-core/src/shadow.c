@@ -74,6 +74,11 @@ void shadow_free(machine *m)
     m->wp_gfns = NULL;
 }
 
+static uint64_t shadow_pwc_key(const guest_format *gf, uint64_t gva, int level)
+{
+    return ((uint64_t)level << 58) | (gva >> (gf->page_shift + gf->index_bits * (level - 1)));
+}
+
 static void step(vm_result *r, vm_step st)
 {
     if (r->record && r->nsteps < VM_MAX_STEPS)
@@ -95,7 +100,21 @@ static bool hw_walk(machine *m, const vm_access *a, vm_result *r, uint64_t *hpa,
 {
     const guest_format *gf = m->gf;
     uint64_t table = m->sroot[m->asid];
-    for (int level = gf->levels; level >= 1; level--) {
+    int top = gf->levels;
+    uint32_t tag = m->s->pcid ? m->asid : 0;
+    /* The MMU's page-walk cache works on the shadow table as on any 1-D table. */
+    for (int l = 2; m->gpwc && l <= gf->levels; l++) {
+        cache_line *c = cache_find(m->gpwc, shadow_pwc_key(gf, a->gva, l), tag);
+        if (c) {
+            table = c->value;
+            top = l - 1;
+            r->pwc_hits++;
+            step(r, (vm_step){.kind = STEP_PWC_HIT, .dim = DIM_NESTED, .level = (uint8_t)l, .table = table,
+                              .entry = table, .result = RES_TABLE});
+            break;
+        }
+    }
+    for (int level = top; level >= 1; level--) {
         uint32_t idx = gf->index(a->gva, level);
         uint64_t ea = table + 8u * idx;
         uint64_t e = mem_read(&m->mem, ea, 8);
@@ -116,6 +135,8 @@ static bool hw_walk(machine *m, const vm_access *a, vm_result *r, uint64_t *hpa,
             return true;
         }
         table = e & bits_range(51, 12);
+        if (m->gpwc)
+            cache_fill(m->gpwc, shadow_pwc_key(gf, a->gva, level), tag, table, 0, 7);
     }
     return false;
 }
@@ -264,6 +285,8 @@ static void zap(machine *m, uint64_t gva, int level)
     }
     if (m->tlb)
         cache_flush(m->tlb);
+    if (m->gpwc)
+        cache_flush(m->gpwc);
 }
 
 /* The guest writes one of its page-table entries (the level-`level` entry of gva). */
@@ -293,8 +316,12 @@ void shadow_event(machine *m, const vm_access *a, vm_result *r)
         }
         m->asid = as;
         m->cr3 = m->cr3s[as];
-        if (m->tlb && !m->s->pcid)
-            cache_flush(m->tlb);
+        if (!m->s->pcid) {
+            if (m->tlb)
+                cache_flush(m->tlb);
+            if (m->gpwc)
+                cache_flush(m->gpwc);
+        }
         return;
     }
     /* OP_PTE_WRITE */

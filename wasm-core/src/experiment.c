@@ -1,0 +1,328 @@
+/* Workload experiments: a synthetic access stream run under every mode on the machine
+ * presets, with references, TLB misses and exits counted by the engine itself and
+ * turned into cycles by a small cost model. Nothing here is tabled: the orderings come
+ * out of the walks, the caches and the exits. */
+#include "experiment.h"
+#include "json.h"
+#include "model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const workload_names[] = {"sequential", "random", "ptrchase", "mcf", "gcc", "memcached", NULL};
+
+void experiment_defaults(experiment_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->workload = -1;               /* all */
+    o->accesses = 1000000;
+    o->seed = 1;
+    o->footprint_mib = 0;           /* the workload's own */
+    o->spaces = 8;
+    o->cycles_per_access = 10;
+    o->cycles_per_ref = 40;
+    o->cycles_per_exit = 2500;      /* ~1,700 for the world switch (published cpuid-exit estimates) + VMM work */
+    o->refill_trap_cycles = 20;     /* Sunway: each TLB miss traps to HMcode, which refills in software */
+}
+
+typedef struct rng {
+    uint64_t s;
+} rng;
+
+static uint64_t next(rng *r)
+{
+    uint64_t x = r->s;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return r->s = x;
+}
+
+#define BASE_GVA 0x40000000ull
+
+typedef struct stream {
+    int kind;
+    rng r;
+    uint64_t footprint, page;       /* bytes */
+    uint64_t pages, cur, i;
+    uint32_t *perm;                 /* ptrchase: next page of each page */
+    uint32_t spaces, space;
+    uint64_t pte_toggle;
+} stream;
+
+static uint64_t default_footprint_mib(int kind)
+{
+    static const uint64_t mib[] = {256, 1024, 1024, 2048, 64, 32};
+    return mib[kind];
+}
+
+/* The next event of the stream: an access, or for gcc a guest page-table write, for
+ * memcached a context switch. */
+static void stream_next(stream *st, vm_access *a)
+{
+    uint64_t i = st->i++;
+    memset(a, 0, sizeof *a);
+    a->op = OP_READ;
+    switch (st->kind) {
+    case 0: /* sequential, cache-line stride */
+        a->gva = BASE_GVA + (i * 64) % st->footprint;
+        break;
+    case 1: /* uniform random */
+        a->gva = BASE_GVA + (next(&st->r) % st->footprint & ~7ull);
+        break;
+    case 2: /* pointer chase: one node per page, a random cycle */
+        st->cur = st->perm[st->cur];
+        a->gva = BASE_GVA + st->cur * st->page + (st->cur * 64) % st->page;
+        break;
+    case 3: /* mcf-like: a large footprint with poor locality; a few hits in the current node */
+        if (next(&st->r) % 4 == 0)
+            a->gva = (st->cur & ~7ull) + 8;
+        else
+            st->cur = a->gva = BASE_GVA + (next(&st->r) % st->footprint & ~7ull);
+        if (next(&st->r) % 3 == 0)
+            a->op = OP_WRITE;
+        break;
+    case 4: /* gcc-like: good locality, and the kernel rewrites page-table entries often */
+        if (i % 40 == 39) {
+            a->op = OP_PTE_WRITE;
+            a->gva = BASE_GVA + (next(&st->r) % st->pages) * st->page;
+            a->eptp_index = 1;
+            st->pte_toggle ^= 1;
+            /* an available-to-software bit: a real update that changes no translation */
+            if (st->pte_toggle)
+                a->set = BIT(9);
+            else
+                a->clear = BIT(9);
+            break;
+        }
+        if (next(&st->r) % 8 == 0)
+            st->cur = BASE_GVA + (next(&st->r) % st->footprint & ~7ull);
+        else
+            st->cur = BASE_GVA + ((st->cur - BASE_GVA + 64) % st->footprint);
+        a->gva = st->cur;
+        a->op = next(&st->r) % 3 == 0 ? OP_WRITE : OP_READ;
+        break;
+    default: /* memcached-like: requests served by many processes, a context switch every 100 */
+        if (i % 100 == 99 && st->spaces > 1) {
+            st->space = (st->space + 1) % st->spaces;
+            a->op = OP_MOV_CR3;
+            a->eptp_index = st->space;
+            break;
+        }
+        a->gva = BASE_GVA + (next(&st->r) % st->footprint & ~7ull);
+        a->op = next(&st->r) % 4 == 0 ? OP_WRITE : OP_READ;
+        break;
+    }
+}
+
+static bool stream_init(stream *st, int kind, const experiment_opts *o, uint64_t page)
+{
+    memset(st, 0, sizeof *st);
+    st->kind = kind;
+    st->r.s = o->seed * 0x9E3779B97F4A7C15ull + (uint64_t)kind + 1;
+    st->page = page;
+    st->footprint = (o->footprint_mib ? o->footprint_mib : default_footprint_mib(kind)) << 20;
+    st->pages = st->footprint / page;
+    st->cur = BASE_GVA;
+    st->spaces = kind == 5 ? o->spaces : 1;
+    if (kind == 2) {
+        st->perm = malloc(st->pages * sizeof *st->perm);
+        if (!st->perm)
+            return false;
+        /* Sattolo's algorithm: one cycle through every page */
+        for (uint64_t k = 0; k < st->pages; k++)
+            st->perm[k] = (uint32_t)k;
+        for (uint64_t k = st->pages - 1; k > 0; k--) {
+            uint64_t j = next(&st->r) % k;
+            uint32_t t = st->perm[k];
+            st->perm[k] = st->perm[j];
+            st->perm[j] = t;
+        }
+        st->cur = 0;
+    }
+    return true;
+}
+
+typedef struct mode_cfg {
+    const char *machine, *mode, *label;
+    bool sunway;
+} mode_cfg;
+
+static const mode_cfg modes[] = {
+    {"x86", "native", "native", false},
+    {"x86", "shadow", "shadow", false},
+    {"x86", "ept", "ept", false},
+    {"x86", "npt", "npt", false},
+    {"sunway", "native", "native", true},
+    {"sunway", "flat", "flat", true},
+};
+#define N_MODES (sizeof modes / sizeof modes[0])
+
+/* The machine as a scenario: the footprint mapped with base pages, guest RAM backed
+ * 1:1 at 4 GiB in host memory, the preset's caches. */
+static char *machine_json(const mode_cfg *mc, uint64_t footprint, uint32_t spaces, const experiment_opts *o)
+{
+    strbuf sb;
+    sb_init(&sb);
+    uint64_t page = mc->sunway ? 8192 : 4096;
+    uint64_t ram = footprint + (64ull << 20) + BASE_GVA;    /* data at gpa = gva, tables below */
+    sb_printf(&sb, "{\"name\":\"experiment\",\"mode\":\"%s\",\"guest\":{\"paging\":\"%s\",\"address_spaces\":%u,"
+                   "\"table_base\":\"0x1000000\",\"mappings\":[{\"gva\":\"0x%llx\",\"gpa\":\"0x%llx\",\"page\":\"%s\","
+                   "\"pages\":%llu}]}",
+              mc->mode, mc->sunway ? "sunway" : "4level", spaces, (unsigned long long)BASE_GVA,
+              (unsigned long long)BASE_GVA, mc->sunway ? "8K" : "4K", (unsigned long long)(footprint / page));
+    const char *slots = "\"mappings\":[{\"gpa\":\"0x0\",\"hpa\":\"0x100000000\",\"pages\":%llu}]";
+    char buf[160];
+    snprintf(buf, sizeof buf, slots, (unsigned long long)(ram / page));
+    /* KVM backs guest RAM with transparent huge pages where it can: 2 MiB nested pages. */
+    if (!strcmp(mc->mode, "ept") || !strcmp(mc->mode, "npt"))
+        sb_printf(&sb, ",\"nested\":{\"table_base\":\"0x800000000\",\"mappings\":[{\"gpa\":\"0x0\","
+                       "\"hpa\":\"0x100000000\",\"page\":\"2M\",\"pages\":%llu}]}",
+                  (unsigned long long)((ram + (2ull << 20) - 1) >> 21));
+    else if (!strcmp(mc->mode, "flat"))
+        sb_printf(&sb, ",\"flat\":{\"table_base\":\"0x800000000\",\"guest_ram\":\"0x%llx\",\"prefill\":true,%s}",
+                  (unsigned long long)((ram + (1ull << 30) - 1) & ~((1ull << 30) - 1)), buf);
+    else if (!strcmp(mc->mode, "shadow"))
+        sb_printf(&sb, ",\"shadow\":{\"table_base\":\"0x800000000\",\"cr3_targets\":%u,\"paravirt_cr3_cache\":%s,%s}",
+                  o->cr3_targets, o->paravirt_cr3 ? "true" : "false", buf);
+    sb_printf(&sb, ",\"caches\":{\"preset\":\"%s\"},\"accesses\":[]}", mc->sunway ? "sunway-1621" : "x86-server");
+    return sb_take(&sb);
+}
+
+typedef struct run_stats {
+    uint64_t events, accesses, refs, tlb_misses, exits, faults;
+    double cycles;
+} run_stats;
+
+static bool run_mode(const mode_cfg *mc, int kind, const experiment_opts *o, run_stats *st, char *err, size_t errlen)
+{
+    memset(st, 0, sizeof *st);
+    uint64_t page = mc->sunway ? 8192 : 4096;
+    stream s;
+    if (!stream_init(&s, kind, o, page)) {
+        snprintf(err, errlen, "out of memory");
+        return false;
+    }
+    char *json = machine_json(mc, s.footprint, s.spaces, o);
+    scenario sc;
+    machine m;
+    bool ok = json && scenario_parse(json, strlen(json), &sc, err, errlen);
+    free(json);
+    if (!ok) {
+        free(s.perm);
+        return false;
+    }
+    if (!machine_build(&m, &sc, err, errlen)) {
+        scenario_free(&sc);
+        free(s.perm);
+        return false;
+    }
+    vm_result *r = malloc(sizeof *r);
+    if (!r) {
+        snprintf(err, errlen, "out of memory");
+        ok = false;
+        goto out;
+    }
+    /* Warm-up: one pass over the footprint, as a long-running program would have done,
+     * so steady state is measured (shadow fills, A/D bits, flat-table fills). */
+    for (uint64_t off = 0; off < s.footprint; off += page) {
+        vm_access a = {.gva = BASE_GVA + off, .op = OP_WRITE};
+        r->record = false;
+        for (uint32_t sp = 0; sp < s.spaces; sp++) {
+            vm_access cr = {.op = OP_MOV_CR3, .eptp_index = sp};
+            if (s.spaces > 1)
+                translate(&m, &cr, r);
+            translate(&m, &a, r);
+        }
+    }
+    if (s.spaces > 1) {
+        vm_access cr = {.op = OP_MOV_CR3, .eptp_index = 0};
+        translate(&m, &cr, r);
+    }
+    for (uint64_t n = 0; n < o->accesses; n++) {
+        vm_access a;
+        stream_next(&s, &a);
+        r->record = false;
+        translate(&m, &a, r);
+        st->events++;
+        if (a.op <= OP_FETCH) {
+            st->accesses++;
+            st->tlb_misses += r->tlb_hit == 0;
+            if (mc->sunway && r->tlb_hit == 0)
+                st->cycles += o->refill_trap_cycles;
+        }
+        st->refs += r->memory_refs;
+        st->exits += r->exits;
+        st->faults += r->outcome != OUT_OK;
+    }
+    st->cycles += (double)st->accesses * o->cycles_per_access + (double)st->refs * o->cycles_per_ref +
+                  (double)st->exits * o->cycles_per_exit;
+out:
+    free(r);
+    machine_free(&m);
+    scenario_free(&sc);
+    free(s.perm);
+    return ok;
+}
+
+int experiment_run(const experiment_opts *o, strbuf *out, char *err, size_t errlen)
+{
+    int first = o->workload < 0 ? 0 : o->workload, last = o->workload < 0 ? 5 : o->workload;
+    if (o->format == EXP_JSON)
+        sb_printf(out, "{\"format\":\"vmsim-experiment/1\",\"accesses\":%llu,\"seed\":%llu,\"cost_model\":{"
+                       "\"cycles_per_access\":%g,\"cycles_per_ref\":%g,\"cycles_per_exit\":%g,\"refill_trap_cycles\":%g},"
+                       "\"workloads\":[",
+                  (unsigned long long)o->accesses, (unsigned long long)o->seed, o->cycles_per_access, o->cycles_per_ref,
+                  o->cycles_per_exit, o->refill_trap_cycles);
+    else if (o->format == EXP_CSV)
+        sb_puts(out, "workload,machine,mode,accesses,events,refs,refs_per_access,tlb_miss_pct,exits,cycles_per_access,"
+                     "overhead_pct\n");
+    for (int k = first; k <= last; k++) {
+        run_stats st[N_MODES];
+        for (size_t i = 0; i < N_MODES; i++) {
+            if (o->progress)
+                fprintf(stderr, "experiment: %s under %s %s...\n", workload_names[k], modes[i].machine, modes[i].mode);
+            if (!run_mode(&modes[i], k, o, &st[i], err, errlen))
+                return 1;
+        }
+        uint64_t fp = o->footprint_mib ? o->footprint_mib : default_footprint_mib(k);
+        if (o->format == EXP_TABLE)
+            sb_printf(out, "\nworkload %s: %llu events over %llu MiB (steady state after a warm-up pass)\n"
+                           "%-7s %-7s %10s %11s %9s %14s %9s\n",
+                      workload_names[k], (unsigned long long)o->accesses, (unsigned long long)fp, "machine", "mode",
+                      "refs/acc", "TLB miss %", "exits", "cycles/access", "overhead");
+        else if (o->format == EXP_JSON)
+            sb_printf(out, "%s{\"workload\":\"%s\",\"footprint_mib\":%llu,\"modes\":[", k > first ? "," : "",
+                      workload_names[k], (unsigned long long)fp);
+        for (size_t i = 0; i < N_MODES; i++) {
+            const run_stats *native = &st[modes[i].sunway ? 4 : 0];
+            double acc = st[i].accesses ? (double)st[i].accesses : 1;
+            double cpa = st[i].cycles / acc, overhead = 100.0 * (st[i].cycles - native->cycles) / native->cycles;
+            double rpa = (double)st[i].refs / acc, miss = 100.0 * (double)st[i].tlb_misses / acc;
+            if (o->format == EXP_TABLE)
+                sb_printf(out, "%-7s %-7s %10.3f %11.2f %9llu %14.2f %8.2f%%\n", modes[i].machine, modes[i].label, rpa,
+                          miss, (unsigned long long)st[i].exits, cpa, overhead);
+            else if (o->format == EXP_CSV)
+                sb_printf(out, "%s,%s,%s,%llu,%llu,%llu,%.4f,%.3f,%llu,%.3f,%.3f\n", workload_names[k], modes[i].machine,
+                          modes[i].label, (unsigned long long)st[i].accesses, (unsigned long long)st[i].events,
+                          (unsigned long long)st[i].refs, rpa, miss, (unsigned long long)st[i].exits, cpa, overhead);
+            else
+                sb_printf(out, "%s{\"machine\":\"%s\",\"mode\":\"%s\",\"accesses\":%llu,\"events\":%llu,\"refs\":%llu,"
+                               "\"tlb_misses\":%llu,\"exits\":%llu,\"faults\":%llu,\"cycles\":%.0f,\"overhead_pct\":%.4f}",
+                          i ? "," : "", modes[i].machine, modes[i].label, (unsigned long long)st[i].accesses,
+                          (unsigned long long)st[i].events, (unsigned long long)st[i].refs,
+                          (unsigned long long)st[i].tlb_misses, (unsigned long long)st[i].exits,
+                          (unsigned long long)st[i].faults, st[i].cycles, overhead);
+        }
+        if (o->format == EXP_JSON)
+            sb_puts(out, "]}");
+    }
+    if (o->format == EXP_JSON)
+        sb_puts(out, "]}\n");
+    else if (o->format == EXP_TABLE)
+        sb_printf(out, "\ncost model: %g cycles per access, %g per page-walk reference, %g per VM exit, %g per Sunway "
+                       "software TLB refill trap\n",
+                  o->cycles_per_access, o->cycles_per_ref, o->cycles_per_exit, o->refill_trap_cycles);
+    return 0;
+}

@@ -1,0 +1,30 @@
+/* vmsim experiment: synthetic workloads under every mode (see experiment.c). */
+#ifndef VMSIM_EXPERIMENT_H
+#define VMSIM_EXPERIMENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct strbuf;
+
+enum exp_format { EXP_TABLE, EXP_JSON, EXP_CSV };
+
+typedef struct experiment_opts {
+    int workload;               /* index into workload_names, -1 = all */
+    uint64_t accesses, seed, footprint_mib;
+    uint32_t spaces;            /* memcached: address spaces */
+    uint32_t cr3_targets;       /* shadow: VMX CR3-target values */
+    bool paravirt_cr3;          /* shadow: the paravirtual CR3 cache */
+    double cycles_per_access, cycles_per_ref, cycles_per_exit, refill_trap_cycles;
+    enum exp_format format;
+    bool progress;
+} experiment_opts;
+
+extern const char *const workload_names[];
+
+void experiment_defaults(experiment_opts *o);
+/* Returns 0, or 1 with err set. */
+int experiment_run(const experiment_opts *o, struct strbuf *out, char *err, size_t errlen);
+
+#endif
