@@ -28,18 +28,26 @@ static uint64_t xorshift(uint64_t *s)
 
 static uint32_t GUEST_PAGES = 1u << 18;  /* 1 GiB of 4 KiB pages; argv[2] overrides */
 
-static void bench_mode(const char *mode, const char *paging, uint32_t n)
+static void bench_mode(const char *mode, const char *paging, uint32_t n, bool caches)
 {
     char json[2048];
-    bool native = strcmp(mode, "native") == 0;
-    /* Guest data at gpa 1 GiB..2 GiB, guest tables from gpa 16 MiB; nested maps 0..2 GiB. */
+    char slots[256];
+    snprintf(slots, sizeof slots, "\"mappings\":[{\"gpa\":\"0x0\",\"hpa\":\"0x100000000\",\"page\":\"4K\",\"pages\":524288}]");
+    char extra[512] = "";
+    if (!strcmp(mode, "ept") || !strcmp(mode, "npt"))
+        snprintf(extra, sizeof extra, ",\"nested\":{\"table_base\":\"0x200000000\",%s}", slots);
+    else if (!strcmp(mode, "shadow"))
+        snprintf(extra, sizeof extra, ",\"shadow\":{\"table_base\":\"0x200000000\","
+                 "\"mappings\":[{\"gpa\":\"0x0\",\"hpa\":\"0x100000000\",\"pages\":524288}]}");
+    else if (!strcmp(mode, "flat"))
+        snprintf(extra, sizeof extra, ",\"flat\":{\"table_base\":\"0x200000000\",\"guest_ram\":\"0x80000000\",\"prefill\":true,"
+                 "\"mappings\":[{\"gpa\":\"0x0\",\"hpa\":\"0x100000000\",\"pages\":524288}]}");
+    /* Guest data at gpa 1 GiB..2 GiB, guest tables from gpa 16 MiB; guest RAM 0..2 GiB. */
     snprintf(json, sizeof json,
              "{\"name\":\"bench\",\"mode\":\"%s\",\"guest\":{\"paging\":\"%s\",\"table_base\":\"0x1000000\","
-             "\"mappings\":[{\"gva\":\"0x40000000\",\"gpa\":\"0x40000000\",\"page\":\"4K\",\"pages\":%u}]}%s"
+             "\"mappings\":[{\"gva\":\"0x40000000\",\"gpa\":\"0x40000000\",\"page\":\"4K\",\"pages\":%u}]}%s%s"
              ",\"accesses\":[]}",
-             mode, paging, GUEST_PAGES,
-             native ? "" : ",\"nested\":{\"table_base\":\"0x200000000\",\"mappings\":[{\"gpa\":\"0x0\",\"hpa\":\"0x100000000\","
-                           "\"page\":\"4K\",\"pages\":524288}]}");
+             mode, paging, GUEST_PAGES, extra, caches ? ",\"caches\":{\"preset\":\"x86-server\"}" : "");
     char err[512];
     scenario s;
     machine m;
@@ -60,9 +68,9 @@ static void bench_mode(const char *mode, const char *paging, uint32_t n)
             ok += r->outcome == OUT_OK;
         }
         double dt = now() - t0;
-        printf("{\"mode\":\"%s\",\"paging\":\"%s\",\"trace\":%s,\"translations\":%u,\"ok\":%llu,\"refs_per_walk\":%.2f,"
+        printf("{\"mode\":\"%s%s\",\"paging\":\"%s\",\"trace\":%s,\"translations\":%u,\"ok\":%llu,\"refs_per_walk\":%.2f,"
                "\"seconds\":%.4f,\"per_second\":%.0f}\n",
-               mode, paging, trace ? "true" : "false", n, (unsigned long long)ok, (double)refs / n, dt, n / dt);
+               mode, caches ? "+caches" : "", paging, trace ? "true" : "false", n, (unsigned long long)ok, (double)refs / n, dt, n / dt);
     }
     free(r);
     machine_free(&m);
@@ -74,8 +82,10 @@ int main(int argc, char **argv)
     uint32_t n = argc > 1 ? (uint32_t)strtoul(argv[1], NULL, 10) : 2000000u;
     if (argc > 2)
         GUEST_PAGES = (uint32_t)strtoul(argv[2], NULL, 10);
-    bench_mode("native", "4level", n);
-    bench_mode("ept", "4level", n);
-    bench_mode("npt", "4level", n);
+    static const char *const modes[] = {"native", "ept", "npt", "shadow", "flat"};
+    for (int caches = 0; caches <= 1; caches++)
+        for (size_t i = 0; i < sizeof modes / sizeof *modes; i++)
+            if (caches || strcmp(modes[i], "shadow"))   /* shadow without caches only measures fills */
+                bench_mode(modes[i], "4level", n, caches);
     return 0;
 }
