@@ -77,3 +77,15 @@ def test_table_and_csv_formats_and_bad_flags():
                 ["--cr3-targets", "9"]):
         p = subprocess.run([VMSIM, "experiment", *bad], capture_output=True, text=True, timeout=30)
         assert p.returncode == 2 and p.stdout == "" and p.stderr.startswith("vmsim experiment: "), bad
+
+
+def test_gate_vmfunc_beats_vmcall_and_tagged_tlbs_matter():
+    r = experiment("--workload", "gate")
+    shared, vmcall, vmfunc, flush = (r[("x86", m)] for m in ("shared", "vmcall", "vmfunc", "vmfunc-flush"))
+    assert vmcall["exits"] == vmcall["events"] and vmfunc["exits"] == 0
+    assert vmfunc["vmfuncs"] == 2 * vmfunc["events"]
+    assert shared["cycles"] < vmfunc["cycles"] < vmcall["cycles"]
+    # ELISA's ratio is 699 / 196 = 3.6 per round trip; the gate also pays its EPTP-list reads
+    assert 2.0 < vmcall["cycles"] / vmfunc["cycles"] < 3.6
+    # flushing on every switch makes each request walk again
+    assert flush["refs"] > 4 * vmfunc["refs"] and flush["cycles"] > vmfunc["cycles"]

@@ -856,7 +856,8 @@ class Trace:
         s = {"n": len(self.steps) + 1, "ref": ref, "kind": kind, "dim": dim,
              "level": level, "stage": stage, "gpa": None if gpa is None else hx(gpa),
              "table": hx(table), "index": index, "entry_hpa": hx(entry_hpa),
-             "entry": hx(entry), "flags": flags, "ad_set": "", "result": result}
+             "entry": hx(entry), "flags": flags, "ad_set": "", "result": result,
+             "cache": None}                        # no caches in this reference
         self.steps.append(s)
         return s
 

@@ -18,7 +18,7 @@ static void usage(FILE *f)
                "       vmsim experiment [--workload NAME] [--accesses N] [--seed N] [--footprint MIB]\n"
                "                        [--spaces N] [--cr3-targets N] [--paravirt-cr3] [--format table|json|csv]\n"
                "                        [--cycles-per-access C] [--cycles-per-ref C] [--cycles-per-exit C]\n"
-               "                        [--refill-trap C]\n"
+               "                        [--cycles-per-vmfunc C] [--refill-trap C]\n"
                "                             run a synthetic workload under every mode (default: all workloads)\n"
                "       vmsim --version\n"
                "FILE may be - for standard input. Scenario format: wasm-core/docs/model.md\n");
@@ -132,6 +132,8 @@ static int experiment_main(int argc, char **argv)
             if (!parse_number(f, v, 0, 1e6, &o.cycles_per_ref)) return 2;
         } else if (!strcmp(f, "--cycles-per-exit")) {
             if (!parse_number(f, v, 0, 1e9, &o.cycles_per_exit)) return 2;
+        } else if (!strcmp(f, "--cycles-per-vmfunc")) {
+            if (!parse_number(f, v, 0, 1e6, &o.cycles_per_vmfunc)) return 2;
         } else if (!strcmp(f, "--refill-trap")) {
             if (!parse_number(f, v, 0, 1e6, &o.refill_trap_cycles)) return 2;
         } else {

@@ -16,7 +16,7 @@ typedef struct experiment_opts {
     uint32_t spaces;            /* memcached: address spaces */
     uint32_t cr3_targets;       /* shadow: VMX CR3-target values */
     bool paravirt_cr3;          /* shadow: the paravirtual CR3 cache */
-    double cycles_per_access, cycles_per_ref, cycles_per_exit, refill_trap_cycles;
+    double cycles_per_access, cycles_per_ref, cycles_per_exit, cycles_per_vmfunc, refill_trap_cycles;
     enum exp_format format;
     bool progress;
 } experiment_opts;

@@ -197,6 +197,17 @@ static void fault_json(strbuf *sb, const vm_access *a, const vm_result *r)
     sb_putc(sb, '}');
 }
 
+/* With caches on, every step says whether a cache answered it ("hit") or memory did
+ * because the caches missed ("miss"); steps that are neither say null. */
+static const char *step_cache(const machine *m, const vm_step *st)
+{
+    if (!m->tlb && !m->gpwc && !m->ntlb)
+        return "null";
+    if (st->kind == STEP_TLB_HIT || st->kind == STEP_PWC_HIT || st->kind == STEP_NTLB_HIT)
+        return "\"hit\"";
+    return st->kind == STEP_READ ? "\"miss\"" : "null";
+}
+
 static void step_json(strbuf *sb, const machine *m, const vm_step *st, uint32_t n)
 {
     char flags[192];
@@ -215,8 +226,8 @@ static void step_json(strbuf *sb, const machine *m, const vm_step *st, uint32_t 
     sb_hex(sb, st->entry_hpa);
     sb_puts(sb, ",\"entry\":");
     sb_hex(sb, st->entry);
-    sb_printf(sb, ",\"flags\":%s,\"ad_set\":\"%s\",\"result\":\"%s\"}", flags, ad_names[st->ad_set],
-              result_names[st->result]);
+    sb_printf(sb, ",\"flags\":%s,\"ad_set\":\"%s\",\"result\":\"%s\",\"cache\":%s}", flags, ad_names[st->ad_set],
+              result_names[st->result], step_cache(m, st));
 }
 
 void result_json_access(strbuf *sb, const machine *m, const vm_access *a, const vm_result *r)
