@@ -58,13 +58,7 @@ static uint64_t encode32(uint64_t addr, int level)
 
 static uint64_t leaf32(const guest_map *g, uint64_t addr, int level)
 {
-    uint64_t e = encode32(addr, level) | 1;
-    if (g->writable) e |= BIT(1);
-    if (g->user) e |= BIT(2);
-    if (level > 1) e |= BIT(7);
-    if (g->global) e |= BIT(8);
-    if (g->nx) e |= BIT(63);
-    return e;
+    return x86_leaf_flags(g, encode32(addr, level), level);
 }
 
 const guest_format guest_32bit = {

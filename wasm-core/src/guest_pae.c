@@ -53,13 +53,7 @@ static uint64_t nonleaf_pae(int level)
 
 static uint64_t leaf_pae(const guest_map *g, uint64_t addr, int level)
 {
-    uint64_t e = addr | 1;
-    if (g->writable) e |= BIT(1);
-    if (g->user) e |= BIT(2);
-    if (level > 1) e |= BIT(7);
-    if (g->global) e |= BIT(8);
-    if (g->nx) e |= BIT(63);
-    return e;
+    return x86_leaf_flags(g, addr, level);
 }
 
 const guest_format guest_pae = {

@@ -52,15 +52,22 @@ static uint64_t nonleaf64(int level)
     return 0x7;                         /* P, RW, US: the leaf decides */
 }
 
-static uint64_t leaf64(const guest_map *g, uint64_t addr, int level)
+/* The flags of an x86 leaf (P, RW, US, PS, G, XD) around an already encoded address;
+ * the three x86 formats share it. */
+uint64_t x86_leaf_flags(const guest_map *g, uint64_t encoded, int level)
 {
-    uint64_t e = addr | 1;
+    uint64_t e = encoded | 1;
     if (g->writable) e |= BIT(1);
     if (g->user) e |= BIT(2);
     if (level > 1) e |= BIT(7);
     if (g->global) e |= BIT(8);
     if (g->nx) e |= BIT(63);
     return e;
+}
+
+static uint64_t leaf64(const guest_map *g, uint64_t addr, int level)
+{
+    return x86_leaf_flags(g, addr, level);
 }
 
 /* SDM vol. 3, 4.6: access rights from the combined R/W, U/S and XD of the walk. */

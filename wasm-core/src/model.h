@@ -262,6 +262,7 @@ const guest_format *guest_format_for(enum vm_paging p);
  * three x86 formats. */
 int x86_access_fault(const struct scenario *s, uint64_t leaf, int op, bool user, bool rw, bool us, bool xd,
                      uint64_t *code);
+uint64_t x86_leaf_flags(const struct guest_map *g, uint64_t encoded, int level);
 
 /* translate.c: the events that change the address space or invalidate caches, and
  * what shadow.c shares with the walk */
