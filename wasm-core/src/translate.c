@@ -280,7 +280,8 @@ static bool nested_walk(machine *m, vm_result *r, uint64_t gpa, const nested_req
             if (!(m->ntlb_shifts & (1u << sh)))
                 continue;
             cache_line *c = cache_find(m->ntlb, ((uint64_t)sh << 58) | (gpa >> sh), m->eptp_index);
-            if (!c || (c->aux & q->need) != q->need || (q->write && !(c->aux & NTLB_DIRTY)))
+            /* with nested A/D on, a write must find the dirty bit already set */
+            if (!c || (c->aux & q->need) != q->need || (q->write && nested_ad_on(m) && !(c->aux & NTLB_DIRTY)))
                 continue;
             uint64_t size = 1ull << sh;
             *o = (nested_out){.hpa = c->value | (gpa & (size - 1)), .page_size = size, .perms = c->aux & 0xFu,
@@ -667,6 +668,8 @@ void tlb_insert(machine *m, const vm_access *a, uint64_t gpa, uint64_t hpa, uint
 {
     uint32_t sh = (uint32_t)__builtin_ctzll(size);
     m->tlb_shifts |= 1u << sh;
+    /* Without any A/D bits to set (Sunway guests, EPT A/D off) a write never needs a walk. */
+    bool no_dirty_bits = !m->gf->has_ad && !(m->nf && nested_ad_on(m));
     cache_fill(m->tlb, ((uint64_t)sh << 58) | (a->gva >> sh), tlb_tag(m), hpa & ~(size - 1), gpa & ~(size - 1),
-               (uint16_t)(rights | (a->op == OP_WRITE ? TLB_DIRTY : 0)));
+               (uint16_t)(rights | (a->op == OP_WRITE || no_dirty_bits ? TLB_DIRTY : 0)));
 }
