@@ -14,7 +14,6 @@ help:
 	@echo "make bench   build and print the benchmarks"
 
 setup: system-deps node-deps
-	$(MAKE) -C hw-lab setup
 
 # Each tool is checked on its own so a machine that has them all does nothing.
 system-deps:
@@ -48,7 +47,9 @@ build: setup
 start: build
 	node web/scripts/serve.mjs
 
+# hw-lab's setup (QEMU, kernel headers and image, cross compiler) is only needed to test it.
 test: build
+	$(MAKE) -C hw-lab setup
 	$(MAKE) test-engine test-python test-js test-hwlab
 	@echo "all test suites passed"
 
