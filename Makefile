@@ -67,6 +67,7 @@ test-hwlab:
 
 bench: build
 	$(MAKE) -C wasm-core bench
+	npm run bench:web
 
 clean:
 	$(MAKE) -C wasm-core clean

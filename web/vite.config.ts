@@ -1,4 +1,5 @@
 import { defineConfig } from 'vite';
+import react from '@vitejs/plugin-react';
 import { fileURLToPath } from 'node:url';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
@@ -6,7 +7,8 @@ const here = fileURLToPath(new URL('.', import.meta.url));
 export default defineConfig({
   root: here,
   base: './',
+  plugins: [react()],
   server: { host: '127.0.0.1', port: 8080, fs: { allow: [fileURLToPath(new URL('..', import.meta.url))] } },
   preview: { host: '127.0.0.1', port: 8080, strictPort: true },
-  build: { outDir: 'dist', emptyOutDir: true, target: 'es2022' },
+  build: { outDir: 'dist', emptyOutDir: true, target: 'es2022', chunkSizeWarningLimit: 700 },
 });

@@ -1,0 +1,221 @@
+/* The built app in real headless Chromium, checked against the native CLI: every step of
+ * the ept-4k walk must highlight the cell, count and entry that `vmsim run` reports for
+ * that step. Also keyboard control, shared URLs, a malformed scenario file, and a
+ * screenshot of each view (tests/artifacts/walkthrough-*.png) for a human to look at. */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { preview, type PreviewServer } from 'vite';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Result } from '../../wasm-core/js/types';
+
+const root = join(__dirname, '..', '..');
+const artifacts = join(root, 'tests', 'artifacts');
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+
+let server: PreviewServer;
+let browser: Browser;
+let url: string;
+const pageErrors: string[] = [];
+
+function nativeRun(example: string): Result {
+  const p = spawnSync(join(root, 'wasm-core', 'build', 'vmsim'), ['run', join(root, 'wasm-core', 'examples', example + '.json')], { encoding: 'utf8' });
+  expect(p.status, p.stderr).toBe(0);
+  return JSON.parse(p.stdout);
+}
+
+async function open(query: string, width = 1200, height = 900, ready = '#counter'): Promise<Page> {
+  const page = await browser.newPage({ viewport: { width, height } });
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+  await page.goto(url + query);
+  await page.waitForSelector(ready);
+  return page;
+}
+
+const shot = (page: Page, name: string) => page.screenshot({ path: join(artifacts, `walkthrough-${name}.png`), fullPage: true });
+
+/* What the page shows for the current step, read from the DOM. */
+async function shown(page: Page) {
+  return page.evaluate(() => {
+    const cur = document.querySelectorAll<HTMLElement>('table.grid td[aria-current="step"]');
+    const field = (f: string) => document.querySelector(`#entry [data-field="${f}"]`)?.textContent ?? null;
+    return {
+      cells: cur.length,
+      row: cur[0]?.dataset.row ?? null,
+      col: cur[0]?.dataset.col ?? null,
+      cellText: cur[0]?.textContent ?? '',
+      counter: Number(document.querySelector('#counter [data-field="step"]')!.textContent),
+      entry: field('entry'),
+      entryHpa: field('entry_hpa'),
+      n: document.querySelector<HTMLElement>('#entry')?.dataset.n ?? null,
+    };
+  });
+}
+
+function expectStep(s: Awaited<ReturnType<typeof shown>>, step: Result['accesses'][0]['steps'][0]) {
+  expect(s.counter).toBe(step.n);
+  expect(s.n).toBe(String(step.n));
+  expect(s.entry).toBe(step.entry);
+  expect(s.entryHpa).toBe(step.entry_hpa);
+  expect(s.cells).toBe(1);
+  expect(s.row).toBe(String(step.dim === 'guest' ? step.level : step.stage));
+  expect(s.col).toBe(step.dim === 'guest' ? 'G' : `N${step.level}`);
+  if (step.ref !== null) expect(s.cellText).toContain(String(step.ref));
+}
+
+beforeAll(async () => {
+  expect(existsSync(join(root, 'web', 'dist', 'index.html')), 'build the app first: make build').toBe(true);
+  expect(existsSync(CHROMIUM), 'install Debian chromium (make setup does)').toBe(true);
+  server = await preview({
+    configFile: join(root, 'web', 'vite.config.ts'),
+    preview: { port: 0, host: '127.0.0.1', strictPort: false },
+    logLevel: 'silent',
+  });
+  url = server.resolvedUrls!.local[0];
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  mkdirSync(artifacts, { recursive: true });
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await new Promise<void>((r) => (server ? server.httpServer.close(() => r()) : r()));
+});
+
+describe('walkthrough app in Chromium', () => {
+  it('steps through the 24-reference EPT walk exactly as the native CLI traces it', async () => {
+    const trace = nativeRun('ept-4k').accesses[0];
+    expect(trace.memory_refs).toBe(24);
+    const page = await open('?example=ept-4k&access=0&step=0');
+    expect((await shown(page)).counter).toBe(0);
+    for (const step of trace.steps) {
+      await page.click('#next');
+      expectStep(await shown(page), step);
+      expect(new URL(page.url()).searchParams.get('step')).toBe(String(step.n));
+    }
+    expect(await page.isDisabled('#next')).toBe(true);
+    expect(await page.textContent('#outcome [data-field="outcome"]')).toBe('translated');
+    expect(await page.textContent('#outcome')).toContain(trace.hpa!);
+    await page.keyboard.press('Home');
+    await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('ArrowRight');
+    await shot(page, 'walk-ept-4k');
+    await page.close();
+  });
+
+  it('keyboard: arrows, Home, End and Space drive the walk', async () => {
+    const trace = nativeRun('ept-4k').accesses[0];
+    const page = await open('?example=ept-4k&access=0&step=0');
+    await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('ArrowRight');
+    expectStep(await shown(page), trace.steps[2]);
+    await page.keyboard.press('ArrowLeft');
+    expectStep(await shown(page), trace.steps[1]);
+    await page.keyboard.press('End');
+    expect((await shown(page)).counter).toBe(trace.steps.length);
+    await page.keyboard.press('Home');
+    expect((await shown(page)).counter).toBe(0);
+    await page.selectOption('select[aria-label="playback speed"]', '4');
+    await page.locator('body').click({ position: { x: 5, y: 5 } });
+    await page.keyboard.press(' ');
+    await expect.poll(async () => (await shown(page)).counter, { timeout: 5000 }).toBeGreaterThanOrEqual(3);
+    await page.keyboard.press(' ');
+    const paused = (await shown(page)).counter;
+    await page.waitForTimeout(500);
+    expect((await shown(page)).counter).toBe(paused);
+    expectStep(await shown(page), trace.steps[paused - 1]);
+    await page.close();
+  });
+
+  it('a shared URL reopens the same step', async () => {
+    const trace = nativeRun('ept-4k').accesses[0];
+    const page = await open('?example=ept-4k&access=0&step=7');
+    expectStep(await shown(page), trace.steps[6]);
+    await page.reload();
+    await page.waitForSelector('#counter');
+    expectStep(await shown(page), trace.steps[6]);
+    // Another example and access, through the URL alone.
+    const npt = nativeRun('npt-fault-walk');
+    const last = npt.accesses.length - 1;
+    const p2 = await open(`?example=npt-fault-walk&access=${last}&step=${npt.accesses[last].steps.length}`);
+    expect(await p2.textContent('#outcome')).toContain(npt.accesses[last].outcome === 'npt_fault' ? 'nested page fault' : '');
+    await shot(p2, 'walk-npt-fault');
+    await p2.close();
+    await page.close();
+  });
+
+  it('a malformed scenario file shows the error and the app keeps working', async () => {
+    const page = await open('?view=playground&example=ept-4k', 1200, 900, '[data-testid="playground"]');
+    await page.waitForSelector('.cm-editor');
+    await page.setInputFiles('[data-testid="file-input"]', { name: 'broken.json', mimeType: 'application/json', buffer: Buffer.from('{ "name": "broken", "mode": ') });
+    await expect.poll(() => page.textContent('[data-testid="pg-message"]')).toMatch(/broken\.json: not valid JSON at line 1/);
+    await page.click('[data-testid="run"]');
+    expect(await page.textContent('[data-testid="pg-message"]')).toMatch(/Fix the 1 problem/);
+    await shot(page, 'playground-error');
+    // A schema-valid scenario the engine rejects: its message, still no crash.
+    const bad = { name: 'misaligned', mode: 'native', guest: { paging: '4level', mappings: [{ gva: '0x400001', gpa: '0x200000' }] }, accesses: [] };
+    await page.setInputFiles('[data-testid="file-input"]', { name: 'misaligned.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(bad)) });
+    await page.click('[data-testid="run"]');
+    await expect.poll(() => page.textContent('[data-testid="pg-message"]')).toMatch(/engine rejected the scenario/);
+    // The rest of the app still works.
+    await page.click('button.tab:has-text("Walk")');
+    await page.waitForSelector('#counter');
+    await page.keyboard.press('ArrowRight');
+    expect((await shown(page)).counter).toBe(1);
+    // And a good file runs in the walk view.
+    await page.click('button.tab:has-text("Playground")');
+    await page.setInputFiles('[data-testid="file-input"]', { name: 'npt.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify({ ...bad, name: 'ok', guest: { paging: '4level', mappings: [{ gva: '0x400000', gpa: '0x200000' }] }, accesses: [{ gva: '0x400008', op: 'read' }] })) });
+    await page.click('[data-testid="run"]');
+    await page.waitForSelector('#counter');
+    await page.keyboard.press('End');
+    expect((await shown(page)).counter).toBe(4 + 4); // 4 reads + 4 A/D writes, native 4-level
+    await page.close();
+  });
+
+  it('screenshots of every view, light, dark and at 360 px', async () => {
+    const page = await open('?view=memory&example=ept-4k&access=0&step=9');
+    expect(await page.locator('svg.memsvg g.frame.current').count()).toBe(1);
+    await shot(page, 'memory-ept-4k');
+    await page.goto(url + '?view=compare');
+    await page.waitForSelector('[data-testid="compare-view"] tr[data-mode="shadow"]');
+    expect(await page.textContent('tr[data-mode="ept"] [data-field="refs"]')).toBe('24');
+    await shot(page, 'compare');
+    await page.goto(url + '?example=caches-ept&access=2&step=3');
+    await page.waitForSelector('#counter');
+    await shot(page, 'walk-caches');
+    await page.goto(url + '?example=shadow&access=0&step=3');
+    await page.waitForSelector('#counter');
+    await shot(page, 'walk-shadow');
+    await page.goto(url + '?view=playground&example=vmfunc-gate');
+    await page.waitForSelector('.cm-editor');
+    await shot(page, 'playground');
+    await page.goto(url + '?example=ept-4k&step=12');
+    await page.waitForSelector('#counter');
+    await page.click('button.theme');
+    expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe('dark');
+    await shot(page, 'walk-dark');
+    await page.click('button.theme');
+    await page.close();
+
+    const narrow = await open('?example=ept-4k&access=0&step=7', 360, 740);
+    // Usable at 360 px: nothing forces the page wider than the viewport.
+    expect(await narrow.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(360);
+    await shot(narrow, 'walk-360');
+    await narrow.goto(url + '?view=compare');
+    await narrow.waitForSelector('[data-testid="compare-view"]');
+    expect(await narrow.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(360);
+    await shot(narrow, 'compare-360');
+    await narrow.close();
+    expect(pageErrors).toEqual([]);
+  });
+});

@@ -1,0 +1,203 @@
+/* The app shell: view tabs, scenario and access pickers, step state, playback, theme and
+ * keyboard. All shareable state (view, example or inline scenario, access, step) lives in
+ * the URL; the views below only receive a trace and the step to draw. */
+import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
+import type { Result, Scenario } from '../../wasm-core/js/types';
+import type { Vmsim } from '../../wasm-core/js/vmsim';
+import { DEFAULT_COMPARE, type CompareInput } from './model/compare';
+import { accessLabel } from './model/decode';
+import { EXAMPLES, EXAMPLE_NAMES } from './model/examples';
+import { parseUrl, toSearch, type UrlState, type View } from './model/url';
+import { CachePanel } from './views/CachePanel';
+import { CompareView } from './views/CompareView';
+import { Controls } from './views/Controls';
+import { MemoryView } from './views/MemoryView';
+import { Playground } from './views/Playground';
+import { EntryPanel, WalkView } from './views/WalkView';
+
+const TABS: [View, string][] = [['walk', 'Walk'], ['memory', 'Memory'], ['compare', 'Compare'], ['playground', 'Playground']];
+
+type Theme = 'light' | 'dark' | null;
+function initialTheme(): Theme {
+  try { const t = localStorage.getItem('vmemlab-theme'); return t === 'light' || t === 'dark' ? t : null; } catch { return null; }
+}
+
+function isTyping(t: EventTarget | null): boolean {
+  const el = t as HTMLElement | null;
+  if (!el || !el.tagName) return false;
+  return /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName) || el.isContentEditable || !!el.closest?.('.cm-editor');
+}
+
+export function App({ engine }: { engine: Vmsim }) {
+  const [url, setUrl] = useState<UrlState>(() => parseUrl(location.search));
+  const [playing, setPlaying] = useState(false);
+  const [speed, setSpeed] = useState(1);
+  const [theme, setTheme] = useState<Theme>(initialTheme);
+
+  const update = useCallback((patch: Partial<UrlState>, push = false) => {
+    setUrl((u) => {
+      const next = { ...u, ...patch };
+      const search = toSearch(next);
+      if (search !== location.search) history[push ? 'pushState' : 'replaceState'](null, '', search);
+      return next;
+    });
+  }, []);
+  useEffect(() => {
+    const onPop = () => setUrl(parseUrl(location.search));
+    addEventListener('popstate', onPop);
+    return () => removeEventListener('popstate', onPop);
+  }, []);
+
+  // The scenario on show: an inline one from the playground/compare, or a bundled example.
+  const scenarioText = url.scenario ?? JSON.stringify(EXAMPLES[url.example] ?? EXAMPLES['ept-4k'], null, 2);
+  const run = useMemo((): { result: Result | null; error: string | null } => {
+    if (!url.scenario && !EXAMPLES[url.example]) return { result: null, error: `There is no example called "${url.example}". Pick one from the list.` };
+    try { return { result: engine.run(scenarioText), error: null }; } catch (e) { return { result: null, error: (e as Error).message }; }
+  }, [engine, scenarioText, url.scenario, url.example]);
+  const result = run.result;
+  const accessIndex = result ? Math.min(url.access, Math.max(0, result.accesses.length - 1)) : 0;
+  const access = result?.accesses[accessIndex] ?? null;
+  const total = access?.steps.length ?? 0;
+  const step = Math.min(url.step, total);
+
+  const [pgText, setPgText] = useState(scenarioText);
+  const lastScenario = useRef(scenarioText);
+  useEffect(() => { if (lastScenario.current !== scenarioText) { lastScenario.current = scenarioText; setPgText(scenarioText); } }, [scenarioText]);
+
+  const goStep = useCallback((n: number) => update({ step: Math.max(0, Math.min(total, n)) }), [update, total]);
+  const togglePlay = useCallback(() => {
+    setPlaying((p) => {
+      if (!p && step >= total) update({ step: 0 });
+      return !p;
+    });
+  }, [step, total, update]);
+
+  useEffect(() => {
+    if (!playing) return;
+    if (step >= total) { setPlaying(false); return; }
+    const t = setTimeout(() => update({ step: step + 1 }), 700 / speed);
+    return () => clearTimeout(t);
+  }, [playing, step, total, speed, update]);
+
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if (e.altKey || e.ctrlKey || e.metaKey || isTyping(e.target)) return;
+      if (url.view !== 'walk' && url.view !== 'memory') return;
+      const k = e.key;
+      if (k === 'ArrowRight') goStep(step + 1);
+      else if (k === 'ArrowLeft') goStep(step - 1);
+      else if (k === 'Home') goStep(0);
+      else if (k === 'End') goStep(total);
+      else if (k === ' ' || k === 'Spacebar') togglePlay();
+      else return;
+      e.preventDefault();
+      if (k !== ' ') setPlaying(false);
+    };
+    addEventListener('keydown', onKey);
+    return () => removeEventListener('keydown', onKey);
+  }, [url.view, step, total, goStep, togglePlay]);
+
+  useEffect(() => {
+    const root = document.documentElement;
+    if (theme) root.dataset.theme = theme; else delete root.dataset.theme;
+    try { if (theme) localStorage.setItem('vmemlab-theme', theme); } catch { /* private mode: theme just is not kept */ }
+  }, [theme]);
+  const dark = theme ? theme === 'dark' : typeof matchMedia === 'function' && matchMedia('(prefers-color-scheme: dark)').matches;
+
+  // The benchmark and the end-to-end tests wait for this mark: the walk view is on screen with a trace.
+  useEffect(() => {
+    if (result && url.view === 'walk' && !document.body.dataset.ready) {
+      document.body.dataset.ready = '1';
+      performance.mark('vmemlab:walk-rendered');
+    }
+  }, [result, url.view]);
+
+  const refsDone = access ? access.steps.slice(0, step).reduce((m, s) => Math.max(m, s.ref ?? 0), 0) : 0;
+  const compareInput: CompareInput = {
+    gva: url.gva ?? DEFAULT_COMPARE.gva, gpa: url.gpa ?? DEFAULT_COMPARE.gpa,
+    op: (['read', 'write', 'fetch'].includes(url.op ?? '') ? url.op : DEFAULT_COMPARE.op) as CompareInput['op'],
+    user: false,
+  };
+
+  const picker = (
+    <div className="pickers">
+      <label>scenario
+        <select value={url.scenario ? '' : url.example} aria-label="example scenario"
+          onChange={(e) => { setPlaying(false); update({ example: e.target.value, scenario: null, access: 0, step: 0 }, true); }}>
+          {url.scenario && <option value="">(your scenario)</option>}
+          {EXAMPLE_NAMES.map((n) => <option key={n} value={n}>{n}</option>)}
+        </select>
+      </label>
+      {result && result.accesses.length > 1 && (
+        <label>access
+          <select value={accessIndex} aria-label="access" onChange={(e) => { setPlaying(false); update({ access: Number(e.target.value), step: 0 }, true); }}>
+            {result.accesses.map((a, i) => <option key={i} value={i}>{accessLabel(a, i)}</option>)}
+          </select>
+        </label>
+      )}
+      {result && <span className="mode-badge" data-mode={result.mode}>{result.mode} · {result.guest_paging}{result.nested_levels ? ` · ${result.nested_levels}-level nested` : ''}</span>}
+    </div>
+  );
+
+  const controls = access && (
+    <Controls step={step} total={total} refOf={refsDone} refs={access.memory_refs} playing={playing} speed={speed}
+      onStep={(n) => { setPlaying(false); goStep(n); }} onPlay={togglePlay} onSpeed={setSpeed} />
+  );
+
+  const description = url.scenario ? null : (EXAMPLES[url.example] as Scenario | undefined)?.description;
+
+  return (
+    <div className="app">
+      <header className="top">
+        <h1><a href="?" aria-label="vmemlab home">vmemlab</a></h1>
+        <nav className="tabs" aria-label="views">
+          {TABS.map(([v, label]) => (
+            <button key={v} type="button" aria-pressed={url.view === v} className={url.view === v ? 'tab active' : 'tab'}
+              onClick={() => { setPlaying(false); update({ view: v }, true); }}>{label}</button>
+          ))}
+        </nav>
+        <button type="button" className="theme" onClick={() => setTheme(dark ? 'light' : 'dark')} aria-label={`switch to ${dark ? 'light' : 'dark'} theme`}>
+          {dark ? '☀' : '☾'}
+        </button>
+      </header>
+      <main>
+        {(url.view === 'walk' || url.view === 'memory') && (
+          <>
+            {picker}
+            {description && <p className="desc">{description}</p>}
+            {run.error && <p className="error" role="alert">The engine rejected this scenario: {run.error}</p>}
+            {result && access && (
+              <>
+                {controls}
+                {url.view === 'walk' ? (
+                  <>
+                    <WalkView result={result} access={access} step={step} onStep={(n) => { setPlaying(false); goStep(n); }} />
+                    <CachePanel result={result} accessIndex={accessIndex} onAccess={(i) => update({ access: i, step: 0 })} />
+                  </>
+                ) : (
+                  <div className="memory-page">
+                    <MemoryView result={result} access={access} step={step} />
+                    <EntryPanel result={result} access={access} step={step} />
+                    <CachePanel result={result} accessIndex={accessIndex} onAccess={(i) => update({ access: i, step: 0 })} />
+                  </div>
+                )}
+              </>
+            )}
+          </>
+        )}
+        {url.view === 'compare' && (
+          <CompareView engine={engine} input={compareInput}
+            onInput={(i) => update({ gva: i.gva, gpa: i.gpa, op: i.op })}
+            onOpen={(json) => update({ view: 'walk', scenario: json, access: 0, step: 0 }, true)} />
+        )}
+        {url.view === 'playground' && (
+          <Playground engine={engine} text={pgText} onText={setPgText}
+            onRun={(json) => { setPlaying(false); update({ view: 'walk', scenario: json, access: 0, step: 0 }, true); }} />
+        )}
+      </main>
+      <footer className="foot">
+        <span>Keys: ← → step · Space play/pause · Home/End · engine {engine.version}</span>
+      </footer>
+    </div>
+  );
+}

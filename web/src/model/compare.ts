@@ -1,0 +1,58 @@
+/* One guest mapping and one access, expressed as a scenario for every mode, so that the
+ * compare view runs the same translation five ways. Cycles use the cost model of
+ * `vmsim experiment` (wasm-core/docs/model.md 5b) so the numbers line up with the CLI. */
+import type { AccessResult, Mode, Op, Scenario } from '../../../wasm-core/js/types';
+import { hex, hexToBig } from './decode';
+
+export interface CompareInput {
+  gva: string;
+  gpa: string;
+  op: Op;
+  user: boolean;
+}
+
+export const COMPARE_MODES: Mode[] = ['native', 'ept', 'npt', 'flat', 'shadow'];
+export const DEFAULT_COMPARE: CompareInput = { gva: '0x400000', gpa: '0x200000', op: 'read', user: false };
+
+/* Guest tables sit at gpa 0x100000; the first 4 MiB of guest RAM are backed one to one
+ * from hpa 0x80000000, and the data page too when it lies above. */
+const HOST_BASE = 0x80000000n;
+const LOW_PAGES = 1024;
+
+export function checkCompareInput(inp: CompareInput): string | null {
+  let gva: bigint, gpa: bigint;
+  try {
+    gva = hexToBig(inp.gva);
+    gpa = hexToBig(inp.gpa);
+  } catch {
+    return 'gva and gpa must be hex numbers such as 0x400000';
+  }
+  if (gpa >= 1n << 30n) return 'gpa must be below 0x40000000 (1 GiB of guest RAM in this comparison)';
+  if (gpa >= 0x100000n && gpa < 0x110000n) return 'gpa 0x100000-0x10ffff holds the guest page tables: pick another';
+  if (gva >= 1n << 47n) return 'gva must be a lower-half 4-level address (below 0x800000000000)';
+  return null;
+}
+
+export function compareScenario(mode: Mode, inp: CompareInput): Scenario {
+  const gva = hexToBig(inp.gva) & ~0xfffn;
+  const gpa = hexToBig(inp.gpa) & ~0xfffn;
+  const slots = [{ gpa: '0x0', hpa: hex(HOST_BASE), pages: LOW_PAGES }];
+  if (gpa >= BigInt(LOW_PAGES) * 4096n) slots.push({ gpa: hex(gpa), hpa: hex(HOST_BASE + gpa), pages: 1 });
+  const s: Scenario = {
+    name: `compare-${mode}`,
+    mode,
+    guest: { paging: '4level', mappings: [{ gva: hex(gva), gpa: hex(gpa) }] },
+    accesses: [{ gva: inp.gva, op: inp.op, user: inp.user }],
+  };
+  if (mode === 'ept' || mode === 'npt') s.nested = { mappings: slots };
+  // Lazy filling shows the exits a flat table pays on first touch, as shadow paging does.
+  if (mode === 'flat') s.flat = { guest_ram: '0x40000000', mappings: slots };
+  if (mode === 'shadow') s.shadow = { mappings: slots };
+  if (mode === 'native') s.guest.mappings[0].gpa = hex(HOST_BASE + gpa);
+  return s;
+}
+
+export const COST = { perAccess: 10, perRef: 40, perExit: 1700 };
+export function cycles(a: Pick<AccessResult, 'memory_refs' | 'exits'>): number {
+  return COST.perAccess + a.memory_refs * COST.perRef + a.exits * COST.perExit;
+}

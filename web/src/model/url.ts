@@ -1,0 +1,69 @@
+/* The view state a learner would share: which view, which example (or an inline
+ * scenario), which access and step. Parsing never throws: bad values fall back to defaults. */
+export type View = 'walk' | 'memory' | 'compare' | 'playground';
+export const VIEWS: View[] = ['walk', 'memory', 'compare', 'playground'];
+
+export interface UrlState {
+  view: View;
+  example: string;
+  access: number;
+  step: number;
+  /** A scenario from the playground, as JSON, when not an example. */
+  scenario: string | null;
+  /** Compare view inputs. */
+  gva: string | null;
+  gpa: string | null;
+  op: string | null;
+}
+
+export const DEFAULT_EXAMPLE = 'ept-4k';
+
+function int(v: string | null, dflt: number): number {
+  const n = v === null ? NaN : Number(v);
+  return Number.isInteger(n) && n >= 0 ? n : dflt;
+}
+
+function b64decode(s: string): string | null {
+  try {
+    const bin = atob(s.replace(/-/g, '+').replace(/_/g, '/'));
+    return new TextDecoder().decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
+  } catch {
+    return null;
+  }
+}
+function b64encode(s: string): string {
+  const bytes = new TextEncoder().encode(s);
+  let bin = '';
+  for (const b of bytes) bin += String.fromCharCode(b);
+  return btoa(bin).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+export function parseUrl(search: string): UrlState {
+  const p = new URLSearchParams(search);
+  const view = p.get('view') as View;
+  return {
+    view: VIEWS.includes(view) ? view : 'walk',
+    example: p.get('example') || DEFAULT_EXAMPLE,
+    access: int(p.get('access'), 0),
+    step: int(p.get('step'), 0),
+    scenario: p.has('s') ? b64decode(p.get('s')!) : null,
+    gva: p.get('gva'),
+    gpa: p.get('gpa'),
+    op: p.get('op'),
+  };
+}
+
+export function toSearch(s: UrlState): string {
+  const p = new URLSearchParams();
+  if (s.view !== 'walk') p.set('view', s.view);
+  if (s.scenario) p.set('s', b64encode(s.scenario));
+  else p.set('example', s.example);
+  p.set('access', String(s.access));
+  p.set('step', String(s.step));
+  if (s.view === 'compare') {
+    if (s.gva) p.set('gva', s.gva);
+    if (s.gpa) p.set('gpa', s.gpa);
+    if (s.op) p.set('op', s.op);
+  }
+  return '?' + p.toString();
+}

@@ -1,0 +1,124 @@
+/* Scenario checks before the engine sees them: JSON syntax (with line and column) and
+ * the JSON Schema (with the path of each bad field). Loaded only by the playground,
+ * so ajv stays out of the first page's bundle. */
+import Ajv, { type ErrorObject } from 'ajv';
+import schema from '../../../wasm-core/schema/scenario.schema.json';
+
+export interface Problem { path: string; message: string }
+
+let validate: ReturnType<Ajv['compile']> | null = null;
+function validator() {
+  // strict: false because the schema uses "default" inside oneOf branches, which is legal JSON Schema.
+  return (validate ??= new Ajv({ allErrors: true, strict: false }).compile(schema));
+}
+
+export function lineCol(text: string, pos: number): { line: number; col: number } {
+  const before = text.slice(0, pos).split('\n');
+  return { line: before.length, col: before[before.length - 1].length + 1 };
+}
+
+/* V8's JSON.parse messages no longer carry an offset, so a small scanner finds where the
+ * text stops being JSON. It only locates; JSON.parse remains the judge. */
+export function jsonErrorOffset(text: string): number {
+  let i = 0;
+  const ws = () => { while (i < text.length && ' \t\n\r'.includes(text[i])) i++; };
+  const fail = (): never => { throw i; };
+  const lit = (w: string) => { if (text.startsWith(w, i)) i += w.length; else fail(); };
+  const str = () => {
+    i++;
+    while (i < text.length && text[i] !== '"') {
+      if (text[i] === '\\') i++;
+      else if (text.charCodeAt(i) < 0x20) fail();
+      i++;
+    }
+    if (i >= text.length) fail();
+    i++;
+  };
+  const num = () => {
+    const m = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/.exec(text.slice(i));
+    if (!m) fail();
+    i += m![0].length;
+  };
+  const value = (): void => {
+    ws();
+    const c = text[i];
+    if (c === '{') {
+      i++; ws();
+      if (text[i] === '}') { i++; return; }
+      for (;;) {
+        ws(); if (text[i] !== '"') fail(); str(); ws();
+        if (text[i] !== ':') fail(); i++; value(); ws();
+        if (text[i] === ',') { i++; continue; }
+        if (text[i] === '}') { i++; return; }
+        fail();
+      }
+    } else if (c === '[') {
+      i++; ws();
+      if (text[i] === ']') { i++; return; }
+      for (;;) {
+        value(); ws();
+        if (text[i] === ',') { i++; continue; }
+        if (text[i] === ']') { i++; return; }
+        fail();
+      }
+    } else if (c === '"') str();
+    else if (c === 't') lit('true');
+    else if (c === 'f') lit('false');
+    else if (c === 'n') lit('null');
+    else num();
+  };
+  try {
+    value(); ws();
+    return i < text.length ? i : -1;
+  } catch (at) {
+    return at as number;
+  }
+}
+
+/** Parses text as JSON; on failure a problem that says where. */
+export function parseJson(text: string): { value: unknown; problem: Problem | null } {
+  try {
+    return { value: JSON.parse(text), problem: null };
+  } catch (e) {
+    const msg = (e as Error).message;
+    const at = jsonErrorOffset(text);
+    const where = at >= 0 ? lineCol(text, at) : null;
+    return {
+      value: undefined,
+      problem: { path: '', message: `not valid JSON${where ? ` at line ${where.line}, column ${where.col}` : ''}: ${msg}` },
+    };
+  }
+}
+
+function describe(e: ErrorObject): Problem {
+  const path = e.instancePath || '/';
+  if (e.keyword === 'additionalProperties')
+    return { path, message: `unknown key "${(e.params as { additionalProperty: string }).additionalProperty}"` };
+  if (e.keyword === 'enum')
+    return { path, message: `must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}` };
+  return { path, message: e.message ?? e.keyword };
+}
+
+/** Schema problems, most specific first, one per path (oneOf branches repeat themselves). */
+export function schemaProblems(value: unknown): Problem[] {
+  const v = validator();
+  if (v(value)) return [];
+  const errs = (v.errors ?? []).filter((e) => e.keyword !== 'oneOf' && e.keyword !== 'if');
+  const seen = new Set<string>();
+  const out: Problem[] = [];
+  for (const e of errs.sort((a, b) => b.instancePath.length - a.instancePath.length)) {
+    const p = describe(e);
+    const k = p.path + p.message;
+    if (seen.has(k)) continue;
+    seen.add(k);
+    out.push(p);
+  }
+  return out.slice(0, 12);
+}
+
+/** Everything wrong with a scenario text before running it: syntax first, then the schema. */
+export function checkScenarioText(text: string): { value: unknown; problems: Problem[] } {
+  const { value, problem } = parseJson(text);
+  if (problem) return { value: undefined, problems: [problem] };
+  return { value, problems: schemaProblems(value) };
+}

@@ -1,0 +1,123 @@
+/* Edit a scenario: a form for the common fields, the JSON itself (CodeMirror, loaded
+ * lazily; a plain textarea until then), schema errors with their path, file load and
+ * save, and a run that hands the scenario to the walk view. Nothing here can take the
+ * page down: every failure becomes a message. */
+import { lazy, Suspense, useEffect, useMemo, useState } from 'react';
+import type { Scenario } from '../../../wasm-core/js/types';
+import { ScenarioError, type Vmsim } from '../../../wasm-core/js/vmsim';
+import type { Problem } from '../model/validate';
+
+const JsonEditor = lazy(() => import('./JsonEditor'));
+type Validate = typeof import('../model/validate');
+
+export interface PlaygroundProps {
+  engine: Pick<Vmsim, 'run'>;
+  text: string;
+  onText: (t: string) => void;
+  onRun: (json: string) => void;
+  /** Injected by tests so the editor is a textarea (jsdom has no layout for CodeMirror). */
+  plainEditor?: boolean;
+}
+
+const NESTED_DEFAULT = { mappings: [{ gpa: '0x0', hpa: '0x80000000', pages: 1024 }] };
+
+function withMode(s: Scenario, mode: Scenario['mode']): Scenario {
+  const out: Scenario = { ...s, mode };
+  delete out.nested; delete out.flat; delete out.shadow;
+  if (mode === 'ept' || mode === 'npt') out.nested = s.nested ?? NESTED_DEFAULT;
+  if (mode === 'flat') out.flat = { guest_ram: '0x40000000', mappings: NESTED_DEFAULT.mappings };
+  if (mode === 'shadow') out.shadow = { mappings: NESTED_DEFAULT.mappings };
+  // Keys that belong to one nested format are errors in the other.
+  if (out.nested && mode === 'npt') { const { ad, memory_type, execute_only, vmfunc, eptp_list, ...rest } = out.nested; void ad; void memory_type; void execute_only; void vmfunc; void eptp_list; out.nested = rest; }
+  if (out.nested && mode === 'ept') { const { host_nxe, host_smep, ...rest } = out.nested; void host_nxe; void host_smep; out.nested = rest; }
+  return out;
+}
+
+export function Playground({ engine, text, onText, onRun, plainEditor }: PlaygroundProps) {
+  const [val, setVal] = useState<Validate | null>(null);
+  const [message, setMessage] = useState<{ kind: 'error' | 'ok'; text: string } | null>(null);
+
+  useEffect(() => { import('../model/validate').then(setVal, (e) => setMessage({ kind: 'error', text: `The validator failed to load: ${e.message}` })); }, []);
+
+  const checked = useMemo(() => (val ? val.checkScenarioText(text) : null), [val, text]);
+  const problems: Problem[] = checked?.problems ?? [];
+  const scenario = checked && checked.value && typeof checked.value === 'object' ? (checked.value as Scenario) : null;
+
+  const edit = (f: (s: Scenario) => Scenario) => {
+    if (!scenario) return;
+    try { onText(JSON.stringify(f(structuredClone(scenario)), null, 2)); } catch (e) { setMessage({ kind: 'error', text: (e as Error).message }); }
+  };
+  const m0 = scenario?.guest?.mappings?.[0];
+  const a0 = scenario?.accesses?.[0] as { gva?: string; op?: string; user?: boolean } | undefined;
+
+  const run = () => {
+    if (problems.length) { setMessage({ kind: 'error', text: `Fix the ${problems.length} problem(s) listed below first.` }); return; }
+    try {
+      const r = engine.run(text);
+      setMessage({ kind: 'ok', text: `${r.accesses.length} accesses, ${r.totals.memory_refs} memory references, ${r.totals.exits} exits.` });
+      onRun(text);
+    } catch (e) {
+      setMessage({ kind: 'error', text: e instanceof ScenarioError ? `The engine rejected the scenario: ${e.message}` : `The engine failed: ${(e as Error).message}` });
+    }
+  };
+
+  const load = async (file: File | undefined) => {
+    if (!file) return;
+    try {
+      const t = await file.text();
+      onText(t);
+      const c = val?.checkScenarioText(t);
+      setMessage(c && c.problems.length
+        ? { kind: 'error', text: `${file.name}: ${c.problems[0].path ? c.problems[0].path + ': ' : ''}${c.problems[0].message}` }
+        : { kind: 'ok', text: `Loaded ${file.name}.` });
+    } catch (e) {
+      setMessage({ kind: 'error', text: `Could not read ${file.name}: ${(e as Error).message}` });
+    }
+  };
+
+  const save = () => {
+    const name = (scenario?.name || 'scenario').replace(/[^\w.-]+/g, '_');
+    const url = URL.createObjectURL(new Blob([text], { type: 'application/json' }));
+    const a = document.createElement('a');
+    a.href = url; a.download = `${name}.json`; a.click();
+    setTimeout(() => URL.revokeObjectURL(url), 1000);
+  };
+
+  return (
+    <div className="playground" data-testid="playground">
+      <fieldset className="form" disabled={!scenario}>
+        <legend>Basics {scenario ? '' : <span className="muted">(fix the JSON to use the form)</span>}</legend>
+        <label>name <input value={scenario?.name ?? ''} onChange={(e) => edit((s) => ({ ...s, name: e.target.value }))} /></label>
+        <label>mode <select value={scenario?.mode ?? 'ept'} onChange={(e) => edit((s) => withMode(s, e.target.value as Scenario['mode']))}>
+          {['native', 'ept', 'npt', 'flat', 'shadow'].map((m) => <option key={m}>{m}</option>)}</select></label>
+        <label>guest paging <select value={scenario?.guest?.paging ?? '4level'} onChange={(e) => edit((s) => ({ ...s, guest: { ...s.guest, paging: e.target.value as Scenario['guest']['paging'] } }))}>
+          {['4level', '5level', 'pae', '32bit', 'sunway'].map((m) => <option key={m}>{m}</option>)}</select></label>
+        <label>mapping gva <input value={m0?.gva ?? ''} spellCheck={false} onChange={(e) => edit((s) => { s.guest.mappings[0] = { ...s.guest.mappings[0], gva: e.target.value }; return s; })} disabled={!m0} /></label>
+        <label>→ gpa <input value={m0?.gpa ?? ''} spellCheck={false} onChange={(e) => edit((s) => { s.guest.mappings[0] = { ...s.guest.mappings[0], gpa: e.target.value }; return s; })} disabled={!m0} /></label>
+        <label>access gva <input value={a0?.gva ?? ''} spellCheck={false} onChange={(e) => edit((s) => { s.accesses[0] = { ...(s.accesses[0] as object), gva: e.target.value } as Scenario['accesses'][0]; return s; })} disabled={!a0?.gva} /></label>
+        <label>op <select value={a0?.op ?? 'read'} disabled={!a0?.op} onChange={(e) => edit((s) => { s.accesses[0] = { ...(s.accesses[0] as object), op: e.target.value } as Scenario['accesses'][0]; return s; })}>
+          <option>read</option><option>write</option><option>fetch</option></select></label>
+      </fieldset>
+
+      <div className="filebar">
+        <label className="filebtn">Load file… <input type="file" accept=".json,application/json" data-testid="file-input" onChange={(e) => { void load(e.target.files?.[0]); e.target.value = ''; }} /></label>
+        <button type="button" onClick={save}>Save</button>
+        <button type="button" className="primary" onClick={run} data-testid="run">Run in walk view</button>
+      </div>
+      {message && <p className={message.kind === 'error' ? 'error' : 'okmsg'} role={message.kind === 'error' ? 'alert' : 'status'} data-testid="pg-message">{message.text}</p>}
+
+      {problems.length > 0 && (
+        <ul className="problems" aria-label="problems" data-testid="problems">
+          {problems.map((p, i) => <li key={i}><code>{p.path || '(document)'}</code> {p.message}</li>)}
+        </ul>
+      )}
+      {plainEditor ? (
+        <textarea className="plain-editor" value={text} onChange={(e) => onText(e.target.value)} aria-label="scenario JSON" spellCheck={false} />
+      ) : (
+        <Suspense fallback={<textarea className="plain-editor" value={text} onChange={(e) => onText(e.target.value)} aria-label="scenario JSON" spellCheck={false} />}>
+          <JsonEditor value={text} onChange={onText} />
+        </Suspense>
+      )}
+    </div>
+  );
+}

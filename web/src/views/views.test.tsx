@@ -1,0 +1,279 @@
+// @vitest-environment jsdom
+/* The views driven by real engine traces (the WebAssembly engine, run in the test).
+ * The expectations come from the trace itself or from independent arithmetic on the
+ * model (24 = g + (g+1)n, qualification bits by shifting), never from the view code. */
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { cleanup, fireEvent, render, screen, waitFor, within, act } from '@testing-library/react';
+import type { Result } from '../../../wasm-core/js/types';
+import type { Vmsim } from '../../../wasm-core/js/vmsim';
+import { EXAMPLES, EXAMPLE_NAMES } from '../model/examples';
+import { testEngine } from '../test/engine';
+import { WalkView } from './WalkView';
+import { MemoryView } from './MemoryView';
+import { CachePanel } from './CachePanel';
+import { CompareView } from './CompareView';
+import { Playground } from './Playground';
+import { Controls } from './Controls';
+import { App } from '../App';
+import { DEFAULT_COMPARE } from '../model/compare';
+
+let engine: Vmsim;
+const runs: Record<string, Result> = {};
+beforeAll(async () => {
+  engine = await testEngine();
+  for (const n of EXAMPLE_NAMES) runs[n] = engine.run(EXAMPLES[n]);
+});
+afterEach(() => cleanup());
+
+describe('walk view on the ept-4k trace', () => {
+  it('highlights the cell of every step and shows the entry it read', () => {
+    const r = runs['ept-4k'];
+    const a = r.accesses[0];
+    expect(a.memory_refs).toBe(4 + 5 * 4);
+    const { container, rerender } = render(<WalkView result={r} access={a} step={0} />);
+    expect(container.querySelectorAll('td[aria-current="step"]')).toHaveLength(0);
+    for (const s of a.steps) {
+      rerender(<WalkView result={r} access={a} step={s.n} />);
+      const cur = container.querySelectorAll('td[aria-current="step"]');
+      expect(cur, `step ${s.n}`).toHaveLength(1);
+      const cell = cur[0] as HTMLElement;
+      if (s.dim === 'guest') {
+        expect(cell.dataset.col).toBe('G');
+        expect(Number(cell.dataset.row)).toBe(s.level);
+      } else {
+        expect(cell.dataset.col).toBe(`N${s.level}`);
+        expect(Number(cell.dataset.row)).toBe(s.stage);
+      }
+      if (s.ref !== null) expect(cell.textContent).toContain(String(s.ref));
+      const entry = container.querySelector('#entry')!;
+      expect(entry.querySelector('[data-field="entry"]')!.textContent).toBe(s.entry);
+      expect(entry.querySelector('[data-field="entry_hpa"]')!.textContent).toBe(s.entry_hpa);
+      expect(entry.querySelector('[data-field="result"]')!.textContent).toBe(s.result.replace(/_/g, ' '));
+    }
+    // All 24 reference numbers appear exactly once in the grid at the end.
+    const refs = [...container.querySelectorAll('table.grid .ref')].map((e) => e.textContent).filter((t) => /^\d+$/.test(t!));
+    expect(refs.map(Number).sort((x, y) => x - y)).toEqual(Array.from({ length: 24 }, (_, i) => i + 1));
+    expect(container.querySelector('[data-field="outcome"]')!.textContent).toBe('translated');
+  });
+
+  it('splits the gva into 9-bit indices and an offset', () => {
+    const r = runs['ept-4k'];
+    render(<WalkView result={r} access={r.accesses[0]} step={0} />);
+    const split = screen.getByLabelText('address split');
+    const values = [...split.querySelectorAll('.field .f-value')].map((e) => e.textContent);
+    const gva = BigInt(r.accesses[0].gva!);
+    const want = [39n, 30n, 21n, 12n].map((sh) => String((gva >> sh) & 511n));
+    expect(values).toEqual([...want, '0x' + (gva & 0xfffn).toString(16)]);
+  });
+});
+
+describe('every example, every access, renders', () => {
+  it('walk, memory and cache views draw every trace without throwing', () => {
+    let drawn = 0;
+    for (const n of EXAMPLE_NAMES) {
+      const r = runs[n];
+      r.accesses.forEach((a, i) => {
+        for (const step of [0, Math.ceil(a.steps.length / 2), a.steps.length]) {
+          const { unmount, container } = render(
+            <>
+              <WalkView result={r} access={a} step={step} />
+              <MemoryView result={r} access={a} step={step} />
+              <CachePanel result={r} accessIndex={i} />
+            </>,
+          );
+          // The step list is the fallback that shows every step, whatever the mode.
+          expect(container.querySelectorAll('table.steplist tbody tr'), `${n} #${i}`).toHaveLength(a.steps.length);
+          unmount();
+          drawn++;
+        }
+      });
+    }
+    expect(drawn).toBeGreaterThan(100);
+  });
+});
+
+describe('outcome details', () => {
+  const bitsOf = (hex: string) => [...Array(40).keys()].filter((b) => (BigInt(hex) >> BigInt(b)) & 1n);
+  const setBits = (c: HTMLElement) => [...c.querySelectorAll('.bits li.set')].map((e) => Number(/bit (\d+)/.exec(e.textContent!)![1]));
+
+  it('decodes the EPT violation qualification into words', () => {
+    const r = runs['ept-violation'];
+    const a = r.accesses.find((x) => x.outcome === 'ept_violation')!;
+    const { container } = render(<WalkView result={r} access={a} step={a.steps.length} />);
+    const q = (a.fault as { qualification: string }).qualification;
+    expect(setBits(container)).toEqual(bitsOf(q).filter((b) => [0, 1, 2, 3, 4, 5, 7, 8].includes(b)));
+    expect(container.textContent).toContain('Exit qualification');
+    expect(container.textContent).toContain('guest linear address valid');
+  });
+
+  it('decodes NPT EXITINFO1 and the guest #PF error code', () => {
+    for (const [name, field, outcome] of [['npt-fault', 'exitinfo1', 'npt_fault'], ['guest-page-fault', 'error_code', 'guest_page_fault']] as const) {
+      const r = runs[name];
+      const a = r.accesses.find((x) => x.outcome === outcome)!;
+      const { container, unmount } = render(<WalkView result={r} access={a} step={a.steps.length} />);
+      const v = (a.fault as unknown as Record<string, string>)[field];
+      expect(setBits(container), name).toEqual(bitsOf(v).filter((b) => [0, 1, 2, 3, 4, 32, 33].includes(b)));
+      unmount();
+    }
+  });
+});
+
+describe('memory view', () => {
+  it('draws one frame per distinct host frame and outlines the current one', () => {
+    const r = runs['ept-4k'];
+    const a = r.accesses[0];
+    const frames = new Set(a.steps.map((s) => BigInt(s.entry_hpa) >> 12n));
+    frames.add(BigInt(a.hpa!) >> 12n);
+    const { container, rerender } = render(<MemoryView result={r} access={a} step={1} />);
+    expect(container.querySelectorAll('g.frame')).toHaveLength(frames.size);
+    for (const s of [a.steps[0], a.steps[4], a.steps[19]]) {
+      rerender(<MemoryView result={r} access={a} step={s.n} />);
+      const cur = container.querySelectorAll('g.frame.current');
+      expect(cur).toHaveLength(1);
+      expect(BigInt(cur[0].getAttribute('data-pfn')!)).toBe(BigInt(s.entry_hpa) >> 12n);
+      expect(cur[0].getAttribute('data-role')).toBe(s.dim === 'guest' ? 'guest' : 'nested');
+    }
+  });
+
+  it('draws no frame for steps a cache answered', () => {
+    const r = runs['caches-ept'];
+    const a = r.accesses[2];
+    const read = new Set(a.steps.filter((s) => s.kind === 'read' || s.kind === 'ad_write').map((s) => BigInt(s.entry_hpa) >> 12n));
+    read.add(BigInt(a.hpa!) >> 12n);
+    const { container } = render(<MemoryView result={r} access={a} step={0} />);
+    const pfns = [...container.querySelectorAll('g.frame')].map((g) => BigInt(g.getAttribute('data-pfn')!));
+    expect(new Set(pfns)).toEqual(read);
+    expect(pfns).not.toContain(0n);
+  });
+
+  it('names shadow and flat tables by their role', () => {
+    const roles = (name: string) => {
+      const r = runs[name];
+      const { container, unmount } = render(<MemoryView result={r} access={r.accesses[0]} step={0} />);
+      const out = new Set([...container.querySelectorAll('g.frame')].map((g) => g.getAttribute('data-role')));
+      unmount();
+      return out;
+    };
+    expect(roles('shadow').has('shadow')).toBe(true);
+    expect(roles('flat-x86-lazy').has('flat')).toBe(true);
+  });
+});
+
+describe('cache panel', () => {
+  it('lists TLB hit or miss and walk-cache hits per access from the trace', () => {
+    const r = runs['caches-ept'];
+    const { container } = render(<CachePanel result={r} accessIndex={1} />);
+    const rows = [...container.querySelectorAll('tbody tr')];
+    expect(rows).toHaveLength(r.accesses.length);
+    r.accesses.forEach((a, i) => {
+      const cells = rows[i].querySelectorAll('td');
+      expect(cells[2].textContent).toBe(a.cache?.tlb ?? '–');
+      expect(Number(cells[3].textContent)).toBe(a.steps.filter((s) => s.kind === 'pwc_hit').length);
+      expect(Number(cells[4].textContent)).toBe(a.steps.filter((s) => s.kind === 'ntlb_hit').length);
+    });
+    expect(rows[1].getAttribute('aria-current')).toBe('true');
+    expect(render(<CachePanel result={runs['ept-4k']} accessIndex={0} />).container.innerHTML).toBe('');
+  });
+});
+
+describe('compare view', () => {
+  it('runs one mapping under five modes with the expected reference counts', () => {
+    const { container } = render(<CompareView engine={engine} input={DEFAULT_COMPARE} />);
+    const refs = (m: string) => Number(container.querySelector(`tr[data-mode="${m}"] [data-field="refs"]`)!.textContent);
+    const exits = (m: string) => Number(container.querySelector(`tr[data-mode="${m}"] [data-field="exits"]`)!.textContent);
+    const g = 4, n = 4;
+    expect(refs('native')).toBe(g);
+    expect(refs('ept')).toBe(g + (g + 1) * n);
+    expect(refs('npt')).toBe(g + (g + 1) * n);
+    expect(exits('ept')).toBe(0);
+    // Flat: one reference per nested translation once filled; a cold table misses g+1 times, each an exit.
+    expect(exits('flat')).toBe(g + 1);
+    expect(refs('flat')).toBe(g + 2 * (g + 1));
+    // Shadow: a cold shadow table is a hidden page fault: one exit, then the retried walk.
+    expect(exits('shadow')).toBe(1);
+  });
+
+  it('says what is wrong with a bad gva instead of running', () => {
+    render(<CompareView engine={engine} input={{ ...DEFAULT_COMPARE, gva: 'zz' }} />);
+    expect(screen.getByRole('alert').textContent).toMatch(/hex/);
+  });
+});
+
+describe('playground', () => {
+  function setup(text: string) {
+    let current = text;
+    const runs: string[] = [];
+    const view = render(<Playground engine={engine} text={current} onText={(t) => (current = t)} onRun={(j) => runs.push(j)} plainEditor />);
+    return { view, runs, get text() { return current; } };
+  }
+
+  it('shows a JSON syntax error with line and column and does not run', async () => {
+    const { runs } = setup('{\n  "name": "x",\n  "mode": }');
+    await waitFor(() => expect(screen.getByTestId('problems').textContent).toMatch(/not valid JSON at line 3/));
+    fireEvent.click(screen.getByTestId('run'));
+    expect(screen.getByTestId('pg-message').textContent).toMatch(/Fix the 1 problem/);
+    expect(runs).toEqual([]);
+  });
+
+  it('shows schema errors with the JSON path', async () => {
+    const s = structuredClone(EXAMPLES['ept-4k']) as unknown as Record<string, any>;
+    s.guest.mappings[0].gva = 'nothex';
+    s.bogus = 1;
+    setup(JSON.stringify(s, null, 2));
+    await waitFor(() => expect(screen.getByTestId('problems')).toBeTruthy());
+    const text = screen.getByTestId('problems').textContent!;
+    expect(text).toContain('/guest/mappings/0/gva');
+    expect(text).toContain('unknown key "bogus"');
+  });
+
+  it('reports the engine\'s ScenarioError and keeps working', async () => {
+    const s = structuredClone(EXAMPLES['ept-4k']);
+    s.guest.mappings[0].gva = '0x400001'; // schema-valid, but not 4 KiB aligned: the engine says so
+    const { runs } = setup(JSON.stringify(s));
+    await waitFor(() => expect(screen.queryByTestId('problems')).toBeNull());
+    await act(async () => { await new Promise((r) => setTimeout(r, 50)); });
+    fireEvent.click(screen.getByTestId('run'));
+    expect(screen.getByTestId('pg-message').textContent).toMatch(/engine rejected the scenario: .*gva/);
+    expect(runs).toEqual([]);
+  });
+
+  it('runs a valid scenario and edits it through the form', async () => {
+    const t = setup(JSON.stringify(EXAMPLES['native-4k'], null, 2));
+    await waitFor(() => expect((screen.getByLabelText('mode') as HTMLSelectElement).value).toBe('native'));
+    fireEvent.change(screen.getByLabelText('mode'), { target: { value: 'ept' } });
+    const edited = JSON.parse(t.text);
+    expect(edited.mode).toBe('ept');
+    expect(edited.nested.mappings.length).toBeGreaterThan(0);
+    expect(engine.run(edited).accesses[0].memory_refs).toBe(24);
+    fireEvent.click(screen.getByTestId('run'));
+    expect(t.runs).toHaveLength(1);
+  });
+});
+
+describe('controls and keyboard in the app', () => {
+  it('steps with the arrow keys, Home and End, and keeps the step in the URL', async () => {
+    history.replaceState(null, '', '/?example=ept-4k&access=0&step=3');
+    const { container } = render(<App engine={engine} />);
+    const counter = () => Number(container.querySelector('#counter [data-field="step"]')!.textContent);
+    expect(counter()).toBe(3);
+    fireEvent.keyDown(window, { key: 'ArrowRight' });
+    expect(counter()).toBe(4);
+    expect(location.search).toContain('step=4');
+    fireEvent.keyDown(window, { key: 'ArrowLeft' });
+    fireEvent.keyDown(window, { key: 'ArrowLeft' });
+    expect(counter()).toBe(2);
+    fireEvent.keyDown(window, { key: 'End' });
+    expect(counter()).toBe(28);
+    fireEvent.keyDown(window, { key: 'Home' });
+    expect(counter()).toBe(0);
+    const cur = container.querySelector('td[aria-current="step"]');
+    expect(cur).toBeNull();
+  });
+
+  it('buttons are disabled at the ends', () => {
+    render(<Controls step={0} total={5} refOf={0} refs={4} playing={false} speed={1} onStep={() => {}} onPlay={() => {}} onSpeed={() => {}} />);
+    const bar = screen.getByRole('toolbar');
+    expect((within(bar).getByLabelText('step back (←)') as HTMLButtonElement).disabled).toBe(true);
+    expect((within(bar).getByLabelText('step forward (→)') as HTMLButtonElement).disabled).toBe(false);
+  });
+});
