@@ -94,6 +94,22 @@ describe('lessons', () => {
     expect(run('shadow-basics').accesses.map((a: { memory_refs: number }) => a.memory_refs).slice(0, 3)).toEqual([5, 4, 8]);
   });
 
+  it('lessons 1, 3 and 5 exist in Japanese and Chinese with the same ids, scenarios and views', () => {
+    for (const lang of ['ja', 'zh']) {
+      const tr = lessons(lang);
+      expect(tr.map((l) => l.data.order).sort()).toEqual([1, 3, 5]);
+      for (const l of tr) {
+        const original = en.find((e) => e.data.id === l.data.id)!;
+        expect(original, `${lang}/${l.file}`).toBeTruthy();
+        expect(l.data.language).toBe(lang);
+        expect(l.data.scenarios).toEqual(original.data.scenarios);
+        expect(blocks(l.content, 'vmemlab')).toEqual(blocks(original.content, 'vmemlab'));
+        expect(blocks(l.content, 'exercise')).toEqual(blocks(original.content, 'exercise'));
+        expect(l.data.title).not.toEqual(original.data.title);   // translated, not copied
+      }
+    }
+  });
+
   it('the glossary defines every term in English, Japanese and Chinese', () => {
     const g = JSON.parse(readFileSync(join(lessonsDir, 'glossary.json'), 'utf8'));
     for (const term of ['gva', 'gpa', 'hva', 'hpa', 'gfn', 'pfn', 'eptp', 'ncr3', 'pte', 'walk', 'exit', 'vmfunc']) {
