@@ -1,0 +1,95 @@
+/* Exercises are checked by the engine; these tests check the engine's answers against
+ * arithmetic done here, independently, for many seeds. */
+import { describe, expect, it, beforeAll } from 'vitest';
+import { generate, check } from './exercises';
+import { testEngine } from '../test/engine';
+import type { Vmsim } from '../../../wasm-core/js/vmsim';
+
+let engine: Vmsim;
+beforeAll(async () => {
+  engine = await testEngine();
+});
+
+const seeds = Array.from({ length: 25 }, (_, i) => i * 7919 + 1);
+
+describe('exercises', () => {
+  it('the same seed gives the same exercise', () => {
+    const a = generate({ kind: 'compute-hpa', mode: 'ept' }, 42);
+    const b = generate({ kind: 'compute-hpa', mode: 'ept' }, 42);
+    expect(a.prompt).toBe(b.prompt);
+    expect(generate({ kind: 'compute-hpa', mode: 'ept' }, 43).prompt).not.toBe(a.prompt);
+  });
+
+  it('compute-hpa: the engine agrees with page replacement done by hand', () => {
+    for (const mode of ['ept', 'npt', 'native']) {
+      for (const seed of seeds) {
+        const ex = generate({ kind: 'compute-hpa', mode }, seed);
+        const s = ex.scenarios[0];
+        const acc = s.accesses[0] as { gva: string };
+        const off = BigInt(acc.gva) & 0xfffn;
+        const gpa = BigInt(s.guest.mappings[0].gpa);
+        const target = mode === 'native' ? gpa : BigInt(s.nested!.mappings[1].hpa);
+        const byHand = '0x' + (target + off).toString(16);
+        expect(check(engine, ex, byHand).correct, `${mode} seed ${seed}`).toBe(true);
+        expect(check(engine, ex, '0x1234').correct).toBe(false);
+      }
+    }
+  });
+
+  it('count-refs: the engine agrees with g + (g + 1) n', () => {
+    const levelsOf = { '4K': 1, '2M': 2, '1G': 3 } as const;
+    for (const mode of ['ept', 'npt', 'native', 'flat']) {
+      for (const seed of seeds) {
+        const ex = generate({ kind: 'count-refs', mode }, seed);
+        const s = ex.scenarios[0];
+        const g = 4 - levelsOf[s.guest.mappings[0].page ?? '4K'] + 1;
+        let n = 0;
+        if (mode === 'flat') n = 1;
+        if (mode === 'ept' || mode === 'npt') {
+          const page = s.nested!.mappings[s.nested!.mappings.length - 1].page ?? '4K';
+          n = (s.nested!.levels ?? 4) - levelsOf[page] + 1;
+        }
+        expect(check(engine, ex, String(g + (g + 1) * n)).correct, `${mode} seed ${seed}`).toBe(true);
+      }
+    }
+  });
+
+  it('flat-table-size: x GiB of guest RAM -> x MiB', () => {
+    for (const seed of seeds) {
+      const ex = generate({ kind: 'flat-table-size' }, seed);
+      const gib = Number(BigInt((ex.scenarios[0] as unknown as { flat: { guest_ram: string } }).flat.guest_ram) >> 30n);
+      expect(check(engine, ex, String(gib)).correct).toBe(true);
+    }
+  });
+
+  it('predict-exit: the outcome follows from what was changed', () => {
+    for (const mode of ['ept', 'npt']) {
+      for (const seed of seeds) {
+        const ex = generate({ kind: 'predict-exit', mode }, seed);
+        const s = ex.scenarios[0];
+        const ovr = s.nested!.overrides ?? [];
+        const acc = s.accesses[0] as { gva: string; op: string };
+        let want: string;
+        if (acc.gva === '0x401000') want = 'guest_page_fault';
+        else if (ovr.length === 0) want = 'ok';
+        else if (ovr[0].clear === '0x2') want = acc.op === 'write' ? (mode === 'ept' ? 'ept_violation' : 'npt_fault') : 'ok';
+        else if (mode === 'ept' && ovr[0].clear === '0x1') want = 'ept_misconfig';
+        else want = mode === 'ept' ? 'ept_violation' : 'npt_fault';
+        expect(check(engine, ex, want).correct, `${mode} seed ${seed}: ${ex.prompt}`).toBe(true);
+      }
+    }
+  });
+
+  it('which-wins: shadow paging for poor locality, nested paging for page-table churn and many address spaces', () => {
+    const want = { mcf: ['shadow'], gcc: ['ept', 'npt'], memcached: ['ept', 'npt'] } as const;
+    for (const workload of ['mcf', 'gcc', 'memcached'] as const) {
+      const ex = generate({ kind: 'which-wins', workloads: [workload] }, 5);
+      const v = check(engine, ex, want[workload][0]);
+      expect(v.correct, `${workload}: engine says ${v.expected}`).toBe(true);
+    }
+  });
+
+  it('an unknown kind is a clear error', () => {
+    expect(() => generate({ kind: 'nope' as never }, 1)).toThrow(/unknown exercise kind "nope"/);
+  });
+});

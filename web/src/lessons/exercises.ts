@@ -1,0 +1,239 @@
+/* Exercises in the OSTEP style: generated from a seed (the seed goes in the URL, so a
+ * link reproduces the exercise) and checked by running the engine on the generated
+ * scenario. No answer is stored anywhere: the engine computes it when checking. */
+import type { Scenario, Result, Vmsim } from '../../../wasm-core/js/vmsim';
+
+export type ExerciseKind = 'compute-hpa' | 'count-refs' | 'predict-exit' | 'flat-table-size' | 'which-wins';
+
+export interface ExerciseSpec {
+  kind: ExerciseKind;
+  mode?: string;
+  workloads?: string[];
+}
+
+export interface Exercise {
+  spec: ExerciseSpec;
+  seed: number;
+  prompt: string;
+  /** What the learner types or picks. */
+  input: { type: 'hex' } | { type: 'number' } | { type: 'choice'; choices: string[] };
+  hint: string;
+  /** The scenarios the engine runs to find the answer (one, or one per mode to compare). */
+  scenarios: Scenario[];
+  /** Turns the engine's results into the expected answer, as the learner would write it. */
+  expected: (results: Result[]) => string;
+}
+
+export interface Verdict {
+  correct: boolean;
+  expected: string;
+  results: Result[];
+}
+
+function rng(seed: number) {
+  let s = seed >>> 0 || 1;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(s ^ (s >>> 15), 1 | s);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const hex = (n: bigint | number) => '0x' + BigInt(n).toString(16);
+const pick = <T>(r: () => number, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)];
+const page4k = (r: () => number, lo: number, hi: number) => BigInt(lo + Math.floor(r() * ((hi - lo) / 4096)) * 4096);
+
+/** Guest tables live at gpa 0x100000 and are backed with the first 2 MiB of guest RAM. */
+function nestedFor(mode: string, extra: { gpa: string; hpa: string; page?: '4K' | '2M' | '1G'; pages?: number }[]) {
+  const maps = [{ gpa: '0x0', hpa: '0x40000000', pages: 512 }, ...extra];
+  if (mode === 'ept' || mode === 'npt') return { nested: { mappings: maps } };
+  if (mode === 'flat') return { flat: { guest_ram: '0x40000000', prefill: true, mappings: maps.map(({ gpa, hpa, pages }) => ({ gpa, hpa, pages: pages ?? 1 })) } };
+  if (mode === 'shadow') return { shadow: { mappings: maps.map(({ gpa, hpa, pages }) => ({ gpa, hpa, pages: pages ?? 1 })) } };
+  return {};
+}
+
+function computeHpa(spec: ExerciseSpec, seed: number): Exercise {
+  const r = rng(seed);
+  const mode = spec.mode ?? 'ept';
+  const gva = page4k(r, 0x400000, 0x40000000);
+  const gpa = page4k(r, 0x200000, 0x3000000);
+  const hpa = page4k(r, 0x80000000, 0xf0000000);
+  const off = BigInt(Math.floor(r() * 4096));
+  const s: Scenario = {
+    name: `exercise-compute-hpa-${seed}`,
+    mode: mode as Scenario['mode'],
+    guest: { paging: '4level', mappings: [{ gva: hex(gva), gpa: hex(gpa) }] },
+    ...(nestedFor(mode, [{ gpa: hex(gpa), hpa: mode === 'native' ? hex(gpa) : hex(hpa) }]) as object),
+    accesses: [{ gva: hex(gva + off), op: 'read' }],
+  } as Scenario;
+  const second = mode === 'native' ? '' : ` The hypervisor maps guest-physical page ${hex(gpa)} to host-physical page ${hex(hpa)}.`;
+  return {
+    spec, seed, scenarios: [s], input: { type: 'hex' },
+    prompt: `The guest maps virtual page ${hex(gva)} to guest-physical page ${hex(gpa)} (4 KiB pages).${second} Which ${mode === 'native' ? 'physical' : 'host-physical'} address does a read of ${hex(gva + off)} reach?`,
+    hint: 'Keep the 12-bit page offset; replace the page number at each translation.',
+    expected: ([res]) => res.accesses[0].hpa ?? res.accesses[0].outcome,
+  };
+}
+
+function countRefs(spec: ExerciseSpec, seed: number): Exercise {
+  const r = rng(seed);
+  const mode = spec.mode ?? 'ept';
+  const guestPage = pick(r, ['4K', '2M', '1G'] as const);
+  const nestedPage = mode === 'ept' || mode === 'npt' ? pick(r, ['4K', '2M'] as const) : '4K';
+  const levels = mode === 'ept' || mode === 'npt' ? pick(r, [4, 4, 5] as const) : 4;
+  const gpa = guestPage === '1G' && mode !== 'flat' ? 0x40000000n : 0x200000n;
+  const s: Scenario = {
+    name: `exercise-count-refs-${seed}`,
+    mode: mode as Scenario['mode'],
+    guest: { paging: '4level', mappings: [{ gva: '0x40000000', gpa: hex(gpa), page: guestPage }] },
+    accesses: [{ gva: '0x40000123', op: 'read' }],
+  } as Scenario;
+  if (mode === 'ept' || mode === 'npt') {
+    const pages = nestedPage === '2M' ? 1024 : 0;
+    s.nested = {
+      levels,
+      mappings: nestedPage === '2M'
+        ? [{ gpa: '0x0', hpa: '0x80000000', page: '2M', pages }]
+        : [{ gpa: '0x0', hpa: '0x80000000', pages: 512 }, { gpa: hex(gpa), hpa: '0x100000000', pages: 1 }],
+    };
+  } else if (mode === 'flat') {
+    Object.assign(s, nestedFor('flat', [{ gpa: hex(gpa), hpa: '0x100000000', pages: guestPage === '4K' ? 1 : 512 }]));
+    s.guest.mappings[0].page = '4K';
+  }
+  const desc = mode === 'native' ? `a 4-level guest, ${guestPage} page, no virtualization`
+    : mode === 'flat' ? 'a 4-level guest on a flat nested table (one reference per gpa)'
+    : `a 4-level guest with a ${guestPage} page on ${levels}-level ${mode.toUpperCase()} with ${nestedPage} nested pages`;
+  return {
+    spec, seed, scenarios: [s], input: { type: 'number' },
+    prompt: `With no TLB or walk caches, how many memory references does one read take for ${desc}?`,
+    hint: 'Guest levels read: g; nested levels per gpa: n; a completed 2-D walk reads g + (g + 1) x n entries.',
+    expected: ([res]) => String(res.accesses[0].memory_refs),
+  };
+}
+
+const OUTCOMES = ['ok', 'guest_page_fault', 'ept_violation', 'ept_misconfig', 'npt_fault'];
+
+function predictExit(spec: ExerciseSpec, seed: number): Exercise {
+  const r = rng(seed);
+  const mode = spec.mode === 'npt' ? 'npt' : 'ept';
+  const variant = Math.floor(r() * 4);
+  const op = pick(r, ['read', 'write'] as const);
+  const s: Scenario = {
+    name: `exercise-predict-${seed}`, mode,
+    guest: { paging: '4level', mappings: [{ gva: '0x400000', gpa: '0x200000' }] },
+    nested: { mappings: [{ gpa: '0x0', hpa: '0x80000000', pages: 1024 }], overrides: [] },
+    accesses: [{ gva: variant === 0 ? '0x401000' : '0x400010', op }],
+  };
+  const what = [
+    `The guest reads or writes gva 0x401000, which its page tables do not map.`,
+    `The ${mode.toUpperCase()} entry for the data page (gpa 0x200000) is cleared to not present.`,
+    `The ${mode.toUpperCase()} entry for the data page is read-only.`,
+    mode === 'ept' ? 'The EPT entry for the data page allows write but not read.' : 'Nothing is changed in the tables.',
+  ][variant];
+  const ovr = s.nested!.overrides!;
+  if (variant === 1) ovr.push({ gpa: '0x200000', level: 1, clear: mode === 'ept' ? '0x7' : '0x1' });
+  if (variant === 2) ovr.push({ gpa: '0x200000', level: 1, clear: '0x2' });
+  if (variant === 3 && mode === 'ept') ovr.push({ gpa: '0x200000', level: 1, clear: '0x1' });
+  return {
+    spec, seed, scenarios: [s],
+    input: { type: 'choice', choices: mode === 'ept' ? OUTCOMES.slice(0, 4) : ['ok', 'guest_page_fault', 'npt_fault'] },
+    prompt: `${what} The guest does a ${op} of ${s.accesses[0] && 'gva' in s.accesses[0] ? s.accesses[0].gva : ''}. What happens?`,
+    hint: 'Guest tables fault inside the guest (no exit); nested entries exit to the hypervisor; an entry that can never be valid is a misconfiguration.',
+    expected: ([res]) => res.accesses[0].outcome,
+  };
+}
+
+function flatTableSize(spec: ExerciseSpec, seed: number): Exercise {
+  const r = rng(seed);
+  const gib = pick(r, [1, 2, 4, 8, 16]);
+  const s = {
+    name: `exercise-flat-${seed}`, mode: 'flat',
+    guest: { paging: 'sunway', mappings: [{ gva: '0x400000', gpa: '0x200000', page: '8K' }] },
+    flat: { guest_ram: hex(BigInt(gib) << 30n), mappings: [{ gpa: '0x0', hpa: '0x80000000', pages: 1024 }] },
+    accesses: [],
+  } as unknown as Scenario;
+  return {
+    spec, seed, scenarios: [s], input: { type: 'number' },
+    prompt: `A Sunway guest has ${gib} GiB of RAM in 8 KiB frames. How many MiB does its flat nested table take (8-byte entries)?`,
+    hint: 'One entry per guest frame.',
+    expected: ([res]) => String((res.flat_table_bytes ?? 0) / (1 << 20)),
+  };
+}
+
+/** Which mode pays least: a small stream run by the engine under each mode, scored by
+ * references and exits with the cost model of `vmsim experiment` (40 per reference,
+ * 1,700 per exit). */
+function whichWins(spec: ExerciseSpec, seed: number): Exercise {
+  const r = rng(seed);
+  const workload = pick(r, (spec.workloads ?? ['mcf', 'gcc', 'memcached']) as string[]);
+  const modes = ['shadow', 'ept', 'npt'];
+  const pages = 512;
+  const accesses: Scenario['accesses'] = [];
+  for (let i = 0; i < pages; i++) accesses.push({ gva: hex(0x40000000n + BigInt(i) * 4096n), op: 'write' }); // warm-up
+  for (let i = 0; i < 1500; i++) {
+    const page = BigInt(Math.floor(r() * pages));
+    if (workload === 'gcc' && i % 10 === 9) accesses.push({ pte_write: { gva: hex(0x40000000n + page * 4096n), level: 1, set: i % 20 === 9 ? '0x200' : '0x0', clear: i % 20 === 9 ? '0x0' : '0x200' } } as never);
+    else if (workload === 'memcached' && i % 25 === 24) accesses.push({ mov_cr3: Math.floor(i / 25) % 8 } as never);
+    else accesses.push({ gva: hex(0x40000000n + page * 4096n + 64n), op: 'read' });
+  }
+  const scenarios = modes.map((mode) => ({
+    name: `exercise-which-${mode}-${seed}`, mode,
+    guest: { paging: '4level', address_spaces: workload === 'memcached' ? 8 : 1, mappings: [{ gva: '0x40000000', gpa: '0x400000', pages }] },
+    ...nestedFor(mode, [{ gpa: '0x400000', hpa: '0x80400000', pages }]),
+    caches: { preset: 'x86-server', tlb: { entries: 64, ways: 4 } },
+    accesses,
+  }) as unknown as Scenario);
+  const story = {
+    mcf: 'random reads over a footprint larger than the TLB covers',
+    gcc: 'reads with frequent guest page-table updates (map, protect, unmap)',
+    memcached: 'reads served by 8 processes, switching address space every 25 accesses',
+  }[workload as 'mcf' | 'gcc' | 'memcached'] ?? workload;
+  return {
+    spec, seed, scenarios, input: { type: 'choice', choices: modes },
+    prompt: `A program does ${story}. After warming up, which mode costs least: shadow paging, EPT or NPT?`,
+    hint: 'Shadow paging walks one dimension but exits on page-table writes and on mov cr3; nested paging never exits for those.',
+    expected: (results) => {
+      // steady state: the warm-up accesses (the first `pages`) are not counted
+      const cost = results.map((res) =>
+        res.accesses.slice(pages).reduce((c, acc) => c + acc.memory_refs * 40 + acc.exits * 1700, 0));
+      const best = Math.min(...cost);
+      return modes.filter((_, i) => cost[i] === best).join(' or ');   // EPT and NPT can tie
+    },
+  };
+}
+
+const GENERATORS: Record<ExerciseKind, (spec: ExerciseSpec, seed: number) => Exercise> = {
+  'compute-hpa': computeHpa,
+  'count-refs': countRefs,
+  'predict-exit': predictExit,
+  'flat-table-size': flatTableSize,
+  'which-wins': whichWins,
+};
+
+export function generate(spec: ExerciseSpec, seed: number): Exercise {
+  const gen = GENERATORS[spec.kind];
+  if (!gen) throw new Error(`unknown exercise kind "${spec.kind}"`);
+  return gen(spec, seed);
+}
+
+function normalise(input: Exercise['input'], answer: string): string {
+  const a = answer.trim().toLowerCase();
+  if (input.type === 'hex') {
+    try {
+      return '0x' + BigInt(a.startsWith('0x') ? a : '0x' + a).toString(16);
+    } catch {
+      return a;
+    }
+  }
+  if (input.type === 'number') return String(Number(a));
+  return a;
+}
+
+/** Runs the engine on the exercise's scenarios and compares with the learner's answer. */
+export function check(engine: Vmsim, ex: Exercise, answer: string): Verdict {
+  const results = ex.scenarios.map((s) => engine.run(s));
+  const expected = ex.expected(results);
+  const accepted = expected.split(' or ').map((e) => normalise(ex.input, e));
+  return { correct: accepted.includes(normalise(ex.input, answer)), expected, results };
+}
