@@ -1,15 +1,15 @@
 /* Scenario checks before the engine sees them: JSON syntax (with line and column) and
  * the JSON Schema (with the path of each bad field). Loaded only by the playground,
  * so ajv stays out of the first page's bundle. */
-import Ajv, { type ErrorObject } from 'ajv';
-import schema from '../../../wasm-core/schema/scenario.schema.json';
+import type { ErrorObject } from 'ajv';
+// Compiled ahead of time by web/server/gen-validator.mjs (npm run gen:validator): no eval in
+// the page, so the class server's Content-Security-Policy can forbid it.
+import scenarioValidator from './scenario-validator.gen.mjs';
 
 export interface Problem { path: string; message: string }
 
-let validate: ReturnType<Ajv['compile']> | null = null;
 function validator() {
-  // strict: false because the schema uses "default" inside oneOf branches, which is legal JSON Schema.
-  return (validate ??= new Ajv({ allErrors: true, strict: false }).compile(schema));
+  return scenarioValidator;
 }
 
 export function lineCol(text: string, pos: number): { line: number; col: number } {

@@ -1,0 +1,116 @@
+/* The Results tab in headless Chromium, served by the class server (with its CSP): a broken
+ * file is refused with a message, a valid one is kept across a reload, a CPU model that
+ * contains HTML is shown as text (no element, no dialog), and the class view draws its plots
+ * with the student's own point marked. */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildServer } from '../../web/server/app.mjs';
+import { resultWith, root } from './helpers';
+
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const XSS = '<img src=x onerror=alert(1)>';
+type App = Awaited<ReturnType<typeof buildServer>>;
+let app: App; let browser: Browser; let base: string; let dir: string;
+const pageErrors: string[] = []; const dialogs: string[] = [];
+
+beforeAll(async () => {
+  expect(existsSync(join(root, 'web', 'dist', 'index.html')), 'build the app first: make build').toBe(true);
+  dir = mkdtempSync(join(tmpdir(), 'vmemlab-e2e-'));
+  app = await buildServer({ dataDir: dir, rateLimit: false });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+}, 60_000);
+afterAll(async () => { await browser?.close(); await app?.close(); rmSync(dir, { recursive: true, force: true }); });
+
+async function open(ctx: Awaited<ReturnType<Browser['newContext']>>, path: string): Promise<Page> {
+  const page = await ctx.newPage();
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+  page.on('dialog', (d) => { dialogs.push(d.message()); void d.dismiss(); });
+  await page.goto(base + path);
+  await page.waitForSelector('[data-testid=dropzone]');
+  return page;
+}
+const file = (name: string, text: string) => ({ name, mimeType: 'application/json', buffer: Buffer.from(text) });
+
+describe('Results tab in Chromium', () => {
+  it('refuses a broken file with a message, keeps a good one across reloads, charts it', async () => {
+    const ctx = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+    const page = await open(ctx, '/?view=results');
+    await page.setInputFiles('[data-testid=result-file]', file('broken.json', '{"format": "vmemlab-hw-lab-result", '));
+    const msg = page.locator('[data-testid=results-message]');
+    await expect.poll(() => msg.textContent()).toMatch(/broken\.json is not a valid hw-lab result.*not valid JSON \(line 1, column 37\)/);
+    expect(await msg.getAttribute('role')).toBe('alert');
+    await page.setInputFiles('[data-testid=result-file]', file('bad-field.json', resultWith((r) => { r.timer.freq_hz = 'fast' as never; })));
+    await expect.poll(() => msg.textContent()).toMatch(/\/timer\/freq_hz: must be number/);
+    expect(await page.locator('[data-testid=my-results] tbody tr').count()).toBe(0);
+
+    await page.setInputFiles('[data-testid=result-file]', file('laptop.json', resultWith()));
+    await expect.poll(() => msg.textContent()).toMatch(/Added laptop\.json/);
+    await page.reload();
+    await page.waitForSelector('[data-testid=my-results] tbody tr');
+    expect(await page.locator('[data-testid=my-results] tbody tr').count()).toBe(1);
+    expect(await page.locator('svg[data-chart=cpuid] path.mine').count()).toBe(2);
+    expect(await page.locator('svg[data-chart=ptrchase] path').count()).toBeGreaterThan(2);
+    expect(await page.locator('svg[data-chart=spec2006] rect').count()).toBeGreaterThan(60);
+    mkdirSync(join(root, 'tests', 'artifacts'), { recursive: true });
+    await page.screenshot({ path: join(root, 'tests', 'artifacts', 'results-published.png'), fullPage: true });
+    await ctx.close();
+  });
+
+  it('shows an HTML-laden CPU model as text and draws the class plots with my point', async () => {
+    const ctx = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+    const c = (await app.inject({ method: 'POST', url: '/api/classes', payload: { name: `Lab ${XSS}` } })).json();
+    for (const cpu of ['Intel Core i7', 'Intel Core i7', 'AMD EPYC']) {
+      const r = await app.inject({ method: 'POST', url: '/api/results', headers: { 'content-type': 'application/json', 'x-vmemlab-class': c.code }, payload: resultWith((x) => { x.probe.cpu.model_name = cpu; }) });
+      expect(r.statusCode).toBe(201);
+    }
+    const mine = (await app.inject({ method: 'POST', url: '/api/results', headers: { 'content-type': 'application/json', 'x-vmemlab-class': c.code }, payload: resultWith((x) => { x.probe.cpu.model_name = XSS; }) })).json();
+    const page = await open(ctx, `/?view=results&class=${c.code}&mine=${mine.id}#teacher=${c.teacher_token}`);
+    await page.waitForSelector('[data-testid=class-view] svg[data-chart=class-strip] circle.point');
+    const cell = page.locator(`[data-testid=class-uploads] tr[data-id="${mine.id}"] td.cpu`);
+    expect(await cell.textContent()).toBe(XSS);
+    expect(await page.locator('[data-testid=class-view] img').count()).toBe(0);
+    expect(await page.locator('img[src=x]').count()).toBe(0);
+    expect(await page.locator('[data-testid=class-view] h3').textContent()).toContain(`Lab ${XSS}`);
+    expect(await page.locator('svg[data-chart=class-strip] circle.point').count()).toBe(4);
+    expect(await page.locator('svg[data-chart=class-strip] circle.mine').count()).toBe(1);
+    expect(await page.locator('svg[data-chart=class-strip] g.box').count()).toBe(3);
+    expect(await page.locator('svg[data-chart=class-strip] .group-axis text', { hasText: XSS }).count()).toBe(1);
+    await page.selectOption('select[aria-label="group by"]', 'hypervisor');
+    expect(await page.locator('svg[data-chart=class-strip] g.box').count()).toBe(1);
+    // the teacher link's token left the address bar; the teacher can export and delete
+    expect(page.url()).not.toContain(c.teacher_token);
+    expect(await page.getByRole('button', { name: 'Export CSV' }).count()).toBe(1);
+    await page.screenshot({ path: join(root, 'tests', 'artifacts', 'results-class.png'), fullPage: true });
+    await page.locator(`[data-testid=class-uploads] tr[data-id="${mine.id}"] button`).click();
+    await expect.poll(() => page.locator('svg[data-chart=class-strip] circle.point').count()).toBe(3);
+    expect(await app.store.countResults(c.code)).toBe(3);
+    await ctx.close();
+  });
+
+  it('page upload to a class with the join code; no dialog or page error anywhere', async () => {
+    const ctx = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+    const c = (await app.inject({ method: 'POST', url: '/api/classes', payload: { name: 'upload' } })).json();
+    const page = await open(ctx, '/?view=results');
+    await page.setInputFiles('[data-testid=result-file]', file('vm.json', resultWith()));
+    await expect.poll(() => page.locator('[data-testid=results-message]').textContent()).toMatch(/Added vm\.json/);
+    await page.fill('[data-testid=join-code]', c.code.toLowerCase());
+    await page.click('text=Open class');
+    await page.waitForSelector('[data-testid=class-view]');
+    await page.locator('[data-testid=class-view] p button').first().click();
+    await page.waitForSelector('svg[data-chart=class-strip] circle.mine');
+    expect(await app.store.countResults(c.code)).toBe(1);
+    await ctx.close();
+    expect(dialogs).toEqual([]);
+    expect(pageErrors).toEqual([]);
+  });
+});

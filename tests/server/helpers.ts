@@ -1,0 +1,64 @@
+/* Shared by the class-server tests: a throwaway PostgreSQL cluster on a loopback port
+ * (Debian's postgresql package; as root the cluster runs as the postgres user), real
+ * hw-lab results, and a small request helper. */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export const root = join(__dirname, '..', '..');
+export const fixture = JSON.parse(readFileSync(join(__dirname, 'fixtures', 'result-quick.json'), 'utf8'));
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => { const p = (s.address() as { port: number }).port; s.close(() => resolve(p)); });
+  });
+}
+
+function pgBin(name: string): string {
+  const base = '/usr/lib/postgresql';
+  if (existsSync(base)) {
+    const v = readdirSync(base).sort((a, b) => Number(b) - Number(a))[0];
+    if (v && existsSync(join(base, v, 'bin', name))) return join(base, v, 'bin', name);
+  }
+  const w = spawnSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' });
+  if (w.status === 0) return w.stdout.trim();
+  throw new Error(`PostgreSQL's ${name} is not installed: apt-get install -y postgresql (make test does this as root)`);
+}
+
+export interface Pg { url: (db: string) => string; createDb: (db: string) => void; stop: () => void }
+
+/** initdb + pg_ctl start on 127.0.0.1:<free port>, unix socket in the cluster folder. */
+export async function startPostgres(): Promise<Pg> {
+  const initdb = pgBin('initdb'); const pgctl = pgBin('pg_ctl'); const psql = pgBin('psql');
+  const dir = mkdtempSync(join(tmpdir(), 'vmemlab-pg-'));
+  chmodSync(dir, 0o777);
+  const asRoot = process.getuid?.() === 0;
+  const run = (cmd: string, args: string[]) => {
+    const full = asRoot ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] as const : [cmd, args] as const;
+    return execFileSync(full[0], full[1] as string[], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], cwd: dir });
+  };
+  const data = join(dir, 'data');
+  run(initdb, ['-D', data, '-A', 'trust', '-U', 'vmemlab', '--no-sync', '-E', 'UTF8', '--locale=C.UTF-8']);
+  const port = await freePort();
+  run(pgctl, ['-D', data, '-l', join(dir, 'log'), '-w', '-t', '30', '-o',
+    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=250`, 'start']);
+  const url = (db: string) => `postgres://vmemlab@127.0.0.1:${port}/${db}`;
+  return {
+    url,
+    createDb: (db) => { run(psql, ['-h', '127.0.0.1', '-p', String(port), '-U', 'vmemlab', '-d', 'postgres', '-qc', `CREATE DATABASE ${db}`]); },
+    stop: () => {
+      try { run(pgctl, ['-D', data, '-m', 'immediate', '-w', 'stop']); } finally { rmSync(dir, { recursive: true, force: true }); }
+    },
+  };
+}
+
+/** A copy of the fixture with changes, as the exact bytes a client would send. */
+export function resultWith(mutate: (r: typeof fixture) => void = () => {}): string {
+  const r = structuredClone(fixture);
+  mutate(r);
+  return JSON.stringify(r);
+}

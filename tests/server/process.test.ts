@@ -1,0 +1,96 @@
+/* The class server as a real process on loopback: `hw-lab/run --upload` against it, and
+ * durability: under upload load the server is killed with SIGKILL and restarted on the same
+ * SQLite file; every upload that got a 201 must still be there. */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, resultWith, root, startPostgres, type Pg } from './helpers';
+
+const dirs: string[] = [];
+// hw-lab/run builds its binary first unless told not to; skip that when it is already built.
+const noBuild = existsSync(join(root, 'hw-lab', 'build', 'hwlab')) ? ['--no-build'] : [];
+const procs: ChildProcess[] = [];
+let pg: Pg | null = null;
+beforeAll(async () => { pg = await startPostgres(); pg.createDb('durable'); }, 60_000);
+afterAll(() => {
+  pg?.stop();
+  for (const p of procs) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+async function startServer(dataDir: string, port: number, databaseUrl = ''): Promise<{ proc: ChildProcess; url: string }> {
+  const proc = spawn(process.execPath, [join(root, 'web', 'server', 'main.mjs')], {
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', VMEMLAB_DATA_DIR: dataDir, VMEMLAB_RATE_MAX: '0', DATABASE_URL: databaseUrl },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  procs.push(proc);
+  let out = '';
+  await new Promise<void>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`server did not start: ${out}`)), 20_000);
+    const on = (d: Buffer) => { out += d; if (out.includes('class server at')) { clearTimeout(t); resolve(); } };
+    proc.stdout!.on('data', on); proc.stderr!.on('data', on);
+    proc.once('exit', (c) => { clearTimeout(t); reject(new Error(`server exited ${c}: ${out}`)); });
+  });
+  return { proc, url: `http://127.0.0.1:${port}` };
+}
+
+async function createClass(url: string): Promise<{ code: string; teacher_token: string }> {
+  const r = await fetch(`${url}/api/classes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"lab"}' });
+  expect(r.status).toBe(201);
+  return r.json();
+}
+
+describe('class server process', () => {
+  it('accepts `hw-lab/run --upload URL --class CODE` byte for byte', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'vmemlab-cli-')); dirs.push(dataDir);
+    const { proc, url } = await startServer(dataDir, await freePort());
+    const { code } = await createClass(url);
+    const out = join(dataDir, 'r.json');
+    const r = spawnSync(join(root, 'hw-lab', 'run'), [...noBuild, '--quick', '--only', 'cpuid_exit', '--out', out, '--upload', `${url}/api/results`, '--class', code], { encoding: 'utf8', timeout: 60_000 });
+    expect(r.status, r.stderr).toBe(0);
+    const id = /id=([A-Za-z0-9_-]+)/.exec(r.stderr)?.[1];
+    expect(id, r.stderr).toBeTruthy();
+    expect(r.stderr).toContain(`class=${code}&mine=${id}`);
+    const stored = await fetch(`${url}/api/classes/${code}/results/${id}`);
+    expect(await stored.text()).toBe(readFileSync(out, 'utf8'));
+    // a wrong class code is refused with the server's message shown to the learner
+    const bad = spawnSync(join(root, 'hw-lab', 'run'), [...noBuild, '--quick', '--only', 'cpuid_exit', '--out', out, '--upload', `${url}/api/results`, '--class', 'WRONG-CODE'], { encoding: 'utf8', timeout: 60_000 });
+    expect(bad.status).not.toBe(0);
+    expect(bad.stderr).toMatch(/HTTP 404.*no class with the code .*WRONG-CODE/);
+    proc.kill('SIGTERM');
+  });
+
+  it.each(['sqlite', 'postgres'])('kill -9 under upload load loses no acknowledged upload (%s)', async (kind) => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'vmemlab-dur-')); dirs.push(dataDir);
+    const port = await freePort();
+    const dbUrl = kind === 'postgres' ? pg!.url('durable') : '';
+    let { proc, url } = await startServer(dataDir, port, dbUrl);
+    const { code } = await createClass(url);
+    const body = resultWith();
+    const acked: string[] = [];
+    let stop = false; let failures = 0;
+    const worker = async () => {
+      while (!stop) {
+        try {
+          const r = await fetch(`${url}/api/results`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-vmemlab-class': code }, body });
+          if (r.status === 201) acked.push((await r.json()).id); else failures++;
+        } catch { failures++; }
+      }
+    };
+    const workers = Array.from({ length: 16 }, worker);
+    await new Promise((r) => setTimeout(r, 1500));
+    proc.kill('SIGKILL');
+    await new Promise((r) => proc.once('exit', r));
+    stop = true;
+    await Promise.all(workers);
+    expect(acked.length).toBeGreaterThan(20);
+    ({ proc, url } = await startServer(dataDir, port, dbUrl));
+    const list = await (await fetch(`${url}/api/classes/${code}/results`)).json();
+    const present = new Set(list.results.map((r: { id: string }) => r.id));
+    const lost = acked.filter((id) => !present.has(id));
+    expect(lost, `${acked.length} acknowledged, ${failures} failed in flight`).toEqual([]);
+    proc.kill('SIGTERM');
+  });
+});

@@ -1,0 +1,73 @@
+// Upload throughput and latency of the class server: 200 concurrent clients (autocannon)
+// POST a real hw-lab result on loopback, against SQLite (WAL, synchronous=FULL) and against
+// PostgreSQL (a throwaway cluster with default durability: fsync on, synchronous_commit on).
+// Usage: npm run bench:server  [BENCH_SECONDS=10 BENCH_CONNECTIONS=200 BENCH_ONLY=sqlite|postgres]
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const seconds = Number(process.env.BENCH_SECONDS ?? 10);
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 200);
+const body = readFileSync(join(root, 'tests', 'server', 'fixtures', 'result-quick.json'), 'utf8');
+
+const freePort = () => new Promise((res, rej) => { const s = createServer(); s.once('error', rej); s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); }); });
+
+function pgBin(name) {
+  const base = '/usr/lib/postgresql';
+  if (existsSync(base)) { const v = readdirSync(base).sort((a, b) => Number(b) - Number(a))[0]; if (v && existsSync(join(base, v, 'bin', name))) return join(base, v, 'bin', name); }
+  const w = spawnSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' });
+  if (w.status === 0) return w.stdout.trim();
+  return null;
+}
+
+async function startPostgres() {
+  const initdb = pgBin('initdb'); const pgctl = pgBin('pg_ctl');
+  if (!initdb || !pgctl) return null;
+  const dir = mkdtempSync(join(tmpdir(), 'vmemlab-bench-pg-')); chmodSync(dir, 0o777);
+  const asRoot = process.getuid?.() === 0;
+  const run = (cmd, args) => execFileSync(asRoot ? 'runuser' : cmd, asRoot ? ['-u', 'postgres', '--', cmd, ...args] : args, { stdio: ['ignore', 'pipe', 'pipe'], cwd: dir });
+  const data = join(dir, 'data');
+  run(initdb, ['-D', data, '-A', 'trust', '-U', 'vmemlab', '-E', 'UTF8', '--locale=C.UTF-8']);
+  const port = await freePort();
+  run(pgctl, ['-D', data, '-l', join(dir, 'log'), '-w', '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=100`, 'start']);
+  return { url: `postgres://vmemlab@127.0.0.1:${port}/postgres`, stop: () => { try { run(pgctl, ['-D', data, '-m', 'fast', '-w', 'stop']); } finally { rmSync(dir, { recursive: true, force: true }); } } };
+}
+
+async function startServer(env) {
+  const port = await freePort();
+  const proc = spawn(process.execPath, [join(root, 'web', 'server', 'main.mjs')], { env: { ...process.env, PORT: String(port), VMEMLAB_RATE_MAX: '0', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise((res, rej) => { let out = ''; proc.stdout.on('data', (d) => { out += d; if (out.includes('class server at')) res(); }); proc.once('exit', (c) => rej(new Error(`server exited ${c}`))); });
+  return { url: `http://127.0.0.1:${port}`, stop: () => new Promise((r) => { proc.once('exit', r); proc.kill('SIGTERM'); }) };
+}
+
+async function bench(name, env) {
+  const srv = await startServer(env);
+  try {
+    const c = await (await fetch(`${srv.url}/api/classes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"bench"}' })).json();
+    const r = await autocannon({
+      url: `${srv.url}/api/results`, method: 'POST', connections, duration: seconds, body,
+      headers: { 'content-type': 'application/json', 'x-vmemlab-class': c.code },
+    });
+    const stored = (await (await fetch(`${srv.url}/api/classes/${c.code}`)).json()).uploads;
+    return { storage: name, 'uploads/s': Math.round(r.requests.average), 'p50 ms': r.latency.p50, 'p99 ms': r.latency.p99, 'max ms': r.latency.max, '2xx': r['2xx'], 'non-2xx': r.non2xx, errors: r.errors + r.timeouts, stored };
+  } finally { await srv.stop(); }
+}
+
+const rows = [];
+const only = process.env.BENCH_ONLY;
+console.log(`class server upload benchmark: ${connections} concurrent clients, ${seconds} s each, ${body.length}-byte result, loopback`);
+if (!only || only === 'sqlite') {
+  const dir = mkdtempSync(join(tmpdir(), 'vmemlab-bench-'));
+  try { rows.push(await bench('SQLite (WAL, synchronous=FULL)', { VMEMLAB_DATA_DIR: dir, DATABASE_URL: '' })); } finally { rmSync(dir, { recursive: true, force: true }); }
+}
+if (!only || only === 'postgres') {
+  const pg = await startPostgres();
+  if (!pg) console.log('PostgreSQL: skipped (initdb/pg_ctl not installed: apt-get install postgresql)');
+  else { try { rows.push(await bench('PostgreSQL 15 (fsync on)', { DATABASE_URL: pg.url })); } finally { pg.stop(); } }
+}
+console.table(rows);

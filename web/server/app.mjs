@@ -1,0 +1,267 @@
+// The class server: the built app (web/dist) plus the results API. buildServer() returns
+// a Fastify instance that is not listening yet (tests use inject(); main.mjs listens).
+import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import Fastify from 'fastify';
+import helmet from '@fastify/helmet';
+import rateLimit from '@fastify/rate-limit';
+import fastifyStatic from '@fastify/static';
+import Ajv2020 from 'ajv/dist/2020.js';
+import { openStore } from './db.mjs';
+import { openapi } from './openapi.mjs';
+import { summarize, METRICS } from '../src/results/extract.mjs';
+
+export const BODY_LIMIT = 256 * 1024;
+const CODE_RE = /^[A-Za-z0-9][A-Za-z0-9_-]{1,63}$/;
+const ID_RE = /^[A-Za-z0-9_-]{1,32}$/;
+const CODE_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
+const distDir = fileURLToPath(new URL('../dist/', import.meta.url));
+
+const resultSchema = JSON.parse(readFileSync(new URL('../../hw-lab/schema/result.schema.json', import.meta.url), 'utf8'));
+const ajv = new Ajv2020({ allErrors: true, strict: false });
+const validateResult = ajv.compile(resultSchema);
+
+export const hashToken = (t) => createHash('sha256').update(t).digest('hex');
+const newToken = () => randomBytes(16).toString('base64url'); // 128 bits
+const newId = () => randomBytes(9).toString('base64url');
+function newCode() {
+  let s = '';
+  for (let i = 0; i < 8; i++) s += CODE_ALPHABET[randomInt(CODE_ALPHABET.length)];
+  return `${s.slice(0, 4)}-${s.slice(4)}`;
+}
+const sameHash = (a, b) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+
+export class HttpError extends Error {
+  constructor(statusCode, message, error) { super(message); this.statusCode = statusCode; this.error = error; }
+}
+const REASONS = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 409: 'Conflict', 413: 'Payload Too Large', 415: 'Unsupported Media Type', 422: 'Unprocessable Entity', 429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable' };
+
+/** ajv errors as "field: problem" lines that name the field. */
+export function schemaProblems(errors) {
+  const seen = new Set(); const out = [];
+  for (const e of errors ?? []) {
+    if (e.keyword === 'if') continue;
+    let where = e.instancePath || '(the document)';
+    let msg = e.message ?? 'is invalid';
+    if (e.keyword === 'required') { where = `${e.instancePath}/${e.params.missingProperty}`; msg = 'is required but missing'; }
+    else if (e.keyword === 'additionalProperties') { where = `${e.instancePath}/${e.params.additionalProperty}`; msg = 'is not a field of this schema'; }
+    else if (e.keyword === 'const') msg = `must be ${JSON.stringify(e.params.allowedValue)}`;
+    else if (e.keyword === 'enum') msg = `must be one of ${e.params.allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
+    const line = `${where}: ${msg}`;
+    if (!seen.has(line)) { seen.add(line); out.push(line); }
+  }
+  return out;
+}
+
+const csvCell = (v) => {
+  let s = v === null || v === undefined ? '' : String(v);
+  if (/^[=+\-@\t\r]/.test(s)) s = "'" + s; // neutralise spreadsheet formulas
+  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+};
+
+/**
+ * @param {{ store?: import('./db.mjs').Store, databaseUrl?: string, dataDir?: string, logger?: boolean,
+ *   rateLimit?: { max: number, uploadMax: number, createMax: number, timeWindow: string } | false, serveApp?: boolean, trustProxy?: boolean }} opts
+ */
+export async function buildServer(opts = {}) {
+  const store = opts.store ?? await openStore({ databaseUrl: opts.databaseUrl, dataDir: opts.dataDir });
+  const app = Fastify({
+    logger: opts.logger ?? false,
+    bodyLimit: BODY_LIMIT,
+    trustProxy: opts.trustProxy ?? false,
+    return503OnClosing: true,
+    ajv: { customOptions: { allErrors: true } },
+  });
+  app.decorate('store', store);
+  app.addHook('onClose', async () => { if (!opts.store) await store.close(); });
+
+  const rl = opts.rateLimit === undefined
+    ? { max: Number(process.env.VMEMLAB_RATE_MAX ?? 600), uploadMax: Number(process.env.VMEMLAB_UPLOAD_RATE ?? 60), createMax: 20, timeWindow: '1 minute' }
+    : opts.rateLimit;
+
+  await app.register(helmet, {
+    contentSecurityPolicy: {
+      useDefaults: false,
+      directives: {
+        defaultSrc: ["'self'"], scriptSrc: ["'self'", "'wasm-unsafe-eval'"], styleSrc: ["'self'", "'unsafe-inline'"],
+        imgSrc: ["'self'", 'data:', 'blob:'], connectSrc: ["'self'"], workerSrc: ["'self'", 'blob:'], fontSrc: ["'self'"],
+        objectSrc: ["'none'"], baseUri: ["'self'"], formAction: ["'self'"], frameAncestors: ["'none'"],
+      },
+    },
+    crossOriginEmbedderPolicy: false,
+    referrerPolicy: { policy: 'no-referrer' },
+  });
+  if (rl) {
+    await app.register(rateLimit, {
+      global: true, max: rl.max, timeWindow: rl.timeWindow,
+      errorResponseBuilder: (_req, ctx) => ({ statusCode: 429, error: 'Too Many Requests', message: `rate limit: at most ${ctx.max} requests per ${ctx.after} from one client; try again in ${Math.ceil(ctx.ttl / 1000)} s` }),
+    });
+  }
+
+  // JSON bodies: kept as the exact text (stored byte for byte) and parsed once here.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser(/^application\/(.+\+)?json$/, { parseAs: 'buffer', bodyLimit: BODY_LIMIT }, (_req, buf, done) => {
+    let text;
+    try { text = new TextDecoder('utf-8', { fatal: true }).decode(buf); } catch { return done(new HttpError(400, 'the body is not valid UTF-8 text')); }
+    if (text.trim() === '') return done(new HttpError(400, 'the body is empty; send a JSON document'));
+    try { done(null, { text, json: JSON.parse(text) }); } catch (e) { done(new HttpError(400, `malformed JSON: ${e.message}`)); }
+  });
+
+  app.setErrorHandler((err, req, reply) => {
+    let status = err.statusCode ?? 500;
+    let message = err.message;
+    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') message = `the body is larger than ${BODY_LIMIT / 1024} KiB; a hw-lab result is a few tens of KiB`;
+    else if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') { status = 415; message = `send Content-Type: application/json (got ${JSON.stringify(req.headers['content-type'] ?? 'none')})`; }
+    else if (err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') message = 'the body is empty; send a JSON document';
+    else if (err.validation) { status = 400; message = `bad request: ${err.message}`; }
+    if (status >= 500) { req.log.error(err); message = 'internal error; the request was not stored'; }
+    if (status < 400 || status > 599) status = 500;
+    reply.code(status).type('application/json').send({ statusCode: status, error: err.error ?? REASONS[status] ?? 'Error', message });
+  });
+
+  const fail = (status, message) => { throw new HttpError(status, message); };
+  const bodyOf = (req) => {
+    const b = req.body;
+    if (!b || typeof b !== 'object' || !('json' in b)) fail(415, 'send the document with Content-Type: application/json');
+    return b;
+  };
+  const codeParam = (raw) => {
+    const c = String(raw ?? '').trim();
+    if (!CODE_RE.test(c)) fail(400, 'a class code is 2-64 letters, digits, "-" or "_"');
+    return c.toUpperCase();
+  };
+  const loadClass = async (raw) => {
+    const code = codeParam(raw);
+    const cls = await store.getClass(code);
+    if (!cls) fail(404, `there is no class with the code "${code}"; check the code your teacher gave you`);
+    return cls;
+  };
+  const bearer = (req) => {
+    const h = req.headers.authorization;
+    if (!h) fail(401, 'this needs a token: send "Authorization: Bearer <teacher token or receipt>"');
+    const m = /^Bearer\s+([A-Za-z0-9_-]{10,100})$/.exec(h);
+    if (!m) fail(401, 'the Authorization header must be "Bearer <token>"');
+    return hashToken(m[1]);
+  };
+  const teacherOnly = (req, cls) => {
+    if (!sameHash(bearer(req), cls.teacher_hash)) fail(403, 'this token is not the teacher token of this class');
+  };
+  const origin = (req) => `${req.protocol}://${req.headers.host ?? 'localhost'}`;
+  const perRoute = (max) => (rl ? { config: { rateLimit: { max, timeWindow: rl.timeWindow } } } : {});
+
+  app.get('/api/health', async () => ({ ok: true, storage: store.kind }));
+  app.get('/api/openapi.json', async () => openapi);
+
+  app.post('/api/classes', perRoute(rl ? rl.createMax : 0), async (req, reply) => {
+    const { json } = bodyOf(req);
+    if (!json || typeof json !== 'object' || Array.isArray(json)) fail(400, 'send {"name": "..."}');
+    const extra = Object.keys(json).filter((k) => k !== 'name');
+    if (extra.length) fail(400, `unknown field ${JSON.stringify(extra[0])}; send {"name": "..."}`);
+    if (typeof json.name !== 'string' || !json.name.trim()) fail(400, '/name: is required (a non-empty string)');
+    const name = json.name.trim();
+    if (name.length > 200) fail(400, '/name: must be at most 200 characters');
+    const token = newToken();
+    let code;
+    for (let i = 0; ; i++) {
+      code = newCode();
+      try { await store.createClass({ code, name, teacher_hash: hashToken(token), created_at: new Date().toISOString() }); break; } catch (e) {
+        if (i > 4) throw e; // a code collision is retried; anything else after 5 tries is an error
+      }
+    }
+    reply.code(201);
+    return {
+      code, name, teacher_token: token,
+      join_url: `${origin(req)}/?view=results&class=${code}`,
+      teacher_url: `${origin(req)}/?view=results&class=${code}#teacher=${token}`,
+      message: 'Give students the join code. Keep the teacher link private: it is the only way to export or remove uploads.',
+    };
+  });
+
+  app.post('/api/results', perRoute(rl ? rl.uploadMax : 0), async (req, reply) => {
+    const header = req.headers['x-vmemlab-class'];
+    if (header === undefined) fail(400, 'the X-Vmemlab-Class header with the class join code is missing');
+    const cls = await loadClass(Array.isArray(header) ? header[0] : header);
+    const { text, json } = bodyOf(req);
+    if (!json || typeof json !== 'object' || Array.isArray(json)) fail(422, 'the document must be a JSON object (a hw-lab result)');
+    if (json.format !== 'vmemlab-hw-lab-result') fail(422, `/format: must be "vmemlab-hw-lab-result"; this is not a hw-lab result file`);
+    if (json.schema_version !== 1) fail(422, `/schema_version: ${JSON.stringify(json.schema_version ?? null)} is not supported; this server reads schema version 1`);
+    if (!validateResult(json)) {
+      const p = schemaProblems(validateResult.errors);
+      fail(422, `the result does not match the hw-lab schema: ${p.slice(0, 8).join('; ')}${p.length > 8 ? `; and ${p.length - 8} more` : ''}`);
+    }
+    const s = summarize(json);
+    const receipt = newToken();
+    const id = newId();
+    await store.insertResult({
+      id, class_code: cls.code, receipt_hash: hashToken(receipt), created_at: new Date().toISOString(),
+      cpu_model: s.cpu_model, hypervisor: s.hypervisor, tdp: s.tdp, summary: JSON.stringify(s), body: text,
+    });
+    reply.code(201);
+    return {
+      id, receipt, class: cls.code,
+      url: `${origin(req)}/?view=results&class=${cls.code}&mine=${id}`,
+      message: `stored in class ${cls.code}; keep the receipt to delete this upload later`,
+    };
+  });
+
+  app.get('/api/classes/:code', async (req) => {
+    const cls = await loadClass(req.params.code);
+    return { code: cls.code, name: cls.name, created_at: cls.created_at, uploads: await store.countResults(cls.code) };
+  });
+
+  app.get('/api/classes/:code/results', async (req) => {
+    const cls = await loadClass(req.params.code);
+    const rows = await store.listResults(cls.code);
+    return {
+      class: { code: cls.code, name: cls.name }, metrics: METRICS,
+      results: rows.map((r) => ({ id: r.id, created_at: r.created_at, ...JSON.parse(r.summary) })),
+    };
+  });
+
+  const resultParam = (raw) => { const id = String(raw ?? ''); if (!ID_RE.test(id)) fail(400, 'an upload id is 1-32 letters, digits, "-" or "_"'); return id; };
+
+  app.get('/api/classes/:code/results/:id', async (req, reply) => {
+    const cls = await loadClass(req.params.code);
+    const row = await store.getResult(cls.code, resultParam(req.params.id));
+    if (!row) fail(404, 'no such upload in this class');
+    reply.type('application/json');
+    return row.body;
+  });
+
+  app.delete('/api/classes/:code/results/:id', async (req) => {
+    const cls = await loadClass(req.params.code);
+    const id = resultParam(req.params.id);
+    const h = bearer(req);
+    const row = await store.getResult(cls.code, id);
+    const teacher = sameHash(h, cls.teacher_hash);
+    if (!row) fail(404, 'no such upload in this class (already deleted?)');
+    if (!teacher && !sameHash(h, row.receipt_hash)) fail(403, 'this token is neither the teacher token of this class nor the receipt of this upload');
+    await store.deleteResult(cls.code, id);
+    return { deleted: id, by: teacher ? 'teacher' : 'student' };
+  });
+
+  app.get('/api/classes/:code/export.csv', async (req, reply) => {
+    const cls = await loadClass(req.params.code);
+    teacherOnly(req, cls);
+    const rows = await store.listResults(cls.code);
+    const mk = Object.keys(METRICS);
+    const lines = [['id', 'uploaded_utc', 'cpu_model', 'arch', 'hypervisor', 'tdp', 'mode', 'created_utc', ...mk].map(csvCell).join(',')];
+    for (const r of rows) {
+      const s = JSON.parse(r.summary);
+      lines.push([r.id, r.created_at, s.cpu_model, s.arch, s.hypervisor, s.tdp, s.mode, s.created_utc, ...mk.map((k) => s.metrics?.[k] ?? '')].map(csvCell).join(','));
+    }
+    reply.type('text/csv; charset=utf-8').header('Content-Disposition', `attachment; filename="vmemlab-${cls.code}.csv"`);
+    return lines.join('\r\n') + '\r\n';
+  });
+
+  app.setNotFoundHandler((req, reply) => {
+    const api = req.url.startsWith('/api/');
+    reply.code(404).type('application/json').send({ statusCode: 404, error: 'Not Found', message: api ? `no API route ${req.method} ${req.url.split('?')[0]}; see /api/openapi.json` : 'not found' });
+  });
+
+  if (opts.serveApp !== false && existsSync(distDir)) {
+    await app.register(fastifyStatic, { root: distDir, prefix: '/', index: ['index.html'], wildcard: true });
+  }
+  return app;
+}

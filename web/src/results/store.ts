@@ -1,0 +1,42 @@
+/* The learner's own results, kept in IndexedDB across reloads; class receipts and teacher
+ * tokens in localStorage (they are small and per class). */
+import type { HwResult } from './validate';
+
+export interface Stored { key: number; label: string; added: string; result: HwResult }
+const DB = 'vmemlab-results';
+const STORE = 'results';
+
+function open(): Promise<IDBDatabase> {
+  return new Promise((resolve, reject) => {
+    const req = indexedDB.open(DB, 1);
+    req.onupgradeneeded = () => { req.result.createObjectStore(STORE, { keyPath: 'key', autoIncrement: true }); };
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = () => reject(req.error ?? new Error('IndexedDB is not available'));
+  });
+}
+async function tx<T>(mode: IDBTransactionMode, f: (s: IDBObjectStore) => IDBRequest<T>): Promise<T> {
+  const db = await open();
+  try {
+    return await new Promise<T>((resolve, reject) => {
+      const t = db.transaction(STORE, mode);
+      const r = f(t.objectStore(STORE));
+      t.oncomplete = () => resolve(r.result);
+      t.onerror = () => reject(t.error ?? r.error);
+      t.onabort = () => reject(t.error ?? new Error('the browser refused to store the result'));
+    });
+  } finally { db.close(); }
+}
+export const listResults = () => tx<Stored[]>('readonly', (s) => s.getAll() as IDBRequest<Stored[]>);
+export const addResult = (label: string, result: HwResult) => tx<IDBValidKey>('readwrite', (s) => s.add({ label, added: new Date().toISOString(), result }));
+export const putResult = (r: Stored) => tx<IDBValidKey>('readwrite', (s) => s.put(r));
+export const deleteResult = (key: number) => tx<undefined>('readwrite', (s) => s.delete(key));
+
+export interface Receipt { id: string; receipt: string; label: string }
+const read = <T,>(k: string, d: T): T => { try { const v = localStorage.getItem(k); return v ? JSON.parse(v) as T : d; } catch { return d; } };
+const write = (k: string, v: unknown) => { try { localStorage.setItem(k, JSON.stringify(v)); } catch { /* private mode */ } };
+export const receipts = (code: string) => read<Receipt[]>(`vmemlab-receipts:${code}`, []);
+export const saveReceipts = (code: string, r: Receipt[]) => write(`vmemlab-receipts:${code}`, r);
+export const teacherToken = (code: string) => read<string | null>(`vmemlab-teacher:${code}`, null);
+export const saveTeacherToken = (code: string, t: string) => write(`vmemlab-teacher:${code}`, t);
+export const lastClass = () => read<string | null>('vmemlab-class', null);
+export const saveLastClass = (c: string) => write('vmemlab-class', c);
