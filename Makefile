@@ -6,7 +6,7 @@ SHELL := /bin/bash
 
 PYTHON ?= python3
 
-.PHONY: help setup system-deps node-deps build start test test-engine test-python test-js test-hwlab bench clean
+.PHONY: help setup system-deps node-deps build start test test-engine test-python test-js test-hwlab test-server test-live bench clean
 
 help:
 	@echo "make start   set up, build and serve the lab at http://127.0.0.1:8080"
@@ -22,6 +22,8 @@ system-deps:
 	command -v clang >/dev/null || missing="$$missing clang libclang-rt-14-dev"; \
 	command -v node >/dev/null || missing="$$missing nodejs npm"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	command -v zstd >/dev/null || missing="$$missing zstd"; \
 	command -v cc >/dev/null || missing="$$missing gcc make"; \
 	$(PYTHON) -m pytest --version >/dev/null 2>&1 || missing="$$missing python3 python3-pytest"; \
 	if [ -n "$$missing" ]; then \
@@ -34,18 +36,26 @@ system-deps:
 	  fi; \
 	fi
 
+# better-sqlite3 compiles from source against the system Node headers (about a minute).
 node_modules/.package-lock.json: package-lock.json
-	npm ci --no-audit --no-fund
+	npm_config_nodedir=/usr npm ci --no-audit --no-fund
 	@touch $@
 
 node-deps: node_modules/.package-lock.json
 
+# The live guest's image (Debian i386 kernels, busybox, the lab's programs, a saved
+# state) goes to public/guest and is copied next to the built app, which vite empties.
 build: setup
 	$(MAKE) -C wasm-core native wasm
+	$(MAKE) -C public guest guest-pae
+	node web/server/gen-validator.mjs >/dev/null
 	npx vite build --config web/vite.config.ts --logLevel warn
+	rm -rf web/dist/guest && cp -r public/guest web/dist/guest
 
+# The class server: the built app, the results API, SQLite under ./data (PostgreSQL
+# when DATABASE_URL is set).
 start: build
-	node web/scripts/serve.mjs
+	node web/server/main.mjs
 
 # hw-lab's setup (QEMU, kernel headers and image, cross compiler) is only needed to test it.
 test: build
@@ -65,11 +75,22 @@ test-js:
 test-hwlab:
 	$(MAKE) -C hw-lab test
 
+# The live guest's tests alone (test-js runs them too).
+test-live: build
+	npx vitest run tests/live
+
+# The class server's tests alone (test-js runs them too).
+test-server:
+	npx vitest run tests/server
+
 bench: build
 	$(MAKE) -C wasm-core bench
 	npm run bench:web
+	npm run bench:server
+	$(MAKE) -C public bench-guest
 
 clean:
 	$(MAKE) -C wasm-core clean
 	$(MAKE) -C hw-lab clean
+	$(MAKE) -C public clean-guest
 	rm -rf web/dist

@@ -1,7 +1,7 @@
 /* The app shell: view tabs, scenario and access pickers, step state, playback, theme and
  * keyboard. All shareable state (view, example or inline scenario, access, step) lives in
  * the URL; the views below only receive a trace and the step to draw. */
-import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
+import { lazy, Suspense, useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import type { Result, Scenario } from '../../wasm-core/js/types';
 import type { Vmsim } from '../../wasm-core/js/vmsim';
 import { DEFAULT_COMPARE, type CompareInput } from './model/compare';
@@ -14,8 +14,14 @@ import { Controls } from './views/Controls';
 import { MemoryView } from './views/MemoryView';
 import { Playground } from './views/Playground';
 import { EntryPanel, WalkView } from './views/WalkView';
+import { ResultsTab } from './results/ResultsTab';
 
-const TABS: [View, string][] = [['walk', 'Walk'], ['memory', 'Memory'], ['compare', 'Compare'], ['playground', 'Playground']];
+// The live guest (v86, xterm.js, its assets) loads only when its tab opens.
+const LiveView = lazy(() => import('./live/LiveView'));
+// Lessons bring Markdown, KaTeX and i18next: also loaded on first use.
+const LessonsTab = lazy(() => import('./lessons/LessonsTab'));
+
+const TABS: [View, string][] = [['walk', 'Walk'], ['memory', 'Memory'], ['compare', 'Compare'], ['playground', 'Playground'], ['results', 'Results'], ['live', 'Live guest'], ['lessons', 'Lessons']];
 
 type Theme = 'light' | 'dark' | null;
 function initialTheme(): Theme {
@@ -189,6 +195,19 @@ export function App({ engine }: { engine: Vmsim }) {
           <CompareView engine={engine} input={compareInput}
             onInput={(i) => update({ gva: i.gva, gpa: i.gpa, op: i.op })}
             onOpen={(json) => update({ view: 'walk', scenario: json, access: 0, step: 0 }, true)} />
+        )}
+        {url.view === 'results' && <ResultsTab />}
+        {url.view === 'lessons' && (
+          <Suspense fallback={<p className="muted">Loading the lessons…</p>}>
+            <LessonsTab engine={engine} lesson={url.lesson} seed={url.seed} lang={url.lang}
+              onNavigate={(patch) => update(patch, true)}
+              onOpenWalk={(scenario) => update({ view: 'walk', scenario, access: 0, step: 0 }, true)} />
+          </Suspense>
+        )}
+        {url.view === 'live' && (
+          <Suspense fallback={<p className="muted">Loading the live guest…</p>}>
+            <LiveView engine={engine} onOpen={(json) => update({ view: 'walk', scenario: json, access: 0, step: 0 }, true)} />
+          </Suspense>
         )}
         {url.view === 'playground' && (
           <Playground engine={engine} text={pgText} onText={setPgText}

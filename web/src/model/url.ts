@@ -1,7 +1,7 @@
 /* The view state a learner would share: which view, which example (or an inline
  * scenario), which access and step. Parsing never throws: bad values fall back to defaults. */
-export type View = 'walk' | 'memory' | 'compare' | 'playground';
-export const VIEWS: View[] = ['walk', 'memory', 'compare', 'playground'];
+export type View = 'walk' | 'memory' | 'compare' | 'playground' | 'results' | 'live' | 'lessons';
+export const VIEWS: View[] = ['walk', 'memory', 'compare', 'playground', 'results', 'live', 'lessons'];
 
 export interface UrlState {
   view: View;
@@ -14,6 +14,10 @@ export interface UrlState {
   gva: string | null;
   gpa: string | null;
   op: string | null;
+  /** Lessons: which lesson, the exercise seed, the language. */
+  lesson: string | null;
+  seed: number;
+  lang: 'en' | 'ja' | 'zh' | null;
 }
 
 export const DEFAULT_EXAMPLE = 'ept-4k';
@@ -50,6 +54,9 @@ export function parseUrl(search: string): UrlState {
     gva: p.get('gva'),
     gpa: p.get('gpa'),
     op: p.get('op'),
+    lesson: p.get('lesson'),
+    seed: int(p.get('seed'), 1),
+    lang: (['en', 'ja', 'zh'] as const).find((l) => l === p.get('lang')) ?? null,
   };
 }
 
@@ -60,6 +67,11 @@ export function toSearch(s: UrlState): string {
   else p.set('example', s.example);
   p.set('access', String(s.access));
   p.set('step', String(s.step));
+  if (s.view === 'lessons') {
+    if (s.lesson) p.set('lesson', s.lesson);
+    p.set('seed', String(s.seed));
+    if (s.lang) p.set('lang', s.lang);
+  }
   if (s.view === 'compare') {
     if (s.gva) p.set('gva', s.gva);
     if (s.gpa) p.set('gpa', s.gpa);

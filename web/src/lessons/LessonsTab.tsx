@@ -1,0 +1,28 @@
+/* The Lessons tab as the app shell loads it (lazily): i18next set up, the language from
+ * the URL or the learner's saved choice, and the scenario handed to the walk view as
+ * JSON when a learner opens an embedded walk there. */
+import { useEffect } from 'react';
+import type { Vmsim } from '../../../wasm-core/js/vmsim';
+import i18n, { savedLang } from './i18n';
+import { LessonsView } from './LessonsView';
+import { LESSON_SCENARIOS, type Lang } from './content';
+
+export interface LessonsTabProps {
+  engine: Vmsim;
+  lesson: string | null;
+  seed: number;
+  lang: Lang | null;
+  onNavigate: (patch: { lesson?: string | null; seed?: number; lang?: Lang }) => void;
+  onOpenWalk: (scenarioJson: string) => void;
+}
+
+export default function LessonsTab({ engine, lesson, seed, lang, onNavigate, onOpenWalk }: LessonsTabProps) {
+  const current = lang ?? savedLang();
+  useEffect(() => {
+    if (i18n.language !== current) void i18n.changeLanguage(current);
+  }, [current]);
+  return (
+    <LessonsView engine={engine} lesson={lesson} seed={seed} lang={current} onNavigate={onNavigate}
+      onOpenWalk={(name) => onOpenWalk(JSON.stringify(LESSON_SCENARIOS[name], null, 2))} />
+  );
+}

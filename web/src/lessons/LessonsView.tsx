@@ -1,0 +1,174 @@
+/* Lessons: an index with progress, and a lesson page whose prose, live walk views and
+ * exercises come from lessons/<lang>/*.md. The lesson, the language and each exercise's
+ * seed live in the URL so that a link reproduces what a learner saw. */
+import { useMemo, useState } from 'react';
+import { useTranslation } from 'react-i18next';
+import 'katex/dist/katex.min.css';
+import './lessons.css';
+import type { Vmsim } from '../../../wasm-core/js/vmsim';
+import { WalkView } from '../views/WalkView';
+import { LANG_NAMES, saveLang } from './i18n';
+import { LANGS, LESSONS, LESSON_ORDER, LESSON_SCENARIOS, lessonFor, type Lang, type Part } from './content';
+import { check, generate, type Exercise, type Verdict } from './exercises';
+import { Markdown } from './Markdown';
+
+const PROGRESS_KEY = 'vmemlab-progress';
+
+function loadProgress(): Set<string> {
+  try {
+    return new Set(JSON.parse(localStorage.getItem(PROGRESS_KEY) ?? '[]') as string[]);
+  } catch {
+    return new Set();
+  }
+}
+
+function saveProgress(done: Set<string>) {
+  try { localStorage.setItem(PROGRESS_KEY, JSON.stringify([...done])); } catch { /* storage may be off */ }
+}
+
+export interface LessonsProps {
+  engine: Vmsim;
+  lesson: string | null;
+  seed: number;
+  lang: Lang;
+  onNavigate: (patch: { lesson?: string | null; seed?: number; lang?: Lang }) => void;
+  onOpenWalk?: (scenario: string, access: number) => void;
+}
+
+export function LessonsView({ engine, lesson, seed, lang, onNavigate, onOpenWalk }: LessonsProps) {
+  const { t } = useTranslation();
+  const [done, setDone] = useState(loadProgress);
+  const toggle = (id: string) => {
+    const next = new Set(done);
+    if (next.has(id)) next.delete(id); else next.add(id);
+    setDone(next);
+    saveProgress(next);
+  };
+  const langPicker = (
+    <label className="lang-picker">
+      {t('language')}{' '}
+      <select value={lang} aria-label={t('language')}
+        onChange={(e) => { const l = e.target.value as Lang; saveLang(l); onNavigate({ lang: l }); }}>
+        {LANGS.map((l) => <option key={l} value={l}>{LANG_NAMES[l]}</option>)}
+      </select>
+    </label>
+  );
+
+  if (!lesson || !LESSONS.en[lesson]) {
+    return (
+      <section className="lessons-index" aria-label={t('index')}>
+        <header className="lessons-head"><h2>{t('index')}</h2>{langPicker}</header>
+        <p className="progress" data-testid="progress">{t('progress', { done: LESSON_ORDER.filter((id) => done.has(id)).length, total: LESSON_ORDER.length })}</p>
+        <ol>
+          {LESSON_ORDER.map((id) => {
+            const { lesson: l, fallback } = lessonFor(id, lang);
+            return (
+              <li key={id}>
+                <button className="linklike" onClick={() => onNavigate({ lesson: id })}>{l!.meta.title}</button>
+                {fallback && <span className="muted"> (English)</span>}
+                {done.has(id) && <span className="badge done"> ✓ {t('done')}</span>}
+              </li>
+            );
+          })}
+        </ol>
+      </section>
+    );
+  }
+
+  const { lesson: l, fallback } = lessonFor(lesson, lang);
+  const prereq = l!.meta.prerequisites;
+  return (
+    <article className="lesson" lang={fallback ? 'en' : lang}>
+      <header className="lessons-head">
+        <button className="linklike" onClick={() => onNavigate({ lesson: null })}>← {t('index')}</button>
+        {langPicker}
+      </header>
+      {fallback && <p className="notice" role="note">{t('notTranslated', { lang: LANG_NAMES[lang] })}</p>}
+      {prereq.length > 0 && (
+        <p className="muted">{t('prerequisites')}:{' '}
+          {prereq.map((p, i) => (
+            <span key={p}>{i > 0 && ', '}<button className="linklike" onClick={() => onNavigate({ lesson: p })}>{lessonFor(p, lang).lesson?.meta.title ?? p}</button></span>
+          ))}
+        </p>
+      )}
+      {l!.parts.map((part, i) => <LessonPart key={`${lesson}-${i}`} part={part} engine={engine} seed={seed} onSeed={(s) => onNavigate({ seed: s })} onOpenWalk={onOpenWalk} />)}
+      <p>
+        <label><input type="checkbox" checked={done.has(lesson)} onChange={() => toggle(lesson)} /> {t('markDone')}</label>
+      </p>
+    </article>
+  );
+}
+
+function LessonPart({ part, engine, seed, onSeed, onOpenWalk }: { part: Part; engine: Vmsim; seed: number;
+  onSeed: (s: number) => void; onOpenWalk?: (scenario: string, access: number) => void }) {
+  if (part.type === 'prose') return <Markdown text={part.text} />;
+  if (part.type === 'view') return <EmbeddedWalk engine={engine} scenario={part.scenario} access={part.access} onOpenWalk={onOpenWalk} />;
+  return <ExerciseCard engine={engine} part={part} seed={seed + part.index} onSeed={(s) => onSeed(s - part.index)} />;
+}
+
+function EmbeddedWalk({ engine, scenario, access, onOpenWalk }: { engine: Vmsim; scenario: string; access: number;
+  onOpenWalk?: (scenario: string, access: number) => void }) {
+  const { t } = useTranslation();
+  const result = useMemo(() => {
+    try { return engine.run(LESSON_SCENARIOS[scenario]); } catch { return null; }
+  }, [engine, scenario]);
+  const acc = result?.accesses[access];
+  const [step, setStep] = useState(acc?.steps.length ?? 0);
+  if (!result || !acc) return <p className="error">The lesson embeds a scenario ({scenario}) the engine could not run.</p>;
+  return (
+    <figure className="embedded-walk" data-scenario={scenario}>
+      <WalkView result={result} access={acc} step={step} onStep={setStep} />
+      <figcaption>
+        {LESSON_SCENARIOS[scenario].description}{' '}
+        {onOpenWalk && <button className="linklike" onClick={() => onOpenWalk(scenario, access)}>{t('openInWalk')}</button>}
+      </figcaption>
+    </figure>
+  );
+}
+
+function ExerciseCard({ engine, part, seed, onSeed }: { engine: Vmsim; part: Extract<Part, { type: 'exercise' }>;
+  seed: number; onSeed: (s: number) => void }) {
+  const { t } = useTranslation();
+  const ex: Exercise | null = useMemo(() => {
+    try { return generate(part.spec, seed); } catch { return null; }
+  }, [part.spec, seed]);
+  const [answer, setAnswer] = useState('');
+  const [verdict, setVerdict] = useState<Verdict | null>(null);
+  const [showHint, setShowHint] = useState(false);
+  const [showWalk, setShowWalk] = useState(false);
+  if (!ex) return <p className="error">Unknown exercise kind: {part.spec.kind}</p>;
+  const submit = () => {
+    try { setVerdict(check(engine, ex, answer)); } catch (e) { setVerdict({ correct: false, expected: (e as Error).message, results: [] }); }
+  };
+  const walkResult = verdict?.results[0];
+  // which-wins runs a long stream: show its last access; the others have one access
+  const shown = walkResult?.accesses[ex.spec.kind === 'which-wins' ? walkResult.accesses.length - 1 : 0];
+  return (
+    <section className="exercise" aria-label={t('exercise')} data-kind={ex.spec.kind}>
+      <h3>{t('exercise')} <span className="muted">({t('seed')} {seed})</span></h3>
+      <p className="exercise-prompt">{ex.prompt}</p>
+      <form onSubmit={(e) => { e.preventDefault(); submit(); }}>
+        {ex.input.type === 'choice' ? (
+          <select aria-label={t('answer')} value={answer} onChange={(e) => setAnswer(e.target.value)}>
+            <option value="">—</option>
+            {ex.input.choices.map((c) => <option key={c} value={c}>{c}</option>)}
+          </select>
+        ) : (
+          <input aria-label={t('answer')} value={answer} onChange={(e) => setAnswer(e.target.value)}
+            inputMode={ex.input.type === 'number' ? 'numeric' : 'text'} placeholder={ex.input.type === 'hex' ? '0x…' : ''} />
+        )}{' '}
+        <button type="submit">{t('check')}</button>{' '}
+        <button type="button" onClick={() => setShowHint((h) => !h)}>{t('hint')}</button>{' '}
+        <button type="button" onClick={() => { setVerdict(null); setAnswer(''); setShowWalk(false); onSeed(seed + 1); }}>{t('newExercise')}</button>
+      </form>
+      {showHint && <p className="hint">{ex.hint}</p>}
+      {verdict && (
+        <p role="status" className={verdict.correct ? 'ok' : 'error'}>
+          {verdict.correct ? t('correct') : t('wrong', { expected: verdict.expected })}{' '}
+          {shown ? <button className="linklike" onClick={() => setShowWalk((s) => !s)}>{t('showWalk')}</button> : null}
+        </p>
+      )}
+      {showWalk && walkResult && shown && <WalkView result={walkResult} access={shown} step={shown.steps.length} />}
+    </section>
+  );
+}
