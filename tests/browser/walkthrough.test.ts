@@ -7,12 +7,12 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { preview, type PreviewServer } from 'vite';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
+import { CHROMIUM, launchChromium } from './chromium';
 import type { Result } from '../../wasm-core/js/types';
 
 const root = join(__dirname, '..', '..');
 const artifacts = join(root, 'tests', 'artifacts');
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 
 let server: PreviewServer;
 let browser: Browser;
@@ -73,11 +73,7 @@ beforeAll(async () => {
     logLevel: 'silent',
   });
   url = server.resolvedUrls!.local[0];
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  browser = await launchChromium();
   mkdirSync(artifacts, { recursive: true });
 }, 60_000);
 

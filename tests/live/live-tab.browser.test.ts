@@ -6,11 +6,11 @@ import { cpSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { preview, type PreviewServer } from 'vite';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
+import { CHROMIUM, launchChromium } from '../browser/chromium';
 
 const root = join(__dirname, '..', '..');
 const dist = join(root, 'web', 'dist');
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const ready = existsSync(join(dist, 'index.html')) && existsSync(join(root, 'public', 'guest', 'state.bin.zst')) && existsSync(CHROMIUM);
 
 let server: PreviewServer;
@@ -28,10 +28,7 @@ describe.skipIf(!ready)('Live guest tab in Chromium', () => {
       for (const f of ['bios.bin', 'state.bin.zst', 'vmlinuz', 'initramfs.cpio.gz']) cpSync(join(root, 'public', d, f), join(dist, d, f));
     }
     server = await preview({ configFile: join(root, 'web', 'vite.config.ts'), preview: { port: 0, host: '127.0.0.1', strictPort: false }, logLevel: 'silent' });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1300, height: 1000 } });
     page.on('pageerror', (e) => errors.push(e.message));
     page.on('request', (r) => requests.push(r.url()));

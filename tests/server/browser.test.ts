@@ -6,12 +6,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { existsSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
+import { CHROMIUM, launchChromium } from '../browser/chromium';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildServer } from '../../web/server/app.mjs';
 import { resultWith, root } from './helpers';
 
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const XSS = '<img src=x onerror=alert(1)>';
 type App = Awaited<ReturnType<typeof buildServer>>;
 let app: App; let browser: Browser; let base: string; let dir: string;
@@ -23,11 +23,7 @@ beforeAll(async () => {
   app = await buildServer({ dataDir: dir, rateLimit: false });
   await app.listen({ port: 0, host: '127.0.0.1' });
   base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  browser = await launchChromium();
 }, 60_000);
 afterAll(async () => { await browser?.close(); await app?.close(); rmSync(dir, { recursive: true, force: true }); });
 

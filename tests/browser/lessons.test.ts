@@ -1,0 +1,67 @@
+/* The Lessons tab in headless Chromium: the index, a lesson with its live walk, an
+ * exercise checked by the engine in the page, the language switch kept in the URL. */
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { preview, type PreviewServer } from 'vite';
+import type { Browser, Page } from 'playwright-core';
+import { CHROMIUM, launchChromium } from './chromium';
+
+const root = join(__dirname, '..', '..');
+const artifacts = join(root, 'tests', 'artifacts');
+let server: PreviewServer;
+let browser: Browser;
+let page: Page;
+let url: string;
+const errors: string[] = [];
+
+beforeAll(async () => {
+  expect(existsSync(join(root, 'web', 'dist', 'index.html')), 'build the page first: make build').toBe(true);
+  expect(existsSync(CHROMIUM), 'install Debian chromium (make setup does)').toBe(true);
+  server = await preview({ configFile: join(root, 'web', 'vite.config.ts'),
+    preview: { port: 0, host: '127.0.0.1', strictPort: false }, logLevel: 'silent' });
+  url = server.resolvedUrls!.local[0];
+  browser = await launchChromium();
+  page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+  page.on('pageerror', (e) => errors.push(e.message));
+  mkdirSync(artifacts, { recursive: true });
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await new Promise<void>((r) => (server ? server.httpServer.close(() => r()) : r()));
+});
+
+describe('lessons tab', () => {
+  it('lists the seven lessons and opens one with its live 2-D walk', async () => {
+    await page.goto(url + '?view=lessons&lang=en');
+    await page.waitForSelector('.lessons-index');
+    expect(await page.locator('.lessons-index li').count()).toBe(7);
+    await page.getByRole('button', { name: 'EPT and NPT: the 2-D walk' }).click();
+    await page.waitForSelector('figure.embedded-walk[data-scenario="ept-4k"]');
+    expect(new URL(page.url()).searchParams.get('lesson')).toBe('ept-and-npt');
+    expect(await page.locator('.katex').count()).toBeGreaterThan(0);
+    await page.screenshot({ path: join(artifacts, 'lessons-ept-and-npt.png') });
+  });
+
+  it('checks an exercise with the engine in the page', async () => {
+    const ex = page.locator('section.exercise[data-kind="count-refs"]').first();
+    await ex.getByLabel('Your answer').fill('1');
+    await ex.getByRole('button', { name: 'Check' }).click();
+    const wrong = (await ex.getByRole('status').textContent())!;
+    const right = /the engine says (\d+)/.exec(wrong)![1];
+    await ex.getByLabel('Your answer').fill(right);
+    await ex.getByRole('button', { name: 'Check' }).click();
+    expect(await ex.getByRole('status').textContent()).toMatch(/^Correct\./);
+  });
+
+  it('switches language, keeps it in the URL, and falls back to English visibly', async () => {
+    await page.selectOption('.lang-picker select', 'zh');
+    await page.waitForSelector('article.lesson[lang="zh"]');
+    expect(new URL(page.url()).searchParams.get('lang')).toBe('zh');
+    await page.goto(url + '?view=lessons&lesson=vmfunc&lang=ja');
+    await page.waitForSelector('article.lesson');
+    expect(await page.getByRole('note').textContent()).toContain('日本語');
+    expect(errors).toEqual([]);
+  });
+});
