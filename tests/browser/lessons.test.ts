@@ -41,6 +41,12 @@ describe('lessons tab', () => {
     await page.waitForSelector('figure.embedded-walk[data-scenario="ept-4k"]');
     expect(new URL(page.url()).searchParams.get('lesson')).toBe('ept-and-npt');
     expect(await page.locator('.katex').count()).toBeGreaterThan(0);
+    // step the embedded walk: clicking a step in its list moves the highlight there
+    const fig = page.locator('figure.embedded-walk[data-scenario="ept-4k"]');
+    await fig.locator('table.steplist tbody tr').nth(6).click();
+    await expect.poll(async () => fig.locator('tr[aria-current="step"] td').first().textContent()).toBe('7');
+    // glossary terms carry their definitions
+    expect(await page.locator('abbr.term[data-term="eptp"]').getAttribute('title')).toMatch(/EPT pointer/);
     await page.screenshot({ path: join(artifacts, 'lessons-ept-and-npt.png') });
   });
 
@@ -55,10 +61,14 @@ describe('lessons tab', () => {
     expect(await ex.getByRole('status').textContent()).toMatch(/^Correct\./);
   });
 
-  it('switches language, keeps it in the URL, and falls back to English visibly', async () => {
-    await page.selectOption('.lang-picker select', 'zh');
-    await page.waitForSelector('article.lesson[lang="zh"]');
-    expect(new URL(page.url()).searchParams.get('lang')).toBe('zh');
+  it('switches to Japanese and back, keeps the choice in the URL, and falls back to English visibly', async () => {
+    await page.selectOption('.lang-picker select', 'ja');
+    await page.waitForSelector('article.lesson[lang="ja"]');
+    expect(new URL(page.url()).searchParams.get('lang')).toBe('ja');
+    await page.screenshot({ path: join(artifacts, 'lessons-ept-and-npt-ja.png') });
+    await page.selectOption('.lang-picker select', 'en');
+    await page.waitForSelector('article.lesson[lang="en"]');
+    expect(await page.locator('article.lesson h1').first().textContent()).toContain('EPT and NPT');
     await page.goto(url + '?view=lessons&lesson=vmfunc&lang=ja');
     await page.waitForSelector('article.lesson');
     expect(await page.getByRole('note').textContent()).toContain('日本語');

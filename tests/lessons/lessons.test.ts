@@ -13,7 +13,7 @@ const lessonsDir = join(root, 'lessons');
 const vmsim = process.env.VMSIM ?? join(root, 'wasm-core', 'build', 'vmsim');
 const ajv = new Ajv({ allErrors: true });
 const validate = ajv.compile(JSON.parse(readFileSync(join(root, 'wasm-core', 'schema', 'scenario.schema.json'), 'utf8')));
-const EXERCISE_KINDS = ['compute-hpa', 'count-refs', 'predict-exit', 'which-wins', 'flat-table-size'];
+const EXERCISE_KINDS = ['compute-hpa', 'count-refs', 'predict-exit', 'predict-bits', 'which-wins', 'flat-table-size'];
 
 function lessons(lang: string) {
   const dir = join(lessonsDir, lang);
@@ -108,6 +108,20 @@ describe('lessons', () => {
         expect(l.data.title).not.toEqual(original.data.title);   // translated, not copied
       }
     }
+  });
+
+  it('every glossary link in every language resolves to a defined term', () => {
+    const g = JSON.parse(readFileSync(join(lessonsDir, 'glossary.json'), 'utf8'));
+    let links = 0;
+    for (const lang of ['en', 'ja', 'zh']) {
+      for (const l of lessons(lang)) {
+        for (const m of l.content.matchAll(/\]\(glossary:([a-z0-9]+)\)/g)) {
+          links++;
+          expect(g.terms[m[1]], `${lang}/${l.file}: glossary:${m[1]}`).toBeTruthy();
+        }
+      }
+    }
+    expect(links).toBeGreaterThan(10);
   });
 
   it('the glossary defines every term in English, Japanese and Chinese', () => {

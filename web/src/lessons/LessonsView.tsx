@@ -91,7 +91,8 @@ export function LessonsView({ engine, lesson, seed, lang, onNavigate, onOpenWalk
           ))}
         </p>
       )}
-      {l!.parts.map((part, i) => <LessonPart key={`${lesson}-${i}`} part={part} engine={engine} seed={seed} onSeed={(s) => onNavigate({ seed: s })} onOpenWalk={onOpenWalk} />)}
+      {l!.parts.map((part, i) => <LessonPart key={`${lesson}-${i}`} part={part} engine={engine} seed={seed} lang={fallback ? 'en' : lang}
+        onSeed={(s) => onNavigate({ seed: s })} onOpenWalk={onOpenWalk} />)}
       <p>
         <label><input type="checkbox" checked={done.has(lesson)} onChange={() => toggle(lesson)} /> {t('markDone')}</label>
       </p>
@@ -99,9 +100,9 @@ export function LessonsView({ engine, lesson, seed, lang, onNavigate, onOpenWalk
   );
 }
 
-function LessonPart({ part, engine, seed, onSeed, onOpenWalk }: { part: Part; engine: Vmsim; seed: number;
+function LessonPart({ part, engine, seed, lang, onSeed, onOpenWalk }: { part: Part; engine: Vmsim; seed: number; lang: string;
   onSeed: (s: number) => void; onOpenWalk?: (scenario: string, access: number) => void }) {
-  if (part.type === 'prose') return <Markdown text={part.text} />;
+  if (part.type === 'prose') return <Markdown text={part.text} lang={lang} />;
   if (part.type === 'view') return <EmbeddedWalk engine={engine} scenario={part.scenario} access={part.access} onOpenWalk={onOpenWalk} />;
   return <ExerciseCard engine={engine} part={part} seed={seed + part.index} onSeed={(s) => onSeed(s - part.index)} />;
 }

@@ -1,21 +1,43 @@
 /* Lesson prose: Markdown (marked) with $...$ formulas typeset by KaTeX. Lessons are the
  * project's own text, not user input; links to other lessons stay inside the app. */
 import { memo, useMemo } from 'react';
-import { marked } from 'marked';
+import { Marked } from 'marked';
 import katex from 'katex';
+import glossary from '../../../lessons/glossary.json';
 
-export function renderMarkdown(text: string): string {
+type Term = keyof typeof glossary.terms;
+const escapeAttr = (t: string) => t.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
+
+/* [text](glossary:gpa) becomes the term with its definition on hover and focus, in the
+ * lesson's language (English where a definition is missing). */
+function markedFor(lang: string) {
+  return new Marked({
+    gfm: true,
+    renderer: {
+      link({ href, tokens }) {
+        const inner = this.parser.parseInline(tokens);
+        if (!href.startsWith('glossary:')) return false;
+        const key = href.slice('glossary:'.length) as Term;
+        const term = glossary.terms[key] as Record<string, string> | undefined;
+        const def = term?.[lang] ?? term?.en ?? '';
+        return `<abbr class="term" tabindex="0" data-term="${escapeAttr(key)}" title="${escapeAttr(def)}">${inner}</abbr>`;
+      },
+    },
+  });
+}
+
+export function renderMarkdown(text: string, lang = 'en'): string {
   const formulas: string[] = [];
   // Formulas first, so that Markdown never sees their underscores and stars.
   const withSlots = text.replace(/\$([^$\n]+)\$/g, (_, tex: string) => {
     formulas.push(katex.renderToString(tex, { throwOnError: false }));
     return `@@MATH${formulas.length - 1}@@`;
   });
-  const html = marked.parse(withSlots, { async: false, gfm: true }) as string;
+  const html = markedFor(lang).parse(withSlots, { async: false }) as string;
   return html.replace(/@@MATH(\d+)@@/g, (_, i: string) => formulas[Number(i)]);
 }
 
-export const Markdown = memo(function Markdown({ text }: { text: string }) {
-  const html = useMemo(() => renderMarkdown(text), [text]);
+export const Markdown = memo(function Markdown({ text, lang = 'en' }: { text: string; lang?: string }) {
+  const html = useMemo(() => renderMarkdown(text, lang), [text, lang]);
   return <div className="prose" dangerouslySetInnerHTML={{ __html: html }} />;
 });

@@ -10,7 +10,7 @@ beforeAll(async () => {
   engine = await testEngine();
 });
 
-const seeds = Array.from({ length: 25 }, (_, i) => i * 7919 + 1);
+const seeds = Array.from({ length: 1000 }, (_, i) => i * 7919 + 1);
 
 describe('exercises', () => {
   it('the same seed gives the same exercise', () => {
@@ -50,6 +50,38 @@ describe('exercises', () => {
           n = (s.nested!.levels ?? 4) - levelsOf[page] + 1;
         }
         expect(check(engine, ex, String(g + (g + 1) * n)).correct, `${mode} seed ${seed}`).toBe(true);
+        expect(check(engine, ex, String(g + (g + 1) * n + 1)).correct).toBe(false);
+      }
+    }
+  });
+
+  it('predict-bits: the exit information follows the manuals\' bit definitions', () => {
+    // EPT (A/D off): table-page faults have bit 8 clear; a blocked A-bit write is RD|WR.
+    const ept = (onTable: boolean, clear: string, op: string): string => {
+      const acc = op === 'read' ? 1 : op === 'write' ? 2 : 4;
+      if (onTable) return { '0x7': '0x81', '0x2': '0xab', '0x6': '0x8b', '0x4': '0x0' }[clear]!;
+      const allowed = 7 & ~Number(clear);
+      if (allowed & acc) return '0x0';
+      return '0x' + (acc | (allowed << 3) | 0x180).toString(16);
+    };
+    // NPT: every nested access is a user access; guest table accesses are writes.
+    const npt = (onTable: boolean, clear: string, op: string): string => {
+      if (onTable) return clear === '0x1' ? '0x200000006' : '0x200000007';
+      const w = op === 'write' ? 2 : 0, id = op === 'fetch' ? 0x10 : 0;
+      // (added, not ORed: JavaScript's | works on 32 bits)
+      if (clear === '0x1') return '0x' + (0x100000004 + w + id).toString(16);
+      if (clear === '0x2' && op !== 'write') return '0x0';
+      return '0x' + (0x100000005 + w + id).toString(16);
+    };
+    for (const mode of ['ept', 'npt']) {
+      for (const seed of seeds.slice(0, 300)) {
+        const ex = generate({ kind: 'predict-bits', mode }, seed);
+        const s = ex.scenarios[0];
+        const o = s.nested!.overrides![0];
+        const op = (s.accesses[0] as { op: string }).op;
+        const want = (mode === 'ept' ? ept : npt)(!!o.guest_table, o.clear!, op);
+        expect(check(engine, ex, want).correct, `${mode} seed ${seed}: ${ex.prompt}`).toBe(true);
+        expect(check(engine, ex, want === '0x0' ? '0x81' : '0x0').correct).toBe(false);
       }
     }
   });
@@ -59,6 +91,7 @@ describe('exercises', () => {
       const ex = generate({ kind: 'flat-table-size' }, seed);
       const gib = Number(BigInt((ex.scenarios[0] as unknown as { flat: { guest_ram: string } }).flat.guest_ram) >> 30n);
       expect(check(engine, ex, String(gib)).correct).toBe(true);
+      expect(check(engine, ex, String(gib * 1024)).correct).toBe(false);
     }
   });
 
@@ -76,6 +109,7 @@ describe('exercises', () => {
         else if (mode === 'ept' && ovr[0].clear === '0x1') want = 'ept_misconfig';
         else want = mode === 'ept' ? 'ept_violation' : 'npt_fault';
         expect(check(engine, ex, want).correct, `${mode} seed ${seed}: ${ex.prompt}`).toBe(true);
+        expect(check(engine, ex, want === 'ok' ? 'guest_page_fault' : 'ok').correct).toBe(false);
       }
     }
   });

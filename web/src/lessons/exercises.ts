@@ -3,7 +3,7 @@
  * scenario. No answer is stored anywhere: the engine computes it when checking. */
 import type { Scenario, Result, Vmsim } from '../../../wasm-core/js/vmsim';
 
-export type ExerciseKind = 'compute-hpa' | 'count-refs' | 'predict-exit' | 'flat-table-size' | 'which-wins';
+export type ExerciseKind = 'compute-hpa' | 'count-refs' | 'predict-exit' | 'predict-bits' | 'flat-table-size' | 'which-wins';
 
 export interface ExerciseSpec {
   kind: ExerciseKind;
@@ -144,6 +144,47 @@ function predictExit(spec: ExerciseSpec, seed: number): Exercise {
   };
 }
 
+/* The exit information itself: an EPT violation's qualification or an #NPF's EXITINFO1,
+ * for a read or write that the nested table refuses, at the data page or at one of the
+ * guest's page-table pages. */
+function predictBits(spec: ExerciseSpec, seed: number): Exercise {
+  const r = rng(seed);
+  const mode = spec.mode === 'npt' ? 'npt' : 'ept';
+  const op = pick(r, ['read', 'write', 'fetch'] as const);
+  const onTable = r() < 0.4;
+  const perm = pick(r, mode === 'ept' ? ['0x7', '0x2', '0x6', '0x4'] as const : ['0x1', '0x2', '0x4'] as const);
+  const s: Scenario = {
+    name: `exercise-bits-${seed}`, mode,
+    guest: { paging: '4level', mappings: [{ gva: '0x400000', gpa: '0x200000' }] },
+    nested: {
+      mappings: [{ gpa: '0x0', hpa: '0x80000000', pages: 1024 }],
+      overrides: [onTable
+        ? { guest_table: { gva: '0x400000', level: 1 }, level: 1, clear: perm }
+        : { gpa: '0x200000', level: 1, clear: perm }],
+    },
+    accesses: [{ gva: '0x400010', op }],
+  };
+  const bitsName = mode === 'ept' ? 'exit qualification' : 'EXITINFO1';
+  const names: Record<string, string> = mode === 'ept'
+    ? { '0x7': 'R, W and X', '0x2': 'W', '0x6': 'W and X', '0x4': 'X' }
+    : { '0x1': 'P', '0x2': 'RW', '0x4': 'US' };
+  const cleared = names[perm];
+  return {
+    spec, seed, scenarios: [s], input: { type: 'hex' },
+    prompt: `Under ${mode.toUpperCase()} (A/D bits ${mode === 'ept' ? 'off' : 'always on'}), the nested entry for ` +
+      `${onTable ? "the guest's page-table page that holds the PTE of gva 0x400000" : 'the data page (gpa 0x200000)'} ` +
+      `has ${cleared} cleared. The guest does a ${op} of gva 0x400010. If this exits, what is the ${bitsName}? ` +
+      `(Type 0x0 if there is no exit.)`,
+    hint: mode === 'ept'
+      ? 'Bits 0-2: read, write, fetch; 3-5: R, W, X allowed; 7: linear address valid; 8: final gpa (1) or guest paging structure (0).'
+      : 'Bit 0 present, 1 write (guest table accesses are writes), 2 user (always), 4 fetch; bit 32 final gpa, bit 33 guest table walk.',
+    expected: ([res]) => {
+      const f = res.accesses[0].fault as Record<string, string> | null;
+      return f?.qualification ?? f?.exitinfo1 ?? '0x0';
+    },
+  };
+}
+
 function flatTableSize(spec: ExerciseSpec, seed: number): Exercise {
   const r = rng(seed);
   const gib = pick(r, [1, 2, 4, 8, 16]);
@@ -207,6 +248,7 @@ const GENERATORS: Record<ExerciseKind, (spec: ExerciseSpec, seed: number) => Exe
   'compute-hpa': computeHpa,
   'count-refs': countRefs,
   'predict-exit': predictExit,
+  'predict-bits': predictBits,
   'flat-table-size': flatTableSize,
   'which-wins': whichWins,
 };
