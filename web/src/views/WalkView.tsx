@@ -7,6 +7,7 @@ import {
   explainStep, faultDetails, flagWords, kindWords, levelName, outcomeWords, splitGpa, splitGva, stageLabel,
 } from '../model/decode';
 import { gridModel, key } from '../model/grid';
+import glossary from '../../../lessons/glossary.json';
 
 export interface WalkProps {
   result: Result;
@@ -14,6 +15,30 @@ export interface WalkProps {
   /** Steps shown so far: 0 = none yet, steps.length = the whole walk. */
   step: number;
   onStep?: (n: number) => void;
+}
+
+type Field = ReturnType<typeof splitGva>[number];
+
+/* One address and its index fields; the name links to the glossary's definition. */
+function SplitRow({ term, value, fields, active, className }: { term: 'gva' | 'gpa'; value: string; fields: Field[];
+  active: number | null; className: string }) {
+  return (
+    <div className="split-row">
+      <span className="split-name">
+        <abbr className="term" tabIndex={0} data-term={term} title={glossary.terms[term].en}>{term}</abbr> {value}
+      </span>
+      <div className="fields">
+        {fields.map((f) => (
+          <span key={f.label} className={'field' + (f.level === active && f.level ? ' active' : '') + (f.level ? ` ${className}` : '')}
+            title={`bits ${f.hi}:${f.lo}`}>
+            <span className="f-label">{f.label}</span>
+            <span className="f-bits">{f.hi}:{f.lo}</span>
+            <span className="f-value">{f.level ? f.value : '0x' + f.value.toString(16)}</span>
+          </span>
+        ))}
+      </div>
+    </div>
+  );
 }
 
 export function AddressSplit({ result, access, step }: WalkProps) {
@@ -25,33 +50,8 @@ export function AddressSplit({ result, access, step }: WalkProps) {
     ? splitGpa(cur.gpa, result.nested_levels) : null;
   return (
     <div className="split" aria-label="address split">
-      <div className="split-row">
-        <span className="split-name">gva {access.gva}</span>
-        <div className="fields">
-          {fields.map((f) => (
-            <span key={f.label} className={'field' + (f.level === activeGuest && f.level ? ' active' : '') + (f.level ? ' guest' : '')}
-              title={`bits ${f.hi}:${f.lo}`}>
-              <span className="f-label">{f.label}</span>
-              <span className="f-bits">{f.hi}:{f.lo}</span>
-              <span className="f-value">{f.level ? f.value : '0x' + f.value.toString(16)}</span>
-            </span>
-          ))}
-        </div>
-      </div>
-      {gpaFields && cur && (
-        <div className="split-row">
-          <span className="split-name">gpa {cur.gpa}</span>
-          <div className="fields">
-            {gpaFields.map((f) => (
-              <span key={f.label} className={'field nested' + (f.level === cur.level ? ' active' : '')} title={`bits ${f.hi}:${f.lo}`}>
-                <span className="f-label">{f.label}</span>
-                <span className="f-bits">{f.hi}:{f.lo}</span>
-                <span className="f-value">{f.level ? f.value : '0x' + f.value.toString(16)}</span>
-              </span>
-            ))}
-          </div>
-        </div>
-      )}
+      <SplitRow term="gva" value={access.gva} fields={fields} active={activeGuest} className="guest" />
+      {gpaFields && cur && <SplitRow term="gpa" value={cur.gpa!} fields={gpaFields} active={cur.level} className="nested" />}
     </div>
   );
 }
