@@ -15,6 +15,9 @@ import { MemoryView } from './views/MemoryView';
 import { Playground } from './views/Playground';
 import { EntryPanel, WalkView } from './views/WalkView';
 import { ResultsTab } from './results/ResultsTab';
+import { useTranslation } from 'react-i18next';
+import { LANG_NAMES, saveLang, savedLang } from './i18n';
+import { LANGS, type Lang } from './lessons/content';
 
 // The live guest (v86, xterm.js, its assets) loads only when its tab opens.
 const LiveView = lazy(() => import('./live/LiveView'));
@@ -39,6 +42,11 @@ export function App({ engine }: { engine: Vmsim }) {
   const [playing, setPlaying] = useState(false);
   const [speed, setSpeed] = useState(1);
   const [theme, setTheme] = useState<Theme>(initialTheme);
+  const { t, i18n } = useTranslation();
+  // A language in the URL wins over the saved one (a shared link shows what was shared).
+  useEffect(() => {
+    if (url.lang && i18n.language !== url.lang) void i18n.changeLanguage(url.lang);
+  }, [url.lang, i18n]);
 
   const update = useCallback((patch: Partial<UrlState>, push = false) => {
     setUrl((u) => {
@@ -127,7 +135,7 @@ export function App({ engine }: { engine: Vmsim }) {
 
   const picker = (
     <div className="pickers">
-      <label>scenario
+      <label>{t('scenario')}
         <select value={url.scenario ? '' : url.example} aria-label="example scenario"
           onChange={(e) => { setPlaying(false); update({ example: e.target.value, scenario: null, access: 0, step: 0 }, true); }}>
           {url.scenario && <option value="">(your scenario)</option>}
@@ -159,9 +167,13 @@ export function App({ engine }: { engine: Vmsim }) {
         <nav className="tabs" aria-label="views">
           {TABS.map(([v, label]) => (
             <button key={v} type="button" aria-pressed={url.view === v} className={url.view === v ? 'tab active' : 'tab'}
-              onClick={() => { setPlaying(false); update({ view: v }, true); }}>{label}</button>
+              onClick={() => { setPlaying(false); update({ view: v }, true); }}>{t(`tab.${v}`, label)}</button>
           ))}
         </nav>
+        <select className="ui-lang" aria-label="language" value={url.lang ?? savedLang()}
+          onChange={(e) => { const l = e.target.value as Lang; saveLang(l); update({ lang: l }); }}>
+          {LANGS.map((l) => <option key={l} value={l}>{LANG_NAMES[l]}</option>)}
+        </select>
         <button type="button" className="theme" onClick={() => setTheme(dark ? 'light' : 'dark')} aria-label={`switch to ${dark ? 'light' : 'dark'} theme`}>
           {dark ? '☀' : '☾'}
         </button>
@@ -215,7 +227,7 @@ export function App({ engine }: { engine: Vmsim }) {
         )}
       </main>
       <footer className="foot">
-        <span>Keys: ← → step · Space play/pause · Home/End · engine {engine.version}</span>
+        <span>{t('keys')} · engine {engine.version}</span>
       </footer>
     </div>
   );

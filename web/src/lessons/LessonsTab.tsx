@@ -3,7 +3,7 @@
  * JSON when a learner opens an embedded walk there. */
 import { useEffect } from 'react';
 import type { Vmsim } from '../../../wasm-core/js/vmsim';
-import i18n, { savedLang } from './i18n';
+import i18n, { savedLang } from '../i18n';
 import { LessonsView } from './LessonsView';
 import { LESSON_SCENARIOS, type Lang } from './content';
 

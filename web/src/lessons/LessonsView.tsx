@@ -7,7 +7,7 @@ import 'katex/dist/katex.min.css';
 import './lessons.css';
 import type { Vmsim } from '../../../wasm-core/js/vmsim';
 import { WalkView } from '../views/WalkView';
-import { LANG_NAMES, saveLang } from './i18n';
+import { LANG_NAMES, saveLang } from '../i18n';
 import { LANGS, LESSONS, LESSON_ORDER, LESSON_SCENARIOS, lessonFor, type Lang, type Part } from './content';
 import { check, generate, type Exercise, type Verdict } from './exercises';
 import { Markdown } from './Markdown';

@@ -5,10 +5,12 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { cleanup, fireEvent, render, screen, within } from '@testing-library/react';
 import type { Vmsim } from '../../../wasm-core/js/vmsim';
 import { testEngine } from '../test/engine';
-import './i18n';
+import '../i18n';
 import { LessonsView } from './LessonsView';
 import { LESSONS, LESSON_ORDER, parseLesson, lessonFor } from './content';
 import { renderMarkdown } from './Markdown';
+import { App } from '../App';
+import i18n from '../i18n';
 
 let engine: Vmsim;
 beforeAll(async () => {
@@ -82,5 +84,20 @@ describe('lessons view', () => {
     render(<LessonsView engine={engine} lesson="shadow-paging" seed={1} lang="zh" onNavigate={onNavigate} />);
     expect(screen.getByRole('note').textContent).toContain('中文');
     expect(document.querySelector('article.lesson')!.getAttribute('lang')).toBe('en');
+  });
+});
+
+describe('the shell in three languages', () => {
+  it('names the tabs in the language of the URL and falls back to English for the rest', async () => {
+    history.replaceState(null, '', '?lang=zh');
+    render(<App engine={engine} />);
+    expect(await screen.findByRole('button', { name: '课程' })).toBeTruthy();
+    expect(screen.getByRole('button', { name: '遍历' })).toBeTruthy();
+    expect(i18n.t('no.such.key', 'fallback text')).toBe('fallback text');
+    cleanup();
+    history.replaceState(null, '', '?lang=en');
+    render(<App engine={engine} />);
+    expect(await screen.findByRole('button', { name: 'Lessons' })).toBeTruthy();
+    history.replaceState(null, '', '/');
   });
 });

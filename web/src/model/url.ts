@@ -70,8 +70,8 @@ export function toSearch(s: UrlState): string {
   if (s.view === 'lessons') {
     if (s.lesson) p.set('lesson', s.lesson);
     p.set('seed', String(s.seed));
-    if (s.lang) p.set('lang', s.lang);
   }
+  if (s.lang) p.set('lang', s.lang);
   if (s.view === 'compare') {
     if (s.gva) p.set('gva', s.gva);
     if (s.gpa) p.set('gpa', s.gpa);
