@@ -351,12 +351,13 @@ void explain_access(strbuf *sb, const machine *m, const vm_access *a, const vm_r
             snprintf(ref, sizeof ref, "%u", st->ref);
         if (st->gpa_valid)
             snprintf(gpa, sizeof gpa, "0x%llx", (unsigned long long)st->gpa);
-        if (st->dim == DIM_NESTED)
-            snprintf(stage, sizeof stage, "%s", st->stage ? "" : "final");
-        else
-            snprintf(stage, sizeof stage, "%s", "");
-        if (st->dim == DIM_NESTED && st->stage)
+        /* nested steps say which guest level's entry they locate, or the final gpa */
+        if (st->dim != DIM_NESTED)
+            stage[0] = 0;
+        else if (st->stage)
             snprintf(stage, sizeof stage, "G%u", st->stage);
+        else
+            snprintf(stage, sizeof stage, "final");
         step_flags(m, st, flags, sizeof flags, false);
         sb_printf(sb, "  %-3u %-3s %-8s %-6s %-2u %-5s %-18s 0x%-16llx %-4u 0x%-16llx 0x%-16llx %-3s %-11s %s\n", k + 1,
                   ref, kind_names[st->kind], dim_names[st->dim], st->level, stage, gpa, (unsigned long long)st->table,

@@ -253,10 +253,6 @@ void shadow_translate(machine *m, const vm_access *a, vm_result *r)
             return;
         }
     }
-    if (!r->gpa_valid) {
-        /* no exit: the gpa is not in the shadow; the VMM knows it from the guest tables */
-        r->gpa_valid = false;
-    }
     r->hpa = hpa;
     r->hpa_valid = true;
     r->outcome = OUT_OK;
