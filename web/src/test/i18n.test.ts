@@ -1,0 +1,41 @@
+/* Every namespace's Japanese and Chinese files carry exactly the English keys, with the
+ * same {{placeholders}} and no empty strings; nothing falls back to English by accident. */
+import { describe, expect, it } from 'vitest';
+import i18n, { NAMESPACES, resources, tEn } from '../i18n';
+
+type Tree = Record<string, unknown>;
+function leaves(t: Tree, prefix = ''): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const [k, v] of Object.entries(t)) {
+    const key = prefix ? `${prefix}.${k}` : k;
+    if (v && typeof v === 'object') for (const [kk, vv] of leaves(v as Tree, key)) out.set(kk, vv);
+    else out.set(key, String(v));
+  }
+  return out;
+}
+const placeholders = (s: string) => [...s.matchAll(/\{\{\s*(\w+)\s*\}\}/g)].map((m) => m[1]).sort();
+
+describe('locales', () => {
+  it('has every namespace in English', () => {
+    for (const ns of NAMESPACES) expect(resources.en[ns], ns).toBeTruthy();
+  });
+  for (const lang of ['ja', 'zh']) {
+    for (const ns of NAMESPACES) {
+      it(`${lang}/${ns} has the English keys, the same placeholders and no blanks`, () => {
+        const en = leaves(resources.en[ns] as Tree);
+        const other = leaves((resources[lang]?.[ns] ?? {}) as Tree);
+        expect([...en.keys()].filter((k) => !other.has(k)), 'missing keys').toEqual([]);
+        expect([...other.keys()].filter((k) => !en.has(k)), 'keys English lacks').toEqual([]);
+        for (const [k, v] of other) {
+          expect(v.trim(), `${lang}/${ns}:${k} is blank`).not.toBe('');
+          expect(placeholders(v), `${lang}/${ns}:${k} placeholders`).toEqual(placeholders(en.get(k)!));
+        }
+      });
+    }
+  }
+  it('falls back to English for a key a language lacks, never to blank', () => {
+    i18n.addResource('en', 'views', 'test_only_key', 'English only');
+    expect(i18n.getFixedT('ja', 'views')('test_only_key')).toBe('English only');
+    expect(tEn('test_only_key')).toBe('English only');
+  });
+});
