@@ -156,7 +156,7 @@ describe('walkthrough app in Chromium', () => {
     await page.setInputFiles('[data-testid="file-input"]', { name: 'broken.json', mimeType: 'application/json', buffer: Buffer.from('{ "name": "broken", "mode": ') });
     await expect.poll(() => page.textContent('[data-testid="pg-message"]')).toMatch(/broken\.json: not valid JSON at line 1/);
     await page.click('[data-testid="run"]');
-    expect(await page.textContent('[data-testid="pg-message"]')).toMatch(/Fix the 1 problem/);
+    expect(await page.textContent('[data-testid="pg-message"]')).toMatch(/Fix the problem listed below first/);
     await shot(page, 'playground-error');
     // A schema-valid scenario the engine rejects: its message, still no crash.
     const bad = { name: 'misaligned', mode: 'native', guest: { paging: '4level', mappings: [{ gva: '0x400001', gpa: '0x200000' }] }, accesses: [] };
@@ -213,5 +213,38 @@ describe('walkthrough app in Chromium', () => {
     await shot(narrow, 'compare-360');
     await narrow.close();
     expect(pageErrors).toEqual([]);
+  });
+
+  it('in Japanese and Chinese: the same trace, explained in the language, and back to English', async () => {
+    const trace = nativeRun('ept-violation');
+    const a = trace.accesses[2];
+    const page = await open(`?example=ept-violation&access=2&step=0&lang=ja`);
+    await page.click('#next');
+    expectStep(await shown(page), a.steps[0]);
+    const explainJa = await page.textContent('#entry .explain');
+    expect(explainJa).toMatch(/[\u3040-\u30ff]/);
+    await page.keyboard.press('End');
+    expect(await page.getAttribute('#outcome [data-field="outcome"]', 'data-value')).toBe(a.outcome);
+    expect(await page.textContent('#outcome [data-field="outcome"]')).toContain('EPT violation（VM exit 48）');
+    // The exit qualification's bits in Japanese, each with the engine's value.
+    const q = BigInt((a.fault as { qualification: string }).qualification);
+    const bits = await page.$$eval('#outcome .bits li', (lis) => lis.map((li) => [li.className, li.textContent]));
+    expect(bits.length).toBeGreaterThan(0);
+    for (const [cls, text] of bits) {
+      const bit = BigInt(/ビット (\d+)/.exec(text!)![1]);
+      expect(cls, text!).toBe(((q >> bit) & 1n) === 1n ? 'set' : 'clear');
+    }
+    // The exit's glossary term carries the Japanese definition.
+    expect(await page.getAttribute('#outcome abbr[data-term="ept_violation"]', 'title')).toMatch(/exit qualification/);
+    await shot(page, 'walk-ja');
+    await page.selectOption('select.ui-lang', 'zh');
+    expect(await page.textContent('#outcome [data-field="outcome"]')).toContain('EPT 违例');
+    expect(await page.textContent('.tabs')).toContain('遍历');
+    await shot(page, 'walk-zh');
+    await page.selectOption('select.ui-lang', 'en');
+    expect(await page.textContent('#outcome [data-field="outcome"]')).toBe('EPT violation (VM exit 48)');
+    expect(new URL(page.url()).searchParams.get('lang')).toBe('en');
+    expect(pageErrors).toEqual([]);
+    await page.close();
   });
 });

@@ -43,6 +43,7 @@ export function App({ engine }: { engine: Vmsim }) {
   const [speed, setSpeed] = useState(1);
   const [theme, setTheme] = useState<Theme>(initialTheme);
   const { t, i18n } = useTranslation();
+  const { t: tv } = useTranslation('views');
   // A language in the URL wins over the saved one (a shared link shows what was shared).
   useEffect(() => {
     if (url.lang && i18n.language !== url.lang) void i18n.changeLanguage(url.lang);
@@ -64,10 +65,10 @@ export function App({ engine }: { engine: Vmsim }) {
 
   // The scenario on show: an inline one from the playground/compare, or a bundled example.
   const scenarioText = url.scenario ?? JSON.stringify(EXAMPLES[url.example] ?? EXAMPLES['ept-4k'], null, 2);
-  const run = useMemo((): { result: Result | null; error: string | null } => {
-    if (!url.scenario && !EXAMPLES[url.example]) return { result: null, error: `There is no example called "${url.example}". Pick one from the list.` };
-    try { return { result: engine.run(scenarioText), error: null }; } catch (e) { return { result: null, error: (e as Error).message }; }
-  }, [engine, scenarioText, url.scenario, url.example]);
+  const run = useMemo((): { result: Result | null; error: string | null; detail?: string } => {
+    if (!url.scenario && !EXAMPLES[url.example]) return { result: null, error: tv('app.noExample', { name: url.example }) };
+    try { return { result: engine.run(scenarioText), error: null }; } catch (e) { return { result: null, error: tv('app.rejected'), detail: (e as Error).message }; }
+  }, [engine, scenarioText, url.scenario, url.example, tv]);
   const result = run.result;
   const accessIndex = result ? Math.min(url.access, Math.max(0, result.accesses.length - 1)) : 0;
   const access = result?.accesses[accessIndex] ?? null;
@@ -136,20 +137,20 @@ export function App({ engine }: { engine: Vmsim }) {
   const picker = (
     <div className="pickers">
       <label>{t('scenario')}
-        <select value={url.scenario ? '' : url.example} aria-label="example scenario"
+        <select value={url.scenario ? '' : url.example} aria-label={tv('app.exampleScenario')}
           onChange={(e) => { setPlaying(false); update({ example: e.target.value, scenario: null, access: 0, step: 0 }, true); }}>
-          {url.scenario && <option value="">(your scenario)</option>}
+          {url.scenario && <option value="">{tv('app.yourScenario')}</option>}
           {EXAMPLE_NAMES.map((n) => <option key={n} value={n}>{n}</option>)}
         </select>
       </label>
       {result && result.accesses.length > 1 && (
-        <label>access
-          <select value={accessIndex} aria-label="access" onChange={(e) => { setPlaying(false); update({ access: Number(e.target.value), step: 0 }, true); }}>
-            {result.accesses.map((a, i) => <option key={i} value={i}>{accessLabel(a, i)}</option>)}
+        <label>{tv('app.access')}
+          <select value={accessIndex} aria-label={tv('app.access')} onChange={(e) => { setPlaying(false); update({ access: Number(e.target.value), step: 0 }, true); }}>
+            {result.accesses.map((a, i) => <option key={i} value={i}>{accessLabel(a, i, tv)}</option>)}
           </select>
         </label>
       )}
-      {result && <span className="mode-badge" data-mode={result.mode}>{result.mode} · {result.guest_paging}{result.nested_levels ? ` · ${result.nested_levels}-level nested` : ''}</span>}
+      {result && <span className="mode-badge" data-mode={result.mode}>{result.mode} · {result.guest_paging}{result.nested_levels ? ' · ' + tv('app.nestedLevels', { count: result.nested_levels }) : ''}</span>}
     </div>
   );
 
@@ -163,18 +164,18 @@ export function App({ engine }: { engine: Vmsim }) {
   return (
     <div className="app">
       <header className="top">
-        <h1><a href="?" aria-label="vmemlab home">vmemlab</a></h1>
-        <nav className="tabs" aria-label="views">
+        <h1><a href="?" aria-label={tv('app.home')}>vmemlab</a></h1>
+        <nav className="tabs" aria-label={tv('app.views')}>
           {TABS.map(([v, label]) => (
             <button key={v} type="button" aria-pressed={url.view === v} className={url.view === v ? 'tab active' : 'tab'}
               onClick={() => { setPlaying(false); update({ view: v }, true); }}>{t(`tab.${v}`, label)}</button>
           ))}
         </nav>
-        <select className="ui-lang" aria-label="language" value={url.lang ?? savedLang()}
+        <select className="ui-lang" aria-label={t('language')} value={url.lang ?? savedLang()}
           onChange={(e) => { const l = e.target.value as Lang; saveLang(l); update({ lang: l }); }}>
           {LANGS.map((l) => <option key={l} value={l}>{LANG_NAMES[l]}</option>)}
         </select>
-        <button type="button" className="theme" onClick={() => setTheme(dark ? 'light' : 'dark')} aria-label={`switch to ${dark ? 'light' : 'dark'} theme`}>
+        <button type="button" className="theme" onClick={() => setTheme(dark ? 'light' : 'dark')} aria-label={t('themeTo', { theme: tv(`app.theme.${dark ? 'light' : 'dark'}`) })}>
           {dark ? '☀' : '☾'}
         </button>
       </header>
@@ -182,8 +183,8 @@ export function App({ engine }: { engine: Vmsim }) {
         {(url.view === 'walk' || url.view === 'memory') && (
           <>
             {picker}
-            {description && <p className="desc">{description}</p>}
-            {run.error && <p className="error" role="alert">The engine rejected this scenario: {run.error}</p>}
+            {description && <p className="desc">{tv(`examples:${url.example}`, { defaultValue: description })}</p>}
+            {run.error && <p className="error" role="alert">{run.error}{run.detail && <> <span lang="en">{run.detail}</span></>}</p>}
             {result && access && (
               <>
                 {controls}
@@ -210,14 +211,14 @@ export function App({ engine }: { engine: Vmsim }) {
         )}
         {url.view === 'results' && <ResultsTab />}
         {url.view === 'lessons' && (
-          <Suspense fallback={<p className="muted">Loading the lessons…</p>}>
+          <Suspense fallback={<p className="muted">{tv('app.loadingLessons')}</p>}>
             <LessonsTab engine={engine} lesson={url.lesson} seed={url.seed} lang={url.lang}
               onNavigate={(patch) => update(patch, true)}
               onOpenWalk={(scenario) => update({ view: 'walk', scenario, access: 0, step: 0 }, true)} />
           </Suspense>
         )}
         {url.view === 'live' && (
-          <Suspense fallback={<p className="muted">Loading the live guest…</p>}>
+          <Suspense fallback={<p className="muted">{tv('app.loadingLive')}</p>}>
             <LiveView engine={engine} onOpen={(json) => update({ view: 'walk', scenario: json, access: 0, step: 0 }, true)} />
           </Suspense>
         )}
@@ -227,7 +228,7 @@ export function App({ engine }: { engine: Vmsim }) {
         )}
       </main>
       <footer className="foot">
-        <span>{t('keys')} · engine {engine.version}</span>
+        <span>{t('keys')} · {tv('app.engine', { version: engine.version })}</span>
       </footer>
     </div>
   );

@@ -3,6 +3,7 @@
  *   translation  the shell and the lessons
  *   views        walk, memory, compare, caches, controls, playground and the step words
  *   results      the Results tab and the class panel
+ *   examples     the bundled example scenarios' descriptions (English = the files')
  *   live         the Live guest tab
  * English is complete by definition; a key missing in another language falls back to
  * English (never to blank), and src/test/i18n.test.ts fails the build when one is missing.
@@ -11,7 +12,7 @@ import i18next from 'i18next';
 import { initReactI18next } from 'react-i18next';
 import type { Lang } from './lessons/content';
 
-export const NAMESPACES = ['translation', 'views', 'results', 'live'] as const;
+export const NAMESPACES = ['translation', 'views', 'examples', 'results', 'live'] as const;
 export type Namespace = (typeof NAMESPACES)[number];
 
 const files = import.meta.glob<{ default: Record<string, unknown> }>('./locales/*/*.json', { eager: true });

@@ -19,17 +19,18 @@ export const DEFAULT_COMPARE: CompareInput = { gva: '0x400000', gpa: '0x200000',
 const HOST_BASE = 0x80000000n;
 const LOW_PAGES = 1024;
 
-export function checkCompareInput(inp: CompareInput): string | null {
+/** What is wrong with the input, as a key of the views namespace (compare.problem.*), or null. */
+export function checkCompareInput(inp: CompareInput): 'hex' | 'gpaRange' | 'gpaTables' | 'gvaRange' | null {
   let gva: bigint, gpa: bigint;
   try {
     gva = hexToBig(inp.gva);
     gpa = hexToBig(inp.gpa);
   } catch {
-    return 'gva and gpa must be hex numbers such as 0x400000';
+    return 'hex';
   }
-  if (gpa >= 1n << 30n) return 'gpa must be below 0x40000000 (1 GiB of guest RAM in this comparison)';
-  if (gpa >= 0x100000n && gpa < 0x110000n) return 'gpa 0x100000-0x10ffff holds the guest page tables: pick another';
-  if (gva >= 1n << 47n) return 'gva must be a lower-half 4-level address (below 0x800000000000)';
+  if (gpa >= 1n << 30n) return 'gpaRange';
+  if (gpa >= 0x100000n && gpa < 0x110000n) return 'gpaTables';
+  if (gva >= 1n << 47n) return 'gvaRange';
   return null;
 }
 

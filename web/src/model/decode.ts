@@ -1,7 +1,9 @@
 /* Pure functions from a trace to the words and numbers the views show. Nothing here
  * knows about pixels: every view reads these, and the component tests check them
- * against real engine traces. Bit meanings follow wasm-core/docs/model.md section 4.3. */
+ * against real engine traces. Words come through i18next (namespace `views`): each
+ * function takes the view's `t`, English by default. Bit meanings follow wasm-core/docs/model.md section 4.3. */
 import type { AccessResult, Fault, GuestPaging, Result, Step } from '../../../wasm-core/js/types';
+import { tEn, type T } from '../i18n';
 
 export const hexToBig = (h: string | null | undefined): bigint => (h ? BigInt(h) : 0n);
 export const hex = (v: bigint | number): string => '0x' + BigInt(v).toString(16);
@@ -92,137 +94,102 @@ export function cellOf(step: Step): { row: number; col: number | 'guest' } | nul
 
 export const cellKey = (row: number, col: number | 'guest') => `${row}:${col}`;
 
-export function stageLabel(step: Step, paging: GuestPaging | string): string {
-  if (step.dim === 'guest') return `guest ${levelName(paging, step.level)} entry (level ${step.level})`;
-  if (step.stage === 0) return 'the final gpa';
-  return `the gpa of the guest ${levelName(paging, step.stage)} entry`;
+export function stageLabel(step: Step, paging: GuestPaging | string, t: T = tEn): string {
+  if (step.dim === 'guest') return t('step.stageGuest', { level: levelName(paging, step.level), n: step.level });
+  if (step.stage === 0) return t('step.stageFinal');
+  return t('step.stageEntry', { level: levelName(paging, step.stage) });
 }
 
-const KIND_WORDS: Record<string, string> = {
-  read: 'memory reference',
-  ad_write: 'A/D bit write',
-  pdpte: 'PDPTE register (no memory reference)',
-  vmm_fill: 'VMM fills the entry',
-  eptp_list: 'EPTP-list read (VMFUNC)',
-  tlb_hit: 'TLB hit: no walk',
-  pwc_hit: 'page-walk cache hit',
-  ntlb_hit: 'nested TLB hit',
-  vmexit: 'VM exit',
-  vmm_read: 'VMM reads the guest table in software',
-};
-export const kindWords = (k: string) => KIND_WORDS[k] ?? k;
+export const kindWords = (k: string, t: T = tEn) => t(`kind.${k}`, { defaultValue: k });
+
+/** The name of the table a step reads: guest, nested, or the shadow/flat table in those modes. */
+export function tableOf(step: Pick<Step, 'dim'>, mode: string): 'guest' | 'nested' | 'shadow' | 'flat' {
+  if (step.dim === 'guest') return 'guest';
+  return mode === 'shadow' ? 'shadow' : mode === 'flat' ? 'flat' : 'nested';
+}
+
+/** A step result, an exit reason or a detail in words (the engine's code when unknown). */
+export const resultWords = (r: string, t: T = tEn) => t(`result.${r}`, { defaultValue: r.replace(/_/g, ' ') });
+export const reasonWords = (r: string, t: T = tEn) => t(`reason.${r}`, { defaultValue: r.replace(/_/g, ' ') });
 
 /** One sentence saying what a step does, in the vocabulary of the glossary. */
-export function explainStep(step: Step, result: Pick<Result, 'mode' | 'guest_paging'>): string {
+export function explainStep(step: Step, result: Pick<Result, 'mode' | 'guest_paging'>, t: T = tEn): string {
   const paging = result.guest_paging;
-  const table = result.mode === 'shadow' && step.dim === 'nested' ? 'shadow' : result.mode === 'flat' && step.dim === 'nested' ? 'flat' : step.dim;
+  const table = t(`step.table.${tableOf(step, result.mode)}`);
+  const level = levelName(paging, step.level);
   switch (step.kind) {
     case 'tlb_hit':
-      return `The TLB holds this gva page: the translation is answered with no table walk.`;
+      return t('step.tlb_hit');
     case 'vmexit':
-      return `VM exit (${step.result.replace(/_/g, ' ')}): the hypervisor takes over.`;
+      return t('step.vmexit', { reason: resultWords(step.result, t) });
     case 'vmm_read':
-      return `The VMM reads guest ${levelName(paging, step.level)} entry ${step.index} in software (not a reference of the walk).`;
+      return t('step.vmm_read', { level, index: step.index });
     case 'vmm_fill':
-      return `The VMM writes the missing ${table} entry ${step.index} and re-enters the guest.`;
+      return t('step.vmm_fill', { table, index: step.index });
     case 'eptp_list':
-      return `VMFUNC reads EPTP-list entry ${step.index}: ${step.result === 'page' ? 'a valid EPTP becomes the active EPT' : step.result}.`;
+      return step.result === 'page'
+        ? t('step.eptp_valid', { index: step.index })
+        : t('step.eptp_other', { index: step.index, result: resultWords(step.result, t) });
     case 'ad_write':
-      return step.result === 'blocked'
-        ? `Setting ${step.ad_set} in the guest ${levelName(paging, step.level)} entry is blocked: its nested translation is read-only.`
-        : `The walk sets ${step.ad_set} in the guest ${levelName(paging, step.level)} entry.`;
+      return t(step.result === 'blocked' ? 'step.ad_blocked' : 'step.ad_write', { bits: step.ad_set, level });
     case 'pdpte':
-      return `PAE: PDPTE ${step.index} comes from a register loaded at CR3 load.`;
+      return t('step.pdpte', { index: step.index });
     case 'pwc_hit':
-      return `The page-walk cache supplies the ${table} level-${step.level} entry for ${stageLabel(step, paging)}: no memory reference.`;
+      return t('step.pwc_hit', { table, level: step.level, stage: stageLabel(step, paging, t) });
     case 'ntlb_hit':
-      return `The nested TLB translates ${stageLabel(step, paging)} in one lookup: the whole nested walk is skipped.`;
+      return t('step.ntlb_hit', { stage: stageLabel(step, paging, t) });
     default: {
       const what = step.dim === 'guest'
-        ? `guest ${levelName(paging, step.level)} entry ${step.index}`
-        : `${table === 'nested' ? 'nested' : table} level-${step.level} entry ${step.index} to translate ${stageLabel(step, paging)}`;
-      const res: Record<string, string> = {
-        table: 'points to the next table',
-        page: 'maps the page',
-        not_present: 'is not present',
-        reserved: 'has reserved bits set',
-        misconfig: 'is misconfigured',
-      };
-      return `Read ${what}: it ${res[step.result] ?? step.result}.`;
+        ? t('step.whatGuest', { level, index: step.index })
+        : t('step.whatNested', { table, level: step.level, index: step.index, stage: stageLabel(step, paging, t) });
+      const known = ['table', 'page', 'not_present', 'reserved', 'misconfig'].includes(step.result);
+      const res = known ? t(`step.res.${step.result}`) : t('step.res.other', { result: resultWords(step.result, t) });
+      return t('step.read', { what, res });
     }
   }
 }
 
-const X86_FLAGS: Record<string, string> = {
-  P: 'present', RW: 'writable', US: 'user', PWT: 'write-through', PCD: 'cache disabled', A: 'accessed', D: 'dirty',
-  PS: 'page size (large page)', PAT: 'PAT', G: 'global', XD: 'execute disable',
-  R: 'read', W: 'write', X: 'execute', IPAT: 'ignore PAT', UX: 'user execute', SVE: 'suppress #VE',
-  V: 'valid', FOR: 'fault on read', FOW: 'fault on write', FOE: 'fault on execute', ASM: 'address space match',
-  KRE: 'kernel read', URE: 'user read', KWE: 'kernel write', UWE: 'user write',
-};
-export function flagWords(flag: string): string {
+export function flagWords(flag: string, t: T = tEn): string {
   if (flag.startsWith('MT=')) {
-    const mt: Record<string, string> = { '0': 'uncacheable', '1': 'write-combining', '4': 'write-through', '5': 'write-protected', '6': 'write-back' };
-    return `memory type ${flag.slice(3)} (${mt[flag.slice(3)] ?? 'reserved'})`;
+    const mt = flag.slice(3);
+    const name = ['0', '1', '4', '5', '6'].includes(mt) ? t(`flag.mt.${mt}`) : t('flag.mt.other');
+    return t('flag.memoryType', { mt, name });
   }
-  return X86_FLAGS[flag] ?? flag;
+  return t(`flag.${flag}`, { defaultValue: flag });
 }
 
 export interface BitWord { bit: number; set: boolean; words: string }
 
-function decodeBits(value: string, table: [number, string][]): BitWord[] {
+function decodeBits(value: string, table: string, bitList: number[], t: T): BitWord[] {
   const v = hexToBig(value);
-  return table.map(([bit, words]) => ({ bit, set: ((v >> BigInt(bit)) & 1n) === 1n, words }));
+  return bitList.map((bit) => ({ bit, set: ((v >> BigInt(bit)) & 1n) === 1n, words: t(`bits.${table}.${bit}`) }));
 }
 
-export const eptQualification = (q: string) =>
-  decodeBits(q, [
-    [0, 'data read'], [1, 'data write'], [2, 'instruction fetch'],
-    [3, 'the gpa was readable'], [4, 'the gpa was writable'], [5, 'the gpa was executable'],
-    [7, 'guest linear address valid'], [8, 'access to the final gpa (clear: to a guest paging structure)'],
-  ]);
+export const eptQualification = (q: string, t: T = tEn) => decodeBits(q, 'ept', [0, 1, 2, 3, 4, 5, 7, 8], t);
+export const nptExitInfo1 = (q: string, t: T = tEn) => decodeBits(q, 'npt', [0, 1, 2, 3, 4, 32, 33], t);
+export const pfErrorCode = (q: string, t: T = tEn) => decodeBits(q, 'pf', [0, 1, 2, 3, 4], t);
 
-export const nptExitInfo1 = (q: string) =>
-  decodeBits(q, [
-    [0, 'P: the entry was present'], [1, 'W: a write'], [2, 'U: user access'], [3, 'RSVD: reserved bits set'],
-    [4, 'I/D: instruction fetch'], [32, 'the final gpa'], [33, 'a guest page-table access'],
-  ]);
-
-export const pfErrorCode = (q: string) =>
-  decodeBits(q, [
-    [0, 'P: protection violation (clear: not present)'], [1, 'W: a write'], [2, 'U: user mode'],
-    [3, 'RSVD: reserved bit set'], [4, 'I/D: instruction fetch'],
-  ]);
-
-const OUTCOME_WORDS: Record<string, string> = {
-  ok: 'translated',
-  guest_page_fault: 'guest page fault (#PF, no exit)',
-  ept_violation: 'EPT violation (VM exit 48)',
-  ept_misconfig: 'EPT misconfiguration (VM exit 49)',
-  npt_fault: 'nested page fault (#NPF, exit 0x400)',
-  flat_fault: 'flat table miss outside every memory slot',
-  vmfunc_exit: 'VMFUNC failed (VM exit 59)',
-  invalid_opcode: 'invalid opcode (#UD in the guest)',
-  vmcall_exit: 'VMCALL (VM exit 18)',
-  shadow_unmapped: 'gpa outside the VMM memory slots',
-};
-export const outcomeWords = (o: string) => OUTCOME_WORDS[o] ?? o;
+export const outcomeWords = (o: string, t: T = tEn) => t(`outcome.${o}`, { defaultValue: o });
 
 /** The fault's fields as label/value pairs plus decoded bit lists, whatever its kind. */
-export function faultDetails(fault: Fault | null): { pairs: [string, string][]; bits: { title: string; bits: BitWord[] } | null } {
+export function faultDetails(fault: Fault | null, t: T = tEn): { pairs: [string, string][]; bits: { title: string; bits: BitWord[] } | null } {
   if (!fault) return { pairs: [], bits: null };
   const f = fault as Record<string, unknown>;
   const pairs: [string, string][] = [];
-  for (const [k, v] of Object.entries(f)) pairs.push([k.replace(/_/g, ' '), String(v)]);
+  for (const [k, v] of Object.entries(f)) {
+    const value = k === 'dim' ? t(`dim.${v}`) : k === 'reason' || k === 'detail' ? reasonWords(String(v), t) : String(v);
+    pairs.push([t(`fault.${k}`, { defaultValue: k.replace(/_/g, ' ') }), value]);
+  }
   let b: { title: string; bits: BitWord[] } | null = null;
-  if (typeof f.qualification === 'string') b = { title: 'Exit qualification', bits: eptQualification(f.qualification) };
-  else if (typeof f.exitinfo1 === 'string') b = { title: 'EXITINFO1', bits: nptExitInfo1(f.exitinfo1) };
-  else if (typeof f.error_code === 'string' && f.vector === 14) b = { title: 'Error code', bits: pfErrorCode(f.error_code) };
+  if (typeof f.qualification === 'string') b = { title: t('bits.eptTitle'), bits: eptQualification(f.qualification, t) };
+  else if (typeof f.exitinfo1 === 'string') b = { title: t('bits.nptTitle'), bits: nptExitInfo1(f.exitinfo1, t) };
+  else if (typeof f.error_code === 'string' && f.vector === 14) b = { title: t('bits.pfTitle'), bits: pfErrorCode(f.error_code, t) };
   return { pairs, bits: b };
 }
 
 /** Accesses that have something to walk (memory accesses), as opposed to vmfunc/mov_cr3/... events. */
-export function accessLabel(a: AccessResult, i: number): string {
-  const what = a.gva ? `${a.op} ${a.gva}${a.user ? ' (user)' : ''}` : a.op;
-  return `#${i} ${what}: ${a.outcome}`;
+export function accessLabel(a: AccessResult, i: number, t: T = tEn): string {
+  const op = t(`op.${a.op}`, { defaultValue: a.op });
+  const what = a.gva ? (a.user ? t('app.accessUser', { op, gva: a.gva }) : `${op} ${a.gva}`) : op;
+  return t('app.accessLabel', { i, what, outcome: outcomeWords(a.outcome, t) });
 }

@@ -5,6 +5,7 @@
  * list reads) still appear in the step list. */
 import type { AccessResult, Result, Step } from '../../../wasm-core/js/types';
 import { guestLevels, levelName, nestedLevels } from './decode';
+import { tEn, type T } from '../i18n';
 
 export interface GridRow { key: number; label: string }
 export interface GridCol { key: string; label: string }
@@ -30,7 +31,7 @@ function colOf(step: Step, mode: string): { row: number; col: string } | null {
   return { row: step.level, col: 'G' };
 }
 
-export function gridModel(result: Pick<Result, 'mode' | 'guest_paging' | 'nested_levels'>, access: AccessResult): GridModel {
+export function gridModel(result: Pick<Result, 'mode' | 'guest_paging' | 'nested_levels'>, access: AccessResult, t: T = tEn): GridModel {
   const mode = result.mode;
   const paging = result.guest_paging;
   const glevels = guestLevels(paging);
@@ -39,20 +40,20 @@ export function gridModel(result: Pick<Result, 'mode' | 'guest_paging' | 'nested
   let kind: '2d' | '1d' = '1d';
   if (mode === 'ept' || mode === 'npt' || mode === 'flat') {
     kind = '2d';
-    rows = [...glevels.map((l) => ({ key: l, label: `gL${l} ${levelName(paging, l)}` })), { key: 0, label: 'final gpa' }];
+    rows = [...glevels.map((l) => ({ key: l, label: `gL${l} ${levelName(paging, l)}` })), { key: 0, label: t('walk.row.final') }];
     const nl = nestedLevels(result);
     cols = [
-      ...(mode === 'flat' ? [{ key: 'F', label: 'flat table' }] : nl.map((l) => ({ key: `N${l}`, label: `nL${l}` }))),
-      { key: 'G', label: 'guest entry' },
+      ...(mode === 'flat' ? [{ key: 'F', label: t('walk.col.flat') }] : nl.map((l) => ({ key: `N${l}`, label: `nL${l}` }))),
+      { key: 'G', label: t('walk.col.guestEntry') },
     ];
   } else if (mode === 'shadow') {
     const shadowLevels = [...new Set(access.steps.filter((s) => s.dim === 'nested').map((s) => s.level))];
     const levels = [...new Set([...glevels, ...shadowLevels])].sort((a, b) => b - a);
     rows = levels.map((l) => ({ key: l, label: `L${l} ${levelName(paging, l)}` }));
-    cols = [{ key: 'S', label: 'shadow table' }, { key: 'V', label: 'guest table (VMM walk)' }];
+    cols = [{ key: 'S', label: t('walk.col.shadow') }, { key: 'V', label: t('walk.col.vmmWalk') }];
   } else {
     rows = glevels.map((l) => ({ key: l, label: `L${l} ${levelName(paging, l)}` }));
-    cols = [{ key: 'G', label: 'guest table' }];
+    cols = [{ key: 'G', label: t('walk.col.guest') }];
   }
   const cells = new Map<string, number[]>();
   const stepCell: (string | null)[] = [];

@@ -2,16 +2,11 @@
  * the memory view draws what the engine reported, never a guess at the layout. */
 import type { AccessResult, Result, Step } from '../../../wasm-core/js/types';
 import { hexToBig } from './decode';
+import { tEn, type T } from '../i18n';
 
 export type FrameRole = 'guest' | 'nested' | 'shadow' | 'flat' | 'eptp' | 'data';
-export const ROLE_WORDS: Record<FrameRole, string> = {
-  guest: 'guest page table',
-  nested: 'nested table (EPT/NPT)',
-  shadow: 'shadow table',
-  flat: 'flat nested table',
-  eptp: 'EPTP list',
-  data: 'data page',
-};
+/** A frame's role in words (views namespace: memory.role.*). */
+export const roleWords = (r: FrameRole, t: T = tEn) => t(`memory.role.${r}`);
 
 export interface Frame {
   /** Host frame number (hpa >> 12). */

@@ -5,8 +5,16 @@ import type { ErrorObject } from 'ajv';
 // Compiled ahead of time by web/server/gen-validator.mjs (npm run gen:validator): no eval in
 // the page, so the class server's Content-Security-Policy can forbid it.
 import scenarioValidator from './scenario-validator.gen.mjs';
+import localizeJa from 'ajv-i18n/localize/ja';
+import localizeZh from 'ajv-i18n/localize/zh';
+import { tEn, type T } from '../i18n';
 
-export interface Problem { path: string; message: string }
+/* ajv's own messages ("must have required property ...") in the page's language. */
+const LOCALIZE: Record<string, (errors?: ErrorObject[] | null) => void> = { ja: localizeJa, zh: localizeZh };
+
+/** One problem: where, what (in the page's language), and the browser's own words when it
+ * has some (V8's JSON.parse message, in English; shown beside, marked lang="en"). */
+export interface Problem { path: string; message: string; detail?: string }
 
 function validator() {
   return scenarioValidator;
@@ -76,7 +84,7 @@ export function jsonErrorOffset(text: string): number {
 }
 
 /** Parses text as JSON; on failure a problem that says where. */
-export function parseJson(text: string): { value: unknown; problem: Problem | null } {
+export function parseJson(text: string, t: T = tEn): { value: unknown; problem: Problem | null } {
   try {
     return { value: JSON.parse(text), problem: null };
   } catch (e) {
@@ -85,29 +93,31 @@ export function parseJson(text: string): { value: unknown; problem: Problem | nu
     const where = at >= 0 ? lineCol(text, at) : null;
     return {
       value: undefined,
-      problem: { path: '', message: `not valid JSON${where ? ` at line ${where.line}, column ${where.col}` : ''}: ${msg}` },
+      problem: { path: '', message: where ? t('json.invalidAt', { line: where.line, col: where.col }) : t('json.invalid'), detail: msg },
     };
   }
 }
 
-function describe(e: ErrorObject): Problem {
+function describe(e: ErrorObject, t: T): Problem {
   const path = e.instancePath || '/';
   if (e.keyword === 'additionalProperties')
-    return { path, message: `unknown key "${(e.params as { additionalProperty: string }).additionalProperty}"` };
+    return { path, message: t('json.unknownKey', { key: (e.params as { additionalProperty: string }).additionalProperty }) };
   if (e.keyword === 'enum')
-    return { path, message: `must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}` };
+    return { path, message: t('json.oneOf', { values: (e.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ') }) };
   return { path, message: e.message ?? e.keyword };
 }
 
 /** Schema problems, most specific first, one per path (oneOf branches repeat themselves). */
-export function schemaProblems(value: unknown): Problem[] {
+export function schemaProblems(value: unknown, t: T = tEn, lang = 'en'): Problem[] {
   const v = validator();
   if (v(value)) return [];
-  const errs = (v.errors ?? []).filter((e) => e.keyword !== 'oneOf' && e.keyword !== 'if');
+  const all = [...(v.errors ?? [])] as ErrorObject[];
+  LOCALIZE[lang]?.(all);
+  const errs = all.filter((e) => e.keyword !== 'oneOf' && e.keyword !== 'if');
   const seen = new Set<string>();
   const out: Problem[] = [];
   for (const e of errs.sort((a, b) => b.instancePath.length - a.instancePath.length)) {
-    const p = describe(e);
+    const p = describe(e, t);
     const k = p.path + p.message;
     if (seen.has(k)) continue;
     seen.add(k);
@@ -117,8 +127,8 @@ export function schemaProblems(value: unknown): Problem[] {
 }
 
 /** Everything wrong with a scenario text before running it: syntax first, then the schema. */
-export function checkScenarioText(text: string): { value: unknown; problems: Problem[] } {
-  const { value, problem } = parseJson(text);
+export function checkScenarioText(text: string, t: T = tEn, lang = 'en'): { value: unknown; problems: Problem[] } {
+  const { value, problem } = parseJson(text, t);
   if (problem) return { value: undefined, problems: [problem] };
-  return { value, problems: schemaProblems(value) };
+  return { value, problems: schemaProblems(value, t, lang) };
 }

@@ -11,3 +11,10 @@ describe('englishRuns', () => {
     expect(englishRuns('gva 0x400000 → gpa 0x200000 → hpa 0x80200000')).toEqual([]);
   });
 });
+
+describe('englishRuns between CJK text', () => {
+  it('does not join words across Japanese or Chinese', () => {
+    expect(englishRuns('EPT violation とその exit qualification')).toEqual([]);
+    expect(englishRuns('读取 the guest entry 表项')).toEqual(['the guest entry']);
+  });
+});

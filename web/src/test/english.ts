@@ -6,15 +6,25 @@ const KEEP = /^(?:0x[0-9a-f]+|[0-9][\w.,:×%-]*|[A-Z0-9/_+-]{2,}[a-z]?s?|[A-Z][a
 
 export function englishRuns(text: string, extraKeep: RegExp[] = []): string[] {
   const runs: string[] = [];
-  // Split on anything that is not part of a Latin word, keeping the order of words.
-  const tokens = text.split(/[^A-Za-z0-9_.'/-]+/).filter(Boolean);
-  let cur: string[] = [];
-  const flush = () => { if (cur.length >= 3) runs.push(cur.join(' ')); cur = []; };
-  for (const tok of tokens) {
-    const w = tok.replace(/^[.'/-]+|[.'/-]+$/g, '');
-    const isWord = /^[A-Za-z][a-z]+(?:'[a-z]+)?$/.test(w) && !KEEP.test(w) && !extraKeep.some((r) => r.test(w));
-    if (isWord) cur.push(w); else flush();
+  // Latin text between two non-Latin characters (Japanese or Chinese breaks a run), then
+  // its words in order; a number or a kept name also breaks the run.
+  for (const segment of text.match(/[A-Za-z0-9_.'/#+-]+(?:[ \t\n,;:()"\[\]]+[A-Za-z0-9_.'/#+-]+)*/g) ?? []) {
+    let cur: string[] = [];
+    const flush = () => { if (cur.length >= 3) runs.push(cur.join(' ')); cur = []; };
+    for (const tok of segment.split(/[ \t\n,;:()"\[\]]+/).filter(Boolean)) {
+      const w = tok.replace(/^[.'/-]+|[.'/-]+$/g, '');
+      const isWord = /^[A-Za-z][a-z]+(?:'[a-z]+)?$/.test(w) && !KEEP.test(w) && !extraKeep.some((r) => r.test(w));
+      if (isWord) cur.push(w); else flush();
+    }
+    flush();
   }
-  flush();
   return runs;
+}
+
+/** The text of an element without the parts marked lang="en" (messages from the engine or
+ * the browser that have no translation, shown as they are). */
+export function translatedText(el: Element): string {
+  const c = el.cloneNode(true) as Element;
+  c.querySelectorAll('[lang="en"]').forEach((n) => n.remove());
+  return c.textContent ?? '';
 }

@@ -39,3 +39,23 @@ describe('locales', () => {
     expect(tEn('test_only_key')).toBe('English only');
   });
 });
+
+describe('example descriptions', () => {
+  const files = import.meta.glob<{ description: string }>('../../../wasm-core/examples/*.json', { eager: true, import: 'default' });
+  const descriptions = Object.fromEntries(Object.entries(files).map(([p, s]) => [p.replace(/^.*\/([^/]+)\.json$/, '$1'), s.description]));
+  it('are in English exactly as the scenario files say', () => {
+    expect(resources.en.examples).toEqual(descriptions);
+  });
+  // A translation that drops or changes a number (24 references, EXITINFO1 0x200000007,
+  // 196 ns) says something the engine does not: every number of the English must be there.
+  const numbers = (s: string) => new Set(s.match(/0x[0-9a-f]+|\d+(?:[.,]\d+)*/gi) ?? []);
+  for (const lang of ['ja', 'zh']) {
+    it(`keep every number of the English in ${lang}`, () => {
+      for (const [name, en] of Object.entries(descriptions)) {
+        const other = String((resources[lang].examples as Record<string, string>)[name] ?? '');
+        const have = numbers(other);
+        expect([...numbers(en)].filter((n) => !have.has(n)), `${lang}:${name}`).toEqual([]);
+      }
+    });
+  }
+});

@@ -1,10 +1,12 @@
 /* One guest mapping, one access, five modes: the scenarios are generated in TS
  * (model/compare.ts), each run through the same engine, the counts set side by side. */
 import { useMemo, useState } from 'react';
+import { Trans, useTranslation } from 'react-i18next';
 import type { AccessResult, Op } from '../../../wasm-core/js/types';
 import type { Vmsim } from '../../../wasm-core/js/vmsim';
 import { checkCompareInput, COMPARE_MODES, compareScenario, cycles, type CompareInput } from '../model/compare';
 import { outcomeWords } from '../model/decode';
+import { Term } from './Term';
 
 export interface CompareProps {
   engine: Pick<Vmsim, 'run'>;
@@ -28,6 +30,7 @@ export function runCompare(engine: Pick<Vmsim, 'run'>, input: CompareInput): Row
 }
 
 export function CompareView({ engine, input, onInput, onOpen }: CompareProps) {
+  const { t, i18n } = useTranslation('views');
   const [draft, setDraft] = useState(input);
   const problem = checkCompareInput(input);
   const rows = useMemo(() => (problem ? [] : runCompare(engine, input)), [engine, input, problem]);
@@ -35,18 +38,18 @@ export function CompareView({ engine, input, onInput, onOpen }: CompareProps) {
   return (
     <div className="compare" data-testid="compare-view">
       <form className="compare-form" onSubmit={(e) => { e.preventDefault(); onInput?.(draft); }}>
-        <label>gva <input value={draft.gva} onChange={(e) => setDraft({ ...draft, gva: e.target.value })} spellCheck={false} /></label>
-        <label>maps to gpa <input value={draft.gpa} onChange={(e) => setDraft({ ...draft, gpa: e.target.value })} spellCheck={false} /></label>
-        <label>op <select value={draft.op} onChange={(e) => setDraft({ ...draft, op: e.target.value as Op })}>
-          <option>read</option><option>write</option><option>fetch</option></select></label>
-        <label className="check"><input type="checkbox" checked={draft.user} onChange={(e) => setDraft({ ...draft, user: e.target.checked })} /> user</label>
-        <button type="submit">Compare</button>
+        <label><Term id="gva" /> <input value={draft.gva} onChange={(e) => setDraft({ ...draft, gva: e.target.value })} spellCheck={false} /></label>
+        <label>{t('compare.mapsTo')} <input value={draft.gpa} onChange={(e) => setDraft({ ...draft, gpa: e.target.value })} spellCheck={false} /></label>
+        <label>{t('compare.op')} <select value={draft.op} onChange={(e) => setDraft({ ...draft, op: e.target.value as Op })}>
+          {(['read', 'write', 'fetch'] as const).map((o) => <option key={o} value={o}>{t(`op.${o}`)}</option>)}</select></label>
+        <label className="check"><input type="checkbox" checked={draft.user} onChange={(e) => setDraft({ ...draft, user: e.target.checked })} /> {t('compare.user')}</label>
+        <button type="submit">{t('compare.submit')}</button>
       </form>
-      {problem && <p className="error" role="alert">{problem}</p>}
-      <p className="muted">The first access on a cold machine: a 4-level guest, 4 KiB pages everywhere; flat and shadow fill their tables on demand. Cycles = 10 + 40 × references + 1,700 × exits (the cost model of <code>vmsim experiment</code>).</p>
+      {problem && <p className="error" role="alert">{t(`compare.problem.${problem}`)}</p>}
+      <p className="muted"><Trans t={t} i18nKey="compare.note" components={{ 1: <code /> }} /></p>
       <div className="table-scroll">
         <table className="comparetable">
-          <thead><tr><th>mode</th><th>refs</th><th>guest + nested</th><th>exits</th><th>outcome</th><th>hpa</th><th>cycles</th><th></th></tr></thead>
+          <thead><tr>{(['mode', 'refs', 'split', 'exits', 'outcome', 'hpa', 'cycles'] as const).map((c) => <th key={c}>{t(`compare.col.${c}`)}</th>)}<th></th></tr></thead>
           <tbody>
             {rows.map((r) => (
               <tr key={r.mode} data-mode={r.mode}>
@@ -56,13 +59,13 @@ export function CompareView({ engine, input, onInput, onOpen }: CompareProps) {
                     <td data-field="refs">{r.access.memory_refs}</td>
                     <td>{r.access.guest_refs} + {r.access.nested_refs}</td>
                     <td data-field="exits">{r.access.exits}</td>
-                    <td>{outcomeWords(r.access.outcome)}</td>
+                    <td>{outcomeWords(r.access.outcome, t)}</td>
                     <td><code>{r.access.hpa ?? '–'}</code></td>
                     <td className="barcell">
                       <span className="bar" style={{ width: `${(100 * cycles(r.access)) / max}%` }} />
-                      <span className="barlabel">{cycles(r.access).toLocaleString('en')}</span>
+                      <span className="barlabel">{cycles(r.access).toLocaleString(i18n.language)}</span>
                     </td>
-                    <td><button type="button" onClick={() => onOpen?.(r.json)}>walk</button></td>
+                    <td><button type="button" onClick={() => onOpen?.(r.json)}>{t('compare.walk')}</button></td>
                   </>
                 ) : <td colSpan={7} className="error">{r.error}</td>}
               </tr>

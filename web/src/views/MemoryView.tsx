@@ -1,9 +1,10 @@
 /* Host physical memory as the frames one access touches, coloured by role, with the
  * current step's frame outlined. D3 owns the SVG; React only hands it the trace. */
 import { useEffect, useMemo, useRef } from 'react';
+import { useTranslation } from 'react-i18next';
 import { select } from 'd3-selection';
 import type { AccessResult, Result } from '../../../wasm-core/js/types';
-import { currentPfn, framesOf, ROLE_WORDS, type Frame, type FrameRole } from '../model/memory';
+import { currentPfn, framesOf, roleWords, type Frame, type FrameRole } from '../model/memory';
 
 const COLS = 6;
 const W = 112;
@@ -13,6 +14,7 @@ const GAP = 8;
 export interface MemoryProps { result: Result; access: AccessResult; step: number }
 
 export function MemoryView({ result, access, step }: MemoryProps) {
+  const { t } = useTranslation('views');
   const svgRef = useRef<SVGSVGElement>(null);
   const frames = useMemo(() => framesOf(result, access), [result, access]);
   const cur = currentPfn(access, step);
@@ -35,9 +37,9 @@ export function MemoryView({ result, access, step }: MemoryProps) {
       .attr('data-role', (d) => d.role);
     all.select('rect').attr('class', (d) => `role-${d.role}`);
     all.select('text.addr').text((d) => '0x' + (d.pfn << 12n).toString(16));
-    all.select('text.role').text((d) => `${d.role}${d.steps.length ? ' · ' + d.steps.length + '×' : ''}`);
-    all.select('title').text((d) => `${ROLE_WORDS[d.role]} at hpa 0x${(d.pfn << 12n).toString(16)}; steps ${d.steps.join(', ') || 'none (final data)'}`);
-  }, [frames]);
+    all.select('text.role').text((d) => `${t(`memory.roleShort.${d.role}`)}${d.steps.length ? ' · ' + d.steps.length + '×' : ''}`);
+    all.select('title').text((d) => t('memory.frameTitle', { role: roleWords(d.role, t), hpa: '0x' + (d.pfn << 12n).toString(16), steps: d.steps.join(', ') || t('memory.noSteps') }));
+  }, [frames, t]);
 
   useEffect(() => {
     select(svgRef.current!).selectAll<SVGGElement, Frame>('g.frame')
@@ -47,14 +49,14 @@ export function MemoryView({ result, access, step }: MemoryProps) {
   }, [frames, cur, step, access]);
 
   return (
-    <section className="memory" aria-label="host memory">
-      <h3>Host physical frames touched <span className="muted">({frames.length})</span></h3>
+    <section className="memory" aria-label={t('memory.label')}>
+      <h3>{t('memory.title')} <span className="muted">({frames.length})</span></h3>
       <ul className="legend">
-        {roles.map((r) => <li key={r}><span className={`swatch role-${r}`} />{ROLE_WORDS[r]}</li>)}
+        {roles.map((r) => <li key={r}><span className={`swatch role-${r}`} />{roleWords(r, t)}</li>)}
       </ul>
-      {frames.length === 0 ? <p className="muted">No memory touched by this event.</p> : null}
-      <svg ref={svgRef} className="memsvg" role="img" aria-label={`${frames.length} host frames`} />
-      {result.flat_table_bytes ? <p className="muted">The flat table spans {result.flat_table_bytes / 1024} KiB of host memory; only the frames this walk reads are drawn.</p> : null}
+      {frames.length === 0 ? <p className="muted">{t('memory.none')}</p> : null}
+      <svg ref={svgRef} className="memsvg" role="img" aria-label={t('memory.frames', { count: frames.length })} />
+      {result.flat_table_bytes ? <p className="muted">{t('memory.flatSpan', { kib: result.flat_table_bytes / 1024 })}</p> : null}
     </section>
   );
 }

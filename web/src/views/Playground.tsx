@@ -3,6 +3,7 @@
  * save, and a run that hands the scenario to the walk view. Nothing here can take the
  * page down: every failure becomes a message. */
 import { lazy, Suspense, useEffect, useMemo, useState } from 'react';
+import { useTranslation } from 'react-i18next';
 import type { Scenario } from '../../../wasm-core/js/types';
 import { ScenarioError, type Vmsim } from '../../../wasm-core/js/vmsim';
 import type { Problem } from '../model/validate';
@@ -34,12 +35,13 @@ function withMode(s: Scenario, mode: Scenario['mode']): Scenario {
 }
 
 export function Playground({ engine, text, onText, onRun, plainEditor }: PlaygroundProps) {
+  const { t, i18n } = useTranslation('views');
   const [val, setVal] = useState<Validate | null>(null);
-  const [message, setMessage] = useState<{ kind: 'error' | 'ok'; text: string } | null>(null);
+  const [message, setMessage] = useState<{ kind: 'error' | 'ok'; text: string; detail?: string } | null>(null);
 
-  useEffect(() => { import('../model/validate').then(setVal, (e) => setMessage({ kind: 'error', text: `The validator failed to load: ${e.message}` })); }, []);
+  useEffect(() => { import('../model/validate').then(setVal, (e) => setMessage({ kind: 'error', text: t('playground.validatorFailed'), detail: e.message })); }, [t]);
 
-  const checked = useMemo(() => (val ? val.checkScenarioText(text) : null), [val, text]);
+  const checked = useMemo(() => (val ? val.checkScenarioText(text, t, i18n.language) : null), [val, text, t, i18n.language]);
   const problems: Problem[] = checked?.problems ?? [];
   const scenario = checked && checked.value && typeof checked.value === 'object' ? (checked.value as Scenario) : null;
 
@@ -51,27 +53,27 @@ export function Playground({ engine, text, onText, onRun, plainEditor }: Playgro
   const a0 = scenario?.accesses?.[0] as { gva?: string; op?: string; user?: boolean } | undefined;
 
   const run = () => {
-    if (problems.length) { setMessage({ kind: 'error', text: `Fix the ${problems.length} problem(s) listed below first.` }); return; }
+    if (problems.length) { setMessage({ kind: 'error', text: t('playground.fixFirst', { count: problems.length }) }); return; }
     try {
       const r = engine.run(text);
-      setMessage({ kind: 'ok', text: `${r.accesses.length} accesses, ${r.totals.memory_refs} memory references, ${r.totals.exits} exits.` });
+      setMessage({ kind: 'ok', text: t('playground.ran', { accesses: r.accesses.length, refs: r.totals.memory_refs, exits: r.totals.exits }) });
       onRun(text);
     } catch (e) {
-      setMessage({ kind: 'error', text: e instanceof ScenarioError ? `The engine rejected the scenario: ${e.message}` : `The engine failed: ${(e as Error).message}` });
+      setMessage({ kind: 'error', text: e instanceof ScenarioError ? t('playground.rejected') : t('playground.failed'), detail: (e as Error).message });
     }
   };
 
   const load = async (file: File | undefined) => {
     if (!file) return;
     try {
-      const t = await file.text();
-      onText(t);
-      const c = val?.checkScenarioText(t);
+      const content = await file.text();
+      onText(content);
+      const c = val?.checkScenarioText(content, t, i18n.language);
       setMessage(c && c.problems.length
-        ? { kind: 'error', text: `${file.name}: ${c.problems[0].path ? c.problems[0].path + ': ' : ''}${c.problems[0].message}` }
-        : { kind: 'ok', text: `Loaded ${file.name}.` });
+        ? { kind: 'error', text: t('playground.fileProblem', { file: file.name, problem: (c.problems[0].path ? c.problems[0].path + ': ' : '') + c.problems[0].message }), detail: c.problems[0].detail }
+        : { kind: 'ok', text: t('playground.loaded', { file: file.name }) });
     } catch (e) {
-      setMessage({ kind: 'error', text: `Could not read ${file.name}: ${(e as Error).message}` });
+      setMessage({ kind: 'error', text: t('playground.unreadable', { file: file.name }), detail: (e as Error).message });
     }
   };
 
@@ -86,35 +88,35 @@ export function Playground({ engine, text, onText, onRun, plainEditor }: Playgro
   return (
     <div className="playground" data-testid="playground">
       <fieldset className="form" disabled={!scenario}>
-        <legend>Basics {scenario ? '' : <span className="muted">(fix the JSON to use the form)</span>}</legend>
-        <label>name <input value={scenario?.name ?? ''} onChange={(e) => edit((s) => ({ ...s, name: e.target.value }))} /></label>
-        <label>mode <select value={scenario?.mode ?? 'ept'} onChange={(e) => edit((s) => withMode(s, e.target.value as Scenario['mode']))}>
+        <legend>{t('playground.basics')} {scenario ? '' : <span className="muted">{t('playground.fixJson')}</span>}</legend>
+        <label>{t('playground.name')} <input value={scenario?.name ?? ''} onChange={(e) => edit((s) => ({ ...s, name: e.target.value }))} /></label>
+        <label>{t('playground.mode')} <select value={scenario?.mode ?? 'ept'} onChange={(e) => edit((s) => withMode(s, e.target.value as Scenario['mode']))}>
           {['native', 'ept', 'npt', 'flat', 'shadow'].map((m) => <option key={m}>{m}</option>)}</select></label>
-        <label>guest paging <select value={scenario?.guest?.paging ?? '4level'} onChange={(e) => edit((s) => ({ ...s, guest: { ...s.guest, paging: e.target.value as Scenario['guest']['paging'] } }))}>
+        <label>{t('playground.paging')} <select value={scenario?.guest?.paging ?? '4level'} onChange={(e) => edit((s) => ({ ...s, guest: { ...s.guest, paging: e.target.value as Scenario['guest']['paging'] } }))}>
           {['4level', '5level', 'pae', '32bit', 'sunway'].map((m) => <option key={m}>{m}</option>)}</select></label>
-        <label>mapping gva <input value={m0?.gva ?? ''} spellCheck={false} onChange={(e) => edit((s) => { s.guest.mappings[0] = { ...s.guest.mappings[0], gva: e.target.value }; return s; })} disabled={!m0} /></label>
-        <label>→ gpa <input value={m0?.gpa ?? ''} spellCheck={false} onChange={(e) => edit((s) => { s.guest.mappings[0] = { ...s.guest.mappings[0], gpa: e.target.value }; return s; })} disabled={!m0} /></label>
-        <label>access gva <input value={a0?.gva ?? ''} spellCheck={false} onChange={(e) => edit((s) => { s.accesses[0] = { ...(s.accesses[0] as object), gva: e.target.value } as Scenario['accesses'][0]; return s; })} disabled={!a0?.gva} /></label>
-        <label>op <select value={a0?.op ?? 'read'} disabled={!a0?.op} onChange={(e) => edit((s) => { s.accesses[0] = { ...(s.accesses[0] as object), op: e.target.value } as Scenario['accesses'][0]; return s; })}>
-          <option>read</option><option>write</option><option>fetch</option></select></label>
+        <label>{t('playground.mappingGva')} <input value={m0?.gva ?? ''} spellCheck={false} onChange={(e) => edit((s) => { s.guest.mappings[0] = { ...s.guest.mappings[0], gva: e.target.value }; return s; })} disabled={!m0} /></label>
+        <label>{t('playground.toGpa')} <input value={m0?.gpa ?? ''} spellCheck={false} onChange={(e) => edit((s) => { s.guest.mappings[0] = { ...s.guest.mappings[0], gpa: e.target.value }; return s; })} disabled={!m0} /></label>
+        <label>{t('playground.accessGva')} <input value={a0?.gva ?? ''} spellCheck={false} onChange={(e) => edit((s) => { s.accesses[0] = { ...(s.accesses[0] as object), gva: e.target.value } as Scenario['accesses'][0]; return s; })} disabled={!a0?.gva} /></label>
+        <label>{t('playground.op')} <select value={a0?.op ?? 'read'} disabled={!a0?.op} onChange={(e) => edit((s) => { s.accesses[0] = { ...(s.accesses[0] as object), op: e.target.value } as Scenario['accesses'][0]; return s; })}>
+          {(['read', 'write', 'fetch'] as const).map((o) => <option key={o} value={o}>{t(`op.${o}`)}</option>)}</select></label>
       </fieldset>
 
       <div className="filebar">
-        <label className="filebtn">Load file… <input type="file" accept=".json,application/json" data-testid="file-input" onChange={(e) => { void load(e.target.files?.[0]); e.target.value = ''; }} /></label>
-        <button type="button" onClick={save}>Save</button>
-        <button type="button" className="primary" onClick={run} data-testid="run">Run in walk view</button>
+        <label className="filebtn">{t('playground.load')} <input type="file" accept=".json,application/json" data-testid="file-input" onChange={(e) => { void load(e.target.files?.[0]); e.target.value = ''; }} /></label>
+        <button type="button" onClick={save}>{t('playground.save')}</button>
+        <button type="button" className="primary" onClick={run} data-testid="run">{t('playground.run')}</button>
       </div>
-      {message && <p className={message.kind === 'error' ? 'error' : 'okmsg'} role={message.kind === 'error' ? 'alert' : 'status'} data-testid="pg-message">{message.text}</p>}
+      {message && <p className={message.kind === 'error' ? 'error' : 'okmsg'} role={message.kind === 'error' ? 'alert' : 'status'} data-testid="pg-message">{message.text}{message.detail && <> <span lang="en">{message.detail}</span></>}</p>}
 
       {problems.length > 0 && (
-        <ul className="problems" aria-label="problems" data-testid="problems">
-          {problems.map((p, i) => <li key={i}><code>{p.path || '(document)'}</code> {p.message}</li>)}
+        <ul className="problems" aria-label={t('playground.problems')} data-testid="problems">
+          {problems.map((p, i) => <li key={i}><code>{p.path || t('playground.document')}</code> {p.message}{p.detail && <> <span lang="en">{p.detail}</span></>}</li>)}
         </ul>
       )}
       {plainEditor ? (
-        <textarea className="plain-editor" value={text} onChange={(e) => onText(e.target.value)} aria-label="scenario JSON" spellCheck={false} />
+        <textarea className="plain-editor" value={text} onChange={(e) => onText(e.target.value)} aria-label={t('playground.editor')} spellCheck={false} />
       ) : (
-        <Suspense fallback={<textarea className="plain-editor" value={text} onChange={(e) => onText(e.target.value)} aria-label="scenario JSON" spellCheck={false} />}>
+        <Suspense fallback={<textarea className="plain-editor" value={text} onChange={(e) => onText(e.target.value)} aria-label={t('playground.editor')} spellCheck={false} />}>
           <JsonEditor value={text} onChange={onText} />
         </Suspense>
       )}

@@ -2,12 +2,13 @@
  * fills as steps play, the entry read at the current step, the outcome at the end, and
  * every step as a list (the fallback that draws any mode). Takes a trace, draws it. */
 import { Fragment, memo, useMemo } from 'react';
+import { useTranslation } from 'react-i18next';
 import type { AccessResult, Result, Step } from '../../../wasm-core/js/types';
 import {
-  explainStep, faultDetails, flagWords, kindWords, levelName, outcomeWords, splitGpa, splitGva, stageLabel,
+  explainStep, faultDetails, flagWords, kindWords, levelName, outcomeWords, resultWords, splitGpa, splitGva, stageLabel, tableOf,
 } from '../model/decode';
 import { gridModel, key } from '../model/grid';
-import glossary from '../../../lessons/glossary.json';
+import { Term, type TermId } from './Term';
 
 export interface WalkProps {
   result: Result;
@@ -22,16 +23,17 @@ type Field = ReturnType<typeof splitGva>[number];
 /* One address and its index fields; the name links to the glossary's definition. */
 function SplitRow({ term, value, fields, active, className }: { term: 'gva' | 'gpa'; value: string; fields: Field[];
   active: number | null; className: string }) {
+  const { t } = useTranslation('views');
   return (
     <div className="split-row">
       <span className="split-name">
-        <abbr className="term" tabIndex={0} data-term={term} title={glossary.terms[term].en}>{term}</abbr> {value}
+        <Term id={term} /> {value}
       </span>
       <div className="fields">
         {fields.map((f) => (
           <span key={f.label} className={'field' + (f.level === active && f.level ? ' active' : '') + (f.level ? ` ${className}` : '')}
-            title={`bits ${f.hi}:${f.lo}`}>
-            <span className="f-label">{f.label}</span>
+            title={t('walk.bits', { hi: f.hi, lo: f.lo })}>
+            <span className="f-label">{f.level ? f.label : t('walk.offset')}</span>
             <span className="f-bits">{f.hi}:{f.lo}</span>
             <span className="f-value">{f.level ? f.value : '0x' + f.value.toString(16)}</span>
           </span>
@@ -42,14 +44,15 @@ function SplitRow({ term, value, fields, active, className }: { term: 'gva' | 'g
 }
 
 export function AddressSplit({ result, access, step }: WalkProps) {
+  const { t } = useTranslation('views');
   const cur: Step | undefined = access.steps[step - 1];
-  if (!access.gva) return <p className="muted">This event ({access.op}) has no address to split.</p>;
+  if (!access.gva) return <p className="muted">{t('walk.noAddress', { op: t(`op.${access.op}`, { defaultValue: access.op }) })}</p>;
   const fields = splitGva(access.gva, result.guest_paging);
   const activeGuest = cur && cur.dim === 'guest' ? cur.level : cur && cur.dim === 'nested' && result.mode !== 'shadow' ? cur.stage : null;
   const gpaFields = cur && cur.dim === 'nested' && cur.gpa && (result.mode === 'ept' || result.mode === 'npt')
     ? splitGpa(cur.gpa, result.nested_levels) : null;
   return (
-    <div className="split" aria-label="address split">
+    <div className="split" aria-label={t('walk.split')}>
       <SplitRow term="gva" value={access.gva} fields={fields} active={activeGuest} className="guest" />
       {gpaFields && cur && <SplitRow term="gpa" value={cur.gpa!} fields={gpaFields} active={cur.level} className="nested" />}
     </div>
@@ -60,12 +63,13 @@ const cellClass = (s: Step) =>
   s.dim === 'guest' ? 'c-guest' : 'c-nested';
 
 export const WalkGrid = memo(function WalkGrid({ result, access, step, onStep }: WalkProps) {
-  const grid = useMemo(() => gridModel(result, access), [result, access]);
+  const { t } = useTranslation('views');
+  const grid = useMemo(() => gridModel(result, access, t), [result, access, t]);
   const curKey = step > 0 ? grid.stepCell[step - 1] : null;
   if (grid.cells.size === 0) return null;
   return (
     <div className="grid-wrap">
-      <table className={`grid grid-${grid.kind} mode-${result.mode}`} aria-label="walk grid">
+      <table className={`grid grid-${grid.kind} mode-${result.mode}`} aria-label={t('walk.grid')}>
         <thead>
           <tr>
             <th scope="col"></th>
@@ -92,10 +96,10 @@ export const WalkGrid = memo(function WalkGrid({ result, access, step, onStep }:
                       last && /not_present|reserved|misconfig|blocked/.test(last.result) ? 'bad' : '', current ? 'current' : ''].join(' ')}
                     aria-current={current ? 'step' : undefined}>
                     <button type="button" tabIndex={-1} onClick={() => onStep?.(ns[0])}
-                      title={ns.map((n) => { const s = access.steps[n - 1]; return `step ${n}: ${kindWords(s.kind)}`; }).join('\n')}>
+                      title={ns.map((n) => t('walk.cellTitle', { n, kind: kindWords(access.steps[n - 1].kind, t) })).join('\n')}>
                       {shown.map((n) => {
                         const s = access.steps[n - 1];
-                        return <span key={n} className="ref">{s.ref ?? (s.kind === 'ad_write' ? s.ad_set : s.kind === 'pwc_hit' || s.kind === 'ntlb_hit' ? 'hit' : s.kind === 'vmm_fill' ? 'fill' : s.kind === 'vmm_read' ? 'sw' : s.kind === 'pdpte' ? 'reg' : '·')}</span>;
+                        return <span key={n} className="ref">{s.ref ?? (s.kind === 'ad_write' ? s.ad_set : s.kind === 'pwc_hit' || s.kind === 'ntlb_hit' ? t('walk.cell.hit') : s.kind === 'vmm_fill' ? t('walk.cell.fill') : s.kind === 'vmm_read' ? t('walk.cell.sw') : s.kind === 'pdpte' ? t('walk.cell.reg') : '·')}</span>;
                       })}
                     </button>
                   </td>
@@ -110,88 +114,109 @@ export const WalkGrid = memo(function WalkGrid({ result, access, step, onStep }:
 });
 
 export function EntryPanel({ result, access, step }: WalkProps) {
+  const { t } = useTranslation('views');
   const s = access.steps[step - 1];
   if (!s) {
     return (
       <section className="entry" id="entry" aria-live="polite">
-        <h3>{step === 0 ? 'Ready' : 'Done'}</h3>
+        <h3>{step === 0 ? t('walk.ready') : t('walk.done')}</h3>
         <p>{step === 0
-          ? access.steps.length ? `Press → or Play to read the first entry. This access takes ${access.steps.length} steps, ${access.memory_refs} memory references.` : 'This event has no walk steps.'
-          : `The walk ended after ${access.steps.length} steps: ${outcomeWords(access.outcome)}.`}</p>
+          ? access.steps.length ? t('walk.readyText', { count: access.steps.length, refs: access.memory_refs }) : t('walk.noSteps')
+          : t('walk.ended', { count: access.steps.length, outcome: outcomeWords(access.outcome, t) })}</p>
       </section>
     );
   }
+  const bad = /not_present|reserved|misconfig|blocked/.test(s.result);
   return (
     <section className="entry" id="entry" aria-live="polite" data-n={s.n}>
       <h3>
-        Step {s.n}{s.ref !== null ? <> · reference <span data-field="ref">{s.ref}</span></> : null} · {kindWords(s.kind)}
+        {t('walk.stepN', { n: s.n })}{s.ref !== null ? <> · {t('walk.reference')} <span data-field="ref">{s.ref}</span></> : null} · {kindWords(s.kind, t)}
       </h3>
-      <p className="explain">{explainStep(s, result)}</p>
+      <p className="explain">{explainStep(s, result, t)}</p>
       <dl className="kv">
-        <dt>dimension</dt><dd data-field="dim">{result.mode === 'shadow' && s.dim === 'nested' ? 'shadow' : result.mode === 'flat' && s.dim === 'nested' ? 'flat' : s.dim}</dd>
-        <dt>level</dt><dd data-field="level">{s.level}{s.dim === 'guest' ? ` (${levelName(result.guest_paging, s.level)})` : ''}</dd>
-        {s.dim === 'nested' && result.mode !== 'shadow' && <><dt>locating</dt><dd>{stageLabel(s, result.guest_paging)}</dd></>}
-        {s.gpa && <><dt>gpa</dt><dd data-field="gpa">{s.gpa}</dd></>}
-        <dt>table</dt><dd data-field="table">{s.table}</dd>
-        <dt>index</dt><dd data-field="index">{s.index}</dd>
-        <dt>entry hpa</dt><dd data-field="entry_hpa">{s.entry_hpa}</dd>
-        <dt>entry</dt><dd data-field="entry">{s.entry}</dd>
-        <dt>result</dt><dd data-field="result" className={/not_present|reserved|misconfig|blocked/.test(s.result) ? 'bad-text' : ''}>{s.result.replace(/_/g, ' ')}</dd>
-        {s.ad_set && <><dt>A/D set</dt><dd>{s.ad_set}</dd></>}
-        {s.cache && <><dt>cache</dt><dd data-field="cache">{s.cache}</dd></>}
+        <dt>{t('walk.field.dim')}</dt><dd data-field="dim" data-value={tableOf(s, result.mode)}>{t(`dim.${tableOf(s, result.mode)}`)}</dd>
+        <dt>{t('walk.field.level')}</dt><dd data-field="level">{s.level}{s.dim === 'guest' ? ` (${levelName(result.guest_paging, s.level)})` : ''}</dd>
+        {s.dim === 'nested' && result.mode !== 'shadow' && <><dt>{t('walk.field.locating')}</dt><dd>{stageLabel(s, result.guest_paging, t)}</dd></>}
+        {s.gpa && <><dt><Term id="gpa" /></dt><dd data-field="gpa">{s.gpa}</dd></>}
+        <dt>{t('walk.field.table')}</dt><dd data-field="table">{s.table}</dd>
+        {rootTerm(s, result)}
+        <dt>{t('walk.field.index')}</dt><dd data-field="index">{s.index}</dd>
+        <dt>{t('walk.field.entry_hpa')}</dt><dd data-field="entry_hpa">{s.entry_hpa}</dd>
+        <dt>{t('walk.field.entry')}</dt><dd data-field="entry">{s.entry}</dd>
+        <dt>{t('walk.field.result')}</dt><dd data-field="result" data-value={s.result} className={bad ? 'bad-text' : ''}>{resultWords(s.result, t)}</dd>
+        {s.ad_set && <><dt>{t('walk.field.ad_set')}</dt><dd>{s.ad_set}</dd></>}
+        {s.cache && <><dt>{t('walk.field.cache')}</dt><dd data-field="cache" data-value={s.cache}>{resultWords(s.cache, t)}</dd></>}
       </dl>
       {s.flags.length > 0 && (
-        <ul className="flags" aria-label="flags" data-field="flags">
-          {s.flags.map((f) => <li key={f} title={flagWords(f)}><b>{f}</b> <span>{flagWords(f)}</span></li>)}
+        <ul className="flags" aria-label={t('walk.flags')} data-field="flags">
+          {s.flags.map((f) => <li key={f} title={flagWords(f, t)}><b>{f}</b> <span>{flagWords(f, t)}</span></li>)}
         </ul>
       )}
     </section>
   );
 }
 
+/* The top nested level's table is what the EPTP (Intel) or nCR3 (AMD) points at: show
+ * that register beside it, named with the glossary's definition. */
+function rootTerm(s: Step, result: Result) {
+  if (s.dim !== 'nested' || s.kind !== 'read' || s.level !== result.nested_levels) return null;
+  const reg = result.mode === 'ept' ? result.eptp : result.mode === 'npt' ? result.ncr3 : null;
+  if (!reg) return null;
+  return <><dt><Term id={result.mode === 'ept' ? 'eptp' : 'ncr3'} /></dt><dd data-field="root">{reg}</dd></>;
+}
+
+/* Which glossary entry explains an outcome. */
+const OUTCOME_TERM: Record<string, TermId | null> = {
+  ok: null, guest_page_fault: 'page_fault', ept_violation: 'ept_violation', ept_misconfig: 'ept_misconfig', npt_fault: 'npf',
+  flat_fault: 'flat', vmfunc_exit: 'vmfunc', invalid_opcode: 'vmfunc', vmcall_exit: 'vmcall', shadow_unmapped: 'shadow',
+};
+
 export function OutcomePanel({ access, step }: WalkProps) {
+  const { t } = useTranslation('views');
   const done = step >= access.steps.length;
-  const { pairs, bits } = faultDetails(access.fault);
+  const { pairs, bits } = faultDetails(access.fault, t);
+  const term = OUTCOME_TERM[access.outcome] ?? null;
   return (
-    <section className={'outcome' + (done ? ' done' : '')} id="outcome" aria-label="outcome">
-      <h3>Outcome {done ? '' : <span className="muted">(at the end of the walk)</span>}</h3>
+    <section className={'outcome' + (done ? ' done' : '')} id="outcome" aria-label={t('walk.outcome')}>
+      <h3>{t('walk.outcome')} {done ? '' : <span className="muted">{t('walk.atEnd')}</span>}</h3>
       {done ? (
         <>
-          <p><b className={access.outcome === 'ok' ? 'ok-text' : 'bad-text'} data-field="outcome">{outcomeWords(access.outcome)}</b>
-            {access.hpa ? <> → hpa <code>{access.hpa}</code></> : null}</p>
-          <p className="counts">{access.memory_refs} memory references ({access.guest_refs} guest + {access.nested_refs} nested)
-            · {access.ad_writes} A/D writes · {access.exits} exits
-            {access.guest_page_size ? ` · guest page ${access.guest_page_size / 1024} KiB` : ''}
-            {access.nested_page_size ? ` · nested page ${access.nested_page_size / 1024} KiB` : ''}
-            {access.eptp_index !== null ? ` · EPTP index ${access.eptp_index}` : ''}</p>
+          <p><b className={access.outcome === 'ok' ? 'ok-text' : 'bad-text'} data-field="outcome" data-value={access.outcome}>
+            {term ? <Term id={term}>{outcomeWords(access.outcome, t)}</Term> : outcomeWords(access.outcome, t)}</b>
+            {access.hpa ? <> {t('walk.toHpa')} <code>{access.hpa}</code></> : null}</p>
+          <p className="counts">{t('walk.counts', { refs: access.memory_refs, guest: access.guest_refs, nested: access.nested_refs, ad: access.ad_writes, exits: access.exits })}
+            {access.guest_page_size ? ' · ' + t('walk.guestPage', { size: access.guest_page_size / 1024 }) : ''}
+            {access.nested_page_size ? ' · ' + t('walk.nestedPage', { size: access.nested_page_size / 1024 }) : ''}
+            {access.eptp_index !== null ? ' · ' + t('walk.eptpIndex', { index: access.eptp_index }) : ''}</p>
           {pairs.length > 0 && <dl className="kv">{pairs.map(([k, v]) => <Fragment key={k}><dt>{k}</dt><dd>{v}</dd></Fragment>)}</dl>}
           {bits && (
             <div className="bits">
               <h4>{bits.title}</h4>
-              <ul>{bits.bits.map((b) => <li key={b.bit} className={b.set ? 'set' : 'clear'}>bit {b.bit} {b.set ? '1' : '0'}: {b.words}</li>)}</ul>
+              <ul>{bits.bits.map((b) => <li key={b.bit} className={b.set ? 'set' : 'clear'}>{t('walk.bit', { bit: b.bit, value: b.set ? '1' : '0', words: b.words })}</li>)}</ul>
             </div>
           )}
         </>
-      ) : <p className="muted">{access.steps.length - step} steps to go.</p>}
+      ) : <p className="muted">{t('walk.toGo', { count: access.steps.length - step })}</p>}
     </section>
   );
 }
 
 export const StepList = memo(function StepList({ result, access, step, onStep }: WalkProps) {
+  const { t } = useTranslation('views');
   return (
     <details className="steps" open={access.steps.length <= 40}>
-      <summary>All {access.steps.length} steps</summary>
+      <summary>{t('walk.allSteps', { count: access.steps.length })}</summary>
       <div className="table-scroll">
         <table className="steplist">
-          <thead><tr><th>#</th><th>ref</th><th>kind</th><th>dim</th><th>lvl</th><th>stage</th><th>entry hpa</th><th>entry</th><th>flags</th><th>result</th></tr></thead>
+          <thead><tr><th>#</th><th>{t('walk.col_.ref')}</th><th>{t('walk.col_.kind')}</th><th>{t('walk.col_.dim')}</th><th>{t('walk.col_.lvl')}</th><th>{t('walk.col_.stage')}</th><th>{t('walk.col_.entryHpa')}</th><th>{t('walk.col_.entry')}</th><th>{t('walk.col_.flags')}</th><th>{t('walk.col_.result')}</th></tr></thead>
           <tbody>
             {access.steps.map((s) => (
               <tr key={s.n} className={(s.n === step ? 'current ' : '') + (s.n > step ? 'future' : '')} aria-current={s.n === step ? 'step' : undefined}
                 onClick={() => onStep?.(s.n)}>
-                <td>{s.n}</td><td>{s.ref ?? ''}</td><td>{s.kind}</td>
-                <td className={s.dim}>{result.mode === 'shadow' && s.dim === 'nested' ? 'shadow' : s.dim}</td>
-                <td>{s.level}</td><td>{s.dim === 'nested' && result.mode !== 'shadow' ? (s.stage ? 'g' + s.stage : 'final') : ''}</td>
-                <td>{s.entry_hpa}</td><td>{s.entry}</td><td>{s.flags.join(' ')}</td><td>{s.result}{s.cache ? ` (${s.cache})` : ''}</td>
+                <td>{s.n}</td><td>{s.ref ?? ''}</td><td title={kindWords(s.kind, t)}>{s.kind}</td>
+                <td className={s.dim}>{t(`dim.${result.mode === 'shadow' && s.dim === 'nested' ? 'shadow' : s.dim}`)}</td>
+                <td>{s.level}</td><td>{s.dim === 'nested' && result.mode !== 'shadow' ? (s.stage ? t('step.stageShort', { n: s.stage }) : t('walk.final')) : ''}</td>
+                <td>{s.entry_hpa}</td><td>{s.entry}</td><td>{s.flags.join(' ')}</td><td>{resultWords(s.result, t)}{s.cache ? ` (${resultWords(s.cache, t)})` : ''}</td>
               </tr>
             ))}
           </tbody>

@@ -211,7 +211,7 @@ describe('playground', () => {
     const { runs } = setup('{\n  "name": "x",\n  "mode": }');
     await waitFor(() => expect(screen.getByTestId('problems').textContent).toMatch(/not valid JSON at line 3/));
     fireEvent.click(screen.getByTestId('run'));
-    expect(screen.getByTestId('pg-message').textContent).toMatch(/Fix the 1 problem/);
+    expect(screen.getByTestId('pg-message').textContent).toMatch(/Fix the problem listed below first/);
     expect(runs).toEqual([]);
   });
 
