@@ -115,7 +115,7 @@ describe('lessons', () => {
     let links = 0;
     for (const lang of ['en', 'ja', 'zh']) {
       for (const l of lessons(lang)) {
-        for (const m of l.content.matchAll(/\]\(glossary:([a-z0-9]+)\)/g)) {
+        for (const m of l.content.matchAll(/\]\(glossary:([a-z0-9_]+)\)/g)) {
           links++;
           expect(g.terms[m[1]], `${lang}/${l.file}: glossary:${m[1]}`).toBeTruthy();
         }
@@ -124,9 +124,23 @@ describe('lessons', () => {
     expect(links).toBeGreaterThan(10);
   });
 
+  it('every link into another tab of the app names a tab that exists', () => {
+    const views = ['walk', 'memory', 'compare', 'playground', 'results', 'live', 'lessons'];
+    let links = 0;
+    for (const lang of ['en', 'ja', 'zh']) {
+      for (const l of lessons(lang)) {
+        for (const m of l.content.matchAll(/\]\(app:([^)]*)\)/g)) {
+          links++;
+          expect(views, `${lang}/${l.file}: app:${m[1]}`).toContain(m[1]);
+        }
+      }
+    }
+    expect(links).toBeGreaterThanOrEqual(5);
+  });
+
   it('the glossary defines every term in English, Japanese and Chinese', () => {
     const g = JSON.parse(readFileSync(join(lessonsDir, 'glossary.json'), 'utf8'));
-    for (const term of ['gva', 'gpa', 'hva', 'hpa', 'gfn', 'pfn', 'eptp', 'ncr3', 'pte', 'walk', 'exit', 'vmfunc']) {
+    for (const term of ['gva', 'gpa', 'hva', 'hpa', 'gfn', 'pfn', 'eptp', 'ncr3', 'pte', 'walk', 'exit', 'vmfunc', ...Object.keys(g.terms)]) {
       for (const lang of ['en', 'ja', 'zh']) expect(g.terms[term]?.[lang], `${term}.${lang}`).toBeTruthy();
     }
   });

@@ -6,13 +6,14 @@ import type { Vmsim } from '../../../wasm-core/js/vmsim';
 import i18n, { savedLang } from '../i18n';
 import { LessonsView } from './LessonsView';
 import { LESSON_SCENARIOS, type Lang } from './content';
+import type { View } from '../model/url';
 
 export interface LessonsTabProps {
   engine: Vmsim;
   lesson: string | null;
   seed: number;
   lang: Lang | null;
-  onNavigate: (patch: { lesson?: string | null; seed?: number; lang?: Lang }) => void;
+  onNavigate: (patch: { lesson?: string | null; seed?: number; lang?: Lang; view?: View }) => void;
   onOpenWalk: (scenarioJson: string) => void;
 }
 

@@ -11,6 +11,7 @@ import { LANG_NAMES, saveLang } from '../i18n';
 import { LANGS, LESSONS, LESSON_ORDER, LESSON_SCENARIOS, lessonFor, type Lang, type Part } from './content';
 import { check, generate, type Exercise, type Verdict } from './exercises';
 import { Markdown } from './Markdown';
+import type { View } from '../model/url';
 
 const PROGRESS_KEY = 'vmemlab-progress';
 
@@ -31,7 +32,7 @@ export interface LessonsProps {
   lesson: string | null;
   seed: number;
   lang: Lang;
-  onNavigate: (patch: { lesson?: string | null; seed?: number; lang?: Lang }) => void;
+  onNavigate: (patch: { lesson?: string | null; seed?: number; lang?: Lang; view?: View }) => void;
   onOpenWalk?: (scenario: string, access: number) => void;
 }
 
@@ -92,7 +93,7 @@ export function LessonsView({ engine, lesson, seed, lang, onNavigate, onOpenWalk
         </p>
       )}
       {l!.parts.map((part, i) => <LessonPart key={`${lesson}-${i}`} part={part} engine={engine} seed={seed} lang={fallback ? 'en' : lang}
-        onSeed={(s) => onNavigate({ seed: s })} onOpenWalk={onOpenWalk} />)}
+        onSeed={(s) => onNavigate({ seed: s })} onOpenWalk={onOpenWalk} onView={(v) => onNavigate({ view: v })} />)}
       <p>
         <label><input type="checkbox" checked={done.has(lesson)} onChange={() => toggle(lesson)} /> {t('markDone')}</label>
       </p>
@@ -100,9 +101,9 @@ export function LessonsView({ engine, lesson, seed, lang, onNavigate, onOpenWalk
   );
 }
 
-function LessonPart({ part, engine, seed, lang, onSeed, onOpenWalk }: { part: Part; engine: Vmsim; seed: number; lang: string;
-  onSeed: (s: number) => void; onOpenWalk?: (scenario: string, access: number) => void }) {
-  if (part.type === 'prose') return <Markdown text={part.text} lang={lang} />;
+function LessonPart({ part, engine, seed, lang, onSeed, onOpenWalk, onView }: { part: Part; engine: Vmsim; seed: number; lang: string;
+  onSeed: (s: number) => void; onOpenWalk?: (scenario: string, access: number) => void; onView?: (v: View) => void }) {
+  if (part.type === 'prose') return <Markdown text={part.text} lang={lang} onView={onView} />;
   if (part.type === 'view') return <EmbeddedWalk engine={engine} scenario={part.scenario} access={part.access} onOpenWalk={onOpenWalk} />;
   return <ExerciseCard engine={engine} part={part} seed={seed + part.index} onSeed={(s) => onSeed(s - part.index)} />;
 }

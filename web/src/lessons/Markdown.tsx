@@ -1,9 +1,11 @@
 /* Lesson prose: Markdown (marked) with $...$ formulas typeset by KaTeX. Lessons are the
- * project's own text, not user input; links to other lessons stay inside the app. */
+ * project's own text, not user input; links to other lessons stay inside the app, and
+ * [text](app:live) opens another tab of the app (the live guest, the Results tab, ...). */
 import { memo, useMemo } from 'react';
 import { Marked } from 'marked';
 import katex from 'katex';
 import glossary from '../../../lessons/glossary.json';
+import { VIEWS, type View } from '../model/url';
 
 type Term = keyof typeof glossary.terms;
 const escapeAttr = (t: string) => t.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
@@ -16,6 +18,11 @@ function markedFor(lang: string) {
     renderer: {
       link({ href, tokens }) {
         const inner = this.parser.parseInline(tokens);
+        if (href.startsWith('app:')) {
+          const view = href.slice('app:'.length);
+          if (!VIEWS.includes(view as View)) return inner;
+          return `<a class="app-link" href="?view=${escapeAttr(view)}" data-view="${escapeAttr(view)}">${inner}</a>`;
+        }
         if (!href.startsWith('glossary:')) return false;
         const key = href.slice('glossary:'.length) as Term;
         const term = glossary.terms[key] as Record<string, string> | undefined;
@@ -37,7 +44,14 @@ export function renderMarkdown(text: string, lang = 'en'): string {
   return html.replace(/@@MATH(\d+)@@/g, (_, i: string) => formulas[Number(i)]);
 }
 
-export const Markdown = memo(function Markdown({ text, lang = 'en' }: { text: string; lang?: string }) {
+export const Markdown = memo(function Markdown({ text, lang = 'en', onView }: { text: string; lang?: string; onView?: (v: View) => void }) {
   const html = useMemo(() => renderMarkdown(text, lang), [text, lang]);
-  return <div className="prose" dangerouslySetInnerHTML={{ __html: html }} />;
+  // Links into other tabs switch the tab in place (the URL keeps the state, so Back returns).
+  const onClick = (e: React.MouseEvent) => {
+    const a = (e.target as HTMLElement).closest?.('a[data-view]') as HTMLAnchorElement | null;
+    if (!a || !onView || e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;
+    e.preventDefault();
+    onView(a.dataset.view as View);
+  };
+  return <div className="prose" onClick={onClick} dangerouslySetInnerHTML={{ __html: html }} />;
 });

@@ -49,6 +49,20 @@ describe('lessons view', () => {
   const nav: Record<string, unknown>[] = [];
   const onNavigate = (p: Record<string, unknown>) => nav.push(p);
 
+  it('opens another tab from a lesson link in place, in every language', () => {
+    for (const lang of ['en', 'ja', 'zh'] as const) {
+      const got: Record<string, unknown>[] = [];
+      const { container, unmount } = render(<LessonsView engine={engine} lesson="four-address-spaces" seed={1} lang={lang} onNavigate={(p) => got.push(p)} />);
+      const link = container.querySelector<HTMLAnchorElement>('a.app-link[data-view="live"]');
+      expect(link, lang).toBeTruthy();
+      expect(link!.getAttribute('href')).toBe('?view=live');
+      fireEvent.click(link!);
+      expect(got).toEqual([{ view: 'live' }]);
+      unmount();
+    }
+    expect(renderMarkdown('[x](app:nonsense)')).not.toContain('<a');
+  });
+
   it('lists the lessons with progress and remembers a lesson marked done', () => {
     const { unmount } = render(<LessonsView engine={engine} lesson="ept-and-npt" seed={1} lang="en" onNavigate={onNavigate} />);
     fireEvent.click(screen.getByLabelText(/Mark as done/));
