@@ -34,6 +34,15 @@ export function stripAnsi(s: string): string {
   return s.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '').replace(/\r/g, '');
 }
 
+/** The console did not say what was awaited in time; `last` is its last output (the page
+ * shows the message translated, from these fields). */
+export class SerialTimeout extends Error {
+  constructor(readonly ms: number, readonly last: string) {
+    super(`serial: timed out after ${ms} ms; last output: ${JSON.stringify(last)}`);
+    this.name = 'SerialTimeout';
+  }
+}
+
 export class SerialConsole {
   private buf = '';
   private waiters: { test: (b: string) => boolean; resolve: () => void }[] = [];
@@ -54,7 +63,7 @@ export class SerialConsole {
     return new Promise((resolve, reject) => {
       const test = (b: string) => pred(stripAnsi(b.slice(from)));
       if (test(this.buf)) return resolve(stripAnsi(this.buf.slice(from)));
-      const t = setTimeout(() => { this.waiters = this.waiters.filter((w) => w.test !== test); reject(new Error(`serial: timed out after ${ms} ms; last output: ${JSON.stringify(stripAnsi(this.buf.slice(-300)))}`)); }, ms);
+      const t = setTimeout(() => { this.waiters = this.waiters.filter((w) => w.test !== test); reject(new SerialTimeout(ms, stripAnsi(this.buf.slice(-300)))); }, ms);
       this.waiters.push({ test, resolve: () => { clearTimeout(t); resolve(stripAnsi(this.buf.slice(from))); } });
     });
   }
