@@ -106,6 +106,11 @@ describe('lessons', () => {
         expect(blocks(l.content, 'vmemlab')).toEqual(blocks(original.content, 'vmemlab'));
         expect(blocks(l.content, 'exercise')).toEqual(blocks(original.content, 'exercise'));
         expect(l.data.title).not.toEqual(original.data.title);   // translated, not copied
+        // Every figure of the English text (24 references, 1 GiB -> 1 MiB, 196 ns, ...) is in
+        // the translation too: a translation cannot quietly say another number.
+        const nums = (t: string) => new Set(t.match(/0x[0-9a-f]+|\d+(?:[.,]\d+)*/gi) ?? []);
+        const have = nums(l.content);
+        expect([...nums(original.content)].filter((n) => !have.has(n)), `${lang}/${l.file}: numbers`).toEqual([]);
       }
     }
   });
