@@ -2,7 +2,10 @@
  * server (web/server). Teacher: create a class, keep the private link, export CSV, remove
  * uploads. Student: join with the code, upload, see the class with their own points. */
 import { useCallback, useEffect, useRef, useState } from 'react';
+import { Trans, useTranslation } from 'react-i18next';
 import { stripPlot, fmt, type StripPoint } from './charts';
+import { groupLabel, metricLabel, metricUnit, showGroupValue, showHypervisor, showTdp, showCpu } from './labels';
+import { Said, type Saying } from './Said';
 import { GROUPS, METRICS, type GroupKey, type MetricKey, type Summary } from './extract.mjs';
 import { lastClass, receipts, saveLastClass, saveReceipts, saveTeacherToken, teacherToken, type Receipt, type Stored } from './store';
 
@@ -19,12 +22,14 @@ async function api<T>(path: string, init?: RequestInit): Promise<T> {
 }
 
 export function ClassPanel({ mine }: { mine: Stored[] }) {
+  const { t, i18n } = useTranslation('results');
+  const lang = i18n.language;
   const [server, setServer] = useState<boolean | null>(null);
   const [code, setCode] = useState<string>(() => new URLSearchParams(location.search).get('class')?.toUpperCase() ?? lastClass() ?? '');
   const [joinText, setJoinText] = useState(code);
   const [data, setData] = useState<ClassData | null>(null);
-  const [err, setErr] = useState<string | null>(null);
-  const [note, setNote] = useState<string | null>(null);
+  const [err, setErr] = useState<Saying | null>(null);
+  const [note, setNote] = useState<Saying | null>(null);
   const [created, setCreated] = useState<{ code: string; teacher_url: string } | null>(null);
   const [metric, setMetric] = useState<MetricKey>('cpuid_exit_cycles');
   const [group, setGroup] = useState<GroupKey>('cpu_model');
@@ -43,7 +48,7 @@ export function ClassPanel({ mine }: { mine: Stored[] }) {
 
   const load = useCallback(async (c: string) => {
     if (!c) return;
-    try { setData(await api<ClassData>(`/api/classes/${encodeURIComponent(c)}/results`)); setErr(null); saveLastClass(c); } catch (e) { setData(null); setErr((e as Error).message); }
+    try { setData(await api<ClassData>(`/api/classes/${encodeURIComponent(c)}/results`)); setErr(null); saveLastClass(c); } catch (e) { setData(null); setErr({ key: 'class.loadFailed', values: { code: c }, raw: (e as Error).message }); }
   }, []);
   useEffect(() => { if (server && code) void load(code); }, [server, code, load]);
 
@@ -51,34 +56,34 @@ export function ClassPanel({ mine }: { mine: Stored[] }) {
   const mineIds = new Set(code ? receipts(code).map((r) => r.id) : []);
   const points: StripPoint[] = (data?.results ?? []).flatMap((r) => {
     const v = r.metrics?.[metric];
-    return typeof v === 'number' ? [{ group: String(r[group] ?? 'unknown'), value: v, mine: mineIds.has(r.id), id: r.id, tip: `${r.cpu_model} · ${r.hypervisor} · ${r.tdp}: ${fmt(v)} ${METRICS[metric].unit}` }] : [];
+    return typeof v === 'number' ? [{ group: String(r[group] ?? 'unknown'), value: v, mine: mineIds.has(r.id), id: r.id, tip: `${showCpu(t, r.cpu_model)} · ${showHypervisor(t, r.hypervisor)} · ${showTdp(t, r.tdp)}: ${fmt(v, lang)} ${metricUnit(t, metric)}` }] : [];
   });
-  useEffect(() => { if (svg.current && data) stripPlot(svg.current, points, { title: `${METRICS[metric].label} by ${GROUPS[group]}`, unit: METRICS[metric].unit }); });
+  useEffect(() => { if (svg.current && data) stripPlot(svg.current, points, { title: t('class.stripTitle', { metric: metricLabel(t, metric), group: groupLabel(t, group) }), unit: metricUnit(t, metric), t, locale: lang, groupLabel: (g) => showGroupValue(t, group, g) }); });
 
   if (server === null) return null;
-  if (!server) return <p className="muted" data-testid="no-server">Class uploads need the class server: run <code>make start</code> and open the page it prints.</p>;
+  if (!server) return <p className="muted" data-testid="no-server"><Trans t={t} i18nKey="class.noServer" components={{ code: <code /> }} /></p>;
 
   const createClass = async (name: string) => {
     try {
       const r = await api<{ code: string; teacher_token: string; teacher_url: string }>('/api/classes', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name }) });
       saveTeacherToken(r.code, r.teacher_token);
       setCreated(r); setCode(r.code); setJoinText(r.code); setErr(null);
-    } catch (e) { setErr((e as Error).message); }
+    } catch (e) { setErr({ key: 'class.createFailed', raw: (e as Error).message }); }
   };
   const upload = async (s: Stored) => {
     try {
       const r = await api<{ id: string; receipt: string }>('/api/results', { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Vmemlab-Class': code }, body: JSON.stringify(s.result) });
       saveReceipts(code, [...receipts(code), { id: r.id, receipt: r.receipt, label: s.label }]);
-      setNote(`Uploaded "${s.label}" to ${code}.`); setErr(null);
+      setNote({ key: 'class.uploaded', values: { label: s.label, code } }); setErr(null);
       await load(code);
-    } catch (e) { setErr(`Upload failed: ${(e as Error).message}`); }
+    } catch (e) { setErr({ key: 'class.uploadFailed', raw: (e as Error).message }); }
   };
   const remove = async (id: string, tok: string) => {
     try {
       await api(`/api/classes/${encodeURIComponent(code)}/results/${encodeURIComponent(id)}`, { method: 'DELETE', headers: { Authorization: `Bearer ${tok}` } });
       saveReceipts(code, receipts(code).filter((r: Receipt) => r.id !== id)); bump((n) => n + 1);
       await load(code);
-    } catch (e) { setErr(`Delete failed: ${(e as Error).message}`); }
+    } catch (e) { setErr({ key: 'class.deleteFailed', raw: (e as Error).message }); }
   };
   const exportCsv = async () => {
     try {
@@ -87,52 +92,52 @@ export function ClassPanel({ mine }: { mine: Stored[] }) {
       const a = document.createElement('a');
       a.href = URL.createObjectURL(await r.blob()); a.download = `vmemlab-${code}.csv`; a.click();
       setTimeout(() => URL.revokeObjectURL(a.href), 1000);
-    } catch (e) { setErr(`Export failed: ${(e as Error).message}`); }
+    } catch (e) { setErr({ key: 'class.exportFailed', raw: (e as Error).message }); }
   };
 
   return (
-    <section className="class-panel" aria-label="class">
-      <h2>Class</h2>
+    <section className="class-panel" aria-label={t('class.aria')}>
+      <h2>{t('class.heading')}</h2>
       <div className="class-forms">
         <form onSubmit={(e) => { e.preventDefault(); const c = joinText.trim().toUpperCase(); setCode(c); setCreated(null); }}>
-          <label>join code <input value={joinText} onChange={(e) => setJoinText(e.target.value)} data-testid="join-code" placeholder="ABCD-EFGH" maxLength={64} /></label>
-          <button type="submit">Open class</button>
+          <label>{t('class.joinCode')} <input value={joinText} onChange={(e) => setJoinText(e.target.value)} data-testid="join-code" placeholder="ABCD-EFGH" maxLength={64} /></label>
+          <button type="submit">{t('class.open')}</button>
         </form>
         <form onSubmit={(e) => { e.preventDefault(); const n = (e.currentTarget.elements.namedItem('cname') as HTMLInputElement).value; void createClass(n); }}>
-          <label>teacher: new class <input name="cname" placeholder="class name" maxLength={200} required data-testid="class-name" /></label>
-          <button type="submit">Create class</button>
+          <label>{t('class.newClass')} <input name="cname" placeholder={t('class.namePlaceholder')} maxLength={200} required data-testid="class-name" /></label>
+          <button type="submit">{t('class.create')}</button>
         </form>
       </div>
       {created && (
         <div className="okmsg" data-testid="class-created">
-          Class <strong>{created.code}</strong> created. Students join with the code <code>{created.code}</code> (page or <code>hw-lab/run --upload {location.origin}/api/results --class {created.code}</code>).
-          Your private teacher link (keep it; it is the only way to export or remove uploads): <code className="secret">{created.teacher_url}</code>
+          <Trans t={t} i18nKey="class.created" values={{ cls: created.code, command: `hw-lab/run --upload ${location.origin}/api/results --class ${created.code}` }} components={{ strong: <strong />, code: <code /> }} />
+          {' '}{t('class.teacherLink')} <code className="secret">{created.teacher_url}</code>
         </div>
       )}
-      {err && <p className="error" role="alert" data-testid="class-error">{err}</p>}
-      {note && <p className="okmsg" role="status">{note}</p>}
+      {err && <p className="error" role="alert" data-testid="class-error"><Said t={t} say={err} /></p>}
+      {note && <p className="okmsg" role="status"><Said t={t} say={note} /></p>}
       {data && (
         <div className="class-view" data-testid="class-view">
-          <h3>{data.class.name} <span className="muted">({data.class.code}, {data.results.length} upload{data.results.length === 1 ? '' : 's'}{token ? ', you are the teacher' : ''})</span></h3>
-          {mine.length > 0 && <p>Upload: {mine.map((s) => <button type="button" key={s.key} onClick={() => void upload(s)}>{s.label}</button>)}</p>}
+          <h3>{data.class.name} <span className="muted">{t(token ? 'class.summaryTeacher' : 'class.summary', { code: data.class.code, count: data.results.length })}</span></h3>
+          {mine.length > 0 && <p>{t('class.upload')} {mine.map((s) => <button type="button" key={s.key} onClick={() => void upload(s)}>{s.label}</button>)}</p>}
           <div className="pickers">
-            <label>measure <select value={metric} onChange={(e) => setMetric(e.target.value as MetricKey)} aria-label="measure">{(Object.keys(METRICS) as MetricKey[]).map((k) => <option key={k} value={k}>{METRICS[k].label}</option>)}</select></label>
-            <label>group by <select value={group} onChange={(e) => setGroup(e.target.value as GroupKey)} aria-label="group by">{(Object.keys(GROUPS) as GroupKey[]).map((k) => <option key={k} value={k}>{GROUPS[k]}</option>)}</select></label>
-            {token && <button type="button" onClick={() => void exportCsv()}>Export CSV</button>}
+            <label>{t('class.measure')} <select value={metric} onChange={(e) => setMetric(e.target.value as MetricKey)} aria-label={t('class.measure')}>{(Object.keys(METRICS) as MetricKey[]).map((k) => <option key={k} value={k}>{metricLabel(t, k)}</option>)}</select></label>
+            <label>{t('class.groupBy')} <select value={group} onChange={(e) => setGroup(e.target.value as GroupKey)} aria-label={t('class.groupBy')}>{(Object.keys(GROUPS) as GroupKey[]).map((k) => <option key={k} value={k}>{groupLabel(t, k)}</option>)}</select></label>
+            {token && <button type="button" onClick={() => void exportCsv()}>{t('class.export')}</button>}
           </div>
           <svg ref={svg} className="chart" data-chart="class-strip" />
           <div className="table-wrap">
             <table className="uploads" data-testid="class-uploads">
-              <thead><tr><th scope="col">CPU model</th><th scope="col">hypervisor</th><th scope="col">EPT/NPT</th><th scope="col">{METRICS[metric].label}</th><th /></tr></thead>
+              <thead><tr><th scope="col">{t('class.col.cpu')}</th><th scope="col">{t('class.col.hypervisor')}</th><th scope="col">{t('class.col.tdp')}</th><th scope="col">{metricLabel(t, metric)}</th><th /></tr></thead>
               <tbody>
                 {data.results.map((r) => {
                   const rec = receipts(code).find((x) => x.id === r.id);
                   const tok = token ?? rec?.receipt;
                   return (
                     <tr key={r.id} className={mineIds.has(r.id) ? 'mine' : undefined} data-id={r.id}>
-                      <td className="cpu">{r.cpu_model}</td><td>{r.hypervisor}</td><td>{r.tdp}</td>
-                      <td className="num">{typeof r.metrics?.[metric] === 'number' ? fmt(r.metrics[metric]!) : '–'}</td>
-                      <td>{tok ? <button type="button" onClick={() => void remove(r.id, tok)}>Delete</button> : mineIds.has(r.id) ? <span className="muted">yours</span> : null}</td>
+                      <td className="cpu">{showCpu(t, r.cpu_model)}</td><td>{showHypervisor(t, r.hypervisor)}</td><td>{showTdp(t, r.tdp)}</td>
+                      <td className="num">{typeof r.metrics?.[metric] === 'number' ? fmt(r.metrics[metric]!, lang) : '–'}</td>
+                      <td>{tok ? <button type="button" onClick={() => void remove(r.id, tok)}>{t('class.delete')}</button> : mineIds.has(r.id) ? <span className="muted">{t('class.yours')}</span> : null}</td>
                     </tr>
                   );
                 })}

@@ -5,9 +5,14 @@ import { axisBottom, axisLeft } from 'd3-axis';
 import { scaleBand, scaleLinear, scaleLog, scalePoint, type ScaleLinear, type ScaleLogarithmic } from 'd3-scale';
 import { select } from 'd3-selection';
 import { line } from 'd3-shape';
+import type { T } from '../i18n';
+import { tEn } from './labels';
 
 export const PALETTE = ['#0072b2', '#e69f00', '#009e73', '#cc79a7', '#d55e00', '#56b4e9', '#f0e442'];
 type X = ScaleLinear<number, number> | ScaleLogarithmic<number, number>;
+/** What every chart takes besides its data: the words (t, English by default) and the
+ * locale numbers are written in (English by default). Titles and units come translated. */
+export interface Words { t?: T; locale?: string }
 
 function svgIn(el: SVGSVGElement, width: number, height: number, title: string) {
   const svg = select(el);
@@ -27,7 +32,7 @@ function xScale(values: number[], lo: number, hi: number, forceLinear = false): 
 export interface DotRow { group: string; label: string; value: number; mine?: boolean; series?: number }
 
 /** Horizontal dot chart: one row per group, dots for each value; "mine" dots are big diamonds. */
-export function dotChart(el: SVGSVGElement, rows: DotRow[], opts: { title: string; unit: string; width?: number }) {
+export function dotChart(el: SVGSVGElement, rows: DotRow[], opts: { title: string; unit: string; width?: number } & Words) {
   const groups = [...new Set(rows.map((r) => r.group))];
   const width = opts.width ?? 720; const left = 190; const rowH = 34;
   const height = 40 + groups.length * rowH + 30;
@@ -44,12 +49,12 @@ export function dotChart(el: SVGSVGElement, rows: DotRow[], opts: { title: strin
     const node = r.mine
       ? g.append('path').attr('d', 'M0,-8L8,0L0,8L-8,0Z').attr('transform', `translate(${cx},${cy})`).attr('fill', color).attr('stroke', '#000').attr('class', 'mine')
       : g.append('circle').attr('cx', cx).attr('cy', cy).attr('r', 4.5).attr('fill', 'none').attr('stroke', color).attr('stroke-width', 1.5);
-    node.append('title').text(`${r.group} · ${r.label}: ${fmt(r.value)} ${opts.unit}`);
+    node.append('title').text(`${r.group} · ${r.label}: ${fmt(r.value, opts.locale)} ${opts.unit}`);
   }
 }
 
 /** Horizontal grouped bars: rows × series; `text` values (like "<1") are drawn at `value` and labelled. */
-export function groupedBars(el: SVGSVGElement, rows: { label: string; values: { series: string; value: number; text?: string }[] }[], opts: { title: string; unit: string; width?: number }) {
+export function groupedBars(el: SVGSVGElement, rows: { label: string; values: { series: string; value: number; text?: string }[] }[], opts: { title: string; unit: string; width?: number } & Words) {
   const series = [...new Set(rows.flatMap((r) => r.values.map((v) => v.series)))];
   const width = opts.width ?? 720; const left = 130; const rowH = 10 + series.length * 7;
   const height = 50 + rows.length * rowH;
@@ -69,13 +74,14 @@ export function groupedBars(el: SVGSVGElement, rows: { label: string; values: { 
     const i = series.indexOf(v.series);
     const yy = (y(r.label) ?? 0) + (inner(v.series) ?? 0);
     const bar = svg.append('rect').attr('x', left).attr('y', yy).attr('width', Math.max(1, x(v.value) - left)).attr('height', Math.max(1, inner.bandwidth() - 1)).attr('fill', PALETTE[i % PALETTE.length]);
-    bar.append('title').text(`${r.label} · ${v.series}: ${v.text ?? fmt(v.value)} ${opts.unit}`);
+    bar.append('title').text(`${r.label} · ${v.series}: ${v.text ?? fmt(v.value, opts.locale)} ${opts.unit}`);
     if (v.text) svg.append('text').attr('x', x(v.value) + 3).attr('y', yy + inner.bandwidth() - 1).attr('class', 'small').text(v.text);
   }
 }
 
 /** Line chart of the pointer-chase curve: x = working set (MiB, log2), y = ns per access. */
-export function curveChart(el: SVGSVGElement, lines: { name: string; points: { x: number; y: number }[]; dashed?: boolean; series: number }[], opts: { title: string; width?: number }) {
+export function curveChart(el: SVGSVGElement, lines: { name: string; points: { x: number; y: number }[]; dashed?: boolean; series: number }[], opts: { title: string; width?: number } & Words) {
+  const t = opts.t ?? tEn;
   const width = opts.width ?? 720; const height = 300; const left = 60; const bottom = 40;
   const svg = svgIn(el, width, height, opts.title);
   const xs = [...new Set(lines.flatMap((l) => l.points.map((p) => p.x)))].sort((a, b) => a - b);
@@ -83,12 +89,12 @@ export function curveChart(el: SVGSVGElement, lines: { name: string; points: { x
   const y = scaleLinear().domain([0, Math.max(1, ...lines.flatMap((l) => l.points.map((p) => p.y))) * 1.1]).range([height - bottom, 15]).nice();
   svg.append('g').attr('class', 'axis').attr('transform', `translate(0,${height - bottom})`).call(axisBottom(x).tickFormat((d) => `${d} MiB`));
   svg.append('g').attr('class', 'axis').attr('transform', `translate(${left},0)`).call(axisLeft(y).ticks(6));
-  svg.append('text').attr('class', 'unit').attr('x', 4).attr('y', 10).text('ns per access');
+  svg.append('text').attr('class', 'unit').attr('x', 4).attr('y', 10).text(t('chart.nsPerAccess'));
   const path = line<{ x: number; y: number }>().x((p) => x(p.x) ?? 0).y((p) => y(p.y));
   lines.forEach((l, i) => {
     const c = PALETTE[l.series % PALETTE.length];
     svg.append('path').attr('d', path(l.points) ?? '').attr('fill', 'none').attr('stroke', c).attr('stroke-width', 2).attr('stroke-dasharray', l.dashed ? '5 4' : null);
-    for (const p of l.points) svg.append('circle').attr('cx', x(p.x) ?? 0).attr('cy', y(p.y)).attr('r', 3).attr('fill', c).append('title').text(`${l.name}, ${p.x} MiB: ${fmt(p.y)} ns`);
+    for (const p of l.points) svg.append('circle').attr('cx', x(p.x) ?? 0).attr('cy', y(p.y)).attr('r', 3).attr('fill', c).append('title').text(`${l.name}, ${p.x} MiB: ${fmt(p.y, opts.locale)} ns`);
     const lg = svg.append('g').attr('transform', `translate(${width - 140},${20 + i * 18})`);
     lg.append('line').attr('x1', 0).attr('x2', 18).attr('y1', 0).attr('y2', 0).attr('stroke', c).attr('stroke-width', 2).attr('stroke-dasharray', l.dashed ? '5 4' : null);
     lg.append('text').attr('x', 22).attr('y', 4).attr('class', 'small').text(l.name.length > 22 ? l.name.slice(0, 21) + '…' : l.name);
@@ -98,16 +104,18 @@ export function curveChart(el: SVGSVGElement, lines: { name: string; points: { x
 export interface StripPoint { group: string; value: number; mine: boolean; id: string; tip: string }
 
 /** Class distribution: per group a box (quartiles, median) and every upload as a dot; own dots ringed. */
-export function stripPlot(el: SVGSVGElement, points: StripPoint[], opts: { title: string; unit: string; width?: number }) {
+export function stripPlot(el: SVGSVGElement, points: StripPoint[], opts: { title: string; unit: string; width?: number; groupLabel?: (group: string) => string } & Words) {
+  const t = opts.t ?? tEn;
+  const show = opts.groupLabel ?? ((g: string) => g);
   const groups = [...new Set(points.map((p) => p.group))].sort();
   const width = opts.width ?? 760; const left = 200; const rowH = 46;
   const height = 30 + Math.max(1, groups.length) * rowH + 30;
   const svg = svgIn(el, width, height, opts.title);
-  if (!points.length) { svg.append('text').attr('x', 20).attr('y', 40).text('No uploads with this measurement yet.'); return; }
+  if (!points.length) { svg.append('text').attr('x', 20).attr('y', 40).text(t('chart.noUploads')); return; }
   const x = xScale(points.map((p) => p.value), left, width - 20);
   const y = scaleBand<string>().domain(groups).range([20, 20 + groups.length * rowH]).padding(0.15);
   svg.append('g').attr('class', 'axis').attr('transform', `translate(0,${20 + groups.length * rowH})`).call(axisBottom(x as ScaleLinear<number, number>).ticks(6, '~s'));
-  svg.append('g').attr('class', 'axis group-axis').attr('transform', `translate(${left},0)`).call(axisLeft(y).tickFormat((d) => (d.length > 28 ? d.slice(0, 27) + '…' : d)));
+  svg.append('g').attr('class', 'axis group-axis').attr('transform', `translate(${left},0)`).call(axisLeft(y).tickFormat((g) => { const d = show(g); return d.length > 28 ? d.slice(0, 27) + '…' : d; }));
   svg.append('text').attr('class', 'unit').attr('x', width - 20).attr('y', height - 4).attr('text-anchor', 'end').text(opts.unit);
   let seed = 7;
   const rand = () => { seed = (seed * 16807) % 2147483647; return seed / 2147483647; };
@@ -119,7 +127,7 @@ export function stripPlot(el: SVGSVGElement, points: StripPoint[], opts: { title
     box.append('line').attr('x1', x(vs[0])).attr('x2', x(vs[vs.length - 1])).attr('y1', top + bw / 2).attr('y2', top + bw / 2).attr('stroke', '#999');
     box.append('rect').attr('x', x(q(0.25))).attr('width', Math.max(1, x(q(0.75)) - x(q(0.25)))).attr('y', top + 4).attr('height', bw - 8).attr('fill', 'rgba(86,180,233,0.2)').attr('stroke', '#56b4e9');
     box.append('line').attr('x1', x(q(0.5))).attr('x2', x(q(0.5))).attr('y1', top + 2).attr('y2', top + bw - 2).attr('stroke', '#0072b2').attr('stroke-width', 2);
-    box.append('title').text(`${gname}: n=${vs.length}, median ${fmt(q(0.5))} ${opts.unit}`);
+    box.append('title').text(t('chart.box', { group: show(gname), n: vs.length, median: fmt(q(0.5), opts.locale), unit: opts.unit }));
   }
   const dots = svg.append('g').attr('class', 'dots');
   for (const p of [...points].sort((a, b) => Number(a.mine) - Number(b.mine))) {
@@ -128,12 +136,14 @@ export function stripPlot(el: SVGSVGElement, points: StripPoint[], opts: { title
       .attr('fill', p.mine ? '#d55e00' : '#333').attr('stroke', p.mine ? '#000' : 'none').attr('stroke-width', 2)
       .attr('class', p.mine ? 'point mine' : 'point').attr('data-id', p.id);
     c.append('title').text(p.tip);
-    if (p.mine) dots.append('text').attr('x', x(p.value) + 9).attr('y', cy - 6).attr('class', 'small you').text('you');
+    if (p.mine) dots.append('text').attr('x', x(p.value) + 9).attr('y', cy - 6).attr('class', 'small you').text(t('chart.you'));
   }
 }
 
-export function fmt(v: number): string {
+/** A measured value for display: whole numbers with digit grouping from 1000 up (in the
+ * given locale), three significant figures or so below. */
+export function fmt(v: number, locale = 'en-US'): string {
   if (!Number.isFinite(v)) return '–';
   const a = Math.abs(v);
-  return a >= 1000 ? Math.round(v).toLocaleString('en-US') : a >= 10 ? v.toFixed(1) : a >= 1 ? v.toFixed(2) : v.toPrecision(2);
+  return a >= 1000 ? Math.round(v).toLocaleString(locale) : a >= 10 ? v.toFixed(1) : a >= 1 ? v.toFixed(2) : v.toPrecision(2);
 }

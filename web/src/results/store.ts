@@ -4,14 +4,21 @@ import type { HwResult } from './validate';
 
 export interface Stored { key: number; label: string; added: string; result: HwResult }
 const DB = 'vmemlab-results';
+
+/** A failure of this module's own (the page words it from `key`, results namespace); the
+ * browser's own errors pass through as they are. */
+export class StoreError extends Error {
+  constructor(readonly key: 'store.unavailable' | 'store.refused', message: string) { super(message); }
+}
 const STORE = 'results';
 
 function open(): Promise<IDBDatabase> {
   return new Promise((resolve, reject) => {
+    if (typeof indexedDB === 'undefined') { reject(new StoreError('store.unavailable', 'IndexedDB is not available')); return; }
     const req = indexedDB.open(DB, 1);
     req.onupgradeneeded = () => { req.result.createObjectStore(STORE, { keyPath: 'key', autoIncrement: true }); };
     req.onsuccess = () => resolve(req.result);
-    req.onerror = () => reject(req.error ?? new Error('IndexedDB is not available'));
+    req.onerror = () => reject(req.error ?? new StoreError('store.unavailable', 'IndexedDB is not available'));
   });
 }
 async function tx<T>(mode: IDBTransactionMode, f: (s: IDBObjectStore) => IDBRequest<T>): Promise<T> {
@@ -22,7 +29,7 @@ async function tx<T>(mode: IDBTransactionMode, f: (s: IDBObjectStore) => IDBRequ
       const r = f(t.objectStore(STORE));
       t.oncomplete = () => resolve(r.result);
       t.onerror = () => reject(t.error ?? r.error);
-      t.onabort = () => reject(t.error ?? new Error('the browser refused to store the result'));
+      t.onabort = () => reject(t.error ?? new StoreError('store.refused', 'the browser refused to store the result'));
     });
   } finally { db.close(); }
 }

@@ -1,0 +1,306 @@
+// @vitest-environment jsdom
+/* The Results tab in English, Japanese and Chinese: the page with real hw-lab results (the
+ * class server's fixture, a bare-metal variant and a refused file of each kind), the class
+ * panel over a mocked class server (teacher view, upload, a server error, no server), and
+ * the published figures' charts. In Japanese and Chinese no English prose may be left
+ * (englishRuns) apart from what is marked lang="en": the titles of the published works,
+ * the browser's JSON.parse message and the class server's messages. In English the page
+ * says what it said before translation. */
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { act, cleanup, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
+import fixture from '../../../tests/server/fixtures/result-quick.json';
+import i18n from '../i18n';
+import { englishRuns, translatedText } from '../test/english';
+import { GROUPS, METRICS, summarize, tdpLabel } from './extract.mjs';
+import { tEn } from './labels';
+import { checkResult } from './validate';
+import type { Stored } from './store';
+import { ResultsView } from './ResultsView';
+import { ResultsLoading, ResultsTab } from './ResultsTab';
+
+/* IndexedDB is not in jsdom: the store keeps results in memory; receipts and teacher tokens
+ * stay in (jsdom's) localStorage as in the page. */
+const db = vi.hoisted(() => ({ rows: new Map<number, unknown>(), next: 1 }));
+vi.mock('./store', async (orig) => ({
+  ...(await orig<typeof import('./store')>()),
+  listResults: async () => [...db.rows.values()] as Stored[],
+  addResult: async (label: string, result: unknown) => { const key = db.next++; db.rows.set(key, { key, label, added: '2026-01-01T00:00:00Z', result }); return key; },
+  putResult: async (r: Stored) => { db.rows.set(r.key, r); return r.key; },
+  deleteResult: async (key: number) => { db.rows.delete(key); return undefined; },
+}));
+
+type R = typeof fixture;
+const variant = (f: (r: R) => void) => { const r = structuredClone(fixture); f(r); return r; };
+const bare = variant((r) => { r.probe.virtualization.in_vm = false; r.probe.cpu.vendor = 'GenuineIntel'; r.probe.cpu.model_name = 'Intel Xeon'; (r.probe.kvm as { tdp: unknown }).tdp = 'Y'; });
+const file = (name: string, text: string) => new File([text], name, { type: 'application/json' });
+const BROKEN = '{"format": "vmemlab-hw-lab-result", ';
+/* Instruction names in code, as in <code>rdtsc; cpuid; rdtsc</code>: not prose. */
+const CODE_WORDS = [/^(?:rdtsc|cpuid)$/];
+
+/* A class server: health, one class with three uploads (one of them mine), uploads that the
+ * server refuses with its own (English) message, a CSV export. */
+const CODE = 'ABCD-EFGH';
+const TOKEN = 'teacher-token-0123456789';
+function classServer(opts: { up?: boolean } = {}) {
+  const rows = [
+    { id: 'r1', created_at: '2026-01-01', ...summarize(fixture) },
+    { id: 'r2', created_at: '2026-01-02', ...summarize(bare) },
+    { id: 'r3', created_at: '2026-01-03', ...summarize(variant((r) => { r.probe.cpu.model_name = ''; r.probe.virtualization.hypervisor = null as never; })) },
+  ];
+  const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
+  const fetch = vi.fn(async (url: string, init?: RequestInit) => {
+    if (opts.up === false) throw new TypeError('Failed to fetch');
+    if (url === '/api/health') return json({ ok: true });
+    if (url === '/api/classes' && init?.method === 'POST') return json({ code: 'WXYZ-2345', teacher_token: TOKEN, teacher_url: `http://127.0.0.1:8080/?view=results&class=WXYZ-2345#teacher=${TOKEN}` });
+    if (url === '/api/classes/WXYZ-2345/results') return json({ class: { code: 'WXYZ-2345', name: 'New' }, metrics: METRICS, results: [] });
+    if (url === `/api/classes/${CODE}/results`) return json({ class: { code: CODE, name: 'Lab 1' }, metrics: METRICS, results: rows });
+    if (url.startsWith('/api/classes/')) return json({ statusCode: 404, error: 'Not Found', message: 'there is no class with this code' }, 404);
+    if (url === '/api/results' && init?.method === 'POST') return json({ statusCode: 429, error: 'Too Many Requests', message: 'rate limit: at most 10 requests per 1 minute from one client; try again in 30 s' }, 429);
+    return json({ message: 'not found' }, 404);
+  });
+  vi.stubGlobal('fetch', fetch);
+  return fetch;
+}
+
+beforeEach(() => {
+  db.rows.clear(); db.next = 1;
+  localStorage.clear();
+  history.replaceState(null, '', `/?view=results&class=${CODE}&mine=r1#teacher=${TOKEN}`);
+});
+afterEach(async () => {
+  cleanup();
+  vi.unstubAllGlobals();
+  await act(async () => { await i18n.changeLanguage('en'); });
+});
+
+async function pick(...files: File[]) {
+  await act(async () => { fireEvent.change(screen.getByTestId('result-file'), { target: { files } }); });
+}
+const message = () => screen.getByTestId('results-message');
+/** Titles, labels and placeholders: what a screen reader or a hover shows. */
+const attrs = (el: Element) => [...el.querySelectorAll('[title],[aria-label],[placeholder]')]
+  .map((e) => ['title', 'aria-label', 'placeholder'].map((a) => e.getAttribute(a) ?? '').join(' | ')).join('\n');
+
+/** The Results tab with the broken and the schema-invalid file refused, two results kept and
+ * the class view (as its teacher) drawn. Returns the container. */
+async function fullPage() {
+  classServer();
+  const { container } = render(<ResultsView />);
+  await screen.findByTestId('class-view');
+  await screen.findByText(i18n.t('mine.empty', { ns: 'results' }));
+  return container;
+}
+
+for (const lang of ['ja', 'zh'] as const) {
+  describe(`Results tab in ${lang}`, () => {
+    beforeEach(async () => { await act(async () => { await i18n.changeLanguage(lang); }); });
+
+    it('refuses a schema-invalid file with every problem in the language', async () => {
+      await fullPage();
+      const r = variant((x) => { (x.timer as { freq_hz: unknown }).freq_hz = 'fast'; x.mode = 'slow'; (x as Record<string, unknown>).extra = 1; delete (x as Partial<R>).probe; });
+      await pick(file('bad-field.json', JSON.stringify(r)));
+      const text = message().textContent!;
+      expect(message().getAttribute('role')).toBe('alert');
+      for (const p of ['bad-field.json', '/timer/freq_hz', '/mode', '/extra', '/probe']) expect(text).toContain(p);
+      expect(message().querySelector('[lang="en"]')).toBeNull();
+      expect(englishRuns(text)).toEqual([]);
+      expect(text).not.toContain('must');
+    });
+
+    it('refuses broken JSON: line and column in the language, the browser\'s words marked English', async () => {
+      await fullPage();
+      await pick(file('broken.json', BROKEN));
+      expect(message().textContent).toContain('broken.json');
+      expect(message().textContent).toMatch(/1\D+37/);
+      expect(message().querySelector('li [lang="en"]')?.textContent, 'JSON.parse message').toBeTruthy();
+      expect(englishRuns(translatedText(message()))).toEqual([]);
+      // the other refusals a file can meet
+      for (const text of ['[1]', '{"format": "x"}', '{"format": "vmemlab-hw-lab-result", "schema_version": 2}']) {
+        await pick(file('other.json', text));
+        expect(englishRuns(message().textContent!), text).toEqual([]);
+      }
+    });
+
+    it('shows kept results, the class (teacher view) and the published figures with no English left', async () => {
+      const container = await fullPage();
+      await pick(file('laptop.json', JSON.stringify(fixture)));
+      expect(message().getAttribute('role')).toBe('status');
+      expect(message().textContent).toContain('laptop.json');
+      expect(englishRuns(message().textContent!)).toEqual([]);
+      await pick(file('server.json', JSON.stringify(bare)));
+      await waitFor(() => expect(screen.getByTestId('my-results').querySelectorAll('tbody tr')).toHaveLength(2));
+      await waitFor(() => expect(container.querySelectorAll('svg[data-chart=ptrchase] path').length).toBeGreaterThan(2));
+      expect(container.querySelectorAll('svg[data-chart=cpuid] path.mine')).toHaveLength(4);
+      expect(container.querySelectorAll('svg[data-chart=class-strip] circle.point')).toHaveLength(3);
+      expect(container.querySelector('svg[data-chart=class-strip] text.you')).toBeTruthy();
+      expect(screen.getByTestId('class-uploads').querySelectorAll('button')).toHaveLength(3);
+
+      // The only English: the titles of the published works.
+      const english = [...container.querySelectorAll('[lang="en"]')];
+      expect(english.length).toBeGreaterThan(0);
+      for (const e of english) expect(e.tagName, e.outerHTML).toBe('CITE');
+      expect(englishRuns(translatedText(container), CODE_WORDS)).toEqual([]);
+      expect(englishRuns(attrs(container))).toEqual([]);
+      // the CPU models, codes and units stay as they are
+      expect(container.textContent).toContain('AMD EPYC');
+      expect(container.textContent).toContain('rdtsc; cpuid; rdtsc');
+      // every group-by choice and measure, with the group axis translated
+      for (const g of Object.keys(GROUPS)) {
+        fireEvent.change(screen.getByRole('combobox', { name: i18n.t('class.groupBy', { ns: 'results' }) }), { target: { value: g } });
+        for (const m of Object.keys(METRICS)) {
+          fireEvent.change(screen.getByRole('combobox', { name: i18n.t('class.measure', { ns: 'results' }) }), { target: { value: m } });
+          const view = screen.getByTestId('class-view');
+          expect(englishRuns(view.textContent!), `${g} / ${m}`).toEqual([]);
+          expect(englishRuns(attrs(view)), `${g} / ${m}`).toEqual([]);
+        }
+      }
+      expect(screen.getByTestId('class-view').textContent).toContain(i18n.t('summary.bareMetal', { ns: 'results' }));
+    });
+
+    it('a class server\'s refusal: translated, with the server\'s own words marked English', async () => {
+      await fullPage();
+      await pick(file('laptop.json', JSON.stringify(fixture)));
+      const view = screen.getByTestId('class-view');
+      await waitFor(() => expect(view.querySelector('p button')).toBeTruthy());
+      await act(async () => { fireEvent.click(view.querySelector('p button')!); });
+      const err = await screen.findByTestId('class-error');
+      expect(err.querySelector('[lang="en"]')?.textContent).toMatch(/^rate limit/);
+      expect(translatedText(err).trim()).not.toBe('');
+      expect(englishRuns(translatedText(err))).toEqual([]);
+      // a class that does not exist
+      fireEvent.change(screen.getByTestId('join-code'), { target: { value: 'nope-nope' } });
+      await act(async () => { fireEvent.submit(screen.getByTestId('join-code').closest('form')!); });
+      await waitFor(() => expect(screen.getByTestId('class-error').textContent).toContain('NOPE-NOPE'));
+      expect(englishRuns(translatedText(screen.getByTestId('class-error')))).toEqual([]);
+    });
+
+    it('a new class: the teacher\'s link and an empty class view', async () => {
+      await fullPage();
+      fireEvent.change(screen.getByTestId('class-name'), { target: { value: 'New' } });
+      await act(async () => { fireEvent.submit(screen.getByTestId('class-name').closest('form')!); });
+      const created = await screen.findByTestId('class-created');
+      expect(created.querySelector('strong')!.textContent).toBe('WXYZ-2345');
+      expect([...created.querySelectorAll('code')].map((c) => c.textContent)).toEqual(['WXYZ-2345', `hw-lab/run --upload ${location.origin}/api/results --class WXYZ-2345`, expect.stringContaining('#teacher=')]);
+      const words = created.cloneNode(true) as Element;
+      words.querySelectorAll('code').forEach((c) => c.remove());
+      expect(englishRuns(words.textContent!)).toEqual([]);
+      await waitFor(() => expect(screen.getByTestId('class-view').querySelector('h3')!.textContent).toContain('WXYZ-2345'));
+      await waitFor(() => expect(screen.getByTestId('class-view').querySelector('svg text')).toBeTruthy());
+      expect(englishRuns(screen.getByTestId('class-view').textContent!)).toEqual([]);
+      expect(screen.getByTestId('class-view').textContent).toContain(i18n.t('chart.noUploads', { ns: 'results' }));
+    });
+
+    it('without a class server, and while loading', async () => {
+      classServer({ up: false });
+      const { container } = render(<ResultsView />);
+      await screen.findByTestId('no-server');
+      expect(screen.getByTestId('no-server').querySelector('code')?.textContent).toBe('make start');
+      expect([...container.querySelectorAll('[lang="en"]')].map((e) => e.tagName)).toEqual(['CITE', 'CITE', 'CITE', 'CITE']);
+      expect(englishRuns(translatedText(container), CODE_WORDS)).toEqual([]);
+      expect(englishRuns(attrs(container))).toEqual([]);
+      cleanup();
+      render(<ResultsLoading />);
+      expect(englishRuns(document.body.textContent!)).toEqual([]);
+      expect(document.body.textContent).toBe(i18n.t('loading', { ns: 'results' }));
+      cleanup();
+      render(<ResultsTab />);
+      await screen.findByTestId('dropzone');
+    });
+
+    it('checkResult words its problems with the t it is given', () => {
+      const t = i18n.getFixedT(lang, 'results');
+      const c = checkResult(JSON.stringify(variant((x) => { (x.tool as { name: string }).name = 'other'; (x.benchmarks as unknown[]).push({}); })), t, lang);
+      expect(c.ok).toBe(false);
+      if (!c.ok) for (const p of c.problems) expect(englishRuns(p.message), p.path).toEqual([]);
+    });
+  });
+}
+
+describe('Results tab in English', () => {
+  it('says what it said before translation', async () => {
+    const container = await fullPage();
+    expect(screen.getByRole('heading', { name: 'Your results' })).toBeTruthy();
+    expect(container.textContent).toContain('No results yet. They stay in this browser (IndexedDB) until you remove them.');
+    expect(container.textContent).toContain('Drop a hwlab-result.json here (from hw-lab/run), or');
+    await pick(file('broken.json', BROKEN));
+    expect(message().textContent).toMatch(/broken\.json is not a valid hw-lab result.*not valid JSON \(line 1, column 37\): \S/);
+    await pick(file('bad-field.json', JSON.stringify(variant((r) => { (r.timer as { freq_hz: unknown }).freq_hz = 'fast'; }))));
+    expect(message().textContent).toContain('bad-field.json is not a valid hw-lab result./timer/freq_hz: must be number');
+    await pick(file('laptop.json', JSON.stringify(fixture)));
+    expect(message().textContent).toBe('Added laptop.json (AMD EPYC, quick run of 2026-11-22T05:07:29Z).');
+    await pick(file('server.json', JSON.stringify(bare)));
+    await waitFor(() => expect(screen.getByTestId('my-results').querySelectorAll('tbody tr')).toHaveLength(2));
+    const table = screen.getByTestId('my-results');
+    expect(table.querySelector('thead')!.textContent).toBe(`comparelabel${Object.values(METRICS).map((m) => `${m.label} (${m.unit})`).join('')}`);
+    expect(within(table).getByRole('checkbox', { name: 'compare Intel Xeon · bare metal' })).toBeTruthy();
+    expect(within(table).getByRole('button', { name: 'remove AMD EPYC · kvm' }).textContent).toBe('Remove');
+    expect(table.textContent).toContain('AMD EPYC · x86_64 · kvm · not visible · quick · 2026-11-22T05:07:29Z');
+    expect(table.textContent).toContain('Intel Xeon · x86_64 · none (bare metal) · EPT on · quick');
+
+    const view = screen.getByTestId('class-view');
+    expect(view.querySelector('h3')!.textContent).toBe(`Lab 1 (${CODE}, 3 uploads, you are the teacher)`);
+    expect(screen.getByRole('button', { name: 'Export CSV' })).toBeTruthy();
+    expect(screen.getByRole('combobox', { name: 'group by' })).toBeTruthy();
+    expect(view.querySelector('thead')!.textContent).toBe('CPU modelhypervisorEPT/NPTcpuid exit (median)');
+    expect(view.querySelector('svg[data-chart=class-strip]')!.getAttribute('aria-label')).toBe('cpuid exit (median) by CPU model');
+    expect(view.textContent).toContain('unknown VM');
+    expect(view.querySelector('svg text.you')!.textContent).toBe('you');
+    expect(screen.getByRole('button', { name: 'Open class' })).toBeTruthy();
+    expect(screen.getByPlaceholderText('class name')).toBeTruthy();
+
+    const pub = container.querySelector('section.published')!;
+    expect(pub.getAttribute('aria-label')).toBe('compared with published figures');
+    expect(pub.textContent).toContain('Grey circles: published runs (AMD Ryzen 7 2700; Estimating VMM<->VM switch time on BitVisor (Qiita article, 2019-12-17): rdtsc;cpuid;rdtsc loop, 65536 samples, AMD Ryzen 7 2700). Coloured diamonds: yours (cycles of rdtsc; cpuid; rdtsc).');
+    expect(pub.textContent).toContain('Sha Sai et al., Software-Based Flat Nested Page Table in Sunway Architecture, J. Computer Research and Development 59(4), 2022. Overhead % against native; "<1" as published.');
+    expect(pub.textContent).toContain('a VMFUNC EPTP switch is 3.5× faster than a VMCALL round trip.');
+    expect(pub.querySelector('svg[data-chart=cpuid]')!.getAttribute('aria-label')).toBe('cpuid exit cycles: native, BitVisor, KVM, nested vs yours');
+    expect(pub.querySelector('svg[data-chart=cpuid]')!.textContent).toContain('kvm on bitvisor (avg)');
+    expect(pub.querySelector('svg[data-chart=ptrchase]')!.textContent).toContain('ns per access');
+    expect(pub.querySelector('svg[data-chart=spec2006]')!.textContent).toContain('x86 shadow paging');
+
+    // the server's refusal, in English as before (with what failed)
+    await act(async () => { fireEvent.click(view.querySelector('p button')!); });
+    expect((await screen.findByTestId('class-error')).textContent).toBe('Upload failed: rate limit: at most 10 requests per 1 minute from one client; try again in 30 s');
+  });
+
+  it('a new class, as before', async () => {
+    await fullPage();
+    fireEvent.change(screen.getByTestId('class-name'), { target: { value: 'New' } });
+    await act(async () => { fireEvent.submit(screen.getByTestId('class-name').closest('form')!); });
+    expect((await screen.findByTestId('class-created')).textContent).toBe(
+      `Class WXYZ-2345 created. Students join with the code WXYZ-2345 (page or hw-lab/run --upload ${location.origin}/api/results --class WXYZ-2345). `
+      + `Your private teacher link (keep it; it is the only way to export or remove uploads): http://127.0.0.1:8080/?view=results&class=WXYZ-2345#teacher=${TOKEN}`);
+    await waitFor(() => expect(screen.getByTestId('class-view').querySelector('h3')!.textContent).toBe('New (WXYZ-2345, 0 uploads, you are the teacher)'));
+    expect(screen.getByTestId('class-view').textContent).toContain('No uploads with this measurement yet.');
+  });
+
+  it('with no class server, and while loading', async () => {
+    classServer({ up: false });
+    render(<ResultsView />);
+    expect((await screen.findByTestId('no-server')).textContent).toBe('Class uploads need the class server: run make start and open the page it prints.');
+    cleanup();
+    render(<ResultsLoading />);
+    expect(document.body.textContent).toBe('Loading the results view…');
+  });
+
+  it('words the summary as extract.mjs does (the server stores and exports those words)', () => {
+    for (const [k, m] of Object.entries(METRICS)) {
+      expect(tEn(`metrics.${k}`)).toBe(m.label);
+      expect(tEn(`units.${m.unit}`)).toBe(m.unit);
+    }
+    for (const [k, g] of Object.entries(GROUPS)) expect(tEn(`groups.${k}`)).toBe(g);
+    expect(tEn('summary.bareMetal')).toBe(summarize(bare).hypervisor === 'none (bare metal)' ? 'none (bare metal)' : '?');
+    expect(tEn('summary.tdpHidden')).toBe(tdpLabel({}));
+    expect(tEn('summary.tdpOn', { name: 'EPT' })).toBe(tdpLabel({ kvm: { tdp: 'Y' }, cpu: { vendor: 'GenuineIntel' } }));
+    expect(tEn('summary.tdpOff', { name: 'NPT' })).toBe(tdpLabel({ kvm: { tdp: '0' }, cpu: { vendor: 'AuthenticAMD' } }));
+    expect(tEn('summary.unknownVm')).toBe(summarize(variant((r) => { r.probe.virtualization.hypervisor = null as never; })).hypervisor);
+  });
+
+  it('checkResult speaks English by default, as its callers expect', () => {
+    const c = checkResult('{"format": "vmemlab-hw-lab-result", "schema_version": 2}');
+    expect(c).toEqual({ ok: false, problems: [{ path: '/schema_version', message: '2 is not supported; this page reads schema version 1' }] });
+    const d = checkResult(JSON.stringify(variant((r) => { (r.timer as { freq_hz: unknown }).freq_hz = 'fast'; })));
+    expect(d.ok ? [] : d.problems).toEqual([{ path: '/timer/freq_hz', message: 'must be number' }]);
+    expect(checkResult(JSON.stringify(fixture)).ok).toBe(true);
+  });
+});
