@@ -24,6 +24,7 @@ system-deps:
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	command -v zstd >/dev/null || missing="$$missing zstd"; \
+	[ -e /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ] || missing="$$missing fonts-wqy-microhei"; \
 	command -v cc >/dev/null || missing="$$missing gcc make"; \
 	$(PYTHON) -m pytest --version >/dev/null 2>&1 || missing="$$missing python3 python3-pytest"; \
 	if [ -n "$$missing" ]; then \

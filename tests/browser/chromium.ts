@@ -12,3 +12,19 @@ export function launchChromium(): Promise<Browser> {
       '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
 }
+
+/** The built app (web/dist) served by vite preview on a free port, for one test file. */
+export async function serveApp(): Promise<{ url: string; close: () => Promise<void> }> {
+  const { existsSync } = await import('node:fs');
+  const { join } = await import('node:path');
+  const { preview } = await import('vite');
+  const root = join(__dirname, '..', '..');
+  if (!existsSync(join(root, 'web', 'dist', 'index.html'))) throw new Error('build the app first: make build');
+  if (!existsSync(CHROMIUM)) throw new Error('install Debian chromium (make setup does)');
+  const server = await preview({ configFile: join(root, 'web', 'vite.config.ts'),
+    preview: { port: 0, host: '127.0.0.1', strictPort: false }, logLevel: 'silent' });
+  return {
+    url: server.resolvedUrls!.local[0],
+    close: () => new Promise<void>((r) => server.httpServer.close(() => r())),
+  };
+}

@@ -6,7 +6,7 @@ import type { Result, Scenario } from '../../wasm-core/js/types';
 import type { Vmsim } from '../../wasm-core/js/vmsim';
 import { DEFAULT_COMPARE, type CompareInput } from './model/compare';
 import { accessLabel } from './model/decode';
-import { EXAMPLES, EXAMPLE_NAMES } from './model/examples';
+import { EXAMPLES, EXAMPLE_NAMES, scenarioDescription } from './model/examples';
 import { parseUrl, toSearch, type UrlState, type View } from './model/url';
 import { CachePanel } from './views/CachePanel';
 import { CompareView } from './views/CompareView';
@@ -183,7 +183,7 @@ export function App({ engine }: { engine: Vmsim }) {
         {(url.view === 'walk' || url.view === 'memory') && (
           <>
             {picker}
-            {description && <p className="desc">{tv(`examples:${url.example}`, { defaultValue: description })}</p>}
+            {description && <p className="desc">{scenarioDescription(EXAMPLES[url.example], url.example, tv)}</p>}
             {run.error && <p className="error" role="alert">{run.error}{run.detail && <> <span lang="en">{run.detail}</span></>}</p>}
             {result && access && (
               <>

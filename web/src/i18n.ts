@@ -2,6 +2,7 @@
  * per language under locales/<lang>/<namespace>.json:
  *   translation  the shell and the lessons
  *   views        walk, memory, compare, caches, controls, playground and the step words
+ *   exercises    the lessons' generated exercises (exercises.ts builds Msg objects)
  *   results      the Results tab and the class panel
  *   examples     the bundled example scenarios' descriptions (English = the files')
  *   live         the Live guest tab
@@ -12,7 +13,7 @@ import i18next from 'i18next';
 import { initReactI18next } from 'react-i18next';
 import type { Lang } from './lessons/content';
 
-export const NAMESPACES = ['translation', 'views', 'examples', 'results', 'live'] as const;
+export const NAMESPACES = ['translation', 'views', 'examples', 'exercises', 'results', 'live'] as const;
 export type Namespace = (typeof NAMESPACES)[number];
 
 const files = import.meta.glob<{ default: Record<string, unknown> }>('./locales/*/*.json', { eager: true });

@@ -9,8 +9,9 @@ import type { Vmsim } from '../../../wasm-core/js/vmsim';
 import { WalkView } from '../views/WalkView';
 import { LANG_NAMES, saveLang } from '../i18n';
 import { LANGS, LESSONS, LESSON_ORDER, LESSON_SCENARIOS, lessonFor, type Lang, type Part } from './content';
-import { check, generate, type Exercise, type Verdict } from './exercises';
+import { check, generate, say, type Exercise, type Verdict } from './exercises';
 import { Markdown } from './Markdown';
+import { scenarioDescription } from '../model/examples';
 import type { View } from '../model/url';
 
 const PROGRESS_KEY = 'vmemlab-progress';
@@ -116,12 +117,12 @@ function EmbeddedWalk({ engine, scenario, access, onOpenWalk }: { engine: Vmsim;
   }, [engine, scenario]);
   const acc = result?.accesses[access];
   const [step, setStep] = useState(acc?.steps.length ?? 0);
-  if (!result || !acc) return <p className="error">The lesson embeds a scenario ({scenario}) the engine could not run.</p>;
+  if (!result || !acc) return <p className="error">{t('embedFailed', { scenario })}</p>;
   return (
     <figure className="embedded-walk" data-scenario={scenario}>
       <WalkView result={result} access={acc} step={step} onStep={setStep} />
       <figcaption>
-        {LESSON_SCENARIOS[scenario].description}{' '}
+        {scenarioDescription(LESSON_SCENARIOS[scenario], scenario, t, true)}{' '}
         {onOpenWalk && <button className="linklike" onClick={() => onOpenWalk(scenario, access)}>{t('openInWalk')}</button>}
       </figcaption>
     </figure>
@@ -131,6 +132,7 @@ function EmbeddedWalk({ engine, scenario, access, onOpenWalk }: { engine: Vmsim;
 function ExerciseCard({ engine, part, seed, onSeed }: { engine: Vmsim; part: Extract<Part, { type: 'exercise' }>;
   seed: number; onSeed: (s: number) => void }) {
   const { t } = useTranslation();
+  const { t: tx } = useTranslation('exercises');
   const ex: Exercise | null = useMemo(() => {
     try { return generate(part.spec, seed); } catch { return null; }
   }, [part.spec, seed]);
@@ -138,22 +140,28 @@ function ExerciseCard({ engine, part, seed, onSeed }: { engine: Vmsim; part: Ext
   const [verdict, setVerdict] = useState<Verdict | null>(null);
   const [showHint, setShowHint] = useState(false);
   const [showWalk, setShowWalk] = useState(false);
-  if (!ex) return <p className="error">Unknown exercise kind: {part.spec.kind}</p>;
+  const [failure, setFailure] = useState<string | null>(null);
+  if (!ex) return <p className="error">{tx('unknownKind', { kind: part.spec.kind })}</p>;
   const submit = () => {
-    try { setVerdict(check(engine, ex, answer)); } catch (e) { setVerdict({ correct: false, expected: (e as Error).message, results: [] }); }
+    setFailure(null);
+    try { setVerdict(check(engine, ex, answer)); } catch (e) { setVerdict(null); setFailure((e as Error).message); }
   };
+  // A choice is shown in words; the engine's answer too ("ept or npt" when they tie).
+  const choiceWords = (c: string) => tx(`choice.${c}`, { defaultValue: c });
+  const expectedWords = (e: string) => ex.input.type !== 'choice' ? e
+    : e.split(' or ').map(choiceWords).reduce((a, b) => tx('or', { a, b }));
   const walkResult = verdict?.results[0];
   // which-wins runs a long stream: show its last access; the others have one access
   const shown = walkResult?.accesses[ex.spec.kind === 'which-wins' ? walkResult.accesses.length - 1 : 0];
   return (
     <section className="exercise" aria-label={t('exercise')} data-kind={ex.spec.kind}>
       <h3>{t('exercise')} <span className="muted">({t('seed')} {seed})</span></h3>
-      <p className="exercise-prompt">{ex.prompt}</p>
+      <p className="exercise-prompt">{say(ex.prompt, tx)}</p>
       <form onSubmit={(e) => { e.preventDefault(); submit(); }}>
         {ex.input.type === 'choice' ? (
           <select aria-label={t('answer')} value={answer} onChange={(e) => setAnswer(e.target.value)}>
             <option value="">—</option>
-            {ex.input.choices.map((c) => <option key={c} value={c}>{c}</option>)}
+            {ex.input.choices.map((c) => <option key={c} value={c}>{choiceWords(c)}</option>)}
           </select>
         ) : (
           <input aria-label={t('answer')} value={answer} onChange={(e) => setAnswer(e.target.value)}
@@ -163,10 +171,11 @@ function ExerciseCard({ engine, part, seed, onSeed }: { engine: Vmsim; part: Ext
         <button type="button" onClick={() => setShowHint((h) => !h)}>{t('hint')}</button>{' '}
         <button type="button" onClick={() => { setVerdict(null); setAnswer(''); setShowWalk(false); onSeed(seed + 1); }}>{t('newExercise')}</button>
       </form>
-      {showHint && <p className="hint">{ex.hint}</p>}
+      {showHint && <p className="hint">{say(ex.hint, tx)}</p>}
+      {failure && <p role="alert" className="error">{tx('engineFailed')} <span lang="en">{failure}</span></p>}
       {verdict && (
         <p role="status" className={verdict.correct ? 'ok' : 'error'}>
-          {verdict.correct ? t('correct') : t('wrong', { expected: verdict.expected })}{' '}
+          {verdict.correct ? t('correct') : t('wrong', { expected: expectedWords(verdict.expected) })}{' '}
           {shown ? <button className="linklike" onClick={() => setShowWalk((s) => !s)}>{t('showWalk')}</button> : null}
         </p>
       )}

@@ -1,7 +1,9 @@
 /* Exercises are checked by the engine; these tests check the engine's answers against
  * arithmetic done here, independently, for many seeds. */
 import { describe, expect, it, beforeAll } from 'vitest';
-import { generate, check } from './exercises';
+import { generate, check, say, type ExerciseSpec } from './exercises';
+import i18n from '../i18n';
+import { englishRuns } from '../test/english';
 import { testEngine } from '../test/engine';
 import type { Vmsim } from '../../../wasm-core/js/vmsim';
 
@@ -16,8 +18,8 @@ describe('exercises', () => {
   it('the same seed gives the same exercise', () => {
     const a = generate({ kind: 'compute-hpa', mode: 'ept' }, 42);
     const b = generate({ kind: 'compute-hpa', mode: 'ept' }, 42);
-    expect(a.prompt).toBe(b.prompt);
-    expect(generate({ kind: 'compute-hpa', mode: 'ept' }, 43).prompt).not.toBe(a.prompt);
+    expect(say(a.prompt)).toBe(say(b.prompt));
+    expect(say(generate({ kind: 'compute-hpa', mode: 'ept' }, 43).prompt)).not.toBe(say(a.prompt));
   });
 
   it('compute-hpa: the engine agrees with page replacement done by hand', () => {
@@ -80,7 +82,7 @@ describe('exercises', () => {
         const o = s.nested!.overrides![0];
         const op = (s.accesses[0] as { op: string }).op;
         const want = (mode === 'ept' ? ept : npt)(!!o.guest_table, o.clear!, op);
-        expect(check(engine, ex, want).correct, `${mode} seed ${seed}: ${ex.prompt}`).toBe(true);
+        expect(check(engine, ex, want).correct, `${mode} seed ${seed}: ${say(ex.prompt)}`).toBe(true);
         expect(check(engine, ex, want === '0x0' ? '0x81' : '0x0').correct).toBe(false);
       }
     }
@@ -108,7 +110,7 @@ describe('exercises', () => {
         else if (ovr[0].clear === '0x2') want = acc.op === 'write' ? (mode === 'ept' ? 'ept_violation' : 'npt_fault') : 'ok';
         else if (mode === 'ept' && ovr[0].clear === '0x1') want = 'ept_misconfig';
         else want = mode === 'ept' ? 'ept_violation' : 'npt_fault';
-        expect(check(engine, ex, want).correct, `${mode} seed ${seed}: ${ex.prompt}`).toBe(true);
+        expect(check(engine, ex, want).correct, `${mode} seed ${seed}: ${say(ex.prompt)}`).toBe(true);
         expect(check(engine, ex, want === 'ok' ? 'guest_page_fault' : 'ok').correct).toBe(false);
       }
     }
@@ -126,4 +128,37 @@ describe('exercises', () => {
   it('an unknown kind is a clear error', () => {
     expect(() => generate({ kind: 'nope' as never }, 1)).toThrow(/unknown exercise kind "nope"/);
   });
+});
+
+describe('exercises in Japanese and Chinese', () => {
+  const specs: ExerciseSpec[] = [
+    ...['ept', 'npt', 'native'].map((mode) => ({ kind: 'compute-hpa', mode }) as ExerciseSpec),
+    ...['ept', 'npt', 'native', 'flat'].map((mode) => ({ kind: 'count-refs', mode }) as ExerciseSpec),
+    ...['ept', 'npt'].map((mode) => ({ kind: 'predict-exit', mode }) as ExerciseSpec),
+    ...['ept', 'npt'].map((mode) => ({ kind: 'predict-bits', mode }) as ExerciseSpec),
+    { kind: 'flat-table-size' }, { kind: 'which-wins', workloads: ['mcf', 'gcc', 'memcached'] },
+  ];
+  const numbers = (t: string) => (t.match(/0x[0-9a-f]+|\d+/gi) ?? []).sort();
+  for (const lang of ['ja', 'zh']) {
+    it(`${lang}: every prompt, hint and choice is translated and keeps every number of the English`, () => {
+      const t = i18n.getFixedT(lang, 'exercises');
+      let n = 0;
+      for (const spec of specs) {
+        for (const seed of seeds.slice(0, 200)) {
+          const ex = generate(spec, seed);
+          for (const m of [ex.prompt, ex.hint]) {
+            const en = say(m);
+            const other = say(m, t);
+            expect(other, en).not.toBe(en);
+            expect(englishRuns(other), other).toEqual([]);
+            const have = new Set(numbers(other));
+            expect(numbers(en).filter((x) => !have.has(x)), `${en} / ${other}`).toEqual([]);
+            n++;
+          }
+          if (ex.input.type === 'choice') for (const c of ex.input.choices) expect(i18n.exists(`exercises:choice.${c}`, { lng: lang })).toBe(true);
+        }
+      }
+      expect(n).toBe(specs.length * 200 * 2);
+    });
+  }
 });

@@ -2,6 +2,19 @@
  * link reproduces the exercise) and checked by running the engine on the generated
  * scenario. No answer is stored anywhere: the engine computes it when checking. */
 import type { Scenario, Result, Vmsim } from '../../../wasm-core/js/vmsim';
+import { tEn, type T } from '../i18n';
+
+/** A sentence to say, as an i18next key (namespace `exercises`) with its values; a value
+ * may itself be a Msg (a phrase said in the same language). */
+export interface Msg { key: string; values?: Record<string, string | number | Msg> }
+const msg = (key: string, values?: Msg['values']): Msg => ({ key, values });
+
+/** The sentence in the language of `t` (a `t` for the exercises namespace; English by default). */
+export function say(m: Msg, t: T = (k, o) => tEn(`exercises:${k}`, o)): string {
+  const values: Record<string, string | number> = {};
+  for (const [k, v] of Object.entries(m.values ?? {})) values[k] = typeof v === 'object' ? say(v, t) : v;
+  return t(m.key, values);
+}
 
 export type ExerciseKind = 'compute-hpa' | 'count-refs' | 'predict-exit' | 'predict-bits' | 'flat-table-size' | 'which-wins';
 
@@ -14,10 +27,10 @@ export interface ExerciseSpec {
 export interface Exercise {
   spec: ExerciseSpec;
   seed: number;
-  prompt: string;
+  prompt: Msg;
   /** What the learner types or picks. */
   input: { type: 'hex' } | { type: 'number' } | { type: 'choice'; choices: string[] };
-  hint: string;
+  hint: Msg;
   /** The scenarios the engine runs to find the answer (one, or one per mode to compare). */
   scenarios: Scenario[];
   /** Turns the engine's results into the expected answer, as the learner would write it. */
@@ -67,11 +80,12 @@ function computeHpa(spec: ExerciseSpec, seed: number): Exercise {
     ...(nestedFor(mode, [{ gpa: hex(gpa), hpa: mode === 'native' ? hex(gpa) : hex(hpa) }]) as object),
     accesses: [{ gva: hex(gva + off), op: 'read' }],
   } as Scenario;
-  const second = mode === 'native' ? '' : ` The hypervisor maps guest-physical page ${hex(gpa)} to host-physical page ${hex(hpa)}.`;
   return {
     spec, seed, scenarios: [s], input: { type: 'hex' },
-    prompt: `The guest maps virtual page ${hex(gva)} to guest-physical page ${hex(gpa)} (4 KiB pages).${second} Which ${mode === 'native' ? 'physical' : 'host-physical'} address does a read of ${hex(gva + off)} reach?`,
-    hint: 'Keep the 12-bit page offset; replace the page number at each translation.',
+    prompt: mode === 'native'
+      ? msg('computeHpa.native', { gva: hex(gva), gpa: hex(gpa), addr: hex(gva + off) })
+      : msg('computeHpa.nested', { gva: hex(gva), gpa: hex(gpa), hpa: hex(hpa), addr: hex(gva + off) }),
+    hint: msg('computeHpa.hint'),
     expected: ([res]) => res.accesses[0].hpa ?? res.accesses[0].outcome,
   };
 }
@@ -101,13 +115,13 @@ function countRefs(spec: ExerciseSpec, seed: number): Exercise {
     Object.assign(s, nestedFor('flat', [{ gpa: hex(gpa), hpa: '0x100000000', pages: guestPage === '4K' ? 1 : 512 }]));
     s.guest.mappings[0].page = '4K';
   }
-  const desc = mode === 'native' ? `a 4-level guest, ${guestPage} page, no virtualization`
-    : mode === 'flat' ? 'a 4-level guest on a flat nested table (one reference per gpa)'
-    : `a 4-level guest with a ${guestPage} page on ${levels}-level ${mode.toUpperCase()} with ${nestedPage} nested pages`;
+  const desc = mode === 'native' ? msg('countRefs.native', { page: guestPage })
+    : mode === 'flat' ? msg('countRefs.flat')
+    : msg('countRefs.nested', { page: guestPage, levels, mode: mode.toUpperCase(), nestedPage });
   return {
     spec, seed, scenarios: [s], input: { type: 'number' },
-    prompt: `With no TLB or walk caches, how many memory references does one read take for ${desc}?`,
-    hint: 'Guest levels read: g; nested levels per gpa: n; a completed 2-D walk reads g + (g + 1) x n entries.',
+    prompt: msg('countRefs.prompt', { desc }),
+    hint: msg('countRefs.hint'),
     expected: ([res]) => String(res.accesses[0].memory_refs),
   };
 }
@@ -125,12 +139,8 @@ function predictExit(spec: ExerciseSpec, seed: number): Exercise {
     nested: { mappings: [{ gpa: '0x0', hpa: '0x80000000', pages: 1024 }], overrides: [] },
     accesses: [{ gva: variant === 0 ? '0x401000' : '0x400010', op }],
   };
-  const what = [
-    `The guest reads or writes gva 0x401000, which its page tables do not map.`,
-    `The ${mode.toUpperCase()} entry for the data page (gpa 0x200000) is cleared to not present.`,
-    `The ${mode.toUpperCase()} entry for the data page is read-only.`,
-    mode === 'ept' ? 'The EPT entry for the data page allows write but not read.' : 'Nothing is changed in the tables.',
-  ][variant];
+  const what = msg(['predictExit.unmapped', 'predictExit.notPresent', 'predictExit.readOnly',
+    mode === 'ept' ? 'predictExit.writeNoRead' : 'predictExit.unchanged'][variant], { mode: mode.toUpperCase() });
   const ovr = s.nested!.overrides!;
   if (variant === 1) ovr.push({ gpa: '0x200000', level: 1, clear: mode === 'ept' ? '0x7' : '0x1' });
   if (variant === 2) ovr.push({ gpa: '0x200000', level: 1, clear: '0x2' });
@@ -138,8 +148,8 @@ function predictExit(spec: ExerciseSpec, seed: number): Exercise {
   return {
     spec, seed, scenarios: [s],
     input: { type: 'choice', choices: mode === 'ept' ? OUTCOMES.slice(0, 4) : ['ok', 'guest_page_fault', 'npt_fault'] },
-    prompt: `${what} The guest does a ${op} of ${s.accesses[0] && 'gva' in s.accesses[0] ? s.accesses[0].gva : ''}. What happens?`,
-    hint: 'Guest tables fault inside the guest (no exit); nested entries exit to the hypervisor; an entry that can never be valid is a misconfiguration.',
+    prompt: msg('predictExit.prompt', { what, op: msg(`op.${op}`), gva: s.accesses[0] && 'gva' in s.accesses[0] ? s.accesses[0].gva : '' }),
+    hint: msg('predictExit.hint'),
     expected: ([res]) => res.accesses[0].outcome,
   };
 }
@@ -164,20 +174,15 @@ function predictBits(spec: ExerciseSpec, seed: number): Exercise {
     },
     accesses: [{ gva: '0x400010', op }],
   };
-  const bitsName = mode === 'ept' ? 'exit qualification' : 'EXITINFO1';
-  const names: Record<string, string> = mode === 'ept'
-    ? { '0x7': 'R, W and X', '0x2': 'W', '0x6': 'W and X', '0x4': 'X' }
-    : { '0x1': 'P', '0x2': 'RW', '0x4': 'US' };
-  const cleared = names[perm];
+
   return {
     spec, seed, scenarios: [s], input: { type: 'hex' },
-    prompt: `Under ${mode.toUpperCase()} (A/D bits ${mode === 'ept' ? 'off' : 'always on'}), the nested entry for ` +
-      `${onTable ? "the guest's page-table page that holds the PTE of gva 0x400000" : 'the data page (gpa 0x200000)'} ` +
-      `has ${cleared} cleared. The guest does a ${op} of gva 0x400010. If this exits, what is the ${bitsName}? ` +
-      `(Type 0x0 if there is no exit.)`,
-    hint: mode === 'ept'
-      ? 'Bits 0-2: read, write, fetch; 3-5: R, W, X allowed; 7: linear address valid; 8: final gpa (1) or guest paging structure (0).'
-      : 'Bit 0 present, 1 write (guest table accesses are writes), 2 user (always), 4 fetch; bit 32 final gpa, bit 33 guest table walk.',
+    prompt: msg(`predictBits.${mode}`, {
+      target: msg(onTable ? 'predictBits.onTable' : 'predictBits.onData'),
+      cleared: msg(`predictBits.cleared.${mode}.${perm}`),
+      op: msg(`op.${op}`),
+    }),
+    hint: msg(`predictBits.hint.${mode}`),
     expected: ([res]) => {
       const f = res.accesses[0].fault as Record<string, string> | null;
       return f?.qualification ?? f?.exitinfo1 ?? '0x0';
@@ -196,8 +201,8 @@ function flatTableSize(spec: ExerciseSpec, seed: number): Exercise {
   } as unknown as Scenario;
   return {
     spec, seed, scenarios: [s], input: { type: 'number' },
-    prompt: `A Sunway guest has ${gib} GiB of RAM in 8 KiB frames. How many MiB does its flat nested table take (8-byte entries)?`,
-    hint: 'One entry per guest frame.',
+    prompt: msg('flatTableSize.prompt', { gib }),
+    hint: msg('flatTableSize.hint'),
     expected: ([res]) => String((res.flat_table_bytes ?? 0) / (1 << 20)),
   };
 }
@@ -225,15 +230,11 @@ function whichWins(spec: ExerciseSpec, seed: number): Exercise {
     caches: { preset: 'x86-server', tlb: { entries: 64, ways: 4 } },
     accesses,
   }) as unknown as Scenario);
-  const story = {
-    mcf: 'random reads over a footprint larger than the TLB covers',
-    gcc: 'reads with frequent guest page-table updates (map, protect, unmap)',
-    memcached: 'reads served by 8 processes, switching address space every 25 accesses',
-  }[workload as 'mcf' | 'gcc' | 'memcached'] ?? workload;
+  const story = ['mcf', 'gcc', 'memcached'].includes(workload) ? msg(`whichWins.story.${workload}`) : workload;
   return {
     spec, seed, scenarios, input: { type: 'choice', choices: modes },
-    prompt: `A program does ${story}. After warming up, which mode costs least: shadow paging, EPT or NPT?`,
-    hint: 'Shadow paging walks one dimension but exits on page-table writes and on mov cr3; nested paging never exits for those.',
+    prompt: msg('whichWins.prompt', { story }),
+    hint: msg('whichWins.hint'),
     expected: (results) => {
       // steady state: the warm-up accesses (the first `pages`) are not counted
       const cost = results.map((res) =>

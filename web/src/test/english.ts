@@ -2,7 +2,7 @@
  * more Latin-alphabet words (hex numbers, units and the technical names the translations
  * keep, such as EPT, VMCALL or PML4, do not count as words). Used by the views' and tabs'
  * tests to prove that every string on screen went through i18next. */
-const KEEP = /^(?:0x[0-9a-f]+|[0-9][\w.,:×%-]*|[A-Z0-9/_+-]{2,}[a-z]?s?|[A-Z][a-z]?\d+|v86|gva|gpa|hpa|hva|gfn|pfn|pte|pcid|ncr3|eptp|cr[0-8]|KiB|MiB|GiB|ns|us|µs|ms|s|x86|x86-64|i386|amd64|aarch64|sw64|Sunway|Intel|AMD|Linux|Debian|HMcode|swFNPT|ELISA|xterm\.js|vmsim|hw-lab|JSON|CSV|id|json|csv|vmemlab)$/;
+const KEEP = /^(?:0x[0-9a-f]+|[0-9][\w.,:×%-]*|[A-Z0-9/_+-]{2,}[a-z]?s?|[A-Z][a-z]?\d+|v86|gva|gpa|hpa|hva|gfn|pfn|pte|pcid|ncr3|eptp|cr[0-8]|KiB|MiB|GiB|ns|us|µs|ms|s|x86|x86-64|i386|amd64|aarch64|sw64|Sunway|Intel|AMD|Linux|Debian|HMcode|swFNPT|ELISA|xterm\.js|vmsim|hw-lab|JSON|CSV|id|json|csv|vmemlab|rdtsc|rdtscp|cpuid|vmcall|vmfunc|invlpg|markpage|memtouch|ptrchase|cpuidloop)$/;
 
 export function englishRuns(text: string, extraKeep: RegExp[] = []): string[] {
   const runs: string[] = [];
