@@ -1,26 +1,22 @@
 /* The Lessons tab in headless Chromium: the index, a lesson with its live walk, an
  * exercise checked by the engine in the page, the language switch kept in the URL. */
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { preview, type PreviewServer } from 'vite';
 import type { Browser, Page } from 'playwright-core';
-import { CHROMIUM, launchChromium } from './chromium';
+import { launchChromium, serveApp } from './chromium';
 
 const root = join(__dirname, '..', '..');
 const artifacts = join(root, 'tests', 'artifacts');
-let server: PreviewServer;
+let app: Awaited<ReturnType<typeof serveApp>>;
 let browser: Browser;
 let page: Page;
 let url: string;
 const errors: string[] = [];
 
 beforeAll(async () => {
-  expect(existsSync(join(root, 'web', 'dist', 'index.html')), 'build the page first: make build').toBe(true);
-  expect(existsSync(CHROMIUM), 'install Debian chromium (make setup does)').toBe(true);
-  server = await preview({ configFile: join(root, 'web', 'vite.config.ts'),
-    preview: { port: 0, host: '127.0.0.1', strictPort: false }, logLevel: 'silent' });
-  url = server.resolvedUrls!.local[0];
+  app = await serveApp();
+  url = app.url;
   browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
   page.on('pageerror', (e) => errors.push(e.message));
@@ -29,7 +25,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  await new Promise<void>((r) => (server ? server.httpServer.close(() => r()) : r()));
+  await app?.close();
 });
 
 describe('lessons tab', () => {

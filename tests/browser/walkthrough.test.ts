@@ -3,18 +3,17 @@
  * that step. Also keyboard control, shared URLs, a malformed scenario file, and a
  * screenshot of each view (tests/artifacts/walkthrough-*.png) for a human to look at. */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { preview, type PreviewServer } from 'vite';
 import { type Browser, type Page } from 'playwright-core';
-import { CHROMIUM, launchChromium } from './chromium';
+import { launchChromium, serveApp } from './chromium';
 import type { Result } from '../../wasm-core/js/types';
 
 const root = join(__dirname, '..', '..');
 const artifacts = join(root, 'tests', 'artifacts');
 
-let server: PreviewServer;
+let app: Awaited<ReturnType<typeof serveApp>>;
 let browser: Browser;
 let url: string;
 const pageErrors: string[] = [];
@@ -65,21 +64,15 @@ function expectStep(s: Awaited<ReturnType<typeof shown>>, step: Result['accesses
 }
 
 beforeAll(async () => {
-  expect(existsSync(join(root, 'web', 'dist', 'index.html')), 'build the app first: make build').toBe(true);
-  expect(existsSync(CHROMIUM), 'install Debian chromium (make setup does)').toBe(true);
-  server = await preview({
-    configFile: join(root, 'web', 'vite.config.ts'),
-    preview: { port: 0, host: '127.0.0.1', strictPort: false },
-    logLevel: 'silent',
-  });
-  url = server.resolvedUrls!.local[0];
+  app = await serveApp();
+  url = app.url;
   browser = await launchChromium();
   mkdirSync(artifacts, { recursive: true });
 }, 60_000);
 
 afterAll(async () => {
   await browser?.close();
-  await new Promise<void>((r) => (server ? server.httpServer.close(() => r()) : r()));
+  await app?.close();
 });
 
 describe('walkthrough app in Chromium', () => {
