@@ -76,6 +76,8 @@ describe.each(['ja', 'zh'])('the app in %s', (lang) => {
     await page.goto(`${app.url}?example=ept-4k`);
     await page.waitForSelector('#counter');
     expect(await page.inputValue('select.ui-lang')).toBe(lang);
+    expect(await page.evaluate(() => document.documentElement.lang)).toBe(lang === 'zh' ? 'zh-Hans' : 'ja');
+    expect(englishRuns(await page.title())).toEqual([]);
     expect(englishRuns((await visible(page)).text)).toEqual([]);
     expect(errors).toEqual([]);
   });

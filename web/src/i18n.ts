@@ -40,6 +40,15 @@ export function saveLang(l: Lang) {
   void i18next.changeLanguage(l);
 }
 
+// The document's language follows the UI's: screen readers read it right, and the browser
+// picks Japanese or Chinese glyph forms for the Han characters they share.
+i18next.on('languageChanged', (lng) => {
+  if (typeof document !== 'undefined') {
+    document.documentElement.lang = lng === 'zh' ? 'zh-Hans' : lng;
+    document.title = i18next.t('docTitle', { lng });
+  }
+});
+
 void i18next.use(initReactI18next).init({
   resources, lng: savedLang(), fallbackLng: 'en', ns: [...NAMESPACES], defaultNS: 'translation',
   interpolation: { escapeValue: false }, returnEmptyString: false, initAsync: false,
