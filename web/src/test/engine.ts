@@ -10,3 +10,10 @@ export function testEngine(): Promise<Vmsim> {
   if (!existsSync(wasmPath)) throw new Error('build the engine first: make -C wasm-core wasm');
   return (engine ??= loadVmsim({ wasmBinary: readFileSync(wasmPath) }));
 }
+
+/** The engine and its result for every bundled example, by name. */
+export async function exampleRuns(): Promise<{ engine: Vmsim; runs: Record<string, import('../../../wasm-core/js/types').Result> }> {
+  const { EXAMPLES, EXAMPLE_NAMES } = await import('../model/examples');
+  const e = await testEngine();
+  return { engine: e, runs: Object.fromEntries(EXAMPLE_NAMES.map((n) => [n, e.run(EXAMPLES[n])])) };
+}

@@ -10,7 +10,7 @@ import type { Vmsim } from '../../../wasm-core/js/vmsim';
 import i18n from '../i18n';
 import { EXAMPLES, EXAMPLE_NAMES } from '../model/examples';
 import { explainStep } from '../model/decode';
-import { testEngine } from '../test/engine';
+import { exampleRuns } from '../test/engine';
 import { englishRuns, translatedText } from '../test/english';
 import { WalkView } from './WalkView';
 import { MemoryView } from './MemoryView';
@@ -22,11 +22,8 @@ import { App } from '../App';
 import { DEFAULT_COMPARE } from '../model/compare';
 
 let engine: Vmsim;
-const runs: Record<string, Result> = {};
-beforeAll(async () => {
-  engine = await testEngine();
-  for (const n of EXAMPLE_NAMES) runs[n] = engine.run(EXAMPLES[n]);
-});
+let runs: Record<string, Result> = {};
+beforeAll(async () => { ({ engine, runs } = await exampleRuns()); });
 afterEach(() => cleanup());
 afterAll(async () => { await i18n.changeLanguage('en'); });
 

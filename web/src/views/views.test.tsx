@@ -7,7 +7,7 @@ import { cleanup, fireEvent, render, screen, waitFor, within, act } from '@testi
 import type { Result } from '../../../wasm-core/js/types';
 import type { Vmsim } from '../../../wasm-core/js/vmsim';
 import { EXAMPLES, EXAMPLE_NAMES } from '../model/examples';
-import { testEngine } from '../test/engine';
+import { exampleRuns } from '../test/engine';
 import { WalkView } from './WalkView';
 import { MemoryView } from './MemoryView';
 import { CachePanel } from './CachePanel';
@@ -18,11 +18,8 @@ import { App } from '../App';
 import { DEFAULT_COMPARE } from '../model/compare';
 
 let engine: Vmsim;
-const runs: Record<string, Result> = {};
-beforeAll(async () => {
-  engine = await testEngine();
-  for (const n of EXAMPLE_NAMES) runs[n] = engine.run(EXAMPLES[n]);
-});
+let runs: Record<string, Result> = {};
+beforeAll(async () => { ({ engine, runs } = await exampleRuns()); });
 afterEach(() => cleanup());
 
 describe('walk view on the ept-4k trace', () => {
