@@ -38,7 +38,7 @@ const migrations = {
  */
 export async function openStore(opts = {}) {
   const url = opts.databaseUrl ?? process.env.DATABASE_URL ?? '';
-  let db; let kind; let file = null;
+  let db; let kind; let file = null; let sqliteHandle = null;
   if (url) {
     const { default: pg } = await import('pg');
     kind = 'postgres';
@@ -62,6 +62,7 @@ export async function openStore(opts = {}) {
     handle.pragma('busy_timeout = 5000');
     handle.pragma('foreign_keys = ON');
     db = new Kysely({ dialect: new SqliteDialect({ database: handle }) });
+    sqliteHandle = handle;
   }
   const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
   const { error, results } = await migrator.migrateToLatest();
@@ -70,13 +71,54 @@ export async function openStore(opts = {}) {
     const failed = results?.find((r) => r.status === 'Error');
     throw new Error(`database migration ${failed?.migrationName ?? ''} failed: ${error.message ?? error}`);
   }
-  return new Store(db, kind, file);
+  const store = new Store(db, kind, file);
+  if (sqliteHandle) store.groupCommit = new GroupCommit(sqliteHandle);
+  return store;
+}
+
+/* SQLite commits one at a time, and with synchronous=FULL each commit waits for the disk.
+ * Uploads that arrive in the same turn of the event loop are inserted in one transaction
+ * (one fsync for all of them); each upload is acknowledged only after that commit, so
+ * durability is what it was. A failed batch is retried row by row, so one bad row fails
+ * only its own upload. */
+class GroupCommit {
+  constructor(handle) {
+    this.pending = [];
+    this.insert = handle.prepare(`insert into results (id, class_code, receipt_hash, created_at, cpu_model, hypervisor, tdp, summary, body)
+      values (@id, @class_code, @receipt_hash, @created_at, @cpu_model, @hypervisor, @tdp, @summary, @body)`);
+    this.batch = handle.transaction((rows) => { for (const r of rows) this.insert.run(r.row); });
+    this.batches = 0;
+  }
+
+  add(row) {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ row, resolve, reject });
+      if (this.pending.length === 1) setImmediate(() => this.flush());
+    });
+  }
+
+  flush() {
+    const rows = this.pending;
+    this.pending = [];
+    this.batches++;
+    try {
+      this.batch(rows);
+      for (const r of rows) r.resolve();
+    } catch {
+      for (const r of rows) {
+        try { this.insert.run(r.row); r.resolve(); } catch (e) { r.reject(e); }
+      }
+    }
+  }
 }
 
 export class Store {
   constructor(db, kind, file) { this.db = db; this.kind = kind; this.file = file; }
 
-  close() { return this.db.destroy(); }
+  close() {
+    if (this.groupCommit?.pending.length) this.groupCommit.flush();
+    return this.db.destroy();
+  }
 
   async ping() { await sql`select 1`.execute(this.db); }
 
@@ -86,7 +128,10 @@ export class Store {
     return this.db.selectFrom('classes').select(['code', 'name', 'teacher_hash', 'created_at']).where('code', '=', code).executeTakeFirst();
   }
 
-  insertResult(row) { return this.db.insertInto('results').values(row).execute(); }
+  insertResult(row) {
+    if (this.groupCommit) return this.groupCommit.add(row);
+    return this.db.insertInto('results').values(row).execute();
+  }
 
   async countResults(code) {
     const r = await this.db.selectFrom('results').select((eb) => eb.fn.countAll().as('n')).where('class_code', '=', code).executeTakeFirst();
