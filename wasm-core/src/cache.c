@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define FILTER_MIN_WAYS 16     /* narrower sets are scanned as quickly as a filter is read */
+
 bool cache_init(cache *c, uint32_t entries, uint32_t ways)
 {
     memset(c, 0, sizeof *c);
@@ -12,73 +14,147 @@ bool cache_init(cache *c, uint32_t entries, uint32_t ways)
         ways = entries;
     c->ways = ways;
     c->sets = entries / ways;
-    c->lines = calloc((size_t)c->sets * ways, sizeof *c->lines);
-    return c->lines != NULL;
+    size_t n = (size_t)c->sets * ways;
+    c->keys = calloc(n, sizeof *c->keys);
+    c->tags = calloc(n, sizeof *c->tags);
+    c->age = calloc(n, sizeof *c->age);
+    c->lines = calloc(n, sizeof *c->lines);
+    if (ways >= FILTER_MIN_WAYS) {
+        uint32_t buckets = 64;
+        while (buckets < 2 * n)
+            buckets *= 2;
+        c->filter = calloc(buckets, sizeof *c->filter);
+        c->filter_mask = buckets - 1;
+        if (!c->filter) {
+            cache_free(c);
+            return false;
+        }
+    }
+    if (!c->keys || !c->tags || !c->age || !c->lines) {
+        cache_free(c);
+        return false;
+    }
+    return true;
 }
 
 void cache_free(cache *c)
 {
+    free(c->keys);
+    free(c->tags);
+    free(c->age);
     free(c->lines);
+    free(c->filter);
     memset(c, 0, sizeof *c);
 }
 
-static cache_line *set_of(cache *c, uint64_t key)
+/* Index of the first line of key's set. */
+static size_t set_of(const cache *c, uint64_t key)
 {
     uint64_t h = key * 0x9E3779B97F4A7C15ull;
-    return c->lines + (size_t)((h >> 32) % c->sets) * c->ways;
+    uint32_t sets = c->sets, i = (uint32_t)(h >> 32);
+    return (size_t)((sets & (sets - 1)) == 0 ? i & (sets - 1) : i % sets) * c->ways;
+}
+
+static inline bool holds(const cache *c, size_t i, uint64_t key, uint32_t tag)
+{
+    return c->keys[i] == key && (c->age[i] & 1) && c->tags[i] == tag;
+}
+
+/* Marks line i as just used. */
+static inline void touch(cache *c, size_t i)
+{
+    c->age[i] = (uint64_t)++c->tick << 1 | 1;
+}
+
+/* The filter's counter for key (another part of the same product as the set index). */
+static inline uint32_t *filter_count(const cache *c, uint64_t key)
+{
+    return &c->filter[(uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 40) & c->filter_mask];
+}
+
+/* The valid line of the set holding key with this tag, or -1. */
+static long find_in_set(const cache *c, size_t set, uint64_t key, uint32_t tag)
+{
+    if (c->filter && *filter_count(c, key) == 0)
+        return -1;              /* no valid line has this key */
+    for (size_t i = set; i < set + c->ways; i++)
+        if (holds(c, i, key, tag))
+            return (long)i;
+    return -1;
 }
 
 cache_line *cache_find(cache *c, uint64_t key, uint32_t tag)
 {
     if (!c->lines)
         return NULL;
-    cache_line *set = set_of(c, key);
-    for (uint32_t w = 0; w < c->ways; w++) {
-        if (set[w].valid && set[w].key == key && set[w].tag == tag) {
-            set[w].lru = ++c->tick;
-            return &set[w];
-        }
-    }
-    return NULL;
+    long i = find_in_set(c, set_of(c, key), key, tag);
+    if (i < 0)
+        return NULL;
+    touch(c, (size_t)i);
+    return &c->lines[i];
 }
 
+/* The first line of smallest age: the first invalid line, else the least recently used. */
+static size_t oldest_in_set(const cache *c, size_t set)
+{
+    const uint64_t *age = c->age + set;
+    uint64_t min = age[0];
+    uint32_t victim = 0;
+    for (uint32_t w = 1; w < c->ways; w++)
+        if (age[w] < min) {
+            min = age[w];
+            victim = w;
+        }
+    return set + victim;
+}
+
+/* Replaces the line already holding key, else the first invalid line of the set, else
+ * the least recently used one. */
 void cache_fill(cache *c, uint64_t key, uint32_t tag, uint64_t value, uint64_t value2, uint16_t aux)
 {
     if (!c->lines)
         return;
-    cache_line *set = set_of(c, key), *victim = &set[0];
-    for (uint32_t w = 0; w < c->ways; w++) {
-        if (set[w].valid && set[w].key == key && set[w].tag == tag) {
-            victim = &set[w];
-            break;
-        }
-        if (!set[w].valid) {
-            if (victim->valid)
-                victim = &set[w];
-        } else if (victim->valid && set[w].lru < victim->lru) {
-            victim = &set[w];
-        }
+    size_t set = set_of(c, key);
+    long held = find_in_set(c, set, key, tag);
+    size_t victim = held >= 0 ? (size_t)held : oldest_in_set(c, set);
+    if (c->filter && held < 0) {
+        if (c->age[victim] & 1)
+            --*filter_count(c, c->keys[victim]);
+        ++*filter_count(c, key);
     }
-    *victim = (cache_line){.key = key, .value = value, .value2 = value2, .tag = tag, .aux = aux, .valid = true,
-                           .lru = ++c->tick};
+    c->keys[victim] = key;
+    c->tags[victim] = tag;
+    touch(c, victim);
+    c->lines[victim] = (cache_line){.value = value, .value2 = value2, .aux = aux};
 }
 
 void cache_drop(cache *c, uint64_t key, uint32_t tag)
 {
-    cache_line *l = cache_find(c, key, tag);
-    if (l)
-        l->valid = false;
+    if (!c->lines)
+        return;
+    long i = find_in_set(c, set_of(c, key), key, tag);
+    if (i >= 0) {
+        touch(c, (size_t)i);        /* found as by cache_find, then dropped */
+        c->age[i] = 0;
+        if (c->filter)
+            --*filter_count(c, key);
+    }
 }
 
 void cache_flush(cache *c)
 {
     if (c->lines)
-        memset(c->lines, 0, (size_t)c->sets * c->ways * sizeof *c->lines);
+        memset(c->age, 0, (size_t)c->sets * c->ways * sizeof *c->age);
+    if (c->filter)
+        memset(c->filter, 0, ((size_t)c->filter_mask + 1) * sizeof *c->filter);
 }
 
 void cache_flush_tag(cache *c, uint32_t tag, uint32_t tag_mask)
 {
     for (size_t i = 0; c->lines && i < (size_t)c->sets * c->ways; i++)
-        if (c->lines[i].valid && (c->lines[i].tag & tag_mask) == (tag & tag_mask))
-            c->lines[i].valid = false;
+        if ((c->age[i] & 1) && (c->tags[i] & tag_mask) == (tag & tag_mask)) {
+            c->age[i] = 0;
+            if (c->filter)
+                --*filter_count(c, c->keys[i]);
+        }
 }

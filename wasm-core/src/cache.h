@@ -1,7 +1,11 @@
 /* A set-associative cache with LRU replacement, the one mechanism behind the TLB, the
  * page-walk caches of each dimension and the nested TLB. Lines are tagged (address
  * space, EPT) so that a switch need not flush. Allocated once per machine; lookups and
- * fills never allocate. */
+ * fills never allocate.
+ *
+ * What a lookup compares (key, tag) and what replacement needs (age) are kept in arrays
+ * of their own, apart from what a hit yields (cache_line): scanning the 32 ways of a
+ * page-walk cache reads 256 bytes of keys, not every line. */
 #ifndef VMSIM_CACHE_H
 #define VMSIM_CACHE_H
 
@@ -9,16 +13,21 @@
 #include <stdint.h>
 
 typedef struct cache_line {
-    uint64_t key;           /* what is looked up (a page number, a prefix and level, ...) */
     uint64_t value, value2; /* what it yields */
-    uint32_t tag;           /* address space / EPT index; must match too */
-    uint32_t lru;
     uint16_t aux;           /* rights or flags that came with the value */
-    bool valid;
 } cache_line;
 
 typedef struct cache {
-    cache_line *lines;
+    uint64_t *keys;         /* what is looked up (a page number, a prefix and level, ...) */
+    uint32_t *tags;         /* address space / EPT index; must match too */
+    uint64_t *age;          /* tick of the last use << 1 | 1 while valid, 0 when invalid: the
+                             * victim, the first invalid line else the least recently used
+                             * one, is then simply the first line of smallest age */
+    cache_line *lines;      /* line i of set s is index s * ways + i in every array */
+    uint32_t *filter;       /* wide sets (the fully associative walk caches) only: valid lines
+                             * per hash bucket of their key, so that a zero answers a miss
+                             * without scanning the set */
+    uint32_t filter_mask;
     uint32_t sets, ways;
     uint32_t tick;
 } cache;

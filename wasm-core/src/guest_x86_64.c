@@ -1,44 +1,36 @@
 /* x86-64 paging, 4 and 5 levels (SDM vol. 3, 4.5): 512 8-byte entries per table. */
 #include "model.h"
+#include "guest_entry.h"
 
 static uint32_t index64(uint64_t gva, int level)
 {
-    return (uint32_t)(gva >> (12 + 9 * (level - 1))) & 511u;
+    return x86_64_index(gva, level);
 }
 
 static bool is_leaf64(const scenario *s, uint64_t e, int level)
 {
     (void)s;
-    return level == 1 || ((level == 2 || level == 3) && (e & BIT(7)));
+    return x86_64_is_leaf(e, level);
 }
 
 static uint64_t reserved64(const scenario *s, uint64_t e, int level, bool leaf)
 {
-    uint64_t r = s->above_maxphyaddr;
-    if (!s->efer_nxe)
-        r |= BIT(63);
-    if (level >= 4)
-        r |= BIT(7);                    /* no large pages at PML4E/PML5E */
-    if (leaf && level == 3)
-        r |= bits_range(29, 13);        /* 1 GiB page: address bits below 30 (bit 12 is PAT) */
-    if (leaf && level == 2)
-        r |= bits_range(20, 13);
-    return e & r;
+    return x86_64_reserved(s, e, level, leaf);
 }
 
 static uint64_t table_addr64(uint64_t e)
 {
-    return e & bits_range(51, 12);
+    return x86_64_table_addr(e);
 }
 
 static uint64_t page_addr64(uint64_t e, int level)
 {
-    return e & bits_range(51, 12 + 9 * (level - 1));
+    return x86_64_page_addr(e, level);
 }
 
 static uint64_t page_size64(int level)
 {
-    return 1ull << (12 + 9 * (level - 1));
+    return x86_64_page_size(level);
 }
 
 static int leaf_level64(enum vm_page p)
@@ -70,20 +62,12 @@ static uint64_t leaf64(const guest_map *g, uint64_t addr, int level)
     return x86_leaf_flags(g, addr, level);
 }
 
-/* SDM vol. 3, 4.6: access rights from the combined R/W, U/S and XD of the walk. */
+/* SDM vol. 3, 4.6, shared by the three x86 formats (the rules are in guest_entry.h). */
 int x86_access_fault(const scenario *s, uint64_t leaf, int op, bool user, bool rw, bool us, bool xd, uint64_t *code)
 {
     (void)leaf;
     (void)code;
-    bool ok;
-    if (op == OP_FETCH && xd)
-        ok = false;
-    else if (user)
-        ok = us && !(op == OP_WRITE && !rw);
-    else
-        ok = !(op == OP_WRITE && !rw && s->cr0_wp) && !(op == OP_FETCH && us && s->cr4_smep) &&
-             !(op != OP_FETCH && us && s->cr4_smap);
-    return ok ? -1 : REASON_PERMISSION;
+    return x86_rights_fault(s, op, user, rw, us, xd);
 }
 
 const guest_format guest_x86_64_4level = {

@@ -44,9 +44,11 @@ uint8_t *mem_frame_slow(mem *m, uint64_t key)
 {
     uint8_t *f = hash_find(m, key);
     if (f) {
-        uint32_t c = (uint32_t)key & (MEM_CACHE - 1);
-        m->cache_key[c] = key;
-        m->cache_frame[c] = f;
+        uint32_t i = (uint32_t)(key - 1) & (MEM_CACHE_SETS - 1);
+        m->cache_key[1][i] = m->cache_key[0][i];
+        m->cache_frame[1][i] = m->cache_frame[0][i];
+        m->cache_key[0][i] = key;
+        m->cache_frame[0][i] = f;
     }
     return f;
 }
@@ -114,10 +116,16 @@ bool mem_write_existing(mem *m, uint64_t hpa, int size, uint64_t value)
     uint8_t *f = mem_frame(m, hpa);
     if (!f)
         return false;
-    uint32_t off = (uint32_t)(hpa & (FRAME_SIZE - 1));
-    for (int i = 0; i < size; i++) {
-        f[off + (uint32_t)i] = (uint8_t)value;
-        value >>= 8;
+    uint8_t *p = f + (hpa & (FRAME_SIZE - 1));
+    p[0] = (uint8_t)value;
+    p[1] = (uint8_t)(value >> 8);
+    p[2] = (uint8_t)(value >> 16);
+    p[3] = (uint8_t)(value >> 24);
+    if (size == 8) {
+        p[4] = (uint8_t)(value >> 32);
+        p[5] = (uint8_t)(value >> 40);
+        p[6] = (uint8_t)(value >> 48);
+        p[7] = (uint8_t)(value >> 56);
     }
     return true;
 }

@@ -14,11 +14,16 @@ typedef struct mem_slot {
     uint8_t *frame;
 } mem_slot;
 
-#define MEM_CACHE 4096u                /* direct-mapped pfn -> frame cache in front of the hash */
+/* A 2-way set-associative pfn -> frame cache in front of the hash: a walk alternates
+ * between guest and nested table frames, and two ways keep both when their frame
+ * numbers share a set. Keys and frames are arrays of their own, so that the frame is
+ * loaded at once, in parallel with the key it is checked against: every level of a
+ * walk waits for this lookup. */
+#define MEM_CACHE_SETS 2048u
 
 typedef struct mem {
-    uint64_t cache_key[MEM_CACHE];  /* pfn + 1, 0 = empty */
-    uint8_t *cache_frame[MEM_CACHE];
+    uint64_t cache_key[2][MEM_CACHE_SETS];  /* pfn + 1, 0 = empty; way 0 the most recently filled */
+    uint8_t *cache_frame[2][MEM_CACHE_SETS];
     mem_slot *slots;
     uint32_t cap;           /* power of two */
     uint32_t used;
@@ -33,14 +38,16 @@ void mem_free(mem *m);
 uint8_t *mem_frame_slow(mem *m, uint64_t key);
 
 /* The frame holding hpa, or NULL if never written. Walks touch a few hot table frames
- * again and again: a direct-mapped cache in front of the hash table answers most
- * lookups with one compare, inline in the walk. */
+ * again and again: the cache in front of the hash table answers most lookups with one
+ * or two compares, inline in the walk. */
 static inline uint8_t *mem_frame(mem *m, uint64_t hpa)
 {
-    uint64_t key = (hpa >> FRAME_SHIFT) + 1;
-    uint32_t c = (uint32_t)key & (MEM_CACHE - 1);
-    if (m->cache_key[c] == key)
-        return m->cache_frame[c];
+    uint64_t pfn = hpa >> FRAME_SHIFT, key = pfn + 1;
+    uint32_t i = (uint32_t)pfn & (MEM_CACHE_SETS - 1);
+    if (m->cache_key[0][i] == key)
+        return m->cache_frame[0][i];
+    if (m->cache_key[1][i] == key)
+        return m->cache_frame[1][i];
     return mem_frame_slow(m, key);
 }
 /* Creates the frame (zeroed) if needed; NULL when the frame limit is reached. */
@@ -58,7 +65,20 @@ static inline uint64_t mem_read(mem *m, uint64_t hpa, int size)
         v |= (uint64_t)p[4] << 32 | (uint64_t)p[5] << 40 | (uint64_t)p[6] << 48 | (uint64_t)p[7] << 56;
     return v;
 }
-/* Writes into an existing frame; returns false if the frame does not exist. */
+/* mem_read(m, table + off, 8) for a frame-aligned table and off < FRAME_SIZE: the frame
+ * lookup then waits only for the table address, not for the entry's offset in it, one
+ * step less at every level of a walk. */
+static inline uint64_t mem_read_entry(mem *m, uint64_t table, uint32_t off)
+{
+    const uint8_t *f = mem_frame(m, table);
+    if (!f)
+        return 0;
+    const uint8_t *p = f + off;
+    return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24 |
+           (uint64_t)p[4] << 32 | (uint64_t)p[5] << 40 | (uint64_t)p[6] << 48 | (uint64_t)p[7] << 56;
+}
+/* Writes a 4- or 8-byte entry into an existing frame; returns false if the frame does
+ * not exist. */
 bool mem_write_existing(mem *m, uint64_t hpa, int size, uint64_t value);
 
 #endif

@@ -50,6 +50,29 @@ static inline enum nested_check ept_entry_check(const scenario *s, uint64_t e, i
     return NC_TABLE;
 }
 
+/* The common case first, an entry that points to the next table: a walk computes the
+ * test once (ept_table_test, npt_table_test) and applies it to each entry; it is true
+ * only where the full check would return NC_TABLE, and anything else takes the full
+ * check. */
+typedef struct table_test {
+    uint64_t reserved;      /* bits a table entry may not have */
+    unsigned rwx_ok;        /* EPT: bit n set when R/W/X = n is allowed in a table entry */
+} table_test;
+
+/* An EPT table entry has bits 7:3 clear at every level (reserved at levels 4 and 5; 6:3
+ * reserved and 7 the page size at levels 2 and 3), and R/W/X is R, RW, RX, RWX, or X
+ * alone where execute-only is supported. Level 1 has no table entries. */
+static inline table_test ept_table_test(const scenario *s)
+{
+    return (table_test){.reserved = s->above_maxphyaddr | bits_range(7, 3),
+                        .rwx_ok = 0xAAu | (s->execute_only ? 0x10u : 0)};
+}
+
+static inline bool ept_entry_is_table(table_test t, uint64_t e, int level)
+{
+    return level > 1 && ((t.rwx_ok >> (e & 7)) & 1) && !(e & t.reserved);
+}
+
 static inline unsigned ept_entry_perms(const scenario *s, uint64_t e)
 {
     (void)s;
@@ -75,6 +98,18 @@ static inline enum nested_check npt_entry_check(const scenario *s, uint64_t e, i
     if (e & r)
         return NC_RESERVED;
     return leaf ? NC_LEAF : NC_TABLE;
+}
+
+/* An NPT table entry is present, has bit 7 clear (reserved at levels 4 and 5, the page
+ * size at 2 and 3) and no reserved bits (bit 8 too at levels 4 and 5). */
+static inline table_test npt_table_test(const scenario *s)
+{
+    return (table_test){.reserved = s->above_maxphyaddr | BIT(7) | (s->host_nxe ? 0 : BIT(63))};
+}
+
+static inline bool npt_entry_is_table(table_test t, uint64_t e, int level)
+{
+    return level > 1 && (e & 1) && !(e & (t.reserved | (level >= 4 ? BIT(8) : 0)));
 }
 
 static inline unsigned npt_entry_perms(const scenario *s, uint64_t e)

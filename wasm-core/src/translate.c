@@ -3,6 +3,7 @@
  * No allocation here: the trace goes into the caller's vm_result. */
 #include "model.h"
 #include "nested_entry.h"
+#include "guest_entry.h"
 #include "cache.h"
 
 #include <stddef.h>
@@ -27,14 +28,13 @@ typedef struct nested_out {
     int leaf_level;
 } nested_out;
 
-static vm_step *new_step(vm_result *r, vm_step *scratch)
+/* The next step of the trace, or NULL when the caller did not ask for steps (or the
+ * trace is full): the walk then skips filling it in. */
+static inline vm_step *record_step(vm_result *r)
 {
-    if (r->record && r->nsteps < VM_MAX_STEPS) {
-        vm_step *st = &r->steps[r->nsteps++];
-        memset(st, 0, sizeof *st);
-        return st;
-    }
-    return scratch;
+    if (r->record && r->nsteps < VM_MAX_STEPS)
+        return &r->steps[r->nsteps++];
+    return NULL;
 }
 
 static bool nested_ad_on(const machine *m)
@@ -51,7 +51,7 @@ static unsigned nested_need(const machine *m, enum vm_op op)
     return PERM_U | (op == OP_WRITE ? PERM_W : 0) | (op == OP_FETCH ? PERM_X : 0);
 }
 
-static nested_req final_req(const machine *m, enum vm_op op)
+static inline nested_req final_req(const machine *m, enum vm_op op)
 {
     nested_req q = {.need = nested_need(m, op), .write = op == OP_WRITE, .final = true, .stage = 0};
     q.qual_access = op == OP_READ ? 1 : op == OP_WRITE ? 2 : 4;
@@ -62,7 +62,7 @@ static nested_req final_req(const machine *m, enum vm_op op)
 
 /* Guest paging-structure reads are writes as far as the nested table is concerned with
  * EPT A/D on (SDM 29.3.3.2) and always under NPT. */
-static nested_req table_req(const machine *m, int stage)
+static inline nested_req table_req(const machine *m, int stage)
 {
     bool w = nested_ad_on(m);
     nested_req q = {.need = nested_need(m, w ? OP_WRITE : OP_READ), .write = w, .final = false, .stage = stage};
@@ -71,7 +71,7 @@ static nested_req table_req(const machine *m, int stage)
     return q;
 }
 
-static nested_req ad_write_req(const machine *m, int stage)
+static inline nested_req ad_write_req(const machine *m, int stage)
 {
     nested_req q = {.need = nested_need(m, OP_WRITE), .write = true, .final = false, .stage = stage};
     q.qual_access = 3;      /* a locked read-modify-write of the entry */
@@ -104,17 +104,38 @@ static void nested_fault(const machine *m, vm_result *r, const nested_req *q, ui
                    (reason == REASON_RESERVED ? 8 : 0) | (q->final ? BIT(32) : BIT(33));
 }
 
-/* One nested walk. `ept` is a constant in each of the two instantiations below, so the
- * entry checks inline and the walk makes no indirect calls. */
+static inline enum vm_step_result nested_result(enum nested_check c)
+{
+    return c == NC_TABLE ? RES_TABLE : c == NC_LEAF ? RES_PAGE : c == NC_NOT_PRESENT ? RES_NOT_PRESENT
+           : c == NC_RESERVED ? RES_RESERVED : RES_MISCONFIG;
+}
+
+/* A nested walk that ended on a bad entry (c), or on the leaf without the rights q needs. */
+static __attribute__((noinline)) bool nested_walk_fault(machine *m, vm_result *r, const nested_req *q, uint64_t gpa,
+                                                        int level, enum nested_check c, int detail, unsigned perms)
+{
+    if (c == NC_NOT_PRESENT)
+        nested_fault(m, r, q, gpa, level, REASON_NOT_PRESENT, 0, 0);
+    else if (c == NC_RESERVED)
+        nested_fault(m, r, q, gpa, level, REASON_RESERVED, 0, perms);
+    else if (c == NC_MISCONFIG)
+        nested_fault(m, r, q, gpa, level, REASON_MISCONFIG, detail, 0);
+    else
+        nested_fault(m, r, q, gpa, level, REASON_PERMISSION, 0, perms);
+    return false;
+}
+
+/* One nested walk. `ept` and `record` are constants in each of the instantiations
+ * below, so the entry checks inline, the walk makes no indirect calls, and a walk whose
+ * caller wants no steps carries no trace code. */
 static inline __attribute__((always_inline)) bool nested_walk_impl(machine *m, vm_result *r, uint64_t gpa,
                                                                    const nested_req *q, nested_out *o,
-                                                                   const bool ept)
+                                                                   const bool ept, const bool record)
 {
     const scenario *s = m->s;
-    const bool record = r->record;
-    vm_step *steps[5] = {0};
+    vm_step *steps[5];
     uint64_t addrs[5], vals[5];
-    unsigned level_perms[6] = {0};
+    unsigned level_perms[6];
     int n = 0;
     unsigned perms = PERM_R | PERM_W | PERM_X | PERM_U;
     uint64_t table = m->nested_root;
@@ -137,92 +158,97 @@ static inline __attribute__((always_inline)) bool nested_walk_impl(machine *m, v
             break;
         }
     }
-    for (int level = top; level >= 1; level--) {
+    /* Read table entries down to the first entry that is not one (the leaf, or a bad
+     * entry), with the quick test; the counters are added once at the end (a step's ref
+     * is its number among all references of the access). */
+    const table_test tt = ept ? ept_table_test(s) : npt_table_test(s);
+    int level = top;
+    uint64_t e;
+    vm_step *st = NULL;
+    for (;; level--) {
         uint32_t idx = (uint32_t)(gpa >> (12 + 9 * (level - 1))) & 511u;
         uint64_t ea = table + 8u * idx;
-        uint64_t e = mem_read(&m->mem, ea, 8);
-        r->memory_refs++;
-        r->nested_refs++;
-        vm_step *st = NULL;
-        if (record && r->nsteps < VM_MAX_STEPS) {
-            st = &r->steps[r->nsteps++];
+        e = mem_read_entry(&m->mem, table, 8u * idx);      /* tables are 4 KiB aligned */
+        if (record && (st = record_step(r)))
             *st = (vm_step){.kind = STEP_READ, .dim = DIM_NESTED, .level = (uint8_t)level, .stage = (uint8_t)q->stage,
                             .gpa_valid = true, .gpa = gpa, .table = table, .index = idx, .entry_hpa = ea, .entry = e,
-                            .ref = (uint16_t)r->memory_refs};
-        }
+                            .ref = (uint16_t)(r->memory_refs + n + 1), .result = RES_TABLE};
         steps[n] = st;
         vals[n] = e;
         addrs[n++] = ea;
-        int detail = MC_NONE;
-        enum nested_check c = ept ? ept_entry_check(s, e, level, &detail) : npt_entry_check(s, e, level, &detail);
-        unsigned ep = ept ? ept_entry_perms(s, e) : npt_entry_perms(s, e);
-        enum vm_step_result res = c == NC_TABLE ? RES_TABLE : c == NC_LEAF ? RES_PAGE
-                                  : c == NC_NOT_PRESENT ? RES_NOT_PRESENT : c == NC_RESERVED ? RES_RESERVED
-                                  : RES_MISCONFIG;
-        if (st)
-            st->result = (uint8_t)res;
-        switch (c) {
-        case NC_NOT_PRESENT:
-            nested_fault(m, r, q, gpa, level, REASON_NOT_PRESENT, 0, 0);
-            return false;
-        case NC_RESERVED:
-            nested_fault(m, r, q, gpa, level, REASON_RESERVED, 0, perms & ep);
-            return false;
-        case NC_MISCONFIG:
-            nested_fault(m, r, q, gpa, level, REASON_MISCONFIG, detail, 0);
-            return false;
-        case NC_TABLE:
-            perms &= ep;
-            level_perms[level] = perms;
-            table = e & bits_range(51, 12);
-            continue;
-        case NC_LEAF:
-            break;
-        }
-        perms &= ep;
-        if ((perms & q->need) != q->need) {
-            nested_fault(m, r, q, gpa, level, REASON_PERMISSION, 0, perms);
-            return false;
-        }
-        if (!ept || s->ept_ad) {
-            const uint64_t abit = ept ? BIT(8) : BIT(5), dbit = ept ? BIT(9) : BIT(6);
-            for (int j = 0; j < n; j++) {
-                uint64_t want = abit | (j == n - 1 && q->write ? dbit : 0);
-                if ((vals[j] & want) == want)
-                    continue;   /* A/D only ever get set, so memory has them too */
-                uint64_t cur = mem_read(&m->mem, addrs[j], 8);
-                uint64_t set = want & ~cur;
-                if (set) {
-                    mem_write_existing(&m->mem, addrs[j], 8, cur | set);
-                    if (steps[j])
-                        steps[j]->ad_set = (uint8_t)(((set & abit) ? 1 : 0) | ((set & dbit) ? 2 : 0));
-                }
-            }
-        }
-        if (m->npwc)
-            for (int j = 0; j < n - 1; j++) {
-                int l = top - j;
-                cache_fill(m->npwc, ((uint64_t)l << 58) | (gpa >> (12 + 9 * (l - 1))), m->eptp_index,
-                           vals[j] & bits_range(51, 12), 0, (uint16_t)level_perms[l]);
-            }
-        uint64_t size = 1ull << (12 + 9 * (level - 1));
-        o->hpa = nested_entry_page_addr(e, level) | (gpa & (size - 1));
-        o->page_size = size;
-        o->perms = perms;
-        o->leaf_level = level;
-        return true;
+        if (!(ept ? ept_entry_is_table(tt, e, level) : npt_entry_is_table(tt, e, level)))
+            break;                      /* level 1 never holds a table entry */
+        perms &= ept ? ept_entry_perms(s, e) : npt_entry_perms(s, e);
+        level_perms[level] = perms;
+        table = e & bits_range(51, 12);
     }
-    return false; /* not reached: level 1 is always a leaf or a fault */
+    r->memory_refs += (uint32_t)n;
+    r->nested_refs += (uint32_t)n;
+    /* The last entry read: the full check tells a leaf from a fault. */
+    int detail = MC_NONE;
+    enum nested_check c = ept ? ept_entry_check(s, e, level, &detail) : npt_entry_check(s, e, level, &detail);
+    if (st)
+        st->result = (uint8_t)nested_result(c);
+    if (c != NC_LEAF)
+        return nested_walk_fault(m, r, q, gpa, level, c, detail,
+                                 c == NC_RESERVED ? perms & (ept ? ept_entry_perms(s, e) : npt_entry_perms(s, e)) : 0);
+    perms &= ept ? ept_entry_perms(s, e) : npt_entry_perms(s, e);
+    if ((perms & q->need) != q->need)
+        return nested_walk_fault(m, r, q, gpa, level, NC_LEAF, 0, perms);
+    if (!ept || s->ept_ad) {
+        const uint64_t abit = ept ? BIT(8) : BIT(5), dbit = ept ? BIT(9) : BIT(6);
+        for (int j = 0; j < n; j++) {
+            uint64_t want = abit | (j == n - 1 && q->write ? dbit : 0);
+            if ((vals[j] & want) == want)
+                continue;   /* A/D only ever get set, so memory has them too */
+            uint64_t cur = mem_read(&m->mem, addrs[j], 8);
+            uint64_t set = want & ~cur;
+            if (set) {
+                mem_write_existing(&m->mem, addrs[j], 8, cur | set);
+                if (record && steps[j])
+                    steps[j]->ad_set = (uint8_t)(((set & abit) ? 1 : 0) | ((set & dbit) ? 2 : 0));
+            }
+        }
+    }
+    if (m->npwc)
+        for (int j = 0; j < n - 1; j++) {
+            int l = top - j;
+            cache_fill(m->npwc, ((uint64_t)l << 58) | (gpa >> (12 + 9 * (l - 1))), m->eptp_index,
+                       vals[j] & bits_range(51, 12), 0, (uint16_t)level_perms[l]);
+        }
+    uint64_t size = 1ull << (12 + 9 * (level - 1));
+    o->hpa = nested_entry_page_addr(e, level) | (gpa & (size - 1));
+    o->page_size = size;
+    o->perms = perms;
+    o->leaf_level = level;
+    return true;
 }
 
-static bool nested_walk_ept(machine *m, vm_result *r, uint64_t gpa, const nested_req *q, nested_out *o)
+/* The four instantiations. Each is a function of its own (noinline): inlined together
+ * into one caller they would share one register allocation, and every walk would pay
+ * for the traced variant's live values. */
+static __attribute__((noinline)) bool nested_walk_ept(machine *m, vm_result *r, uint64_t gpa, const nested_req *q,
+                                                      nested_out *o)
 {
-    return nested_walk_impl(m, r, gpa, q, o, true);
+    return nested_walk_impl(m, r, gpa, q, o, true, false);
 }
 
-static bool nested_walk_npt(machine *m, vm_result *r, uint64_t gpa, const nested_req *q, nested_out *o)
+static __attribute__((noinline)) bool nested_walk_ept_traced(machine *m, vm_result *r, uint64_t gpa,
+                                                             const nested_req *q, nested_out *o)
 {
-    return nested_walk_impl(m, r, gpa, q, o, false);
+    return nested_walk_impl(m, r, gpa, q, o, true, true);
+}
+
+static __attribute__((noinline)) bool nested_walk_npt(machine *m, vm_result *r, uint64_t gpa, const nested_req *q,
+                                                      nested_out *o)
+{
+    return nested_walk_impl(m, r, gpa, q, o, false, false);
+}
+
+static __attribute__((noinline)) bool nested_walk_npt_traced(machine *m, vm_result *r, uint64_t gpa,
+                                                             const nested_req *q, nested_out *o)
+{
+    return nested_walk_impl(m, r, gpa, q, o, false, true);
 }
 
 /* The flat table: one reference per gpa; an invalid entry exits to the VMM, which
@@ -230,10 +256,11 @@ static bool nested_walk_npt(machine *m, vm_result *r, uint64_t gpa, const nested
 static bool flat_walk(machine *m, vm_result *r, uint64_t gpa, const nested_req *q, nested_out *o)
 {
     const scenario *s = m->s;
-    uint64_t gfn = gpa / m->flat_page;
+    const uint64_t entries = flat_table_bytes(s) / 8;
+    uint64_t gfn = gpa >> __builtin_ctzll(m->flat_page);      /* frames are 4 or 8 KiB */
     uint64_t table = s->flat_table_base, ea = table + 8 * gfn;
     for (int attempt = 0;; attempt++) {
-        uint64_t e = gfn < flat_table_bytes(s) / 8 ? mem_read(&m->mem, ea, 8) : 0;
+        uint64_t e = gfn < entries ? mem_read(&m->mem, ea, 8) : 0;
         r->memory_refs++;
         r->nested_refs++;
         vm_step *st = NULL;
@@ -254,7 +281,7 @@ static bool flat_walk(machine *m, vm_result *r, uint64_t gpa, const nested_req *
             st->result = RES_NOT_PRESENT;
         uint64_t hpa;
         r->exits++;
-        if (attempt > 0 || gfn >= flat_table_bytes(s) / 8 || !flat_memslot(s, gpa & ~(m->flat_page - 1), &hpa)) {
+        if (attempt > 0 || gfn >= entries || !flat_memslot(s, gpa & ~(m->flat_page - 1), &hpa)) {
             r->outcome = OUT_FLAT_FAULT;
             r->fault = (vm_fault){.dim = DIM_NESTED, .level = 1, .stage = (uint8_t)q->stage,
                                   .reason = REASON_UNMAPPED, .fault_gpa = gpa};
@@ -271,38 +298,55 @@ static bool flat_walk(machine *m, vm_result *r, uint64_t gpa, const nested_req *
 
 #define NTLB_DIRTY 0x10u
 
+/* A walk of the nested dimension for one gpa. */
+typedef bool nested_walk_fn(machine *m, vm_result *r, uint64_t gpa, const nested_req *q, nested_out *o);
+
+/* The nested walk proper, by format, with or without steps. */
+static nested_walk_fn *nested_walker(const machine *m, bool record)
+{
+    if (m->flat)
+        return flat_walk;
+    if (m->nf == &nested_ept)
+        return record ? nested_walk_ept_traced : nested_walk_ept;
+    return record ? nested_walk_npt_traced : nested_walk_npt;
+}
+
 /* The nested TLB caches gpa -> hpa per nested page, tagged by EPT: a hit replaces the
  * whole nested walk. A write needs an entry filled by a write (the dirty bit). */
-static bool nested_walk(machine *m, vm_result *r, uint64_t gpa, const nested_req *q, nested_out *o)
+static __attribute__((noinline)) bool nested_walk_ntlb(machine *m, vm_result *r, uint64_t gpa, const nested_req *q,
+                                                       nested_out *o)
 {
-    if (m->ntlb) {
-        for (uint32_t sh = 12; sh <= 30; sh++) {
-            if (!(m->ntlb_shifts & (1u << sh)))
-                continue;
-            cache_line *c = cache_find(m->ntlb, ((uint64_t)sh << 58) | (gpa >> sh), m->eptp_index);
-            /* with nested A/D on, a write must find the dirty bit already set */
-            if (!c || (c->aux & q->need) != q->need || (q->write && nested_ad_on(m) && !(c->aux & NTLB_DIRTY)))
-                continue;
-            uint64_t size = 1ull << sh;
-            *o = (nested_out){.hpa = c->value | (gpa & (size - 1)), .page_size = size, .perms = c->aux & 0xFu,
-                              .leaf_level = (int)c->value2};
-            r->ntlb_hits++;
-            if (r->record && r->nsteps < VM_MAX_STEPS)
-                r->steps[r->nsteps++] = (vm_step){.kind = STEP_NTLB_HIT, .dim = DIM_NESTED, .level = (uint8_t)c->value2,
-                                                  .stage = (uint8_t)q->stage, .gpa_valid = true, .gpa = gpa,
-                                                  .table = 0, .entry = c->value, .result = RES_PAGE};
-            return true;
-        }
+    /* each page size present in the nested TLB, smallest first */
+    for (uint32_t shifts = m->ntlb_shifts & (uint32_t)bits_range(30, 12); shifts; shifts &= shifts - 1) {
+        uint32_t sh = (uint32_t)__builtin_ctz(shifts);
+        cache_line *c = cache_find(m->ntlb, ((uint64_t)sh << 58) | (gpa >> sh), m->eptp_index);
+        /* with nested A/D on, a write must find the dirty bit already set */
+        if (!c || (c->aux & q->need) != q->need || (q->write && nested_ad_on(m) && !(c->aux & NTLB_DIRTY)))
+            continue;
+        uint64_t size = 1ull << sh;
+        *o = (nested_out){.hpa = c->value | (gpa & (size - 1)), .page_size = size, .perms = c->aux & 0xFu,
+                          .leaf_level = (int)c->value2};
+        r->ntlb_hits++;
+        if (r->record && r->nsteps < VM_MAX_STEPS)
+            r->steps[r->nsteps++] = (vm_step){.kind = STEP_NTLB_HIT, .dim = DIM_NESTED, .level = (uint8_t)c->value2,
+                                              .stage = (uint8_t)q->stage, .gpa_valid = true, .gpa = gpa,
+                                              .table = 0, .entry = c->value, .result = RES_PAGE};
+        return true;
     }
-    bool ok = m->flat ? flat_walk(m, r, gpa, q, o)
-              : m->nf == &nested_ept ? nested_walk_ept(m, r, gpa, q, o) : nested_walk_npt(m, r, gpa, q, o);
-    if (ok && m->ntlb) {
+    bool ok = nested_walker(m, r->record)(m, r, gpa, q, o);
+    if (ok) {
         uint32_t sh = (uint32_t)__builtin_ctzll(o->page_size);
         m->ntlb_shifts |= 1u << sh;
         cache_fill(m->ntlb, ((uint64_t)sh << 58) | (gpa >> sh), m->eptp_index, o->hpa & ~(o->page_size - 1),
                    (uint64_t)o->leaf_level, (uint16_t)(o->perms | (q->write ? NTLB_DIRTY : 0)));
     }
     return ok;
+}
+
+/* How the guest walk translates each gpa: through the nested TLB when there is one. */
+static nested_walk_fn *nested_walk_for(const machine *m, bool record)
+{
+    return m->ntlb ? nested_walk_ntlb : nested_walker(m, record);
 }
 
 void report_guest_fault(const machine *m, const vm_access *a, vm_result *r, int level, enum vm_reason reason,
@@ -349,16 +393,19 @@ static uint64_t gpwc_key(const guest_format *gf, uint64_t gva, int level)
  * hit needs no rights check of its own; anything else walks again and faults there. */
 uint16_t tlb_rights(const machine *m, uint64_t leaf, bool rw, bool us, bool xd, unsigned nperms)
 {
+    const bool x86 = m->gf->access_fault == x86_access_fault;
     uint16_t bits = 0;
-    for (int op = OP_READ; op <= OP_FETCH; op++)
+    for (int op = OP_READ; op <= OP_FETCH; op++) {
+        unsigned need = nested_need(m, (enum vm_op)op);
+        bool nested_ok = !(m->nf || m->flat) || (nperms & need) == need;
         for (int user = 0; user <= 1; user++) {
             uint64_t code;
-            bool ok = m->gf->access_fault(m->s, leaf, op, user, rw, us, xd, &code) < 0;
-            if ((m->nf || m->flat) && (nperms & nested_need(m, (enum vm_op)op)) != nested_need(m, (enum vm_op)op))
-                ok = false;
+            bool ok = nested_ok && (x86 ? x86_rights_fault(m->s, op, user, rw, us, xd)
+                                        : m->gf->access_fault(m->s, leaf, op, user, rw, us, xd, &code)) < 0;
             if (ok)
                 bits |= (uint16_t)(1u << (op * 2 + user));
         }
+    }
     return bits;
 }
 
@@ -366,9 +413,8 @@ static bool tlb_lookup(machine *m, const vm_access *a, vm_result *r)
 {
     r->tlb_hit = 0;
     uint32_t tag = tlb_tag(m);
-    for (uint32_t sh = 12; sh <= 30; sh++) {
-        if (!(m->tlb_shifts & (1u << sh)))
-            continue;
+    for (uint32_t shifts = m->tlb_shifts & (uint32_t)bits_range(30, 12); shifts; shifts &= shifts - 1) {
+        uint32_t sh = (uint32_t)__builtin_ctz(shifts);     /* each page size present, smallest first */
         cache_line *c = cache_find(m->tlb, ((uint64_t)sh << 58) | (a->gva >> sh), tag);
         if (!c)
             continue;
@@ -449,16 +495,222 @@ void pae_load_pdptes(machine *m)
     }
 }
 
-void translate(machine *m, const vm_access *a, vm_result *r)
+/* The guest entry format: inline for x86-64 (4level, 5level), through the guest_format
+ * table otherwise. `x64` is a constant in each instantiation of guest_walk. */
+#define GUEST_FN(x64, inline_call, table_call) ((x64) ? (inline_call) : (table_call))
+
+/* The guest walk of one access (4.2), with the nested walk of every gpa it touches, the
+ * A/D updates, the final nested walk and the cache fills. */
+static inline __attribute__((always_inline)) void guest_walk(machine *m, const vm_access *a, vm_result *r,
+                                                             const bool x64, const bool record)
 {
     const scenario *s = m->s;
     const guest_format *gf = m->gf;
-    const int es = gf->entry_size;
+    const int es = x64 ? 8 : gf->entry_size;
+    const bool has_xd = x64 || gf->has_xd, has_ad = x64 || gf->has_ad;
     const bool two_d = m->nf != NULL || m->flat;
-    bool record = r->record;
-    memset(r, 0, offsetof(vm_result, steps));
-    r->record = record;
+    walked w[5];
+    uint64_t wval[5];
+    int nw = 0;
+    uint64_t table = m->cr3;
+    /* The combined rights: R/W (bit 1) and U/S (bit 2) ANDed over the entries walked,
+     * XD ORed where the format has it and EFER.NXE is set. */
+    uint64_t rwus = BIT(1) | BIT(2);
+    const bool xd_on = has_xd && s->efer_nxe;
+    const uint64_t table_reserved = x64 ? x86_64_table_reserved(s) : 0;
+    bool xd = false;
+    uint64_t page = 0, size = 0;
+    unsigned final_perms = 0;
 
+    if (!x64 && s->paging == PAGING_PAE) {
+        /* The PDPTE was loaded into a register with CR3: no memory reference now. */
+        uint32_t idx = (uint32_t)(a->gva >> 30) & 3u;
+        uint64_t e = m->pdpte[idx];
+        vm_step *st = record ? record_step(r) : NULL;
+        if (st)
+            *st = (vm_step){.kind = STEP_PDPTE, .dim = DIM_GUEST, .level = 3, .stage = 3, .gpa_valid = two_d,
+                            .table = m->cr3 & 0xFFFFFFE0u, .gpa = (m->cr3 & 0xFFFFFFE0u) + 8u * idx, .index = idx,
+                            .entry_hpa = m->pdpte_hpa[idx], .entry = e,
+                            .result = (e & 1) ? RES_TABLE : RES_NOT_PRESENT};
+        if (!(e & 1)) {
+            report_guest_fault(m, a, r, 3, REASON_NOT_PRESENT, 0);
+            return;
+        }
+        table = e & bits_range(51, 12);
+    }
+
+    int top = gf->levels;
+    if (m->gpwc) {
+        for (int l = 2; l <= gf->levels; l++) {
+            cache_line *c = cache_find(m->gpwc, gpwc_key(gf, a->gva, l), m->s->pcid ? m->asid : 0);
+            if (!c)
+                continue;
+            table = c->value;
+            rwus = (uint64_t)(c->aux & 3) << 1;
+            xd = (c->aux >> 2) & 1;
+            top = l - 1;
+            r->pwc_hits++;
+            vm_step *st = record ? record_step(r) : NULL;
+            if (st)
+                *st = (vm_step){.kind = STEP_PWC_HIT, .dim = DIM_GUEST, .level = (uint8_t)l, .stage = (uint8_t)l,
+                                .table = table, .entry = table, .result = RES_TABLE};
+            break;
+        }
+    }
+    nested_req tq = {0};
+    nested_walk_fn *nested_walk = NULL;
+    if (two_d) {
+        tq = table_req(m, 0);
+        nested_walk = nested_walk_for(m, record);
+    }
+    for (int level = top; level >= 1; level--) {
+        uint32_t idx = GUEST_FN(x64, x86_64_index(a->gva, level), gf->index(a->gva, level));
+        uint64_t egpa = table + (uint64_t)es * idx, ehpa = egpa;
+        nested_out no = {0};
+        if (two_d) {
+            tq.stage = level;
+            if (!nested_walk(m, r, egpa, &tq, &no))
+                return;
+            ehpa = no.hpa;
+        }
+        /* x86-64 tables are 4 KiB aligned: in native mode the entry is in table's frame */
+        uint64_t e = x64 && !two_d ? mem_read_entry(&m->mem, table, 8u * idx) : mem_read(&m->mem, ehpa, es);
+        r->memory_refs++;
+        r->guest_refs++;
+        bool present = e & 1, leaf = false, reserved = false;
+        if (!(x64 && x86_64_is_table(table_reserved, e, level))) {      /* the common case needs no more checks */
+            leaf = present && GUEST_FN(x64, x86_64_is_leaf(e, level), gf->is_leaf(s, e, level));
+            reserved = present && GUEST_FN(x64, x86_64_reserved(s, e, level, leaf), gf->reserved(s, e, level, leaf));
+        }
+        vm_step *st = record ? record_step(r) : NULL;
+        if (st)
+            *st = (vm_step){.kind = STEP_READ, .dim = DIM_GUEST, .level = (uint8_t)level, .stage = (uint8_t)level,
+                            .gpa_valid = two_d, .gpa = egpa, .table = table, .index = idx, .entry_hpa = ehpa,
+                            .entry = e, .ref = (uint16_t)r->memory_refs,
+                            .result = !present  ? RES_NOT_PRESENT
+                                      : reserved ? RES_RESERVED
+                                      : leaf     ? RES_PAGE
+                                                 : RES_TABLE};
+        if (!present || reserved) {
+            report_guest_fault(m, a, r, level, present ? REASON_RESERVED : REASON_NOT_PRESENT, 0);
+            return;
+        }
+        rwus &= e;
+        xd = xd || (xd_on && (e & BIT(63)));
+        wval[nw] = e;
+        w[nw++] = (walked){.gpa = egpa, .hpa = ehpa, .table = table, .index = idx, .level = level,
+                           .nleaf = no.leaf_level, .nperms = no.perms, .rights = (uint16_t)((rwus >> 1) | (xd << 2))};
+        if (leaf) {
+            page = GUEST_FN(x64, x86_64_page_addr(e, level), gf->page_addr(e, level));
+            size = GUEST_FN(x64, x86_64_page_size(level), gf->page_size(level));
+            break;
+        }
+        table = GUEST_FN(x64, x86_64_table_addr(e), gf->table_addr(e));
+    }
+
+    const bool rw = rwus & BIT(1), us = rwus & BIT(2);
+    uint64_t code = 0;
+    int why = GUEST_FN(x64, x86_rights_fault(s, a->op, a->user, rw, us, xd),
+                       gf->access_fault(s, wval[nw - 1], a->op, a->user, rw, us, xd, &code));
+    if (why >= 0) {
+        report_guest_fault(m, a, r, w[nw - 1].level, (enum vm_reason)why, code);
+        return;
+    }
+
+    /* Accessed and dirty flags, top level first, once the access is known to be allowed. */
+    for (int j = 0; j < nw && has_ad; j++) {
+        uint64_t want = X86_A | (j == nw - 1 && a->op == OP_WRITE ? X86_D : 0);
+        if ((wval[j] & want) == want)
+            continue;   /* A/D only ever get set, so memory has them too */
+        uint64_t cur = mem_read(&m->mem, w[j].hpa, es);
+        uint64_t set = 0;
+        if (!(cur & X86_A))
+            set |= X86_A;
+        if (j == nw - 1 && a->op == OP_WRITE && !(cur & X86_D))
+            set |= X86_D;
+        if (!set)
+            continue;
+        nested_req q = ad_write_req(m, w[j].level);
+        bool blocked = two_d && (w[j].nperms & q.need) != q.need;
+        vm_step *st = record ? record_step(r) : NULL;
+        if (st)
+            *st = (vm_step){.kind = STEP_AD_WRITE, .dim = DIM_GUEST, .level = (uint8_t)w[j].level,
+                            .stage = (uint8_t)w[j].level, .gpa_valid = two_d, .gpa = w[j].gpa, .table = w[j].table,
+                            .index = w[j].index, .entry_hpa = w[j].hpa, .entry = cur,
+                            .ad_set = (uint8_t)(((set & X86_A) ? 1 : 0) | ((set & X86_D) ? 2 : 0)),
+                            .result = blocked ? RES_BLOCKED : RES_WRITTEN};
+        r->ad_writes++;
+        if (blocked) {
+            nested_fault(m, r, &q, w[j].gpa, w[j].nleaf, REASON_PERMISSION, 0, w[j].nperms);
+            return;
+        }
+        mem_write_existing(&m->mem, w[j].hpa, es, cur | set);
+    }
+
+    r->gpa = page | (a->gva & (size - 1));
+    r->gpa_valid = true;
+    r->guest_page_size = size;
+    if (two_d) {
+        nested_req q = final_req(m, a->op);
+        nested_out no;
+        if (!nested_walk(m, r, r->gpa, &q, &no))
+            return;
+        r->hpa = no.hpa;
+        r->nested_page_size = no.page_size;
+        final_perms = no.perms;
+    } else {
+        r->hpa = r->gpa;
+    }
+    r->hpa_valid = true;
+    r->outcome = OUT_OK;
+    if (m->gpwc)
+        for (int j = 0; j < nw - 1; j++)
+            cache_fill(m->gpwc, gpwc_key(gf, a->gva, w[j].level), m->s->pcid ? m->asid : 0,
+                       GUEST_FN(x64, x86_64_table_addr(wval[j]), gf->table_addr(wval[j])), 0, w[j].rights);
+    if (m->tlb) {
+        uint64_t tsize = size;
+        if (two_d && r->nested_page_size && r->nested_page_size < tsize)
+            tsize = r->nested_page_size;    /* a large guest page on small nested pages splinters */
+        tlb_insert(m, a, r->gpa, r->hpa, tsize, tlb_rights(m, wval[nw - 1], rw, us, xd, final_perms));
+    }
+}
+
+static void guest_walk_x86_64(machine *m, const vm_access *a, vm_result *r)
+{
+    guest_walk(m, a, r, true, false);
+}
+
+static void guest_walk_x86_64_traced(machine *m, const vm_access *a, vm_result *r)
+{
+    guest_walk(m, a, r, true, true);
+}
+
+static void guest_walk_generic(machine *m, const vm_access *a, vm_result *r)
+{
+    guest_walk(m, a, r, false, r->record);
+}
+
+/* Every field before the steps back to zero, the record flag kept. Field by field: a
+ * memset of the 120 bytes is a library call in WebAssembly and a slow `rep stos` in
+ * GCC's x86 code, once per access. */
+static inline void result_reset(vm_result *r)
+{
+    r->outcome = OUT_OK;
+    r->gpa_valid = r->hpa_valid = false;
+    r->gpa = r->hpa = 0;
+    r->guest_page_size = r->nested_page_size = 0;
+    r->memory_refs = r->guest_refs = r->nested_refs = r->ad_writes = r->exits = 0;
+    r->tlb_hit = 0;
+    r->pwc_hits = r->ntlb_hits = 0;
+    r->fault = (vm_fault){0};
+    r->nsteps = 0;
+}
+_Static_assert(offsetof(vm_result, steps) == 120, "a field was added to vm_result: reset it in result_reset");
+
+void translate(machine *m, const vm_access *a, vm_result *r)
+{
+    const scenario *s = m->s;
+    result_reset(r);
     r->tlb_hit = -1;
     if (a->op == OP_VMFUNC || a->op == OP_VMCALL) {
         vmfunc_execute(m, a, r);
@@ -489,179 +741,13 @@ void translate(machine *m, const vm_access *a, vm_result *r)
         return;
     }
 
-    vm_step scratch;
-    walked w[5];
-    uint64_t wval[5];
-    int nw = 0;
-    uint64_t table = m->cr3;
-    bool rw = true, us = true, xd = false;
-    uint64_t page = 0, size = 0;
-    unsigned final_perms = 0;
-
-    if (s->paging == PAGING_PAE) {
-        /* The PDPTE was loaded into a register with CR3: no memory reference now. */
-        uint32_t idx = (uint32_t)(a->gva >> 30) & 3u;
-        uint64_t e = m->pdpte[idx];
-        vm_step *st = new_step(r, &scratch);
-        st->kind = STEP_PDPTE;
-        st->dim = DIM_GUEST;
-        st->level = st->stage = 3;
-        st->gpa_valid = two_d;
-        st->table = m->cr3 & 0xFFFFFFE0u;
-        st->gpa = st->table + 8u * idx;
-        st->index = idx;
-        st->entry_hpa = m->pdpte_hpa[idx];
-        st->entry = e;
-        if (!(e & 1)) {
-            st->result = RES_NOT_PRESENT;
-            report_guest_fault(m, a, r, 3, REASON_NOT_PRESENT, 0);
-            return;
-        }
-        st->result = RES_TABLE;
-        table = e & bits_range(51, 12);
-    }
-
-    int top = gf->levels;
-    if (m->gpwc) {
-        for (int l = 2; l <= gf->levels; l++) {
-            cache_line *c = cache_find(m->gpwc, gpwc_key(gf, a->gva, l), m->s->pcid ? m->asid : 0);
-            if (!c)
-                continue;
-            table = c->value;
-            rw = c->aux & 1;
-            us = (c->aux >> 1) & 1;
-            xd = (c->aux >> 2) & 1;
-            top = l - 1;
-            r->pwc_hits++;
-            if (record && r->nsteps < VM_MAX_STEPS)
-                r->steps[r->nsteps++] = (vm_step){.kind = STEP_PWC_HIT, .dim = DIM_GUEST, .level = (uint8_t)l,
-                                                  .stage = (uint8_t)l, .table = table, .entry = table,
-                                                  .result = RES_TABLE};
-            break;
-        }
-    }
-    for (int level = top; level >= 1; level--) {
-        uint32_t idx = gf->index(a->gva, level);
-        uint64_t egpa = table + (uint64_t)es * idx, ehpa = egpa;
-        nested_out no = {0};
-        if (two_d) {
-            nested_req q = table_req(m, level);
-            if (!nested_walk(m, r, egpa, &q, &no))
-                return;
-            ehpa = no.hpa;
-        }
-        uint64_t e = mem_read(&m->mem, ehpa, es);
-        r->memory_refs++;
-        r->guest_refs++;
-        vm_step *st = new_step(r, &scratch);
-        st->kind = STEP_READ;
-        st->dim = DIM_GUEST;
-        st->level = st->stage = (uint8_t)level;
-        st->gpa_valid = two_d;
-        st->gpa = egpa;
-        st->table = table;
-        st->index = idx;
-        st->entry_hpa = ehpa;
-        st->entry = e;
-        st->ref = (uint16_t)r->memory_refs;
-        if (!(e & 1)) {
-            st->result = RES_NOT_PRESENT;
-            report_guest_fault(m, a, r, level, REASON_NOT_PRESENT, 0);
-            return;
-        }
-        bool leaf = gf->is_leaf(s, e, level);
-        if (gf->reserved(s, e, level, leaf)) {
-            st->result = RES_RESERVED;
-            report_guest_fault(m, a, r, level, REASON_RESERVED, 0);
-            return;
-        }
-        st->result = leaf ? RES_PAGE : RES_TABLE;
-        rw = rw && (e & BIT(1));
-        us = us && (e & BIT(2));
-        if (gf->has_xd && s->efer_nxe && (e & BIT(63)))
-            xd = true;
-        wval[nw] = e;
-        w[nw++] = (walked){.gpa = egpa, .hpa = ehpa, .table = table, .index = idx, .level = level,
-                           .nleaf = no.leaf_level, .nperms = no.perms,
-                           .rights = (uint16_t)(rw | (us << 1) | (xd << 2))};
-        if (leaf) {
-            page = gf->page_addr(e, level);
-            size = gf->page_size(level);
-            break;
-        }
-        table = gf->table_addr(e);
-    }
-
-    uint64_t code = 0;
-    int why = gf->access_fault(s, wval[nw - 1], a->op, a->user, rw, us, xd, &code);
-    if (why >= 0) {
-        report_guest_fault(m, a, r, w[nw - 1].level, (enum vm_reason)why, code);
-        return;
-    }
-
-    /* Accessed and dirty flags, top level first, once the access is known to be allowed. */
-    for (int j = 0; j < nw && gf->has_ad; j++) {
-        uint64_t want = X86_A | (j == nw - 1 && a->op == OP_WRITE ? X86_D : 0);
-        if ((wval[j] & want) == want)
-            continue;   /* A/D only ever get set, so memory has them too */
-        uint64_t cur = mem_read(&m->mem, w[j].hpa, es);
-        uint64_t set = 0;
-        if (!(cur & X86_A))
-            set |= X86_A;
-        if (j == nw - 1 && a->op == OP_WRITE && !(cur & X86_D))
-            set |= X86_D;
-        if (!set)
-            continue;
-        vm_step *st = new_step(r, &scratch);
-        st->kind = STEP_AD_WRITE;
-        st->dim = DIM_GUEST;
-        st->level = st->stage = (uint8_t)w[j].level;
-        st->gpa_valid = two_d;
-        st->gpa = w[j].gpa;
-        st->table = w[j].table;
-        st->index = w[j].index;
-        st->entry_hpa = w[j].hpa;
-        st->entry = cur;
-        st->ad_set = (uint8_t)(((set & X86_A) ? 1 : 0) | ((set & X86_D) ? 2 : 0));
-        r->ad_writes++;
-        if (two_d) {
-            nested_req q = ad_write_req(m, w[j].level);
-            if ((w[j].nperms & q.need) != q.need) {
-                st->result = RES_BLOCKED;
-                nested_fault(m, r, &q, w[j].gpa, w[j].nleaf, REASON_PERMISSION, 0, w[j].nperms);
-                return;
-            }
-        }
-        st->result = RES_WRITTEN;
-        mem_write_existing(&m->mem, w[j].hpa, es, cur | set);
-    }
-
-    r->gpa = page | (a->gva & (size - 1));
-    r->gpa_valid = true;
-    r->guest_page_size = size;
-    if (two_d) {
-        nested_req q = final_req(m, a->op);
-        nested_out no;
-        if (!nested_walk(m, r, r->gpa, &q, &no))
-            return;
-        r->hpa = no.hpa;
-        r->nested_page_size = no.page_size;
-        final_perms = no.perms;
-    } else {
-        r->hpa = r->gpa;
-    }
-    r->hpa_valid = true;
-    r->outcome = OUT_OK;
-    if (m->gpwc)
-        for (int j = 0; j < nw - 1; j++)
-            cache_fill(m->gpwc, gpwc_key(gf, a->gva, w[j].level), m->s->pcid ? m->asid : 0, gf->table_addr(wval[j]),
-                       0, w[j].rights);
-    if (m->tlb) {
-        uint64_t tsize = size;
-        if (two_d && r->nested_page_size && r->nested_page_size < tsize)
-            tsize = r->nested_page_size;    /* a large guest page on small nested pages splinters */
-        tlb_insert(m, a, r->gpa, r->hpa, tsize, tlb_rights(m, wval[nw - 1], rw, us, xd, final_perms));
-    }
+    if (s->paging == PAGING_4LEVEL || s->paging == PAGING_5LEVEL) {
+        if (r->record)
+            guest_walk_x86_64_traced(m, a, r);
+        else
+            guest_walk_x86_64(m, a, r);
+    } else
+        guest_walk_generic(m, a, r);
 }
 
 void tlb_insert(machine *m, const vm_access *a, uint64_t gpa, uint64_t hpa, uint64_t size, uint16_t rights)

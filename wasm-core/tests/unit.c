@@ -1,8 +1,10 @@
 /* C unit tests of the engine. Expected values are derived from the manuals' rules in
  * the test itself (reference-count formula, error-code bits), not recorded output.
  * Prints "N passed, N failed" and exits non-zero on any failure. */
+#include "guest_entry.h"
 #include "json.h"
 #include "model.h"
+#include "nested_entry.h"
 #include "vmsim.h"
 
 #include <stdio.h>
@@ -209,6 +211,43 @@ static void test_ept_ad(void)
     }
 }
 
+/* The walks' quick tests for a table entry must agree with the full entry checks: on
+ * every combination of the low 12 bits, a few high bits, each level and each setting
+ * that changes the reserved bits. */
+static void test_quick_table_tests(void)
+{
+    static const uint64_t high[] = {0, BIT(12), BIT(20), BIT(29), BIT(35), BIT(40), BIT(45), BIT(51), BIT(52),
+                                    BIT(62), BIT(63), 0x7FFFFFFFFFFFF000ull};
+    static const int maxphy[] = {36, 46, 52};
+    uint32_t mismatches = 0, cases = 0;
+    for (int mp = 0; mp < 3; mp++)
+        for (int flags = 0; flags < 8; flags++) {
+            scenario s = {0};
+            s.maxphyaddr = maxphy[mp];
+            s.above_maxphyaddr = bits_range(51, maxphy[mp]);
+            s.execute_only = flags & 1;
+            s.host_nxe = flags & 2;
+            s.efer_nxe = flags & 4;
+            table_test ept = ept_table_test(&s), npt = npt_table_test(&s);
+            uint64_t guest = x86_64_table_reserved(&s);
+            for (int level = 1; level <= 5; level++)
+                for (size_t h = 0; h < sizeof high / sizeof *high; h++)
+                    for (uint64_t low = 0; low < 4096; low++) {
+                        uint64_t e = high[h] | low;
+                        int detail = 0;
+                        bool guest_table = (e & 1) && !x86_64_is_leaf(e, level) &&
+                                           !x86_64_reserved(&s, e, level, false);
+                        bool ept_table = ept_entry_check(&s, e, level, &detail) == NC_TABLE;
+                        bool npt_table = npt_entry_check(&s, e, level, &detail) == NC_TABLE;
+                        mismatches += ept_entry_is_table(ept, e, level) != ept_table;
+                        mismatches += npt_entry_is_table(npt, e, level) != npt_table;
+                        mismatches += x86_64_is_table(guest, e, level) != guest_table;
+                        cases += 3;
+                    }
+        }
+    CHECK(mismatches == 0, "%u of %u quick table tests disagree with the full checks", mismatches, cases);
+}
+
 static void test_api_errors(void)
 {
     char *out = NULL;
@@ -239,6 +278,7 @@ int main(void)
     test_reference_formula();
     test_guest_faults();
     test_ept_ad();
+    test_quick_table_tests();
     test_api_errors();
     test_deterministic_output();
     printf("%d passed, %d failed\n", passed, failed);
