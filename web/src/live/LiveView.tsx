@@ -15,7 +15,7 @@ import type { Vmsim } from '../../../wasm-core/js/vmsim';
 import { WalkView } from '../views/WalkView';
 import { CMDLINE, MEMORY_SIZE, PROMPT, readRegs, SerialConsole, stripAnsi, type CpuRegs, type V86Emulator } from './guestDriver';
 import type { Backing, HostMode } from './liveTables';
-import { build, pages, realTable, snapshot, type LiveSnap } from './liveSnap';
+import { build, pages, snapshot, type LiveSnap } from './liveSnap';
 import { BACKINGS, hex, LiveError, MODES, noteText, outcomeLine, PhaseLine, Registers, shadowNote, snapText, type Kernel, type Note, type Phase, type ShadowFacts, type SnapSource } from './liveText';
 import './live.css';
 
@@ -184,7 +184,6 @@ export default function LiveView({ engine, onOpen }: { engine: Vmsim; onOpen?: (
   const shownStep = Math.min(step, total);
   useEffect(() => { if (access) setStep(access.steps.length); }, [access]);
   useEffect(() => { if (walk.result) document.body.dataset.liveWalk = '1'; }, [walk.result]);
-  const pt = snap && gva !== null ? realTable(snap, gva) : null;
 
   return (
     <div className="live" data-testid="live-view">
@@ -224,7 +223,7 @@ export default function LiveView({ engine, onOpen }: { engine: Vmsim; onOpen?: (
           )}
           {walk.json && onOpen && <button type="button" onClick={() => onOpen(walk.json)}>{t('walk.openInWalk')}</button>}
         </div>
-        {snapSource && <p className="muted">{snapText(snapSource, t)}{pt !== null && <>{' · '}<Trans t={t} i18nKey="snap.realTable" values={{ pt: hex(pt) }} components={{ code: <code /> }} /></>}</p>}
+        {snapSource && <p className="muted">{snapText(snapSource, t)}</p>}
         {gva === null && <p className="error">{t('walk.badAddress', { example: '0xc0100000' })}</p>}
         {walk.error != null && <p className="error" role="alert">{noteText({ error: walk.error }, t)}</p>}
         {walk.shadow && <p className="desc" id="live-shadow">{shadowNote(walk.shadow, t)}</p>}
