@@ -858,8 +858,8 @@ static bool parse_ept_def(pctx *c, const json_value *o, const char *path, ept_de
 static bool parse_shadow(pctx *c, const json_value *root, scenario *s)
 {
     static const char *const keys[] = {"table_base", "mappings", "cr3_targets", "paravirt_cr3_cache", NULL};
-    if (s->paging != PAGING_4LEVEL && s->paging != PAGING_5LEVEL)
-        return errf(c, "guest.paging", "shadow mode models 4level and 5level guests");
+    if (s->paging == PAGING_SUNWAY)
+        return errf(c, "guest.paging", "shadow mode models x86 guests (4level, 5level, pae, 32bit): Sunway refills its TLB in HMcode");
     const json_value *o = want(c, root, "shadow", "", JSON_OBJECT, true);
     if (!o || !check_keys(c, o, "shadow", keys))
         return false;

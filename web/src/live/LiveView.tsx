@@ -10,7 +10,7 @@ import { V86 } from 'v86';
 import v86WasmUrl from 'v86/build/v86.wasm?url';
 import { Terminal } from '@xterm/xterm';
 import '@xterm/xterm/css/xterm.css';
-import type { AccessResult, Result } from '../../../wasm-core/js/types';
+import type { Result } from '../../../wasm-core/js/types';
 import type { Vmsim } from '../../../wasm-core/js/vmsim';
 import { WalkView } from '../views/WalkView';
 import { CMDLINE, MEMORY_SIZE, PROMPT, readRegs, SerialConsole, stripAnsi, type CpuRegs, type V86Emulator } from './guestDriver';
@@ -165,17 +165,13 @@ export default function LiveView({ engine, onOpen }: { engine: Vmsim; onOpen?: (
   const walk = useMemo((): { result: Result | null; json: string; error: unknown; shadow?: ShadowFacts } => {
     if (!snap || gva === null) return { result: null, json: '', error: null };
     try {
-      // The engine's shadow mode models 64-bit guests only: for this 32-bit guest show the
-      // walk the VMM does in software, and where the shadow entry would point (via its slots).
-      const m = mode === 'shadow' ? 'native' : mode;
-      const sc = build(snap, [gva], { mode: m, backing });
+      // Under shadow paging the walk shown is the first touch: the miss in the empty shadow
+      // table, the exit, the VMM's software walk of the real guest tables, the fill, the retry.
+      const sc = build(snap, [gva], { mode, backing });
       const json = JSON.stringify(sc, null, 2);
       const result = engine.run(sc);
       let shadow: ShadowFacts | undefined;
-      if (mode === 'shadow') {
-        const host: AccessResult = engine.run(build(snap, [gva], { mode: 'flat' })).accesses[0];
-        shadow = { gva, host, pages: pages(snap), kind: snap.kind };
-      }
+      if (mode === 'shadow') shadow = { gva, host: result.accesses[0], pages: pages(snap), kind: snap.kind };
       return { result, json, error: null, shadow };
     } catch (e) { return { result: null, json: '', error: e }; }
   }, [snap, gva, mode, backing, engine]);
