@@ -792,10 +792,14 @@ static bool parse_flat_map(pctx *c, const json_value *o, const char *path, neste
         subpath(p, sizeof p, path, (n->gpa & (size - 1)) ? "gpa" : "hpa");
         return errf(c, p, "is not aligned to the %s guest frames of the flat table", page_names[n->page]);
     }
-    if (n->gpa + span > s->flat_guest_ram || n->gpa + span < n->gpa) {
+    /* Flat memory slots cover the guest RAM the flat table indexes; shadow memory slots may
+     * lie anywhere below maxphyaddr. */
+    bool shadow = s->mode == MODE_SHADOW;
+    uint64_t limit = shadow ? 1ull << s->maxphyaddr : s->flat_guest_ram;
+    if (n->gpa + span > limit || n->gpa + span < n->gpa) {
         subpath(p, sizeof p, path, "gpa");
-        return errf(c, p, "range 0x%llx + %u x %s runs past flat.guest_ram (0x%llx)", (unsigned long long)n->gpa,
-                    n->pages, page_names[n->page], (unsigned long long)s->flat_guest_ram);
+        return errf(c, p, "range 0x%llx + %u x %s runs past %s (0x%llx)", (unsigned long long)n->gpa, n->pages,
+                    page_names[n->page], shadow ? "2^maxphyaddr" : "flat.guest_ram", (unsigned long long)limit);
     }
     if (((n->hpa + span - 1) >> s->maxphyaddr) || n->hpa + span - 1 < n->hpa) {
         subpath(p, sizeof p, path, "hpa");
@@ -872,7 +876,6 @@ static bool parse_shadow(pctx *c, const json_value *root, scenario *s)
     s->cr3_targets = (uint32_t)targets;
     if (s->shadow_table_base & 0xFFF)
         return errf(c, "shadow.table_base", "0x%llx is not 4 KiB aligned", (unsigned long long)s->shadow_table_base);
-    s->flat_guest_ram = 1ull << s->maxphyaddr;     /* memory slots may lie anywhere below maxphyaddr */
     void *arr;
     bool ok = parse_array(c, o, "mappings", "shadow", true, sizeof(nested_map), MAX_MAPPINGS, (elem_fn)parse_flat_map,
                           &arr, &s->n_fmaps);
