@@ -1,6 +1,6 @@
 /* The "Live guest" tab: a real 32-bit Linux running in v86, its serial console in xterm.js,
  * an inspector for CR0/CR3/CR4, and walks of real guest addresses through the engine, on
- * their own (native) or with a host half (EPT, NPT, flat; shadow as the VMM sees it).
+ * their own (native) or with a host half (EPT, NPT, flat, shadow paging).
  * This module and everything it imports (v86, xterm.js, the guest assets) load only when
  * the tab is opened. Its words are in the `live` namespace; liveText.tsx makes the
  * sentences (progress, registers, notes, errors) from keys and values. */
