@@ -298,7 +298,8 @@ static bool load_pdptes(bctx *b)
             return false;
         m->pdpte[i] = mem_read(&m->mem, m->pdpte_hpa[i], 8);
         if ((m->pdpte[i] & 1) && (m->pdpte[i] & rsvd))
-            return berr(b, "guest.overrides: PDPTE %d = 0x%llx sets reserved bits 0x%llx; loading CR3 would raise #GP", i,
+            return berr(b, "%s: PDPTE %d = 0x%llx sets reserved bits 0x%llx; loading CR3 would raise #GP",
+                        b->s->n_gtables ? "guest.tables" : "guest.overrides", i,
                         (unsigned long long)m->pdpte[i], (unsigned long long)(m->pdpte[i] & rsvd));
     }
     return true;

@@ -657,9 +657,11 @@ static bool parse_guest_table(pctx *c, const json_value *o, const char *path, gu
         subpath(p, sizeof p, path, "entries");
         char ep[260];
         snprintf(ep, sizeof ep, "%s.%.20s", p, e->key);
-        char *end;
-        unsigned long idx = strtoul(e->key, &end, 10);
-        if (!e->key[0] || *end || e->key[0] == '-' || e->key[0] == '+' || idx >= per_table)
+        /* Plain decimal, as the schema says: digits only, no sign, space or leading zero. */
+        size_t klen = strlen(e->key);
+        bool digits = klen > 0 && klen <= 4 && strspn(e->key, "0123456789") == klen && !(klen > 1 && e->key[0] == '0');
+        unsigned long idx = digits ? strtoul(e->key, NULL, 10) : ~0ul;
+        if (!digits || idx >= per_table)
             return errf(c, ep, "\"%.20s\" is not an entry index: a decimal number from 0 to %u", e->key, per_table - 1);
         if (e->type != JSON_STRING)
             return errf(c, ep, "is %s, expected a hex string such as \"0x1007\"", json_type_name(e->type));
