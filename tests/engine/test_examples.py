@@ -120,6 +120,18 @@ EXPECT = {
         ("ok", 0, {"exits": 0}),                                # back to the CR3-target value: no exit
         ("guest_page_fault", 4, {"exits": 1, "fault.error_code": "0x0"}),  # reflected into the guest
     ],
+    # A 32-bit guest under a PAE-format shadow: the shadow PDPTE is a register (no reference),
+    # directory + table = 2 references; a miss at the directory costs 1 + 2. The 4 MiB guest
+    # page is two 2 MiB shadow directory entries, filled one at a time and zapped together.
+    "shadow-32bit": [
+        ("ok", 0 + 2, {"exits": 1, "hpa": "0x80200010"}),      # empty shadow: PDPTE not present
+        ("ok", 2, {"exits": 0}),
+        ("ok", 1 + 2, {"exits": 1, "hpa": "0x80e12345"}),      # 0xa12345 - 0x800000 + 0xc00000
+        ("ok", 1 + 2, {"exits": 1, "hpa": "0x80c12345"}),      # the other 2 MiB half: its own fill
+        ("ok", 0, {"exits": 1}),                                # pt_write to the guest directory
+        ("ok", 1 + 2, {"exits": 1}),                            # zapped
+        ("guest_page_fault", 1, {"exits": 1, "fault.error_code": "0x3"}),  # P | W, reflected
+    ],
     # kvm-unit-tests svm_npt.c npt_np: 0x100000004
     "npt-fault": [("npt_fault", 24, {"fault.exitinfo1": "0x100000004", "fault.exitinfo2": "0x200000"})],
     # svm_npt.c npt_rw_pfwalk: 0x200000007, EXITINFO2 = guest CR3 (+ index 0 of the PML4)
@@ -231,6 +243,26 @@ def test_eptp_switch_does_not_flush_tagged_entries_unless_asked():
     acc = run_scenario(s)["accesses"]
     # everything flushed: the walk after the round trip costs what the cold first one did
     assert acc[3]["cache"]["tlb"] == "miss" and acc[3]["memory_refs"] == acc[0]["memory_refs"] == 13
+
+
+def test_shadow_pae_guest():
+    # A PAE guest under shadow paging: its PDPTEs are registers for the VMM's software walk
+    # too (no guest memory read for them); a not-present PDPTE is the guest's own #PF.
+    s = {"name": "sh-pae", "mode": "shadow",
+         "guest": {"paging": "pae", "mappings": [{"gva": "0x400000", "gpa": "0x200000"},
+                                                  {"gva": "0xa00000", "gpa": "0xc00000", "page": "2M"}]},
+         "shadow": {"mappings": [{"gpa": "0x0", "hpa": "0x80000000", "pages": 8192}]},
+         "accesses": [{"gva": "0x400008", "op": "read"}, {"gva": "0xa12345", "op": "read"},
+                      {"gva": "0x40000000", "op": "read"}]}
+    r = run_scenario(s)
+    a = r["accesses"]
+    assert [x["outcome"] for x in a] == ["ok", "ok", "guest_page_fault"]
+    assert a[0]["hpa"] == "0x80200008" and a[0]["memory_refs"] == 2
+    assert a[1]["hpa"] == hex(0x80000000 + 0xc00000 + 0x12345) and a[1]["memory_refs"] == 1 + 2
+    vmm = [st for st in a[0]["steps"] if st["dim"] == "guest"]
+    assert [st["kind"] for st in vmm] == ["pdpte", "vmm_read", "vmm_read"]
+    # gva 0x40000000: PDPTE 1 is not present in the guest -> reflected #PF (error code 0)
+    assert a[2]["fault"]["error_code"] == "0x0" and a[2]["exits"] == 1
 
 
 def test_shadow_counters():

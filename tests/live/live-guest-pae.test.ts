@@ -44,6 +44,14 @@ describe.skipIf(!haveGuestPae)('live PAE guest (v86, headless)', () => {
     expect(r.accesses[0].outcome).toBe('ok');
     expect(Number(r.accesses[0].gpa)).toBe(pa);
     expect(r.accesses[0].steps.some((st) => st.kind === 'pdpte')).toBe(true);
+    // natively, the directory and table entries are read where the guest's MMU reads them
+    const n = engine.run(buildScenarioPae(snap!, [markVa])).accesses[0].steps.filter((st) => st.ref);
+    const pdpte = snap!.pdpt[markVa >>> 30];
+    const pdAddr = Number(pdpte & 0x000ffffffffff000n);
+    const pde = snap!.pds.get(markVa >>> 30)![(markVa >>> 21) & 511];
+    expect(Number(n[0].entry_hpa)).toBe(pdAddr + 8 * ((markVa >>> 21) & 511));
+    expect(BigInt(n[0].entry)).toBe(pde);
+    expect(Number(n[1].entry_hpa)).toBe(Number(pde & 0x000ffffffffff000n) + 8 * ((markVa >>> 12) & 511));
   }, 30_000);
 
   it('agrees with v86\'s MMU on thousands of PAE addresses', async () => {

@@ -58,6 +58,13 @@ describe.skipIf(!haveGuest)('live guest (v86, headless)', () => {
     expect(steps.length).toBe(2);
     expect(Number(steps[0].table)).toBe(found!.cr3 & 0xfffff000);
     expect(Number(steps[1].entry) >>> 12).toBe(found!.pa >>> 12);
+    // and at the addresses the guest's MMU reads: the directory entry at CR3 + 4 * (va >> 22),
+    // the page-table entry inside the real page table the PDE names, with the real values
+    const pde = snap.pd[markVa >>> 22];
+    expect(Number(steps[0].entry_hpa)).toBe(((found!.cr3 & 0xfffff000) + 4 * (markVa >>> 22)) >>> 0);
+    expect(Number(steps[0].entry) >>> 0).toBe(pde >>> 0);
+    expect(Number(steps[1].table)).toBe((pde & 0xfffff000) >>> 0);
+    expect(Number(steps[1].entry_hpa)).toBe(((pde & 0xfffff000) + 4 * ((markVa >>> 12) & 1023)) >>> 0);
     // every host mode gives the same guest-physical address, and the host half is walked
     for (const mode of ['ept', 'npt', 'flat'] as const) {
       const rr = engine.run(buildScenario(snap, [markVa], { mode }));

@@ -139,6 +139,15 @@ class Access:
 
 
 @dataclass
+class GivenTable:
+    """One table of guest.tables: a frame at gpa holding `entries` (index -> value),
+    zero elsewhere."""
+    gpa: int
+    entries: dict
+    path: str
+
+
+@dataclass
 class GuestConfig:
     paging: str
     table_base: int
@@ -149,6 +158,8 @@ class GuestConfig:
     cr4_smap: bool
     mappings: list
     overrides: list
+    tables: Optional[list] = None     # guest.tables (then cr3 is given, no mappings)
+    cr3: Optional[int] = None         # guest.cr3, with guest.tables
 
 
 @dataclass
@@ -245,11 +256,12 @@ _HEX_DIGITS = set("0123456789abcdefABCDEF")
 
 
 def parse_hex(v, path: str) -> int:
-    """64-bit quantities are strings "0x" + 1..16 hex digits, either case (model.md 2)."""
+    """64-bit quantities are strings "0x" (or "0X", model.md 6) + 1..16 hex digits,
+    either case (model.md 2)."""
     if not isinstance(v, str):
         raise ScenarioError(f"{path}: must be a hex string \"0x...\"")
     digits = v[2:]
-    if not v.startswith("0x") or not 1 <= len(digits) <= 16 or not set(digits) <= _HEX_DIGITS:
+    if v[:2] not in ("0x", "0X") or not 1 <= len(digits) <= 16 or not set(digits) <= _HEX_DIGITS:
         raise ScenarioError(f"{path}: bad hex string {v!r}")
     return int(digits, 16)
 
@@ -305,7 +317,8 @@ def parse_scenario(data) -> Scenario:
 
     guest = _parse_guest(_Fields(top.raw("guest"), "guest",
                                  {"paging", "table_base", "cr0_wp", "efer_nxe", "cr4_pse",
-                                  "cr4_smep", "cr4_smap", "mappings", "overrides"}),
+                                  "cr4_smep", "cr4_smap", "mappings", "overrides", "tables",
+                                  "cr3"}),
                          maxphyaddr)
 
     nested = None
@@ -337,6 +350,11 @@ def _check_phys(value: int, path: str, maxphyaddr: int, limit_bits: Optional[int
 
 def _parse_guest(f: _Fields, maxphyaddr: int) -> GuestConfig:
     paging = f.string("paging", choices=("4level", "5level", "pae", "32bit"))
+    if f.has("tables"):
+        return _parse_given_tables(f, paging, maxphyaddr)
+    if f.has("cr3"):
+        raise ScenarioError(f"{f.at('cr3')}: only with guest.tables (otherwise the tables "
+                            f"are built from mappings)")
     table_base = f.hex("table_base", "0x100000")
     if table_base & 0xFFF:
         raise ScenarioError(f"{f.at('table_base')}: must be 4 KiB aligned")
@@ -393,6 +411,71 @@ def _parse_guest(f: _Fields, maxphyaddr: int) -> GuestConfig:
         if paging == "32bit" and (set_ | clear) >> 32:
             raise ScenarioError(f"{of.at('set')}: 32bit entries have no bits above 31")
         g.overrides.append(GuestOverride(gva, level, set_, clear, of.path))
+    return g
+
+
+# Given tables (model.md 2, "Given tables"): 4 KiB frames in every x86 format, with
+# 1024 4-byte entries (32-bit paging, SDM 4.3) or 512 8-byte entries (PAE, 4/5-level).
+MAX_GIVEN_TABLES = 4096               # the schema's maxItems
+MAX_GIVEN_ENTRIES = 1 << 20
+
+
+def _parse_given_tables(f: _Fields, paging: str, maxphyaddr: int) -> GuestConfig:
+    for key in ("mappings", "overrides", "table_base"):
+        if f.has(key):
+            raise ScenarioError(f"{f.at(key)}: cannot be combined with guest.tables")
+    g = GuestConfig(
+        paging=paging, table_base=0,
+        cr0_wp=f.boolean("cr0_wp", True), efer_nxe=f.boolean("efer_nxe", True),
+        cr4_pse=f.boolean("cr4_pse", True), cr4_smep=f.boolean("cr4_smep", False),
+        cr4_smap=f.boolean("cr4_smap", False), mappings=[], overrides=[], tables=[])
+    entry_bytes = 4 if paging == "32bit" else 8
+    per_table = FRAME_SIZE // entry_bytes
+    raw_tables = f.array("tables")
+    if len(raw_tables) > MAX_GIVEN_TABLES:
+        raise ScenarioError(f"{f.at('tables')}: at most {MAX_GIVEN_TABLES} tables")
+    seen: dict = {}
+    total = 0
+    for i, t in enumerate(raw_tables):
+        tf = _Fields(t, f"guest.tables[{i}]", {"gpa", "entries"})
+        gpa = tf.hex("gpa")
+        if gpa % FRAME_SIZE:
+            raise ScenarioError(f"{tf.at('gpa')}: not aligned to a 4 KiB table frame")
+        _check_phys(gpa + FRAME_SIZE - 1, tf.at("gpa"), maxphyaddr)
+        if gpa in seen:
+            raise ScenarioError(f"{tf.at('gpa')}: {hx(gpa)} is also guest.tables[{seen[gpa]}]")
+        seen[gpa] = i
+        raw = tf.raw("entries")
+        if not isinstance(raw, dict):
+            raise ScenarioError(f"{tf.at('entries')}: must be an object")
+        entries: dict = {}
+        for key, value in raw.items():
+            path = f"{tf.at('entries')}.{key}"
+            # A decimal index without leading zeros (schema: ^(0|[1-9][0-9]{0,3})$).
+            decimal = key != "" and all(c in "0123456789" for c in key)
+            if not decimal or (key[0] == "0" and key != "0") or int(key) >= per_table:
+                raise ScenarioError(f"{path}: not an entry index 0..{per_table - 1}")
+            v = parse_hex(value, path)
+            if v >> (8 * entry_bytes):
+                raise ScenarioError(f"{path}: {hx(v)} does not fit in a "
+                                    f"{8 * entry_bytes}-bit entry")
+            entries[int(key)] = v
+        total += len(entries)
+        g.tables.append(GivenTable(gpa, entries, tf.path))
+    if total > MAX_GIVEN_ENTRIES:
+        raise ScenarioError(f"{f.at('tables')}: more than {MAX_GIVEN_ENTRIES} entries in all")
+
+    cr3 = f.hex("cr3")
+    # CR3 holds the root table's address: a whole frame, except PAE, where CR3 bits
+    # 31:5 locate the 32-byte PDPT (SDM 4.4.1); 32-bit and PAE CR3 is 32 bits.
+    align = 32 if paging == "pae" else FRAME_SIZE
+    if cr3 % align:
+        raise ScenarioError(f"{f.at('cr3')}: not aligned to {align} bytes")
+    if paging in ("pae", "32bit") and cr3 >> 32:
+        raise ScenarioError(f"{f.at('cr3')}: {hx(cr3)} is above 4 GiB")
+    if cr3 & ~(FRAME_SIZE - 1) not in seen:
+        raise ScenarioError(f"{f.at('cr3')}: {hx(cr3)} is in none of guest.tables")
+    g.cr3 = cr3
     return g
 
 
@@ -600,8 +683,11 @@ def build(sc: Scenario) -> Machine:
     m.fmt = GuestFormat(sc.guest.paging, sc.maxphyaddr, sc.guest.cr4_pse)
     if sc.nested:
         build_nested_tables(m)
-    build_guest_tables(m)
-    apply_guest_overrides(m)
+    if sc.guest.tables is not None:
+        place_given_tables(m)           # replaces steps 2 and 3
+    else:
+        build_guest_tables(m)
+        apply_guest_overrides(m)
     if sc.guest.paging == "pae":
         load_pdptes(m)
     if sc.nested:
@@ -653,6 +739,12 @@ def nested_leaf_entry(m: Machine, mp: NestedMapping, hpa: int, level: int) -> in
     return e | (0 if "x" in mp.perm else XD) | hpa
 
 
+# Build-time descents (building, override targets, placing guest tables) take entry
+# bits 51:12 as the next table whatever MAXPHYADDR is (model.md 6, "Building"); only
+# the walks of section 4 check reserved bits.
+BUILD_TABLE_BITS = bits(51, 12)
+
+
 def nested_lookup(m: Machine, gpa: int) -> Optional[int]:
     """gpa -> hpa through the nested tables with no permission checks and no A/D
     (used while building); None when no present leaf maps it."""
@@ -665,7 +757,7 @@ def nested_lookup(m: Machine, gpa: int) -> Optional[int]:
             size = 1 << (12 + 9 * (level - 1))
             frame = entry & bits(m.sc.maxphyaddr - 1, 12) & ~(size - 1)
             return frame | (gpa & (size - 1))
-        table = entry & bits(m.sc.maxphyaddr - 1, 12)
+        table = entry & BUILD_TABLE_BITS
     return None  # not reached: level 1 is always a leaf
 
 
@@ -687,18 +779,38 @@ def guest_write(m: Machine, gpa: int, value: int, path: str) -> None:
     m.mem.write(guest_phys(m, gpa, path), m.fmt.entry_size, value)
 
 
-def new_guest_table(m: Machine, path: str) -> int:
-    """Allocate a guest table frame; in ept/npt it must be backed by its own host frame."""
-    gpa = m.guest_alloc.next()
+def claim_guest_table_frame(m: Machine, gpa: int, path: str) -> int:
+    """A guest table frame at gpa; in ept/npt it must be backed by its own host frame.
+    Returns its hpa."""
+    hpa = guest_phys(m, gpa, path)
     if m.nested:
-        hpa = guest_phys(m, gpa, path)
         if hpa in m.nested_frames:
             raise ScenarioError(f"{path}: guest table {hx(gpa)} sits on nested table {hx(hpa)}")
         if hpa in m.guest_table_hpas:
             raise ScenarioError(f"{path}: guest table {hx(gpa)} shares host frame {hx(hpa)}")
         m.guest_table_hpas.add(hpa)
     m.guest_tables.append(gpa)
+    return hpa
+
+
+def new_guest_table(m: Machine, path: str) -> int:
+    """Allocate a guest table frame from the guest allocator."""
+    gpa = m.guest_alloc.next()
+    claim_guest_table_frame(m, gpa, path)
     return gpa
+
+
+def place_given_tables(m: Machine) -> None:
+    """guest.tables: each table, in order, at its own frame (through the nested tables in
+    ept/npt, with the same errors as an allocated table), holding its entries and zero
+    elsewhere; CR3 = guest.cr3.  Nothing is checked about what the entries say."""
+    size = m.fmt.entry_size
+    for t in m.sc.guest.tables:
+        hpa = claim_guest_table_frame(m, t.gpa, t.path)
+        m.mem.frames.setdefault(hpa >> 12, bytearray(FRAME_SIZE))
+        for index, value in t.entries.items():
+            m.mem.write(hpa + index * size, size, value)
+    m.cr3 = m.sc.guest.cr3
 
 
 def build_guest_tables(m: Machine) -> None:
@@ -747,7 +859,7 @@ def guest_entry_gpa(m: Machine, gva: int, level: int, path: str) -> tuple[int, i
             raise ScenarioError(f"{path}: level {lvl} entry on the way is not present")
         if fmt.is_leaf(entry, lvl):
             raise ScenarioError(f"{path}: level {lvl} entry on the way maps a page")
-        table = fmt.next_table(entry)
+        table = entry & BUILD_TABLE_BITS      # a 32-bit entry: bits 31:12
     return table + fmt.index(gva, level) * fmt.entry_size, table
 
 
@@ -763,12 +875,14 @@ def load_pdptes(m: Machine) -> None:
     """Step 4: PAE `mov cr3` loads the four PDPTEs into registers (SDM 4.4.1); a present
     one with reserved bits set would #GP, so it is a scenario error here."""
     reserved = bits(2, 1) | bits(8, 5) | bits(63, m.sc.maxphyaddr)
+    given = m.sc.guest.tables is not None
     for i in range(4):
         gpa = m.cr3 + 8 * i
-        hpa = guest_phys(m, gpa, "guest.table_base")
+        hpa = guest_phys(m, gpa, "guest.cr3" if given else "guest.table_base")
         entry = m.mem.read(hpa, 8)
         if entry & P and entry & reserved:
-            raise ScenarioError(f"guest.overrides: PDPTE {i} has reserved bits set "
+            raise ScenarioError(f"{'guest.tables' if given else 'guest.overrides'}: PDPTE {i} "
+                                f"at {hx(gpa)} has reserved bits set "
                                 f"({hx(entry)}); mov cr3 would raise #GP")
         m.pdptes.append(entry)
         m.pdpte_hpas.append(hpa)
@@ -784,7 +898,7 @@ def nested_entry_hpa(m: Machine, gpa: int, level: int, path: str) -> int:
             raise ScenarioError(f"{path}: nested level {lvl} entry on the way is not present")
         if nested_is_leaf(entry, lvl):
             raise ScenarioError(f"{path}: nested level {lvl} entry on the way maps a page")
-        table = entry & bits(m.sc.maxphyaddr - 1, 12)
+        table = entry & BUILD_TABLE_BITS
     return table + nested_index(gpa, level) * 8
 
 
@@ -793,9 +907,13 @@ def nested_override_target(m: Machine, o: NestedOverride) -> int:
     if o.gpa is not None:
         return o.gpa
     if o.table_level == m.fmt.top:
-        return m.cr3 & ~0xFFF       # CR3's frame
-    # The table holding the level-L entry is what the level-(L+1) entry points to.
-    _, table = guest_entry_gpa(m, o.table_gva, o.table_level, o.path)
+        table = m.cr3 & ~0xFFF      # CR3's frame
+    else:
+        # The table holding the level-L entry is what the level-(L+1) entry points to.
+        _, table = guest_entry_gpa(m, o.table_gva, o.table_level, o.path)
+    # model.md 6: every table down to the target, the target included, must be mapped
+    # by the nested tables (those above were read by the descent).
+    guest_phys(m, table, o.path)
     return table
 
 

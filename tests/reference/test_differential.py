@@ -7,6 +7,12 @@ the seed, the JSON path of the first difference and both values, and the scenari
 saved to tests/artifacts/diff-fail-SEED.json (re-run it with
 `wasm-core/build/vmsim run FILE` and `python3 tests/reference/refwalk.py run FILE`).
 
+The same comparison runs on seeds 0..R-1 (R = $DIFF_RAW_SCENARIOS, default 500) of
+gen.random_raw_scenario: guests whose page tables are given as they are (guest.tables
+with guest.cr3), random table graphs with shared subtrees, cycles, large pages,
+reserved bits and pointers to frames that hold no table (artifact
+tests/artifacts/diff-fail-raw-SEED.json; `python3 tests/reference/gen.py --raw SEED`).
+
 Both must also reject the hand-made invalid scenarios in gen.INVALID_SCENARIOS:
 vmsim with exit status 2 and one line on stderr, refwalk with ScenarioError.
 
@@ -35,6 +41,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 VMSIM = os.environ.get("VMSIM", os.path.join(REPO, "wasm-core", "build", "vmsim"))
 ARTIFACTS = os.path.join(REPO, "tests", "artifacts")
 N_SCENARIOS = int(os.environ.get("DIFF_SCENARIOS", "400"))
+N_RAW_SCENARIOS = int(os.environ.get("DIFF_RAW_SCENARIOS", "500"))
 CHUNK = 25
 TIMEOUT_S = 60
 
@@ -101,7 +108,7 @@ def context_of(result: dict, path: str) -> str:
             f", fault={json.dumps(a['fault'])})")
 
 
-def save_artifact(seed: int, scenario: dict) -> str:
+def save_artifact(seed, scenario: dict) -> str:
     os.makedirs(ARTIFACTS, exist_ok=True)
     path = os.path.join(ARTIFACTS, f"diff-fail-{seed}.json")
     with open(path, "w", encoding="utf-8") as f:
@@ -110,9 +117,13 @@ def save_artifact(seed: int, scenario: dict) -> str:
     return path
 
 
-def check_seed(seed: int, tmpdir: str):
-    """None when vmsim and refwalk agree on this seed, else a failure message."""
-    scenario = gen.random_scenario(random.Random(seed))
+def check_seed(seed: int, tmpdir: str, raw: bool = False):
+    """None when vmsim and refwalk agree on this seed, else a failure message.  raw:
+    the seed is one of gen.random_raw_scenario (given guest tables)."""
+    make = gen.random_raw_scenario if raw else gen.random_scenario
+    scenario = make(random.Random(seed))
+    if raw:
+        seed = f"raw-{seed}"
     try:
         ref = refwalk.run(scenario)
     except refwalk.ScenarioError as e:
@@ -139,15 +150,30 @@ def check_seed(seed: int, tmpdir: str):
             f"    scenario saved to {where}")
 
 
-CHUNKS = [range(lo, min(lo + CHUNK, N_SCENARIOS)) for lo in range(0, N_SCENARIOS, CHUNK)]
+def chunks(n: int) -> list:
+    return [range(lo, min(lo + CHUNK, n)) for lo in range(0, n, CHUNK)]
+
+
+CHUNKS = chunks(N_SCENARIOS)
+RAW_CHUNKS = chunks(N_RAW_SCENARIOS)
 
 
 @pytest.mark.parametrize("seeds", CHUNKS, ids=[f"seeds-{c[0]}-{c[-1]}" for c in CHUNKS])
 def test_differential(seeds, tmp_path):
+    run_chunk(seeds, tmp_path, raw=False)
+
+
+@pytest.mark.parametrize("seeds", RAW_CHUNKS, ids=[f"raw-{c[0]}-{c[-1]}" for c in RAW_CHUNKS])
+def test_differential_raw_tables(seeds, tmp_path):
+    run_chunk(seeds, tmp_path, raw=True)
+
+
+def run_chunk(seeds, tmp_path, raw: bool) -> None:
     require_vmsim()
     # vmsim runs in a subprocess, so two threads overlap it with refwalk's Python work.
     with ThreadPoolExecutor(max_workers=2) as pool:
-        failures = [f for f in pool.map(lambda s: check_seed(s, str(tmp_path)), seeds) if f]
+        failures = [f for f in pool.map(lambda s: check_seed(s, str(tmp_path), raw), seeds)
+                    if f]
     if failures:
         others = "" if len(failures) == 1 else \
             f"\n({len(failures) - 1} more failing seeds in this chunk: " + \
@@ -167,3 +193,10 @@ def test_both_reject_invalid(case, tmp_path):
     lines = proc.stderr.strip("\n").split("\n")
     assert len(lines) == 1 and lines[0].strip(), \
         f"{name}: want one line on stderr, got {proc.stderr!r}"
+
+
+# Entry indices are plain decimal (the schema's ^(0|[1-9][0-9]{0,3})$): ' 1', '01', ' -0' are errors.
+@pytest.mark.parametrize("case", gen.LENIENT_INDEX_SCENARIOS,
+                         ids=[c[0] for c in gen.LENIENT_INDEX_SCENARIOS])
+def test_both_reject_lenient_index(case, tmp_path):
+    test_both_reject_invalid(case, tmp_path)

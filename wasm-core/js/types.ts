@@ -13,6 +13,8 @@ export interface GuestMapping {
   gva: Hex; gpa: Hex; page?: PageSize; pages?: number;
   writable?: boolean; user?: boolean; nx?: boolean; global?: boolean;
 }
+/** A guest page table as it is in guest memory: entry index (decimal) -> value; the rest zero. */
+export interface GuestTable { gpa: Hex; entries: Record<string, Hex> }
 export interface GuestOverride { gva: Hex; level: number; set?: Hex; clear?: Hex }
 export interface NestedMapping {
   gpa: Hex; hpa: Hex; page?: Exclude<PageSize, '4M'>; pages?: number; perm?: string;
@@ -46,7 +48,9 @@ export interface Scenario {
     paging: GuestPaging; table_base?: Hex;
     cr0_wp?: boolean; efer_nxe?: boolean; cr4_pse?: boolean; cr4_smep?: boolean; cr4_smap?: boolean;
     address_spaces?: number; pcid?: boolean;
-    mappings: GuestMapping[]; overrides?: GuestOverride[];
+    /** Mappings the engine builds tables for, or (instead) the tables as they are. */
+    mappings?: GuestMapping[]; overrides?: GuestOverride[];
+    cr3?: Hex; tables?: GuestTable[];
   };
   nested?: {
     levels?: 4 | 5; table_base?: Hex; ad?: boolean; memory_type?: 0 | 6; execute_only?: boolean;

@@ -162,6 +162,9 @@ static bool guest_table_hpa(bctx *b, uint64_t gpa, uint64_t *hpa)
 {
     if (nested_lookup(b->m, gpa, hpa))
         return true;
+    if (b->s->n_gtables)
+        return berr(b, "guest page table at gpa 0x%llx (guest.tables) is not mapped by the nested tables or memory "
+                       "slots: add a mapping that covers it", (unsigned long long)gpa);
     return berr(b, "guest page table at gpa 0x%llx is not mapped by the nested tables: add a nested mapping that "
                    "covers guest.table_base (0x%llx) onward",
                 (unsigned long long)gpa, (unsigned long long)b->s->guest_table_base);
@@ -295,7 +298,8 @@ static bool load_pdptes(bctx *b)
             return false;
         m->pdpte[i] = mem_read(&m->mem, m->pdpte_hpa[i], 8);
         if ((m->pdpte[i] & 1) && (m->pdpte[i] & rsvd))
-            return berr(b, "guest.overrides: PDPTE %d = 0x%llx sets reserved bits 0x%llx; loading CR3 would raise #GP", i,
+            return berr(b, "%s: PDPTE %d = 0x%llx sets reserved bits 0x%llx; loading CR3 would raise #GP",
+                        b->s->n_gtables ? "guest.tables" : "guest.overrides", i,
                         (unsigned long long)m->pdpte[i], (unsigned long long)(m->pdpte[i] & rsvd));
     }
     return true;
@@ -369,11 +373,34 @@ static bool build_flat(bctx *b)
     return true;
 }
 
+/* guest.tables: each frame where the guest has it, holding the given entries. */
+static bool load_given_tables(bctx *b)
+{
+    machine *m = b->m;
+    const guest_format *gf = m->gf;
+    for (uint32_t i = 0; i < b->s->n_gtables; i++) {
+        const guest_table *t = &b->s->gtables[i];
+        uint64_t hpa[2];
+        uint32_t frames = gf->table_bytes / FRAME_SIZE;
+        for (uint32_t k = 0; k < frames; k++)
+            if (!alloc_guest_frame(b, t->gpa + k * FRAME_SIZE, &hpa[k]))
+                return false;
+        for (uint32_t k = 0; k < t->n_entries; k++) {
+            uint64_t off = (uint64_t)gf->entry_size * t->entries[k].index;
+            mem_write_existing(&m->mem, hpa[off / FRAME_SIZE] + off % FRAME_SIZE, gf->entry_size, t->entries[k].value);
+        }
+    }
+    m->cr3 = m->cr3s[0] = b->s->given_cr3;
+    return true;
+}
+
 /* Address spaces are copies of the same mappings, each with tables of its own; the
  * first is active. Overrides apply to the first. */
 static bool build_guest(bctx *b)
 {
     machine *m = b->m;
+    if (b->s->n_gtables)
+        return load_given_tables(b);
     for (uint32_t i = 0; i < b->s->address_spaces; i++)
         if (!build_address_space(b, &m->cr3s[i]))
             return false;

@@ -65,6 +65,19 @@ typedef struct guest_override {
     uint64_t set, clear;
 } guest_override;
 
+/* A guest page table given entry by entry (guest.tables): the frame at gpa holds these
+ * values and zero elsewhere. How a real guest's tables are loaded as they are. */
+typedef struct guest_entry {
+    uint32_t index;
+    uint64_t value;
+} guest_entry;
+
+typedef struct guest_table {
+    uint64_t gpa;
+    guest_entry *entries;
+    uint32_t n_entries;
+} guest_table;
+
 typedef struct nested_map {
     uint64_t gpa, hpa;
     enum vm_page page;
@@ -117,6 +130,9 @@ typedef struct scenario {
     uint32_t n_gmaps;
     guest_override *govr;
     uint32_t n_govr;
+    guest_table *gtables;       /* guest.tables: the tables as given, at their own frames */
+    uint32_t n_gtables;
+    uint64_t given_cr3;         /* guest.cr3, with guest.tables */
     /* nested */
     int nested_levels;
     uint64_t nested_table_base;

@@ -623,10 +623,107 @@ static bool parse_machine(pctx *c, const json_value *root, scenario *s)
     return !c->failed;
 }
 
+#define MAX_TABLE_ENTRIES (1u << 20)
+
+/* guest.tables[i]: {"gpa": "0x...", "entries": {"768": "0x...", ...}}; indices in decimal. */
+static bool parse_guest_table(pctx *c, const json_value *o, const char *path, guest_table *t)
+{
+    static const char *const keys[] = {"gpa", "entries", NULL};
+    const scenario *s = c->s;
+    const guest_format *gf = guest_format_for(s->paging);
+    if (o->type != JSON_OBJECT)
+        return errf(c, path, "is %s, expected an object", json_type_name(o->type));
+    if (!check_keys(c, o, path, keys))
+        return false;
+    get_hex(c, o, "gpa", path, true, 0, &t->gpa);
+    const json_value *ents = want(c, o, "entries", path, JSON_OBJECT, true);
+    if (c->failed)
+        return false;
+    char p[200];
+    subpath(p, sizeof p, path, "gpa");
+    if (t->gpa & (gf->table_bytes - 1))
+        return errf(c, p, "0x%llx is not aligned to the %u KiB tables of %s paging", (unsigned long long)t->gpa,
+                    gf->table_bytes / 1024, gf->name);
+    if ((t->gpa + gf->table_bytes - 1) >> s->maxphyaddr)
+        return errf(c, p, "0x%llx does not fit in maxphyaddr = %d bits", (unsigned long long)t->gpa, s->maxphyaddr);
+    uint32_t per_table = gf->table_bytes / (uint32_t)gf->entry_size;
+    if (ents->count > per_table)
+        return errf(c, path, "has %zu entries; a %s table has %u", ents->count, gf->name, per_table);
+    t->entries = calloc(ents->count ? ents->count : 1, sizeof(guest_entry));
+    if (!t->entries)
+        return errf(c, path, "out of memory");
+    uint64_t width_mask = gf->entry_size == 4 ? 0xFFFFFFFFull : ~0ull;
+    for (const json_value *e = ents->first_child; e; e = e->next) {
+        subpath(p, sizeof p, path, "entries");
+        char ep[260];
+        snprintf(ep, sizeof ep, "%s.%.20s", p, e->key);
+        /* Plain decimal, as the schema says: digits only, no sign, space or leading zero. */
+        size_t klen = strlen(e->key);
+        bool digits = klen > 0 && klen <= 4 && strspn(e->key, "0123456789") == klen && !(klen > 1 && e->key[0] == '0');
+        unsigned long idx = digits ? strtoul(e->key, NULL, 10) : ~0ul;
+        if (!digits || idx >= per_table)
+            return errf(c, ep, "\"%.20s\" is not an entry index: a decimal number from 0 to %u", e->key, per_table - 1);
+        if (e->type != JSON_STRING)
+            return errf(c, ep, "is %s, expected a hex string such as \"0x1007\"", json_type_name(e->type));
+        uint64_t v;
+        if (!parse_hex_text(e->str, &v))
+            return errf(c, ep, "\"%.40s\" is not a hex string such as \"0x1007\" (0x and 1 to 16 hex digits)", e->str);
+        if (v & ~width_mask)
+            return errf(c, ep, "0x%llx does not fit in a %d-bit %s entry", (unsigned long long)v, gf->entry_size * 8, gf->name);
+        for (uint32_t k = 0; k < t->n_entries; k++)
+            if (t->entries[k].index == idx)
+                return errf(c, ep, "entry %lu is given twice", idx);
+        t->entries[t->n_entries++] = (guest_entry){(uint32_t)idx, v};
+    }
+    return true;
+}
+
+/* guest.tables with guest.cr3: the guest's tables as they are in its memory. They replace
+ * mappings, overrides and the table allocator, so they stand alone. */
+static bool check_given_tables(pctx *c, const json_value *g, scenario *s)
+{
+    static const char *const exclusive[] = {"mappings", "overrides", "table_base", "address_spaces", NULL};
+    for (const char *const *k = exclusive; *k; k++)
+        if (json_get(g, *k)) {
+            char p[160];
+            subpath(p, sizeof p, "guest", *k);
+            return errf(c, p, "cannot be combined with guest.tables (the tables are given as they are)");
+        }
+    const guest_format *gf = guest_format_for(s->paging);
+    get_hex(c, g, "cr3", "guest", true, 0, &s->given_cr3);
+    if (c->failed)
+        return false;
+    uint64_t align = s->paging == PAGING_PAE ? 32 : gf->table_bytes;
+    if (s->given_cr3 & (align - 1))
+        return errf(c, "guest.cr3", "0x%llx is not aligned to %llu bytes as %s paging needs", (unsigned long long)s->given_cr3,
+                    (unsigned long long)align, gf->name);
+    if ((s->paging == PAGING_32BIT || s->paging == PAGING_PAE) && (s->given_cr3 >> 32))
+        return errf(c, "guest.cr3", "0x%llx is above 4 GiB: CR3 has 32 bits in %s paging", (unsigned long long)s->given_cr3, gf->name);
+    uint64_t total = 0;
+    bool root = false;
+    for (uint32_t i = 0; i < s->n_gtables; i++) {
+        total += s->gtables[i].n_entries;
+        if (s->gtables[i].gpa == (s->given_cr3 & ~(uint64_t)(gf->table_bytes - 1)))
+            root = true;
+        for (uint32_t j = 0; j < i; j++)
+            if (s->gtables[j].gpa == s->gtables[i].gpa) {
+                char p[64];
+                snprintf(p, sizeof p, "guest.tables[%u].gpa", i);
+                return errf(c, p, "0x%llx is also guest.tables[%u]: one frame, one table", (unsigned long long)s->gtables[i].gpa, j);
+            }
+    }
+    if (total > MAX_TABLE_ENTRIES)
+        return errf(c, "guest.tables", "hold %llu entries; at most %u are allowed", (unsigned long long)total, MAX_TABLE_ENTRIES);
+    if (!root)
+        return errf(c, "guest.cr3", "0x%llx points at no table in guest.tables", (unsigned long long)s->given_cr3);
+    return true;
+}
+
 static bool parse_guest(pctx *c, const json_value *root, scenario *s)
 {
     static const char *const keys[] = {"paging", "table_base", "cr0_wp", "efer_nxe", "cr4_pse", "cr4_smep",
-                                       "cr4_smap", "mappings", "overrides", "address_spaces", "pcid", NULL};
+                                       "cr4_smap", "mappings", "overrides", "address_spaces", "pcid",
+                                       "tables", "cr3", NULL};
     const json_value *g = want(c, root, "guest", "", JSON_OBJECT, true);
     if (!g || !check_keys(c, g, "guest", keys))
         return false;
@@ -656,6 +753,14 @@ static bool parse_guest(pctx *c, const json_value *root, scenario *s)
         return errf(c, "guest.table_base", "0x%llx leaves no room for tables below %s", (unsigned long long)s->guest_table_base,
                     limit < (1ull << 32) ? "4 GiB (CR3 is 32 bits in 32-bit and PAE paging)" : "2^maxphyaddr");
     void *arr;
+    if (json_get(g, "tables")) {
+        bool ok = parse_array(c, g, "tables", "guest", true, sizeof(guest_table), MAX_MAPPINGS,
+                              (elem_fn)parse_guest_table, &arr, &s->n_gtables);
+        s->gtables = arr;
+        return ok && check_given_tables(c, g, s);
+    }
+    if (json_get(g, "cr3"))
+        return errf(c, "guest.cr3", "is given only with guest.tables (otherwise the engine places the tables)");
     if (!parse_array(c, g, "mappings", "guest", true, sizeof(guest_map), MAX_MAPPINGS,
                      (elem_fn)parse_guest_map, &arr, &s->n_gmaps))
         return (s->gmaps = arr), false;
@@ -689,10 +794,14 @@ static bool parse_flat_map(pctx *c, const json_value *o, const char *path, neste
         subpath(p, sizeof p, path, (n->gpa & (size - 1)) ? "gpa" : "hpa");
         return errf(c, p, "is not aligned to the %s guest frames of the flat table", page_names[n->page]);
     }
-    if (n->gpa + span > s->flat_guest_ram || n->gpa + span < n->gpa) {
+    /* Flat memory slots cover the guest RAM the flat table indexes; shadow memory slots may
+     * lie anywhere below maxphyaddr. */
+    bool shadow = s->mode == MODE_SHADOW;
+    uint64_t limit = shadow ? 1ull << s->maxphyaddr : s->flat_guest_ram;
+    if (n->gpa + span > limit || n->gpa + span < n->gpa) {
         subpath(p, sizeof p, path, "gpa");
-        return errf(c, p, "range 0x%llx + %u x %s runs past flat.guest_ram (0x%llx)", (unsigned long long)n->gpa,
-                    n->pages, page_names[n->page], (unsigned long long)s->flat_guest_ram);
+        return errf(c, p, "range 0x%llx + %u x %s runs past %s (0x%llx)", (unsigned long long)n->gpa, n->pages,
+                    page_names[n->page], shadow ? "2^maxphyaddr" : "flat.guest_ram", (unsigned long long)limit);
     }
     if (((n->hpa + span - 1) >> s->maxphyaddr) || n->hpa + span - 1 < n->hpa) {
         subpath(p, sizeof p, path, "hpa");
@@ -755,8 +864,8 @@ static bool parse_ept_def(pctx *c, const json_value *o, const char *path, ept_de
 static bool parse_shadow(pctx *c, const json_value *root, scenario *s)
 {
     static const char *const keys[] = {"table_base", "mappings", "cr3_targets", "paravirt_cr3_cache", NULL};
-    if (s->paging != PAGING_4LEVEL && s->paging != PAGING_5LEVEL)
-        return errf(c, "guest.paging", "shadow mode models 4level and 5level guests");
+    if (s->paging == PAGING_SUNWAY)
+        return errf(c, "guest.paging", "shadow mode models x86 guests (4level, 5level, pae, 32bit): Sunway refills its TLB in HMcode");
     const json_value *o = want(c, root, "shadow", "", JSON_OBJECT, true);
     if (!o || !check_keys(c, o, "shadow", keys))
         return false;
@@ -769,7 +878,6 @@ static bool parse_shadow(pctx *c, const json_value *root, scenario *s)
     s->cr3_targets = (uint32_t)targets;
     if (s->shadow_table_base & 0xFFF)
         return errf(c, "shadow.table_base", "0x%llx is not 4 KiB aligned", (unsigned long long)s->shadow_table_base);
-    s->flat_guest_ram = 1ull << s->maxphyaddr;     /* memory slots may lie anywhere below maxphyaddr */
     void *arr;
     bool ok = parse_array(c, o, "mappings", "shadow", true, sizeof(nested_map), MAX_MAPPINGS, (elem_fn)parse_flat_map,
                           &arr, &s->n_fmaps);
@@ -973,6 +1081,9 @@ void scenario_free(scenario *s)
     free(s->name);
     free(s->gmaps);
     free(s->govr);
+    for (uint32_t i = 0; i < s->n_gtables; i++)
+        free(s->gtables[i].entries);
+    free(s->gtables);
     free(s->nmaps);
     free(s->novr);
     free(s->fmaps);

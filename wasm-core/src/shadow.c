@@ -8,7 +8,11 @@
  * mov cr3 exits unless the target is one of the VMX CR3-target values or in the 2007
  * paravirtual guest_cr3 -> host_cr3 cache. Shadow entries map 4 KiB: a large guest
  * page is shadowed a 4 KiB piece at a time, and a page stays read-only in the shadow
- * until the guest's dirty bit is set (dirty tracking by write protection). */
+ * until the guest's dirty bit is set (dirty tracking by write protection).
+ * The shadow table has the guest's format for 4- and 5-level guests. 32-bit and PAE
+ * guests get a PAE-format shadow (KVM keeps CR4.PAE set while it shadows them): four
+ * PDPTEs, loaded into registers at VM entry, then a directory and a table of 8-byte
+ * entries, so a 32-bit guest's 4 MiB directory entry is shadowed by two 2 MiB ones. */
 #include "model.h"
 #include "cache.h"
 
@@ -74,9 +78,35 @@ void shadow_free(machine *m)
     m->wp_gfns = NULL;
 }
 
-static uint64_t shadow_pwc_key(const guest_format *gf, uint64_t gva, int level)
+static bool pae_shadow(const machine *m)
 {
-    return ((uint64_t)level << 58) | (gva >> (gf->page_shift + gf->index_bits * (level - 1)));
+    return m->s->paging == PAGING_PAE || m->s->paging == PAGING_32BIT;
+}
+
+/* Levels of the shadow table, the top one included (PAE: the PDPT). */
+static int shadow_top(const machine *m)
+{
+    return pae_shadow(m) ? 3 : m->gf->levels;
+}
+
+static uint32_t shadow_index(const machine *m, uint64_t gva, int level)
+{
+    if (!pae_shadow(m))
+        return m->gf->index(gva, level);
+    return level == 3 ? (uint32_t)(gva >> 30) & 3u : (uint32_t)(gva >> (12 + 9 * (level - 1))) & 511u;
+}
+
+/* Bytes one shadow entry at `level` maps. */
+static uint64_t shadow_span(const machine *m, int level)
+{
+    const guest_format *gf = m->gf;
+    return pae_shadow(m) ? 1ull << (12 + 9 * (level - 1)) : 1ull << (gf->page_shift + gf->index_bits * (level - 1));
+}
+
+static uint64_t shadow_pwc_key(const machine *m, uint64_t gva, int level)
+{
+    uint64_t span = shadow_span(m, level);
+    return ((uint64_t)level << 58) | (gva / span);
 }
 
 static void step(vm_result *r, vm_step st)
@@ -98,13 +128,22 @@ static void vm_exit(machine *m, vm_result *r, int why)
  * page fault (a missing entry, or rights the shadow entry does not grant yet). */
 static bool hw_walk(machine *m, const vm_access *a, vm_result *r, uint64_t *hpa, uint64_t *leaf)
 {
-    const guest_format *gf = m->gf;
     uint64_t table = m->sroot[m->asid];
-    int top = gf->levels;
+    int top = pae_shadow(m) ? 2 : m->gf->levels;
     uint32_t tag = m->s->pcid ? m->asid : 0;
+    if (pae_shadow(m)) {
+        /* The shadow PDPTEs are registers, loaded at VM entry: no memory reference. */
+        uint32_t idx = shadow_index(m, a->gva, 3);
+        uint64_t e = mem_read(&m->mem, table + 8u * idx, 8);
+        step(r, (vm_step){.kind = STEP_PDPTE, .dim = DIM_NESTED, .level = 3, .table = table, .index = idx,
+                          .entry_hpa = table + 8u * idx, .entry = e, .result = (e & 1) ? RES_TABLE : RES_NOT_PRESENT});
+        if (!(e & 1))
+            return false;
+        table = e & bits_range(51, 12);
+    }
     /* The MMU's page-walk cache works on the shadow table as on any 1-D table. */
-    for (int l = 2; m->gpwc && l <= gf->levels; l++) {
-        cache_line *c = cache_find(m->gpwc, shadow_pwc_key(gf, a->gva, l), tag);
+    for (int l = 2; m->gpwc && l <= top; l++) {
+        cache_line *c = cache_find(m->gpwc, shadow_pwc_key(m, a->gva, l), tag);
         if (c) {
             table = c->value;
             top = l - 1;
@@ -115,7 +154,7 @@ static bool hw_walk(machine *m, const vm_access *a, vm_result *r, uint64_t *hpa,
         }
     }
     for (int level = top; level >= 1; level--) {
-        uint32_t idx = gf->index(a->gva, level);
+        uint32_t idx = shadow_index(m, a->gva, level);
         uint64_t ea = table + 8u * idx;
         uint64_t e = mem_read(&m->mem, ea, 8);
         r->memory_refs++;
@@ -136,7 +175,7 @@ static bool hw_walk(machine *m, const vm_access *a, vm_result *r, uint64_t *hpa,
         }
         table = e & bits_range(51, 12);
         if (m->gpwc)
-            cache_fill(m->gpwc, shadow_pwc_key(gf, a->gva, level), tag, table, 0, 7);
+            cache_fill(m->gpwc, shadow_pwc_key(m, a->gva, level), tag, table, 0, 7);
     }
     return false;
 }
@@ -147,19 +186,34 @@ static bool vmm_fill(machine *m, const vm_access *a, vm_result *r)
 {
     const scenario *s = m->s;
     const guest_format *gf = m->gf;
+    int es = gf->entry_size;
     uint64_t table = m->cr3, ehpa[5], eval[5], tgfn[5];
     int levels[5], nw = 0;
     bool rw = true, us = true, xd = false;
     uint64_t page = 0, size = 0;
+    if (s->paging == PAGING_PAE) {
+        /* The guest's PDPTEs as its last mov cr3 loaded them (the VMM keeps them too). */
+        uint32_t idx = gf->index(a->gva, 3);
+        uint64_t e = m->pdpte[idx];
+        step(r, (vm_step){.kind = STEP_PDPTE, .dim = DIM_GUEST, .level = 3, .stage = 3, .gpa_valid = true,
+                          .gpa = (m->cr3 & 0xFFFFFFE0u) + 8u * idx, .table = m->cr3 & 0xFFFFFFE0u, .index = idx,
+                          .entry_hpa = m->pdpte_hpa[idx], .entry = e, .result = (e & 1) ? RES_TABLE : RES_NOT_PRESENT});
+        if (!(e & 1)) {
+            vm_exit(m, r, EXIT_REFLECTED);
+            report_guest_fault(m, a, r, 3, REASON_NOT_PRESENT, 0);
+            return false;
+        }
+        table = gf->table_addr(e);
+    }
     for (int level = gf->levels; level >= 1; level--) {
-        uint64_t egpa = table + 8u * gf->index(a->gva, level), hpa;
+        uint64_t egpa = table + (uint64_t)es * gf->index(a->gva, level), hpa;
         if (!nested_lookup(m, egpa, &hpa)) {
             r->outcome = OUT_SHADOW_UNMAPPED;
             r->fault = (vm_fault){.dim = DIM_GUEST, .level = (uint8_t)level, .stage = (uint8_t)level,
                                   .reason = REASON_UNMAPPED, .fault_gpa = egpa};
             return false;
         }
-        uint64_t e = mem_read(&m->mem, hpa, 8);
+        uint64_t e = mem_read(&m->mem, hpa, es);
         bool leaf = gf->is_leaf(s, e, level);
         step(r, (vm_step){.kind = STEP_VMM_READ, .dim = DIM_GUEST, .level = (uint8_t)level, .stage = (uint8_t)level,
                           .gpa_valid = true, .gpa = egpa, .table = table, .index = gf->index(a->gva, level),
@@ -172,7 +226,7 @@ static bool vmm_fill(machine *m, const vm_access *a, vm_result *r)
         }
         rw = rw && (e & BIT(1));
         us = us && (e & BIT(2));
-        if (s->efer_nxe && (e & BIT(63)))
+        if (gf->has_xd && s->efer_nxe && (e & BIT(63)))
             xd = true;
         ehpa[nw] = hpa;
         eval[nw] = e;
@@ -199,7 +253,7 @@ static bool vmm_fill(machine *m, const vm_access *a, vm_result *r)
             set |= BIT(6);
         if (set) {
             eval[j] |= set;
-            mem_write_existing(&m->mem, ehpa[j], 8, eval[j]);
+            mem_write_existing(&m->mem, ehpa[j], es, eval[j]);
             r->ad_writes++;
         }
         wp_add(m, tgfn[j]);
@@ -213,8 +267,8 @@ static bool vmm_fill(machine *m, const vm_access *a, vm_result *r)
     /* The shadow path: tables as needed, then a 4 KiB leaf with the combined rights;
      * writable only once the guest entry is dirty and the frame is no guest table. */
     uint64_t stable = m->sroot[m->asid];
-    for (int level = gf->levels; level > 1; level--) {
-        uint64_t ea = stable + 8u * gf->index(a->gva, level);
+    for (int level = shadow_top(m); level > 1; level--) {
+        uint64_t ea = stable + 8u * shadow_index(m, a->gva, level);
         uint64_t e = mem_read(&m->mem, ea, 8);
         if (!(e & 1)) {
             uint64_t t;
@@ -223,7 +277,7 @@ static bool vmm_fill(machine *m, const vm_access *a, vm_result *r)
                 r->fault = (vm_fault){.dim = DIM_NESTED, .level = (uint8_t)level, .reason = REASON_UNMAPPED};
                 return false;
             }
-            e = t | 0x7;
+            e = t | (level == 3 && pae_shadow(m) ? 0x1 : 0x7);   /* PDPTE bits 2:1 are reserved */
             mem_write_existing(&m->mem, ea, 8, e);
         }
         stable = e & bits_range(51, 12);
@@ -231,10 +285,10 @@ static bool vmm_fill(machine *m, const vm_access *a, vm_result *r)
     bool writable = rw && (eval[nw - 1] & BIT(6)) && !wp_contains(m, gpa >> 12);
     uint64_t spte = (data_hpa & bits_range(51, 12)) | 1 | (writable ? BIT(1) : 0) | (us ? BIT(2) : 0) |
                     (xd ? BIT(63) : 0);
-    uint64_t ea = stable + 8u * gf->index(a->gva, 1);
+    uint64_t ea = stable + 8u * shadow_index(m, a->gva, 1);
     mem_write_existing(&m->mem, ea, 8, spte);
     step(r, (vm_step){.kind = STEP_VMM_FILL, .dim = DIM_NESTED, .level = 1, .table = stable,
-                      .index = gf->index(a->gva, 1), .entry_hpa = ea, .entry = spte, .result = RES_WRITTEN});
+                      .index = shadow_index(m, a->gva, 1), .entry_hpa = ea, .entry = spte, .result = RES_WRITTEN});
     r->gpa = gpa;
     r->gpa_valid = true;
     r->guest_page_size = size;
@@ -261,22 +315,31 @@ void shadow_translate(machine *m, const vm_access *a, vm_result *r)
                    tlb_rights(m, leaf, leaf & BIT(1), leaf & BIT(2), leaf & BIT(63), PERM_R | PERM_W | PERM_X | PERM_U));
 }
 
-/* Zaps the shadow entry at `level` for gva in every address space's shadow table. */
+/* Zaps, in every address space's shadow table, the shadow entries that stood for the
+ * guest's level-`level` entry of gva: one entry where the formats match; under a PAE
+ * shadow a 32-bit guest's directory entry (4 MiB) stood for two shadow ones (2 MiB). */
 static void zap(machine *m, uint64_t gva, int level)
 {
     const guest_format *gf = m->gf;
-    for (uint32_t as = 0; as < m->s->address_spaces; as++) {
-        uint64_t table = m->sroot[as];
-        for (int l = gf->levels; l >= level; l--) {
-            uint64_t ea = table + 8u * gf->index(gva, l);
-            uint64_t e = mem_read(&m->mem, ea, 8);
-            if (!(e & 1))
-                break;
-            if (l == level) {
-                mem_write_existing(&m->mem, ea, 8, 0);
-                break;
+    uint64_t span = 1ull << (gf->page_shift + gf->index_bits * (level - 1));
+    int sl = level;
+    while (sl > 1 && shadow_span(m, sl) > span)
+        sl--;
+    uint64_t base = gva & ~(span - 1);
+    for (uint64_t va = base; va - base < span; va += shadow_span(m, sl)) {
+        for (uint32_t as = 0; as < m->s->address_spaces; as++) {
+            uint64_t table = m->sroot[as];
+            for (int l = shadow_top(m); l >= sl; l--) {
+                uint64_t ea = table + 8u * shadow_index(m, va, l);
+                uint64_t e = mem_read(&m->mem, ea, 8);
+                if (!(e & 1))
+                    break;
+                if (l == sl) {
+                    mem_write_existing(&m->mem, ea, 8, 0);
+                    break;
+                }
+                table = e & bits_range(51, 12);
             }
-            table = e & bits_range(51, 12);
         }
     }
     if (m->tlb)
@@ -312,6 +375,8 @@ void shadow_event(machine *m, const vm_access *a, vm_result *r)
         }
         m->asid = as;
         m->cr3 = m->cr3s[as];
+        if (m->s->paging == PAGING_PAE)
+            pae_load_pdptes(m);
         if (!m->s->pcid) {
             if (m->tlb)
                 cache_flush(m->tlb);
@@ -322,21 +387,24 @@ void shadow_event(machine *m, const vm_access *a, vm_result *r)
     }
     /* OP_PTE_WRITE */
     const guest_format *gf = m->gf;
+    int es = gf->entry_size;
     uint64_t table = m->cr3, hpa = 0, egpa = 0;
     for (int l = gf->build_levels; l >= (int)a->eptp_index; l--) {
-        egpa = table + 8u * gf->index(a->gva, l);
+        egpa = table + (uint64_t)es * gf->index(a->gva, l);
         if (!nested_lookup(m, egpa, &hpa))
             return;
         if (l == (int)a->eptp_index)
             break;
-        uint64_t e = mem_read(&m->mem, hpa, 8);
+        uint64_t e = mem_read(&m->mem, hpa, es);
         if (!(e & 1) || gf->is_leaf(m->s, e, l))
             return;     /* nothing to write at that level: the guest would write elsewhere */
         table = gf->table_addr(e);
     }
     if (wp_contains(m, egpa >> 12))
         vm_exit(m, r, EXIT_PT_WRITE);   /* the page is write-protected: exit, emulate, resync */
-    uint64_t e = mem_read(&m->mem, hpa, 8);
-    mem_write_existing(&m->mem, hpa, 8, (e & ~a->clear) | a->set);
+    uint64_t e = mem_read(&m->mem, hpa, es);
+    mem_write_existing(&m->mem, hpa, es, (e & ~a->clear) | a->set);
+    if (m->s->paging == PAGING_PAE && a->eptp_index == 3)
+        return;     /* a PDPT write takes effect at the next mov cr3, which reloads the PDPTEs */
     zap(m, a->gva, (int)a->eptp_index);
 }

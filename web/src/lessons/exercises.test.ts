@@ -29,7 +29,7 @@ describe('exercises', () => {
         const s = ex.scenarios[0];
         const acc = s.accesses[0] as { gva: string };
         const off = BigInt(acc.gva) & 0xfffn;
-        const gpa = BigInt(s.guest.mappings[0].gpa);
+        const gpa = BigInt(s.guest.mappings![0].gpa);
         const target = mode === 'native' ? gpa : BigInt(s.nested!.mappings[1].hpa);
         const byHand = '0x' + (target + off).toString(16);
         expect(check(engine, ex, byHand).correct, `${mode} seed ${seed}`).toBe(true);
@@ -44,7 +44,7 @@ describe('exercises', () => {
       for (const seed of seeds) {
         const ex = generate({ kind: 'count-refs', mode }, seed);
         const s = ex.scenarios[0];
-        const g = 4 - levelsOf[s.guest.mappings[0].page ?? '4K'] + 1;
+        const g = 4 - levelsOf[s.guest.mappings![0].page ?? '4K'] + 1;
         let n = 0;
         if (mode === 'flat') n = 1;
         if (mode === 'ept' || mode === 'npt') {

@@ -113,7 +113,7 @@ function countRefs(spec: ExerciseSpec, seed: number): Exercise {
     };
   } else if (mode === 'flat') {
     Object.assign(s, nestedFor('flat', [{ gpa: hex(gpa), hpa: '0x100000000', pages: guestPage === '4K' ? 1 : 512 }]));
-    s.guest.mappings[0].page = '4K';
+    s.guest.mappings![0].page = '4K';
   }
   const desc = mode === 'native' ? msg('countRefs.native', { page: guestPage })
     : mode === 'flat' ? msg('countRefs.flat')

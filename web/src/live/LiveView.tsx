@@ -1,6 +1,6 @@
 /* The "Live guest" tab: a real 32-bit Linux running in v86, its serial console in xterm.js,
  * an inspector for CR0/CR3/CR4, and walks of real guest addresses through the engine, on
- * their own (native) or with a host half (EPT, NPT, flat; shadow as the VMM sees it).
+ * their own (native) or with a host half (EPT, NPT, flat, shadow paging).
  * This module and everything it imports (v86, xterm.js, the guest assets) load only when
  * the tab is opened. Its words are in the `live` namespace; liveText.tsx makes the
  * sentences (progress, registers, notes, errors) from keys and values. */
@@ -10,12 +10,12 @@ import { V86 } from 'v86';
 import v86WasmUrl from 'v86/build/v86.wasm?url';
 import { Terminal } from '@xterm/xterm';
 import '@xterm/xterm/css/xterm.css';
-import type { AccessResult, Result } from '../../../wasm-core/js/types';
+import type { Result } from '../../../wasm-core/js/types';
 import type { Vmsim } from '../../../wasm-core/js/vmsim';
 import { WalkView } from '../views/WalkView';
 import { CMDLINE, MEMORY_SIZE, PROMPT, readRegs, SerialConsole, stripAnsi, type CpuRegs, type V86Emulator } from './guestDriver';
 import type { Backing, HostMode } from './liveTables';
-import { build, pages, realTable, snapshot, type LiveSnap } from './liveSnap';
+import { build, pages, snapshot, type LiveSnap } from './liveSnap';
 import { BACKINGS, hex, LiveError, MODES, noteText, outcomeLine, PhaseLine, Registers, shadowNote, snapText, type Kernel, type Note, type Phase, type ShadowFacts, type SnapSource } from './liveText';
 import './live.css';
 
@@ -165,17 +165,13 @@ export default function LiveView({ engine, onOpen }: { engine: Vmsim; onOpen?: (
   const walk = useMemo((): { result: Result | null; json: string; error: unknown; shadow?: ShadowFacts } => {
     if (!snap || gva === null) return { result: null, json: '', error: null };
     try {
-      // The engine's shadow mode models 64-bit guests only: for this 32-bit guest show the
-      // walk the VMM does in software, and where the shadow entry would point (via its slots).
-      const m = mode === 'shadow' ? 'native' : mode;
-      const sc = build(snap, [gva], { mode: m, backing });
+      // Under shadow paging the walk shown is the first touch: the miss in the empty shadow
+      // table, the exit, the VMM's software walk of the real guest tables, the fill, the retry.
+      const sc = build(snap, [gva], { mode, backing });
       const json = JSON.stringify(sc, null, 2);
       const result = engine.run(sc);
       let shadow: ShadowFacts | undefined;
-      if (mode === 'shadow') {
-        const host: AccessResult = engine.run(build(snap, [gva], { mode: 'flat' })).accesses[0];
-        shadow = { gva, host, pages: pages(snap), kind: snap.kind };
-      }
+      if (mode === 'shadow') shadow = { gva, host: result.accesses[0], pages: pages(snap), kind: snap.kind };
       return { result, json, error: null, shadow };
     } catch (e) { return { result: null, json: '', error: e }; }
   }, [snap, gva, mode, backing, engine]);
@@ -184,7 +180,6 @@ export default function LiveView({ engine, onOpen }: { engine: Vmsim; onOpen?: (
   const shownStep = Math.min(step, total);
   useEffect(() => { if (access) setStep(access.steps.length); }, [access]);
   useEffect(() => { if (walk.result) document.body.dataset.liveWalk = '1'; }, [walk.result]);
-  const pt = snap && gva !== null ? realTable(snap, gva) : null;
 
   return (
     <div className="live" data-testid="live-view">
@@ -224,7 +219,7 @@ export default function LiveView({ engine, onOpen }: { engine: Vmsim; onOpen?: (
           )}
           {walk.json && onOpen && <button type="button" onClick={() => onOpen(walk.json)}>{t('walk.openInWalk')}</button>}
         </div>
-        {snapSource && <p className="muted">{snapText(snapSource, t)}{pt !== null && <>{' · '}<Trans t={t} i18nKey="snap.realTable" values={{ pt: hex(pt) }} components={{ code: <code /> }} /></>}</p>}
+        {snapSource && <p className="muted">{snapText(snapSource, t)}</p>}
         {gva === null && <p className="error">{t('walk.badAddress', { example: '0xc0100000' })}</p>}
         {walk.error != null && <p className="error" role="alert">{noteText({ error: walk.error }, t)}</p>}
         {walk.shadow && <p className="desc" id="live-shadow">{shadowNote(walk.shadow, t)}</p>}

@@ -1,10 +1,8 @@
 /* The live guest's page tables, read from v86's memory only to extract them, then handed to
  * the engine as a scenario: the engine does every walk. 32-bit paging (2 levels, 4 MiB
- * pages with CR4.PSE); the page directory sits at the real CR3, every entry the engine reads
- * has the real value, and leaf frames are the real frames. One thing the scenario format
- * cannot express: where a page table lives. The engine's bump allocator places the page
- * tables after the directory (CR3 + 4 KiB, + 8 KiB, ...), so a PDE's address bits point
- * there; its flag bits are real, and the real page-table address is kept in `realPt`. */
+ * pages with CR4.PSE). The scenario gives the tables as they are (guest.tables): the page
+ * directory at the real CR3, each page table at its real address, every entry with its
+ * real value, so the engine reads exactly the addresses the guest's MMU reads. */
 import type { Scenario } from '../../../wasm-core/js/types';
 import type { CpuRegs } from './guestDriver';
 
@@ -58,12 +56,6 @@ export function mappedPages(s: TableSnapshot): { gva: number; size: number; user
   return out;
 }
 
-/** Where the real page table for a gva lives (null for a 4 MiB page or no table). */
-export function realPt(s: TableSnapshot, gva: number): number | null {
-  const pde = s.pd[gva >>> 22];
-  return (pde & 1) && !isLarge(s, pde) ? (pde & 0xfffff000) >>> 0 : null;
-}
-
 export type HostMode = 'native' | 'ept' | 'npt' | 'flat' | 'shadow';
 export type Backing = '4K' | '2M' | '1G';
 export interface HostOptions { mode: HostMode; backing?: Backing; guestRam?: number }
@@ -100,41 +92,41 @@ export function hostSection(opt: HostOptions): Record<string, unknown> {
 
 export interface BuildOptions extends HostOptions { name?: string; description?: string; user?: boolean }
 
-/** One scenario whose guest tables reproduce the PDE slots that `gvas` touch (or `slots`). */
+/** Collects tables by frame: the same frame reached twice (a page table shared by two
+ * directory entries, or the directory itself) is one table, as it is in memory. */
+export class TableSet {
+  private frames = new Map<bigint, Record<string, string>>();
+  add(gpa: number | bigint, index: number, value: number | bigint) {
+    const g = BigInt(gpa);
+    if (!this.frames.has(g)) this.frames.set(g, {});
+    if (value) this.frames.get(g)![String(index)] = hex(BigInt(value));
+  }
+  /** Touches a frame with no non-zero entry yet (a table of zeros is still a table). */
+  frame(gpa: number | bigint) { const g = BigInt(gpa); if (!this.frames.has(g)) this.frames.set(g, {}); }
+  get size() { let n = 0; for (const e of this.frames.values()) n += Object.keys(e).length; return n; }
+  tables() { return [...this.frames].map(([gpa, entries]) => ({ gpa: hex(gpa), entries })); }
+}
+
+/** One scenario with the directory entries for the PDE slots that `gvas` touch (or `slots`)
+ * and the page tables they point to, all at their real addresses. */
 export function buildScenario(s: TableSnapshot, gvas: number[], opt: BuildOptions = { mode: 'native' }, slots?: number[]): Scenario {
   const want = slots ?? [...new Set(gvas.map((v) => v >>> 22))].sort((a, b) => a - b);
-  const mappings: Record<string, unknown>[] = [];
-  const overrides: Record<string, unknown>[] = [];
-  const exact = (gva: number, level: number, value: number) =>
-    overrides.push({ gva: hex(gva), level, set: hex(value >>> 0), clear: hex(~value >>> 0) });
+  const cr3 = (s.regs.cr3 & 0xfffff000) >>> 0;
+  const t = new TableSet();
+  t.frame(cr3);
   for (const i of want) {
     const pde = s.pd[i];
-    const base = i * 0x400000;
-    if (!(pde & 1)) { if (pde) exact(base, 2, pde); continue; }
-    if (isLarge(s, pde)) {
-      mappings.push({ gva: hex(base), gpa: hex((pde & 0xffc00000) >>> 0), page: '4M', writable: !!(pde & 2), user: !!(pde & 4), global: !!(pde & 0x100) });
-      exact(base, 2, pde);
-      continue;
-    }
-    const pt = s.pts.get(i)!;
-    let first = true;
-    for (let j = 0; j < 1024; j++) {
-      const pte = pt[j];
-      if (!pte && !(first && j === 1023)) continue;
-      const gva = base + j * 4096;
-      // a present leaf as the engine builds it, then the real value on top of it
-      mappings.push({ gva: hex(gva), gpa: hex(pte & 1 ? (pte & 0xfffff000) >>> 0 : 0), writable: !!(pte & 2), user: !!(pte & 4), global: !!(pte & 0x100) });
-      exact(gva, 1, pte);
-      first = false;
-    }
-    // the directory entry: real flag bits, the engine's page-table address
-    overrides.push({ gva: hex(base), level: 2, set: hex(pde & 0xfff), clear: hex(~pde & 0xfff) });
+    t.add(cr3, i, pde >>> 0);
+    if (!(pde & 1) || isLarge(s, pde)) continue;
+    const ptAddr = (pde & 0xfffff000) >>> 0;
+    t.frame(ptAddr);
+    s.pts.get(i)!.forEach((pte, j) => t.add(ptAddr, j, pte >>> 0));
   }
   const guest = {
-    paging: '32bit', table_base: hex((s.regs.cr3 & 0xfffff000) >>> 0),
+    paging: '32bit', cr3: hex(cr3),
     cr0_wp: (s.regs.cr0 & 0x10000) !== 0, cr4_pse: pse(s),
     cr4_smep: (s.regs.cr4 & 0x100000) !== 0, cr4_smap: (s.regs.cr4 & 0x200000) !== 0,
-    mappings, overrides,
+    tables: t.tables(),
   };
   const sc: Record<string, unknown> = {
     name: opt.name ?? 'live-guest',
@@ -157,7 +149,7 @@ export function buildScenarios(s: TableSnapshot, gvas: number[], opt: BuildOptio
   for (const [slot, list] of [...bySlot].sort((a, b) => a[0] - b[0])) {
     for (let k = 0; k < list.length; k += 4000) {
       const part = list.slice(k, k + 4000);
-      if (entries + cost(slot) > 4000 || vas.length + part.length > 4000) flush();
+      if (entries + cost(slot) > 200_000 || vas.length + part.length > 4000) flush();
       if (!slots.includes(slot)) { slots.push(slot); entries += cost(slot); }
       vas.push(...part);
     }

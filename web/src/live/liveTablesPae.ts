@@ -1,13 +1,12 @@
 /* PAE paging of the live guest (the -686-pae kernel): 4 PDPTEs loaded at CR3, 512-entry
  * directories and tables of 8-byte entries, 2 MiB pages. As in liveTables.ts the tables are
- * only read here and the engine does the walks; every entry the engine reads has the real
- * value except the address bits of non-leaf entries: the engine's allocator places the PDPT
- * at the start of the page that holds the real one (CR3 bits 31:12) and the directories and
- * tables after it. */
+ * only read here and handed to the engine as they are (guest.tables): the PDPT at the real
+ * CR3 (32-byte aligned inside its page), directories and tables at their real addresses,
+ * every entry with its real value; the engine does the walks. */
 import type { Scenario } from '../../../wasm-core/js/types';
 import type { CpuRegs } from './guestDriver';
 import type { BuildOptions } from './liveTables';
-import { hostSection } from './liveTables';
+import { hostSection, TableSet } from './liveTables';
 
 export interface PaeSnapshot {
   regs: CpuRegs;
@@ -18,7 +17,6 @@ export interface PaeSnapshot {
 }
 
 const hex = (n: number | bigint) => '0x' + n.toString(16);
-const M64 = (1n << 64n) - 1n;
 const ADDR = 0x000ffffffffff000n;
 
 function read64(mem: Uint8Array, addr: number, n: number): bigint[] {
@@ -55,40 +53,33 @@ export function mappedPagesPae(s: PaeSnapshot): { gva: number; size: number; use
   return out;
 }
 
-/** One scenario reproducing the 2 MiB regions (`va >>> 21`) that the gvas touch. */
+/** One scenario with the directory entries for the 2 MiB regions (`va >>> 21`) that the
+ * gvas touch and the tables they point to, all at their real addresses. */
 export function buildScenarioPae(s: PaeSnapshot, gvas: number[], opt: BuildOptions = { mode: 'native' }, slots?: number[]): Scenario {
   const want = slots ?? [...new Set(gvas.map((v) => v >>> 21))].sort((a, b) => a - b);
-  const mappings: Record<string, unknown>[] = [];
-  const overrides: Record<string, unknown>[] = [];
-  const exact = (gva: number, level: number, v: bigint) => overrides.push({ gva: hex(gva), level, set: hex(v), clear: hex(~v & M64) });
-  const flags = (gva: number, level: number, v: bigint) => { const f = 0x8000000000000fffn; overrides.push({ gva: hex(gva), level, set: hex(v & f), clear: hex(~v & f) }); };
-  const leaf = (gva: number, v: bigint, page: '4K' | '2M') => mappings.push({
-    gva: hex(gva), gpa: hex(v & 1n ? v & (page === '2M' ? 0x000fffffffe00000n : ADDR) : 0n), page,
-    writable: !!(v & 2n), user: !!(v & 4n), global: !!(v & 0x100n) });
-  const pdDone = new Set<number>();
+  const cr3 = s.regs.cr3 & 0xffffffe0;
+  const pdptFrame = BigInt(cr3 & 0xfffff000);
+  const first = (cr3 & 0xfe0) >>> 3;   // the PDPT's first entry in its page
+  const t = new TableSet();
+  s.pdpt.forEach((e, i) => t.add(pdptFrame, first + i, e));
   for (const slot of want) {
-    const i = slot >>> 9, j = slot & 511, base = slot * 0x200000;
+    const i = slot >>> 9, j = slot & 511;
     if (!(s.pdpt[i] & 1n)) continue;
+    const pdAddr = s.pdpt[i] & ADDR;
     const d = s.pds.get(i)![j];
-    const before = mappings.length;
-    if (d & 1n) {
-      if (d & 0x80n) { leaf(base, d, '2M'); exact(base, 2, d); }
-      else {
-        const pt = s.pts.get(slot)!;
-        let any = false;
-        pt.forEach((t, k) => { if (t || (!any && k === 511)) { leaf(base + k * 4096, t, '4K'); exact(base + k * 4096, 1, t); any = true; } });
-        flags(base, 2, d);
-      }
-    }
-    if (mappings.length === before) { leaf(base, 1n, '2M'); exact(base, 2, d); } // keep the directory, with the real (not-present) entry
-    if (!pdDone.has(i)) { pdDone.add(i); flags(base, 3, s.pdpt[i]); }
+    t.frame(pdAddr);
+    t.add(pdAddr, j, d);
+    if (!(d & 1n) || (d & 0x80n)) continue;
+    const ptAddr = d & ADDR;
+    t.frame(ptAddr);
+    s.pts.get(slot)!.forEach((e, k) => t.add(ptAddr, k, e));
   }
   const sc: Record<string, unknown> = {
     name: opt.name ?? 'live-guest-pae',
     description: opt.description ?? `The live v86 guest's PAE page tables (CR3 ${hex(s.regs.cr3)}), read from its memory.`,
     mode: opt.mode,
-    guest: { paging: 'pae', table_base: hex((s.regs.cr3 & 0xfffff000) >>> 0), cr0_wp: (s.regs.cr0 & 0x10000) !== 0, efer_nxe: false,
-      cr4_smep: (s.regs.cr4 & 0x100000) !== 0, cr4_smap: (s.regs.cr4 & 0x200000) !== 0, mappings, overrides },
+    guest: { paging: 'pae', cr3: hex(cr3 >>> 0), cr0_wp: (s.regs.cr0 & 0x10000) !== 0, efer_nxe: false,
+      cr4_smep: (s.regs.cr4 & 0x100000) !== 0, cr4_smap: (s.regs.cr4 & 0x200000) !== 0, tables: t.tables() },
     accesses: gvas.map((g) => ({ gva: hex(g >>> 0), op: 'read', user: opt.user ?? false })),
     ...hostSection(opt),
   };
@@ -103,7 +94,7 @@ export function buildScenariosPae(s: PaeSnapshot, gvas: number[], opt: BuildOpti
   let slots: number[] = [], vas: number[] = [], n = 0;
   const flush = () => { if (slots.length) out.push({ scenario: buildScenarioPae(s, vas, opt, slots), gvas: vas }); slots = []; vas = []; n = 0; };
   for (const [slot, list] of [...bySlot].sort((a, b) => a[0] - b[0])) {
-    if (n + cost(slot) > 3900 || vas.length + list.length > 4000) flush();
+    if (n + cost(slot) > 200_000 || vas.length + list.length > 4000) flush();
     slots.push(slot); n += cost(slot); vas.push(...list.slice(0, 4000));
   }
   flush();

@@ -49,7 +49,7 @@ export function compareScenario(mode: Mode, inp: CompareInput): Scenario {
   // Lazy filling shows the exits a flat table pays on first touch, as shadow paging does.
   if (mode === 'flat') s.flat = { guest_ram: '0x40000000', mappings: slots };
   if (mode === 'shadow') s.shadow = { mappings: slots };
-  if (mode === 'native') s.guest.mappings[0].gpa = hex(HOST_BASE + gpa);
+  if (mode === 'native') s.guest.mappings![0].gpa = hex(HOST_BASE + gpa);
   return s;
 }
 

@@ -94,8 +94,8 @@ export function Playground({ engine, text, onText, onRun, plainEditor }: Playgro
           {['native', 'ept', 'npt', 'flat', 'shadow'].map((m) => <option key={m}>{m}</option>)}</select></label>
         <label>{t('playground.paging')} <select value={scenario?.guest?.paging ?? '4level'} onChange={(e) => edit((s) => ({ ...s, guest: { ...s.guest, paging: e.target.value as Scenario['guest']['paging'] } }))}>
           {['4level', '5level', 'pae', '32bit', 'sunway'].map((m) => <option key={m}>{m}</option>)}</select></label>
-        <label>{t('playground.mappingGva')} <input value={m0?.gva ?? ''} spellCheck={false} onChange={(e) => edit((s) => { s.guest.mappings[0] = { ...s.guest.mappings[0], gva: e.target.value }; return s; })} disabled={!m0} /></label>
-        <label>{t('playground.toGpa')} <input value={m0?.gpa ?? ''} spellCheck={false} onChange={(e) => edit((s) => { s.guest.mappings[0] = { ...s.guest.mappings[0], gpa: e.target.value }; return s; })} disabled={!m0} /></label>
+        <label>{t('playground.mappingGva')} <input value={m0?.gva ?? ''} spellCheck={false} onChange={(e) => edit((s) => { s.guest.mappings![0] = { ...s.guest.mappings![0], gva: e.target.value }; return s; })} disabled={!m0} /></label>
+        <label>{t('playground.toGpa')} <input value={m0?.gpa ?? ''} spellCheck={false} onChange={(e) => edit((s) => { s.guest.mappings![0] = { ...s.guest.mappings![0], gpa: e.target.value }; return s; })} disabled={!m0} /></label>
         <label>{t('playground.accessGva')} <input value={a0?.gva ?? ''} spellCheck={false} onChange={(e) => edit((s) => { s.accesses[0] = { ...(s.accesses[0] as object), gva: e.target.value } as Scenario['accesses'][0]; return s; })} disabled={!a0?.gva} /></label>
         <label>{t('playground.op')} <select value={a0?.op ?? 'read'} disabled={!a0?.op} onChange={(e) => edit((s) => { s.accesses[0] = { ...(s.accesses[0] as object), op: e.target.value } as Scenario['accesses'][0]; return s; })}>
           {(['read', 'write', 'fetch'] as const).map((o) => <option key={o} value={o}>{t(`op.${o}`)}</option>)}</select></label>

@@ -225,7 +225,7 @@ describe('playground', () => {
 
   it('reports the engine\'s ScenarioError and keeps working', async () => {
     const s = structuredClone(EXAMPLES['ept-4k']);
-    s.guest.mappings[0].gva = '0x400001'; // schema-valid, but not 4 KiB aligned: the engine says so
+    s.guest.mappings![0].gva = '0x400001'; // schema-valid, but not 4 KiB aligned: the engine says so
     const { runs } = setup(JSON.stringify(s));
     await waitFor(() => expect(screen.queryByTestId('problems')).toBeNull());
     await act(async () => { await new Promise((r) => setTimeout(r, 50)); });
