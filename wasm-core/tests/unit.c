@@ -235,13 +235,13 @@ static void test_quick_table_tests(void)
                     for (uint64_t low = 0; low < 4096; low++) {
                         uint64_t e = high[h] | low;
                         int detail = 0;
-                        bool guest_table = (e & 1) && !x86_64_is_leaf(e, level) &&
+                        bool guest_is_table = (e & 1) && !x86_64_is_leaf(e, level) &&
                                            !x86_64_reserved(&s, e, level, false);
                         bool ept_table = ept_entry_check(&s, e, level, &detail) == NC_TABLE;
                         bool npt_table = npt_entry_check(&s, e, level, &detail) == NC_TABLE;
                         mismatches += ept_entry_is_table(ept, e, level) != ept_table;
                         mismatches += npt_entry_is_table(npt, e, level) != npt_table;
-                        mismatches += x86_64_is_table(guest, e, level) != guest_table;
+                        mismatches += x86_64_is_table(guest, e, level) != guest_is_table;
                         cases += 3;
                     }
         }
