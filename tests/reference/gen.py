@@ -72,7 +72,8 @@ class _Builder:
 
     # --- the scenario ----------------------------------------------------------------
 
-    def scenario(self) -> dict:
+    def pick_machine(self) -> None:
+        """Mode, guest paging, maxphyaddr and nested levels (the first draws of every seed)."""
         r = self.r
         self.mode = r.choice(["native", "ept", "npt"])
         self.paging = r.choice(["4level", "5level", "pae", "32bit"])
@@ -83,6 +84,10 @@ class _Builder:
         # Guest-physical width: a 4-level nested walk translates 48 bits.
         self.gpa_bits = self.M if not self.nested else min(self.M, 48 if self.levels == 4
                                                            else self.M)
+
+    def scenario(self) -> dict:
+        r = self.r
+        self.pick_machine()
         # Bit that overrides set to move an address into unused memory.
         self.gflip = 31 if self.paging == "32bit" else self.gpa_bits - 1
         self.hflip = self.M - 1
@@ -620,15 +625,7 @@ class _RawBuilder(_Builder):
 
     def scenario(self) -> dict:
         r = self.r
-        self.mode = r.choice(["native", "ept", "npt"])
-        self.paging = r.choice(["4level", "5level", "pae", "32bit"])
-        self.M = r.choice([36, 39, 40, 42, 46, 48, 52])
-        self.nested = self.mode != "native"
-        self.levels = r.choice([4, 5]) if self.nested else 0
-        self.top = rw.GUEST_TOP_LEVEL[self.paging]
-        # Guest-physical addresses stay below what a 4-level nested walk translates.
-        self.gpa_bits = self.M if not self.nested else min(self.M, 48 if self.levels == 4
-                                                           else self.M)
+        self.pick_machine()
         self.hflip = self.M - 1
         self.wide = self.paging != "32bit"
         self.esize = 8 if self.wide else 4
