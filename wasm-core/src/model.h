@@ -283,6 +283,8 @@ uint64_t x86_leaf_flags(const struct guest_map *g, uint64_t encoded, int level);
 /* translate.c: the events that change the address space or invalidate caches, and
  * what shadow.c shares with the walk */
 void pae_load_pdptes(machine *m);
+void switch_address_space(machine *m, uint32_t as);
+bool guest_entry_addr(machine *m, uint64_t gva, int level, uint64_t *egpa, uint64_t *hpa);
 void report_guest_fault(const machine *m, const vm_access *a, vm_result *r, int level, enum vm_reason reason,
                         uint64_t code);
 uint16_t tlb_rights(const machine *m, uint64_t leaf, bool rw, bool us, bool xd, unsigned nperms);

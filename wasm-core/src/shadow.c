@@ -373,33 +373,14 @@ void shadow_event(machine *m, const vm_access *a, vm_result *r)
                 m->pv_n = n;
             }
         }
-        m->asid = as;
-        m->cr3 = m->cr3s[as];
-        if (m->s->paging == PAGING_PAE)
-            pae_load_pdptes(m);
-        if (!m->s->pcid) {
-            if (m->tlb)
-                cache_flush(m->tlb);
-            if (m->gpwc)
-                cache_flush(m->gpwc);
-        }
+        switch_address_space(m, as);
         return;
     }
     /* OP_PTE_WRITE */
-    const guest_format *gf = m->gf;
-    int es = gf->entry_size;
-    uint64_t table = m->cr3, hpa = 0, egpa = 0;
-    for (int l = gf->build_levels; l >= (int)a->eptp_index; l--) {
-        egpa = table + (uint64_t)es * gf->index(a->gva, l);
-        if (!nested_lookup(m, egpa, &hpa))
-            return;
-        if (l == (int)a->eptp_index)
-            break;
-        uint64_t e = mem_read(&m->mem, hpa, es);
-        if (!(e & 1) || gf->is_leaf(m->s, e, l))
-            return;     /* nothing to write at that level: the guest would write elsewhere */
-        table = gf->table_addr(e);
-    }
+    int es = m->gf->entry_size;
+    uint64_t egpa, hpa;
+    if (!guest_entry_addr(m, a->gva, (int)a->eptp_index, &egpa, &hpa))
+        return;     /* nothing to write at that level: the guest would write elsewhere */
     if (wp_contains(m, egpa >> 12))
         vm_exit(m, r, EXIT_PT_WRITE);   /* the page is write-protected: exit, emulate, resync */
     uint64_t e = mem_read(&m->mem, hpa, es);

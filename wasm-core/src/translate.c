@@ -436,21 +436,47 @@ static bool tlb_lookup(machine *m, const vm_access *a, vm_result *r)
     return false;
 }
 
+/* mov cr3 to address space `as`: its CR3 (and PAE PDPTEs); without PCIDs a CR3 write
+ * flushes the TLB and the paging-structure caches. */
+void switch_address_space(machine *m, uint32_t as)
+{
+    m->asid = as;
+    m->cr3 = m->cr3s[as];
+    if (m->s->paging == PAGING_PAE)
+        pae_load_pdptes(m);
+    if (!m->s->pcid) {
+        if (m->tlb)
+            cache_flush(m->tlb);
+        if (m->gpwc)
+            cache_flush(m->gpwc);
+    }
+}
+
+/* Where the guest's level-`level` entry for gva lives (its gpa and the hpa it is stored
+ * at), following the guest tables from CR3; false when the path stops above that level
+ * (a table not present, a larger page, or a table outside guest memory). */
+bool guest_entry_addr(machine *m, uint64_t gva, int level, uint64_t *egpa, uint64_t *hpa)
+{
+    const guest_format *gf = m->gf;
+    uint64_t table = m->cr3;
+    for (int l = gf->build_levels;; l--) {
+        *egpa = table + (uint64_t)gf->entry_size * gf->index(gva, l);
+        if (!nested_lookup(m, *egpa, hpa))
+            return false;
+        if (l == level)
+            return true;
+        uint64_t e = mem_read(&m->mem, *hpa, gf->entry_size);
+        if (!(e & 1) || gf->is_leaf(m->s, e, l))
+            return false;
+        table = gf->table_addr(e);
+    }
+}
+
 static void cache_event(machine *m, const vm_access *a, vm_result *r)
 {
     r->outcome = OUT_OK;
     if (a->op == OP_MOV_CR3) {
-        m->asid = a->eptp_index;
-        m->cr3 = m->cr3s[m->asid];
-        if (m->s->paging == PAGING_PAE)
-            pae_load_pdptes(m);
-        /* without PCIDs a CR3 write flushes the TLB and the paging-structure caches */
-        if (!m->s->pcid) {
-            if (m->tlb)
-                cache_flush(m->tlb);
-            if (m->gpwc)
-                cache_flush(m->gpwc);
-        }
+        switch_address_space(m, a->eptp_index);
         return;
     }
     /* INVLPG: the page's TLB entries and (SDM 4.10.4.1) all paging-structure caches */
@@ -464,22 +490,12 @@ static void cache_event(machine *m, const vm_access *a, vm_result *r)
  * guest then invalidates the page as its kernel would. */
 static void pte_write(machine *m, const vm_access *a, vm_result *r)
 {
-    const guest_format *gf = m->gf;
-    uint64_t table = m->cr3, hpa = 0;
+    int es = m->gf->entry_size;
+    uint64_t egpa, hpa;
     r->outcome = OUT_OK;
-    for (int l = gf->build_levels; l >= (int)a->eptp_index; l--) {
-        uint64_t egpa = table + (uint64_t)gf->entry_size * gf->index(a->gva, l);
-        if (!nested_lookup(m, egpa, &hpa))
-            return;
-        uint64_t e = mem_read(&m->mem, hpa, gf->entry_size);
-        if (l == (int)a->eptp_index) {
-            mem_write_existing(&m->mem, hpa, gf->entry_size, (e & ~a->clear) | a->set);
-            break;
-        }
-        if (!(e & 1) || gf->is_leaf(m->s, e, l))
-            return;
-        table = gf->table_addr(e);
-    }
+    if (!guest_entry_addr(m, a->gva, (int)a->eptp_index, &egpa, &hpa))
+        return;
+    mem_write_existing(&m->mem, hpa, es, (mem_read(&m->mem, hpa, es) & ~a->clear) | a->set);
     vm_access inv = {.gva = a->gva, .op = OP_INVLPG};
     cache_event(m, &inv, r);
 }
