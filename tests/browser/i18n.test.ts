@@ -2,28 +2,14 @@
  * it boots) shows no English prose, apart from text marked lang="en" (engine, browser and
  * server messages, cited titles); the language survives a reload and the picker's choice is
  * remembered. Screenshots: tests/artifacts/i18n-<lang>-<view>.png. */
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
-import { launchChromium, serveApp } from './chromium';
+import type { Page } from 'playwright-core';
+import { appInChromium, ARTIFACTS } from './chromium';
 import { englishRuns } from '../../web/src/test/english';
 
-const artifacts = join(__dirname, '..', 'artifacts');
-let app: Awaited<ReturnType<typeof serveApp>>;
-let browser: Browser;
+const session = appInChromium();
 const errors: string[] = [];
-
-beforeAll(async () => {
-  app = await serveApp();
-  browser = await launchChromium();
-  mkdirSync(artifacts, { recursive: true });
-}, 60_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await app?.close();
-});
 
 /* What a reader sees: innerText of the page without lang="en" parts, plus titles and labels. */
 const visible = (page: Page) => page.evaluate(() => {
@@ -52,28 +38,28 @@ const READY: Record<string, string> = {
 describe.each(['ja', 'zh'])('the app in %s', (lang) => {
   let page: Page;
   beforeAll(async () => {
-    page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+    page = await session.browser.newPage({ viewport: { width: 1200, height: 900 } });
     page.on('pageerror', (e) => errors.push(e.message));
   });
   afterAll(async () => { await page.close(); });
 
   for (const [view, query] of VIEWS) {
     it(`${view}: no English prose`, async () => {
-      await page.goto(`${app.url}${query}&lang=${lang}`);
+      await page.goto(`${session.url}${query}&lang=${lang}`);
       await page.waitForSelector(READY[view], { timeout: view === 'live' ? 60_000 : 15_000 });
       if (view === 'live') await page.waitForTimeout(300);
       const { text, attrs } = await visible(page);
       expect(text.length).toBeGreaterThan(50);
       expect(englishRuns(text), `${lang} ${view}`).toEqual([]);
       expect(englishRuns(attrs, [/^(?:Home|End|Space)$/]), `${lang} ${view}: titles and labels`).toEqual([]);
-      await page.screenshot({ path: join(artifacts, `i18n-${lang}-${view}.png`), fullPage: true });
+      await page.screenshot({ path: join(ARTIFACTS, `i18n-${lang}-${view}.png`), fullPage: true });
     }, 90_000);
   }
 
   it('keeps the picked language across a reload without the URL parameter', async () => {
-    await page.goto(`${app.url}?example=ept-4k`);
+    await page.goto(`${session.url}?example=ept-4k`);
     await page.selectOption('select.ui-lang', lang);
-    await page.goto(`${app.url}?example=ept-4k`);
+    await page.goto(`${session.url}?example=ept-4k`);
     await page.waitForSelector('#counter');
     expect(await page.inputValue('select.ui-lang')).toBe(lang);
     expect(await page.evaluate(() => document.documentElement.lang)).toBe(lang === 'zh' ? 'zh-Hans' : 'ja');

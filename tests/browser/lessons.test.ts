@@ -1,36 +1,22 @@
 /* The Lessons tab in headless Chromium: the index, a lesson with its live walk, an
  * exercise checked by the engine in the page, the language switch kept in the URL. */
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
-import { launchChromium, serveApp } from './chromium';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { appInChromium, ARTIFACTS } from './chromium';
 
-const root = join(__dirname, '..', '..');
-const artifacts = join(root, 'tests', 'artifacts');
-let app: Awaited<ReturnType<typeof serveApp>>;
-let browser: Browser;
+const session = appInChromium();
 let page: Page;
-let url: string;
 const errors: string[] = [];
 
 beforeAll(async () => {
-  app = await serveApp();
-  url = app.url;
-  browser = await launchChromium();
-  page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+  page = await session.browser.newPage({ viewport: { width: 1100, height: 900 } });
   page.on('pageerror', (e) => errors.push(e.message));
-  mkdirSync(artifacts, { recursive: true });
-}, 60_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await app?.close();
 });
 
 describe('lessons tab', () => {
   it('lists the seven lessons and opens one with its live 2-D walk', async () => {
-    await page.goto(url + '?view=lessons&lang=en');
+    await page.goto(session.url + '?view=lessons&lang=en');
     await page.waitForSelector('.lessons-index');
     expect(await page.locator('.lessons-index li').count()).toBe(7);
     await page.getByRole('button', { name: 'EPT and NPT: the 2-D walk' }).click();
@@ -43,7 +29,7 @@ describe('lessons tab', () => {
     await expect.poll(async () => fig.locator('tr[aria-current="step"] td').first().textContent()).toBe('7');
     // glossary terms carry their definitions
     expect(await page.locator('abbr.term[data-term="eptp"]').getAttribute('title')).toMatch(/EPT pointer/);
-    await page.screenshot({ path: join(artifacts, 'lessons-ept-and-npt.png') });
+    await page.screenshot({ path: join(ARTIFACTS, 'lessons-ept-and-npt.png') });
   });
 
   it('checks an exercise with the engine in the page', async () => {
@@ -61,11 +47,11 @@ describe('lessons tab', () => {
     await page.selectOption('.lang-picker select', 'ja');
     await page.waitForSelector('article.lesson[lang="ja"]');
     expect(new URL(page.url()).searchParams.get('lang')).toBe('ja');
-    await page.screenshot({ path: join(artifacts, 'lessons-ept-and-npt-ja.png') });
+    await page.screenshot({ path: join(ARTIFACTS, 'lessons-ept-and-npt-ja.png') });
     await page.selectOption('.lang-picker select', 'en');
     await page.waitForSelector('article.lesson[lang="en"]');
     expect(await page.locator('article.lesson h1').first().textContent()).toContain('EPT and NPT');
-    await page.goto(url + '?view=lessons&lesson=vmfunc&lang=ja');
+    await page.goto(session.url + '?view=lessons&lesson=vmfunc&lang=ja');
     await page.waitForSelector('article.lesson');
     expect(await page.getByRole('note').textContent()).toContain('日本語');
     expect(errors).toEqual([]);

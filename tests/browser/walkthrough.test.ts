@@ -3,19 +3,15 @@
  * that step. Also keyboard control, shared URLs, a malformed scenario file, and a
  * screenshot of each view (tests/artifacts/walkthrough-*.png) for a human to look at. */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Browser, type Page } from 'playwright-core';
-import { launchChromium, serveApp } from './chromium';
+import { describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { appInChromium, ARTIFACTS } from './chromium';
 import type { Result } from '../../wasm-core/js/types';
 
 const root = join(__dirname, '..', '..');
-const artifacts = join(root, 'tests', 'artifacts');
 
-let app: Awaited<ReturnType<typeof serveApp>>;
-let browser: Browser;
-let url: string;
+const session = appInChromium();
 const pageErrors: string[] = [];
 
 function nativeRun(example: string): Result {
@@ -25,14 +21,14 @@ function nativeRun(example: string): Result {
 }
 
 async function open(query: string, width = 1200, height = 900, ready = '#counter'): Promise<Page> {
-  const page = await browser.newPage({ viewport: { width, height } });
+  const page = await session.browser.newPage({ viewport: { width, height } });
   page.on('pageerror', (e) => pageErrors.push(e.message));
-  await page.goto(url + query);
+  await page.goto(session.url + query);
   await page.waitForSelector(ready);
   return page;
 }
 
-const shot = (page: Page, name: string) => page.screenshot({ path: join(artifacts, `walkthrough-${name}.png`), fullPage: true });
+const shot = (page: Page, name: string) => page.screenshot({ path: join(ARTIFACTS, `walkthrough-${name}.png`), fullPage: true });
 
 /* What the page shows for the current step, read from the DOM. */
 async function shown(page: Page) {
@@ -63,17 +59,6 @@ function expectStep(s: Awaited<ReturnType<typeof shown>>, step: Result['accesses
   if (step.ref !== null) expect(s.cellText).toContain(String(step.ref));
 }
 
-beforeAll(async () => {
-  app = await serveApp();
-  url = app.url;
-  browser = await launchChromium();
-  mkdirSync(artifacts, { recursive: true });
-}, 60_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await app?.close();
-});
 
 describe('walkthrough app in Chromium', () => {
   it('steps through the 24-reference EPT walk exactly as the native CLI traces it', async () => {
@@ -175,20 +160,20 @@ describe('walkthrough app in Chromium', () => {
     const page = await open('?view=memory&example=ept-4k&access=0&step=9');
     expect(await page.locator('svg.memsvg g.frame.current').count()).toBe(1);
     await shot(page, 'memory-ept-4k');
-    await page.goto(url + '?view=compare');
+    await page.goto(session.url + '?view=compare');
     await page.waitForSelector('[data-testid="compare-view"] tr[data-mode="shadow"]');
     expect(await page.textContent('tr[data-mode="ept"] [data-field="refs"]')).toBe('24');
     await shot(page, 'compare');
-    await page.goto(url + '?example=caches-ept&access=2&step=3');
+    await page.goto(session.url + '?example=caches-ept&access=2&step=3');
     await page.waitForSelector('#counter');
     await shot(page, 'walk-caches');
-    await page.goto(url + '?example=shadow&access=0&step=3');
+    await page.goto(session.url + '?example=shadow&access=0&step=3');
     await page.waitForSelector('#counter');
     await shot(page, 'walk-shadow');
-    await page.goto(url + '?view=playground&example=vmfunc-gate');
+    await page.goto(session.url + '?view=playground&example=vmfunc-gate');
     await page.waitForSelector('.cm-editor');
     await shot(page, 'playground');
-    await page.goto(url + '?example=ept-4k&step=12');
+    await page.goto(session.url + '?example=ept-4k&step=12');
     await page.waitForSelector('#counter');
     await page.click('button.theme');
     expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe('dark');
@@ -200,7 +185,7 @@ describe('walkthrough app in Chromium', () => {
     // Usable at 360 px: nothing forces the page wider than the viewport.
     expect(await narrow.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(360);
     await shot(narrow, 'walk-360');
-    await narrow.goto(url + '?view=compare');
+    await narrow.goto(session.url + '?view=compare');
     await narrow.waitForSelector('[data-testid="compare-view"]');
     expect(await narrow.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(360);
     await shot(narrow, 'compare-360');
