@@ -56,7 +56,9 @@ void i18next.use(initReactI18next).init({
 
 /** A translate function as the pure model code takes it (views pass their hook's t). */
 export type T = (key: string, options?: Record<string, unknown>) => string;
-/** English, for code and tests that run without a language chosen. */
-export const tEn: T = (key, options) => i18next.getFixedT('en', 'views')(key, options ?? {}) as string;
+/** English from one namespace, for code and tests that run without a language chosen. */
+export const englishFor = (ns: Namespace): T => (key, options) => i18next.getFixedT('en', ns)(key, options ?? {}) as string;
+/** English from the views namespace (the model code's default). */
+export const tEn: T = englishFor('views');
 
 export default i18next;

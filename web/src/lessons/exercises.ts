@@ -2,7 +2,7 @@
  * link reproduces the exercise) and checked by running the engine on the generated
  * scenario. No answer is stored anywhere: the engine computes it when checking. */
 import type { Scenario, Result, Vmsim } from '../../../wasm-core/js/vmsim';
-import { tEn, type T } from '../i18n';
+import { englishFor, type T } from '../i18n';
 
 /** A sentence to say, as an i18next key (namespace `exercises`) with its values; a value
  * may itself be a Msg (a phrase said in the same language). */
@@ -10,7 +10,7 @@ export interface Msg { key: string; values?: Record<string, string | number | Ms
 const msg = (key: string, values?: Msg['values']): Msg => ({ key, values });
 
 /** The sentence in the language of `t` (a `t` for the exercises namespace; English by default). */
-export function say(m: Msg, t: T = (k, o) => tEn(`exercises:${k}`, o)): string {
+export function say(m: Msg, t: T = englishFor('exercises')): string {
   const values: Record<string, string | number> = {};
   for (const [k, v] of Object.entries(m.values ?? {})) values[k] = typeof v === 'object' ? say(v, t) : v;
   return t(m.key, values);

@@ -2,11 +2,11 @@
  * the hypervisor / EPT/NPT values), in the page's language. extract.mjs keeps English: the
  * class server stores its summary and writes it to the CSV export, so the page translates
  * those values when it shows them, never the data. */
-import i18n, { type T } from '../i18n';
+import { englishFor, type T } from '../i18n';
 import { GROUPS, METRICS, type GroupKey, type MetricKey } from './extract.mjs';
 
 /** English from the results namespace, for code and tests that run without a language. */
-export const tEn: T = (key, options) => i18n.getFixedT('en', 'results')(key, options ?? {}) as string;
+export const tEn: T = englishFor('results');
 
 export const metricLabel = (t: T, k: MetricKey) => t(`metrics.${k}`, { defaultValue: METRICS[k].label });
 export const metricUnit = (t: T, k: MetricKey) => t(`units.${METRICS[k].unit}`, { defaultValue: METRICS[k].unit });
