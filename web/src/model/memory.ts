@@ -1,7 +1,7 @@
 /* Which host frames a trace touches and in what role. Derived from the steps alone, so
  * the memory view draws what the engine reported, never a guess at the layout. */
 import type { AccessResult, Result, Step } from '../../../wasm-core/js/types';
-import { hexToBig } from './decode';
+import { hexToBig, tableOf } from './decode';
 import { tEn, type T } from '../i18n';
 
 export type FrameRole = 'guest' | 'nested' | 'shadow' | 'flat' | 'eptp' | 'data';
@@ -17,11 +17,7 @@ export interface Frame {
 }
 
 export function stepRole(step: Step, mode: string): FrameRole {
-  if (step.kind === 'eptp_list') return 'eptp';
-  if (step.dim === 'guest') return 'guest';
-  if (mode === 'shadow') return 'shadow';
-  if (mode === 'flat') return 'flat';
-  return 'nested';
+  return step.kind === 'eptp_list' ? 'eptp' : tableOf(step, mode);
 }
 
 /** Steps that touch no frame: a cache answered (its entry_hpa is 0x0) or the CPU exited. */
