@@ -96,17 +96,20 @@ static uint32_t shadow_index(const machine *m, uint64_t gva, int level)
     return level == 3 ? (uint32_t)(gva >> 30) & 3u : (uint32_t)(gva >> (12 + 9 * (level - 1))) & 511u;
 }
 
-/* Bytes one shadow entry at `level` maps. */
-static uint64_t shadow_span(const machine *m, int level)
+/* log2 of the bytes one entry at `level` maps: in the guest's format, and in the shadow's. */
+static int guest_shift(const guest_format *gf, int level)
 {
-    const guest_format *gf = m->gf;
-    return pae_shadow(m) ? 1ull << (12 + 9 * (level - 1)) : 1ull << (gf->page_shift + gf->index_bits * (level - 1));
+    return gf->page_shift + gf->index_bits * (level - 1);
+}
+
+static int shadow_shift(const machine *m, int level)
+{
+    return pae_shadow(m) ? 12 + 9 * (level - 1) : guest_shift(m->gf, level);
 }
 
 static uint64_t shadow_pwc_key(const machine *m, uint64_t gva, int level)
 {
-    uint64_t span = shadow_span(m, level);
-    return ((uint64_t)level << 58) | (gva / span);
+    return ((uint64_t)level << 58) | (gva >> shadow_shift(m, level));
 }
 
 static void step(vm_result *r, vm_step st)
@@ -320,13 +323,12 @@ void shadow_translate(machine *m, const vm_access *a, vm_result *r)
  * shadow a 32-bit guest's directory entry (4 MiB) stood for two shadow ones (2 MiB). */
 static void zap(machine *m, uint64_t gva, int level)
 {
-    const guest_format *gf = m->gf;
-    uint64_t span = 1ull << (gf->page_shift + gf->index_bits * (level - 1));
+    uint64_t span = 1ull << guest_shift(m->gf, level);
     int sl = level;
-    while (sl > 1 && shadow_span(m, sl) > span)
+    while (sl > 1 && shadow_shift(m, sl) > guest_shift(m->gf, level))
         sl--;
     uint64_t base = gva & ~(span - 1);
-    for (uint64_t va = base; va - base < span; va += shadow_span(m, sl)) {
+    for (uint64_t va = base; va - base < span; va += 1ull << shadow_shift(m, sl)) {
         for (uint32_t as = 0; as < m->s->address_spaces; as++) {
             uint64_t table = m->sroot[as];
             for (int l = shadow_top(m); l >= sl; l--) {
