@@ -65,10 +65,11 @@ export function App({ engine }: { engine: Vmsim }) {
 
   // The scenario on show: an inline one from the playground/compare, or a bundled example.
   const scenarioText = url.scenario ?? JSON.stringify(EXAMPLES[url.example] ?? EXAMPLES['ept-4k'], null, 2);
-  const run = useMemo((): { result: Result | null; error: string | null; detail?: string } => {
-    if (!url.scenario && !EXAMPLES[url.example]) return { result: null, error: tv('app.noExample', { name: url.example }) };
-    try { return { result: engine.run(scenarioText), error: null }; } catch (e) { return { result: null, error: tv('app.rejected'), detail: (e as Error).message }; }
-  }, [engine, scenarioText, url.scenario, url.example, tv]);
+  // The run does not depend on the language: the error is a key, put into words when shown.
+  const run = useMemo((): { result: Result | null; error: 'noExample' | 'rejected' | null; detail?: string } => {
+    if (!url.scenario && !EXAMPLES[url.example]) return { result: null, error: 'noExample' };
+    try { return { result: engine.run(scenarioText), error: null }; } catch (e) { return { result: null, error: 'rejected', detail: (e as Error).message }; }
+  }, [engine, scenarioText, url.scenario, url.example]);
   const result = run.result;
   const accessIndex = result ? Math.min(url.access, Math.max(0, result.accesses.length - 1)) : 0;
   const access = result?.accesses[accessIndex] ?? null;
@@ -184,7 +185,7 @@ export function App({ engine }: { engine: Vmsim }) {
           <>
             {picker}
             {description && <p className="desc">{scenarioDescription(EXAMPLES[url.example], url.example, tv)}</p>}
-            {run.error && <p className="error" role="alert">{run.error}{run.detail && <> <span lang="en">{run.detail}</span></>}</p>}
+            {run.error && <p className="error" role="alert">{tv(`app.${run.error}`, { name: url.example })}{run.detail && <> <span lang="en">{run.detail}</span></>}</p>}
             {result && access && (
               <>
                 {controls}

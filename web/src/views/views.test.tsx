@@ -16,6 +16,8 @@ import { Playground } from './Playground';
 import { Controls } from './Controls';
 import { App } from '../App';
 import { DEFAULT_COMPARE } from '../model/compare';
+import { parseUrl, toSearch } from '../model/url';
+import i18n from '../i18n';
 
 let engine: Vmsim;
 let runs: Record<string, Result> = {};
@@ -272,5 +274,25 @@ describe('controls and keyboard in the app', () => {
     const bar = screen.getByRole('toolbar');
     expect((within(bar).getByLabelText('step back (←)') as HTMLButtonElement).disabled).toBe(true);
     expect((within(bar).getByLabelText('step forward (→)') as HTMLButtonElement).disabled).toBe(false);
+  });
+
+  it('says what is wrong with an unknown example or a scenario the engine rejects, and switching language does not run it again', async () => {
+    history.replaceState(null, '', '/?example=no-such-example');
+    const { unmount } = render(<App engine={engine} />);
+    expect(screen.getByRole('alert').textContent).toBe('There is no example called "no-such-example". Pick one from the list.');
+    unmount();
+    const bad = { ...EXAMPLES['ept-4k'], mode: 'npt', nested: { ...EXAMPLES['ept-4k'].nested!, ad: true } };
+    history.replaceState(null, '', toSearch({ ...parseUrl(''), scenario: JSON.stringify(bad) }));
+    let runs = 0;
+    const counting = { ...engine, version: engine.version, run: (x: Parameters<Vmsim['run']>[0]) => { runs++; return engine.run(x); } } as Vmsim;
+    render(<App engine={counting} />);
+    const alert = screen.getByRole('alert');
+    expect(alert.textContent).toMatch(/^The engine rejected this scenario: /);
+    expect(alert.querySelector('[lang="en"]')!.textContent).toMatch(/nested\.ad/);
+    const before = runs;
+    await act(async () => { await i18n.changeLanguage('ja'); });
+    expect(screen.getByRole('alert').textContent).toMatch(/^エンジンがこのシナリオを受け付けませんでした/);
+    expect(runs).toBe(before);
+    await act(async () => { await i18n.changeLanguage('en'); });
   });
 });
