@@ -5,18 +5,25 @@ import type { Scenario, Result, Vmsim } from '../../../wasm-core/js/vmsim';
 import { englishFor, type T } from '../i18n';
 
 /** A sentence to say, as an i18next key (namespace `exercises`) with its values; a value
- * may itself be a Msg (a phrase said in the same language). */
-export interface Msg { key: string; values?: Record<string, string | number | Msg> }
+ * may itself be a Msg (a phrase said in the same language) or a list of them (said one
+ * after the other, numbered, with the language's separator). */
+export interface Msg { key: string; values?: Record<string, string | number | Msg | Msg[]> }
 const msg = (key: string, values?: Msg['values']): Msg => ({ key, values });
 
 /** The sentence in the language of `t` (a `t` for the exercises namespace; English by default). */
 export function say(m: Msg, t: T = englishFor('exercises')): string {
   const values: Record<string, string | number> = {};
-  for (const [k, v] of Object.entries(m.values ?? {})) values[k] = typeof v === 'object' ? say(v, t) : v;
+  for (const [k, v] of Object.entries(m.values ?? {})) {
+    values[k] = Array.isArray(v) ? v.map((x, i) => t('item', { n: i + 1, what: say(x, t) })).join(t('sep'))
+      : typeof v === 'object' ? say(v, t) : v;
+  }
   return t(m.key, values);
 }
 
-export type ExerciseKind = 'compute-hpa' | 'count-refs' | 'predict-exit' | 'predict-bits' | 'flat-table-size' | 'which-wins';
+export type ExerciseKind = 'compute-hpa' | 'count-refs' | 'predict-exit' | 'predict-bits' | 'flat-table-size' | 'which-wins'
+  | 'shadow-exits' | 'flat-walk' | 'vmfunc-switch' | 'cache-hits';
+export const EXERCISE_KINDS: ExerciseKind[] = ['compute-hpa', 'count-refs', 'predict-exit', 'predict-bits', 'flat-table-size', 'which-wins',
+  'shadow-exits', 'flat-walk', 'vmfunc-switch', 'cache-hits'];
 
 export interface ExerciseSpec {
   kind: ExerciseKind;
@@ -35,6 +42,10 @@ export interface Exercise {
   scenarios: Scenario[];
   /** Turns the engine's results into the expected answer, as the learner would write it. */
   expected: (results: Result[]) => string;
+  /** Which access of the first scenario the walk shown after checking is (default 0). */
+  walkAccess?: number;
+  /** The variant of a kind that asks several questions (for tests and the page's data-variant). */
+  variant?: string;
 }
 
 export interface Verdict {
@@ -232,7 +243,7 @@ function whichWins(spec: ExerciseSpec, seed: number): Exercise {
   }) as unknown as Scenario);
   const story = ['mcf', 'gcc', 'memcached'].includes(workload) ? msg(`whichWins.story.${workload}`) : workload;
   return {
-    spec, seed, scenarios, input: { type: 'choice', choices: modes },
+    spec, seed, scenarios, input: { type: 'choice', choices: modes }, walkAccess: accesses.length - 1,
     prompt: msg('whichWins.prompt', { story }),
     hint: msg('whichWins.hint'),
     expected: (results) => {
@@ -245,6 +256,201 @@ function whichWins(spec: ExerciseSpec, seed: number): Exercise {
   };
 }
 
+
+/* The events of a sequence exercise, as the engine takes them and as the prompt says them. */
+const PAGE = (base: bigint, i: number) => hex(base + BigInt(i) * 4096n);
+type Ev = { access: Scenario['accesses'][number]; words: Msg };
+const evRead = (gva: string): Ev => ({ access: { gva, op: 'read' }, words: msg('ev.read', { gva }) });
+const evWrite = (gva: string): Ev => ({ access: { gva, op: 'write' }, words: msg('ev.write', { gva }) });
+const lastIsAccess = (evs: Ev[]) => { const a = evs[evs.length - 1]?.access; return !!a && 'gva' in a && 'op' in a; };
+
+/** Shadow paging: which events exit (hidden page faults, guest page-table writes, mov cr3
+ * outside the CR3-target values) and what a shadow walk costs. The guest maps three pages;
+ * its page-table writes change a bit the MMU ignores (bit 9), so only the resync is taught. */
+function shadowExits(spec: ExerciseSpec, seed: number): Exercise {
+  const r = rng(seed);
+  const variant = pick(r, ['exits', 'refs'] as const);
+  const spaces = pick(r, [2, 3]);
+  const targets = pick(r, [0, 1, 2]);
+  const n = 5 + Math.floor(r() * 3);
+  const evs: Ev[] = [];
+  let cur = 0;
+  for (let i = 0; i < n; i++) {
+    const k = r();
+    const gva = PAGE(0x400000n, Math.floor(r() * 3));
+    if (k < 0.42) evs.push(evRead(gva));
+    else if (k < 0.6) evs.push(evWrite(gva));
+    else if (k < 0.78) {
+      const set = r() < 0.5;
+      evs.push({ access: { pte_write: { gva, level: 1, ...(set ? { set: '0x200' } : { clear: '0x200' }) } }, words: msg('ev.pteWrite', { gva }) });
+    } else {
+      const to = (cur + 1 + Math.floor(r() * (spaces - 1))) % spaces;
+      cur = to;
+      evs.push({ access: { mov_cr3: to }, words: msg('ev.movCr3', { n: to }) });
+    }
+  }
+  if (variant === 'refs' && !lastIsAccess(evs)) evs.push(evRead(PAGE(0x400000n, Math.floor(r() * 3))));
+  const s = {
+    name: `exercise-shadow-${seed}`, mode: 'shadow',
+    guest: { paging: '4level', address_spaces: spaces, mappings: [{ gva: '0x400000', gpa: '0x200000', pages: 3 }] },
+    shadow: { mappings: [{ gpa: '0x0', hpa: '0x80000000', pages: 1024 }], cr3_targets: targets },
+    accesses: evs.map((e) => e.access),
+  } as Scenario;
+  return {
+    spec, seed, variant, scenarios: [s], input: { type: 'number' }, walkAccess: evs.length - 1,
+    prompt: msg(`shadowExits.${variant}`, {
+      setup: msg('shadowExits.setup', { spaces, targets: targets ? msg('shadowExits.targets', { targets }) : msg('shadowExits.noTargets') }),
+      events: evs.map((e) => e.words),
+    }),
+    hint: msg('shadowExits.hint'),
+    expected: ([res]) => String(variant === 'exits'
+      ? res.accesses.reduce((c, a) => c + a.exits, 0)
+      : res.accesses[res.accesses.length - 1].memory_refs),
+  };
+}
+
+/** Flat nested tables: the references and exits of a walk through a lazily filled flat
+ * table, and which fault a bad address gives (a guest #PF or a flat-table miss that the
+ * VMM cannot fill). */
+function flatWalk(spec: ExerciseSpec, seed: number): Exercise {
+  const r = rng(seed);
+  const variant = pick(r, ['refs', 'exits', 'outcome'] as const);
+  const sunway = r() < 0.5;
+  const page = sunway ? 8192n : 4096n;
+  const at = (base: bigint, i: number) => hex(base + BigInt(i) * page);
+  const guestPage = sunway ? { page: '8K' as const } : {};
+  const paging = sunway ? 'sunway' : '4level';
+  if (variant === 'outcome') {
+    const target = pick(r, ['inside', 'outside', 'unmapped'] as const);
+    const gva = target === 'inside' ? at(0x400000n, Math.floor(r() * 2)) : target === 'outside' ? at(0x600000n, Math.floor(r() * 2)) : at(0x800000n, Math.floor(r() * 4));
+    const s = {
+      name: `exercise-flat-outcome-${seed}`, mode: 'flat',
+      guest: { paging, mappings: [{ gva: '0x400000', gpa: '0x200000', pages: 2, ...guestPage }, { gva: '0x600000', gpa: '0x3000000', pages: 2, ...guestPage }] },
+      flat: { guest_ram: '0x40000000', prefill: true, mappings: [{ gpa: '0x0', hpa: '0x80000000', pages: sunway ? 512 : 1024 }] },
+      accesses: [{ gva, op: 'read' }],
+    } as Scenario;
+    return {
+      spec, seed, variant, scenarios: [s], input: { type: 'choice', choices: ['ok', 'guest_page_fault', 'flat_fault'] },
+      prompt: msg('flatWalk.outcome', { guest: msg(sunway ? 'flatWalk.sunway' : 'flatWalk.x86'), gva }),
+      hint: msg('flatWalk.hintOutcome'),
+      expected: ([res]) => res.accesses[0].outcome,
+    };
+  }
+  const before = Math.floor(r() * 3);
+  const evs: Ev[] = [];
+  for (let i = 0; i < before; i++) evs.push(evRead(at(0x400000n, Math.floor(r() * 4))));
+  evs.push(evRead(at(0x400000n, Math.floor(r() * 4))));
+  const s = {
+    name: `exercise-flat-walk-${seed}`, mode: 'flat',
+    guest: { paging, mappings: [{ gva: '0x400000', gpa: '0x200000', pages: 4, ...guestPage }] },
+    flat: { guest_ram: '0x40000000', mappings: [{ gpa: '0x0', hpa: '0x80000000', pages: sunway ? 512 : 1024 }] },
+    accesses: evs.map((e) => e.access),
+  } as Scenario;
+  return {
+    spec, seed, variant, scenarios: [s], input: { type: 'number' }, walkAccess: evs.length - 1,
+    prompt: msg(`flatWalk.${variant}`, { guest: msg(sunway ? 'flatWalk.sunway' : 'flatWalk.x86'), events: evs.map((e) => e.words) }),
+    hint: msg('flatWalk.hint'),
+    expected: ([res]) => {
+      const last = res.accesses[res.accesses.length - 1];
+      return String(variant === 'refs' ? last.memory_refs : last.exits);
+    },
+  };
+}
+
+/* VMFUNC answers as choices: a switch, the three reasons of exit 59, #UD. */
+const VMFUNC_CHOICES = ['switched', 'exit59_range', 'exit59_invalid', 'exit59_function', 'ud'];
+const VMFUNC_REASON: Record<string, string> = { index_out_of_range: 'exit59_range', invalid_eptp: 'exit59_invalid', function_disabled: 'exit59_function' };
+function vmfuncChoice(a: Result['accesses'][number]): string {
+  if (a.outcome === 'ok') return 'switched';
+  if (a.outcome === 'invalid_opcode') return 'ud';
+  return VMFUNC_REASON[(a.fault as { reason: string } | null)?.reason ?? ''] ?? a.outcome;
+}
+
+/** VMFUNC and EPTP switching: the EPTP index after a sequence of switches (failed ones
+ * leave it unchanged), which accesses exit (the object is mapped only in the gate's
+ * EPT), and what one VMFUNC does (switch, exit 59 for one of three reasons, #UD). */
+function vmfuncSwitch(spec: ExerciseSpec, seed: number): Exercise {
+  const r = rng(seed);
+  const variant = pick(r, ['index', 'exits', 'outcome'] as const);
+  const base = (enabled: boolean, accesses: Scenario['accesses']): Scenario => ({
+    name: `exercise-vmfunc-${seed}`, mode: 'ept',
+    guest: { paging: '4level', mappings: [{ gva: '0x400000', gpa: '0x200000' }, { gva: '0x500000', gpa: '0x300000' }] },
+    nested: {
+      mappings: [{ gpa: '0x0', hpa: '0x80000000', pages: 768 }],
+      ...(enabled ? {
+        vmfunc: true,
+        eptp_list: [{ mappings: [{ gpa: '0x0', hpa: '0x80000000', pages: 769 }] }, { mappings: [{ gpa: '0x0', hpa: '0x80000000', pages: 768 }] }],
+      } : {}),
+    },
+    accesses,
+  });
+  const setup = msg('vmfuncSwitch.setup');
+  const vmf = (n: number): Ev => ({ access: { vmfunc: n }, words: msg('ev.vmfunc', { n }) });
+  const indices = [0, 1, 2, 3, 7, 512, 600];
+  if (variant === 'outcome') {
+    const enabled = r() < 0.8;
+    const fn = r() < 0.2 ? 1 : 0;
+    const n = pick(r, indices);
+    const s = base(enabled, [{ vmfunc: n, ...(fn ? { function: fn } : {}) }]);
+    return {
+      spec, seed, variant, scenarios: [s], input: { type: 'choice', choices: VMFUNC_CHOICES },
+      prompt: msg('vmfuncSwitch.outcome', { setup, enabled: msg(enabled ? 'vmfuncSwitch.enabled' : 'vmfuncSwitch.disabled'), fn, n }),
+      hint: msg('vmfuncSwitch.hint'),
+      expected: ([res]) => vmfuncChoice(res.accesses[0]),
+    };
+  }
+  const evs: Ev[] = [];
+  const n = 4 + Math.floor(r() * 3);
+  for (let i = 0; i < n; i++) {
+    if (variant === 'exits' && r() < 0.5) evs.push(evRead(r() < 0.7 ? '0x500000' : '0x400000'));
+    else evs.push(vmf(pick(r, indices)));
+  }
+  const s = base(true, evs.map((e) => e.access));
+  return {
+    spec, seed, variant, scenarios: [s], input: { type: 'number' }, walkAccess: evs.length - 1,
+    prompt: msg(`vmfuncSwitch.${variant}`, { setup, events: evs.map((e) => e.words) }),
+    hint: msg('vmfuncSwitch.hint'),
+    expected: ([res]) => String(variant === 'index'
+      ? res.accesses[res.accesses.length - 1].eptp_index
+      : res.accesses.reduce((c, a) => c + a.exits, 0)),
+  };
+}
+
+/** Caching the walk: TLB hits over a sequence, and for the last access its references,
+ * nested-TLB hits and page-walk-cache hits, under EPT with the x86 server's caches. */
+function cacheHits(spec: ExerciseSpec, seed: number): Exercise {
+  const r = rng(seed);
+  const variant = pick(r, ['tlb', 'refs', 'ntlb', 'pwc'] as const);
+  const n = 4 + Math.floor(r() * 4);
+  const evs: Ev[] = [];
+  for (let i = 0; i < n; i++) {
+    const gva = PAGE(0x400000n, Math.floor(r() * 4));
+    const k = r();
+    if (k < 0.6) evs.push(evRead(gva));
+    else if (k < 0.85) evs.push(evWrite(gva));
+    else evs.push({ access: { invlpg: gva }, words: msg('ev.invlpg', { gva }) });
+  }
+  if (!lastIsAccess(evs)) evs.push(evRead(PAGE(0x400000n, Math.floor(r() * 4))));
+  const s: Scenario = {
+    name: `exercise-caches-${seed}`, mode: 'ept',
+    guest: { paging: '4level', mappings: [{ gva: '0x400000', gpa: '0x200000', pages: 4 }] },
+    nested: { mappings: [{ gpa: '0x0', hpa: '0x80000000', pages: 1024 }] },
+    caches: { preset: 'x86-server' },
+    accesses: evs.map((e) => e.access),
+  };
+  return {
+    spec, seed, variant, scenarios: [s], input: { type: 'number' }, walkAccess: evs.length - 1,
+    prompt: msg(`cacheHits.${variant}`, { setup: msg('cacheHits.setup'), events: evs.map((e) => e.words) }),
+    hint: msg('cacheHits.hint'),
+    expected: ([res]) => {
+      const last = res.accesses[res.accesses.length - 1];
+      if (variant === 'tlb') return String(res.accesses.filter((a) => a.cache?.tlb === 'hit').length);
+      if (variant === 'refs') return String(last.memory_refs);
+      return String(variant === 'ntlb' ? last.cache?.ntlb_hits ?? 0 : last.cache?.pwc_hits ?? 0);
+    },
+  };
+}
+
 const GENERATORS: Record<ExerciseKind, (spec: ExerciseSpec, seed: number) => Exercise> = {
   'compute-hpa': computeHpa,
   'count-refs': countRefs,
@@ -252,6 +458,10 @@ const GENERATORS: Record<ExerciseKind, (spec: ExerciseSpec, seed: number) => Exe
   'predict-bits': predictBits,
   'flat-table-size': flatTableSize,
   'which-wins': whichWins,
+  'shadow-exits': shadowExits,
+  'flat-walk': flatWalk,
+  'vmfunc-switch': vmfuncSwitch,
+  'cache-hits': cacheHits,
 };
 
 export function generate(spec: ExerciseSpec, seed: number): Exercise {
@@ -274,9 +484,18 @@ function normalise(input: Exercise['input'], answer: string): string {
 }
 
 /** Runs the engine on the exercise's scenarios and compares with the learner's answer. */
-export function check(engine: Vmsim, ex: Exercise, answer: string): Verdict {
+export function check(engine: Pick<Vmsim, 'run'>, ex: Exercise, answer: string): Verdict {
   const results = ex.scenarios.map((s) => engine.run(s));
   const expected = ex.expected(results);
   const accepted = expected.split(' or ').map((e) => normalise(ex.input, e));
   return { correct: accepted.includes(normalise(ex.input, answer)), expected, results };
+}
+
+/** Whether an answer is there to check at all (blank, or a number field that is not a number). */
+export function answered(ex: Exercise, answer: string): boolean {
+  const a = answer.trim();
+  if (!a) return false;
+  if (ex.input.type === 'number') return /^\d+$/.test(a);
+  if (ex.input.type === 'hex') return /^(0x)?[0-9a-f]+$/i.test(a);
+  return ex.input.choices.includes(a);
 }
