@@ -13,7 +13,8 @@ const lessonsDir = join(root, 'lessons');
 const vmsim = process.env.VMSIM ?? join(root, 'wasm-core', 'build', 'vmsim');
 const ajv = new Ajv({ allErrors: true });
 const validate = ajv.compile(JSON.parse(readFileSync(join(root, 'wasm-core', 'schema', 'scenario.schema.json'), 'utf8')));
-const EXERCISE_KINDS = ['compute-hpa', 'count-refs', 'predict-exit', 'predict-bits', 'which-wins', 'flat-table-size'];
+const EXERCISE_KINDS = ['compute-hpa', 'count-refs', 'predict-exit', 'predict-bits', 'which-wins', 'flat-table-size',
+  'shadow-exits', 'flat-walk', 'vmfunc-switch', 'cache-hits'];
 
 function lessons(lang: string) {
   const dir = join(lessonsDir, lang);
