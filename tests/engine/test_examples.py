@@ -88,6 +88,18 @@ EXPECT = {
     # upper entry, so after the first nested walk (4 reads) each guest table's gpa costs
     # 1 read (the nested PDE cache hit leaves the PTE); the data gpa 0x200000 sits under
     # another nested PDE (PDPTE cache hit, 2 reads): 4+1 + 3x(1+1) + 2 = 13.
+    # EPTP-tagged caches: VMFUNC flushes nothing. EPT 1's nested caches start empty: the
+    # guest PDE cache (gpa-valued, not tagged) leaves 1 guest read, the PT page gpa 0x103000
+    # takes a 4-level nested walk, the object's gpa 0x300000 a nested PDPTE-cache hit + 2.
+    "vmfunc-tlb": [
+        ("ok", 13, {"cache.tlb": "miss", "eptp_index": 0}),
+        ("ok", 1, {"eptp_index": 1, "exits": 0}),
+        ("ok", 1 + 4 + 2, {"cache.tlb": "miss", "hpa": "0x80300000"}),
+        ("ok", 1, {"eptp_index": 0}),
+        ("ok", 0, {"cache.tlb": "hit", "eptp_index": 0}),      # the entry EPT 0 left is still there
+        ("ok", 1, {"eptp_index": 1}),
+        ("ok", 0, {"cache.tlb": "hit", "hpa": "0x80300000"}),
+    ],
     "caches-ept": [
         ("ok", 13, {"cache.tlb": "miss", "cache.pwc_hits": 4}),
         ("ok", 0, {"cache.tlb": "hit", "hpa": "0x80200008"}),

@@ -9,12 +9,11 @@ import { accessLabel } from './model/decode';
 import { EXAMPLES, EXAMPLE_NAMES, scenarioDescription } from './model/examples';
 import { parseUrl, toSearch, type UrlState, type View } from './model/url';
 import { CachePanel } from './views/CachePanel';
-import { CompareView } from './views/CompareView';
 import { Controls } from './views/Controls';
 import { MemoryView } from './views/MemoryView';
-import { Playground } from './views/Playground';
 import { EntryPanel, WalkView } from './views/WalkView';
 import { ResultsTab } from './results/ResultsTab';
+import { stepAction, stepTo } from './views/keys';
 import { useTranslation } from 'react-i18next';
 import { LANG_NAMES, saveLang, savedLang } from './i18n';
 import { LANGS, type Lang } from './lessons/content';
@@ -23,18 +22,16 @@ import { LANGS, type Lang } from './lessons/content';
 const LiveView = lazy(() => import('./live/LiveView'));
 // Lessons bring Markdown, KaTeX and i18next: also loaded on first use.
 const LessonsTab = lazy(() => import('./lessons/LessonsTab'));
+// Not on the first view: the compare tab and the VMFUNC panel load when they are shown.
+const CompareView = lazy(() => import('./views/CompareView'));
+const VmfuncPanel = lazy(() => import('./views/VmfuncPanel'));
+const Playground = lazy(() => import('./views/Playground'));
 
 const TABS: [View, string][] = [['walk', 'Walk'], ['memory', 'Memory'], ['compare', 'Compare'], ['playground', 'Playground'], ['results', 'Results'], ['live', 'Live guest'], ['lessons', 'Lessons']];
 
 type Theme = 'light' | 'dark' | null;
 function initialTheme(): Theme {
   try { const t = localStorage.getItem('vmemlab-theme'); return t === 'light' || t === 'dark' ? t : null; } catch { return null; }
-}
-
-function isTyping(t: EventTarget | null): boolean {
-  const el = t as HTMLElement | null;
-  if (!el || !el.tagName) return false;
-  return /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName) || el.isContentEditable || !!el.closest?.('.cm-editor');
 }
 
 export function App({ engine }: { engine: Vmsim }) {
@@ -71,6 +68,8 @@ export function App({ engine }: { engine: Vmsim }) {
     try { return { result: engine.run(scenarioText), error: null }; } catch (e) { return { result: null, error: 'rejected', detail: (e as Error).message }; }
   }, [engine, scenarioText, url.scenario, url.example]);
   const result = run.result;
+  // A scenario with EPTP switching (or VMCALLs) gets the VMFUNC panel: the list, the index, the cost.
+  const usesVmfunc = !!result && result.accesses.some((a) => a.op === 'vmfunc' || a.op === 'vmcall');
   const accessIndex = result ? Math.min(url.access, Math.max(0, result.accesses.length - 1)) : 0;
   const access = result?.accesses[accessIndex] ?? null;
   const total = access?.steps.length ?? 0;
@@ -97,17 +96,13 @@ export function App({ engine }: { engine: Vmsim }) {
 
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
-      if (e.altKey || e.ctrlKey || e.metaKey || isTyping(e.target)) return;
       if (url.view !== 'walk' && url.view !== 'memory') return;
-      const k = e.key;
-      if (k === 'ArrowRight') goStep(step + 1);
-      else if (k === 'ArrowLeft') goStep(step - 1);
-      else if (k === 'Home') goStep(0);
-      else if (k === 'End') goStep(total);
-      else if (k === ' ' || k === 'Spacebar') togglePlay();
-      else return;
-      e.preventDefault();
-      if (k !== ' ') setPlaying(false);
+      const action = stepAction(e);
+      if (!action) return;
+      e.preventDefault();   // on a focused select, ← → would change the scenario instead
+      if (action === 'play') { togglePlay(); return; }
+      setPlaying(false);
+      goStep(stepTo(action, step, total));
     };
     addEventListener('keydown', onKey);
     return () => removeEventListener('keydown', onKey);
@@ -189,6 +184,11 @@ export function App({ engine }: { engine: Vmsim }) {
             {result && access && (
               <>
                 {controls}
+                {usesVmfunc && (
+                  <Suspense fallback={<p className="muted">{tv('app.loading')}</p>}>
+                    <VmfuncPanel engine={engine} scenarioText={scenarioText} result={result} accessIndex={accessIndex} step={step} />
+                  </Suspense>
+                )}
                 {url.view === 'walk' ? (
                   <>
                     <WalkView result={result} access={access} step={step} onStep={(n) => { setPlaying(false); goStep(n); }} />
@@ -206,15 +206,17 @@ export function App({ engine }: { engine: Vmsim }) {
           </>
         )}
         {url.view === 'compare' && (
-          <CompareView engine={engine} input={compareInput}
-            onInput={(i) => update({ gva: i.gva, gpa: i.gpa, op: i.op })}
-            onOpen={(json) => update({ view: 'walk', scenario: json, access: 0, step: 0 }, true)} />
+          <Suspense fallback={<p className="muted">{tv('app.loading')}</p>}>
+            <CompareView engine={engine} input={compareInput}
+              onInput={(i) => update({ gva: i.gva, gpa: i.gpa, op: i.op })}
+              onOpen={(json, access) => update({ view: 'walk', scenario: json, access, step: 0 }, true)} />
+          </Suspense>
         )}
         {url.view === 'results' && <ResultsTab />}
         {url.view === 'lessons' && (
           <Suspense fallback={<p className="muted">{tv('app.loadingLessons')}</p>}>
-            <LessonsTab engine={engine} lesson={url.lesson} seed={url.seed} lang={url.lang}
-              onNavigate={(patch) => update(patch, true)}
+            <LessonsTab engine={engine} lesson={url.lesson} seed={url.seed} seeds={url.seeds} lang={url.lang}
+              onNavigate={(patch) => update(patch.lesson !== undefined ? { seeds: [], ...patch } : patch, true)}
               onOpenWalk={(scenario) => update({ view: 'walk', scenario, access: 0, step: 0 }, true)} />
           </Suspense>
         )}
@@ -224,12 +226,14 @@ export function App({ engine }: { engine: Vmsim }) {
           </Suspense>
         )}
         {url.view === 'playground' && (
-          <Playground engine={engine} text={pgText} onText={setPgText}
-            onRun={(json) => { setPlaying(false); update({ view: 'walk', scenario: json, access: 0, step: 0 }, true); }} />
+          <Suspense fallback={<p className="muted">{tv('app.loading')}</p>}>
+            <Playground engine={engine} text={pgText} onText={setPgText}
+              onRun={(json) => { setPlaying(false); update({ view: 'walk', scenario: json, access: 0, step: 0 }, true); }} />
+          </Suspense>
         )}
       </main>
       <footer className="foot">
-        <span>{t('keys')} · {tv('app.engine', { version: engine.version })}</span>
+        <span>{url.view === 'walk' || url.view === 'memory' ? t('keys') + ' · ' : url.view === 'lessons' ? t('keysLessons') + ' · ' : ''}{tv('app.engine', { version: engine.version })}</span>
       </footer>
     </div>
   );

@@ -6,10 +6,10 @@ import { useTranslation } from 'react-i18next';
 import 'katex/dist/katex.min.css';
 import './lessons.css';
 import type { Vmsim } from '../../../wasm-core/js/vmsim';
-import { WalkView } from '../views/WalkView';
+import { SteppedWalk } from '../views/SteppedWalk';
 import { LANG_NAMES, saveLang } from '../i18n';
 import { LANGS, LESSONS, LESSON_ORDER, LESSON_SCENARIOS, lessonFor, type Lang, type Part } from './content';
-import { check, generate, say, type Exercise, type Verdict } from './exercises';
+import { answered, check, generate, say, type Exercise, type Verdict } from './exercises';
 import { Markdown } from './Markdown';
 import { scenarioDescription } from '../model/examples';
 import type { View } from '../model/url';
@@ -32,12 +32,14 @@ export interface LessonsProps {
   engine: Vmsim;
   lesson: string | null;
   seed: number;
+  /** Each exercise's own seed, by its position on the page (null or missing: seed + position). */
+  seeds?: (number | null)[];
   lang: Lang;
-  onNavigate: (patch: { lesson?: string | null; seed?: number; lang?: Lang; view?: View }) => void;
+  onNavigate: (patch: { lesson?: string | null; seed?: number; seeds?: (number | null)[]; lang?: Lang; view?: View }) => void;
   onOpenWalk?: (scenario: string, access: number) => void;
 }
 
-export function LessonsView({ engine, lesson, seed, lang, onNavigate, onOpenWalk }: LessonsProps) {
+export function LessonsView({ engine, lesson, seed, seeds = [], lang, onNavigate, onOpenWalk }: LessonsProps) {
   const { t } = useTranslation();
   const [done, setDone] = useState(loadProgress);
   const toggle = (id: string) => {
@@ -93,8 +95,19 @@ export function LessonsView({ engine, lesson, seed, lang, onNavigate, onOpenWalk
           ))}
         </p>
       )}
-      {l!.parts.map((part, i) => <LessonPart key={`${lesson}-${i}`} part={part} engine={engine} seed={seed} lang={fallback ? 'en' : lang}
-        onSeed={(s) => onNavigate({ seed: s })} onOpenWalk={onOpenWalk} onView={(v) => onNavigate({ view: v })} />)}
+      {l!.parts.map((part, i) => {
+        // Each exercise has its own seed: "Another one" changes that one and no other.
+        const own = part.type === 'exercise' ? seeds[part.index] ?? seed + part.index : seed;
+        const onSeed = (s: number) => {
+          if (part.type !== 'exercise') return;
+          const next = [...seeds];
+          while (next.length <= part.index) next.push(null);
+          next[part.index] = s;
+          onNavigate({ seeds: next });
+        };
+        return <LessonPart key={`${lesson}-${i}-${own}`} part={part} engine={engine} seed={own} lang={fallback ? 'en' : lang}
+          onSeed={onSeed} onOpenWalk={onOpenWalk} onView={(v) => onNavigate({ view: v })} />;
+      })}
       <p>
         <label><input type="checkbox" checked={done.has(lesson)} onChange={() => toggle(lesson)} /> {t('markDone')}</label>
       </p>
@@ -105,22 +118,21 @@ export function LessonsView({ engine, lesson, seed, lang, onNavigate, onOpenWalk
 function LessonPart({ part, engine, seed, lang, onSeed, onOpenWalk, onView }: { part: Part; engine: Vmsim; seed: number; lang: string;
   onSeed: (s: number) => void; onOpenWalk?: (scenario: string, access: number) => void; onView?: (v: View) => void }) {
   if (part.type === 'prose') return <Markdown text={part.text} lang={lang} onView={onView} />;
-  if (part.type === 'view') return <EmbeddedWalk engine={engine} scenario={part.scenario} access={part.access} onOpenWalk={onOpenWalk} />;
-  return <ExerciseCard engine={engine} part={part} seed={seed + part.index} onSeed={(s) => onSeed(s - part.index)} />;
+  if (part.type === 'view') return <EmbeddedWalk engine={engine} scenario={part.scenario} access={part.access} step={part.step} onOpenWalk={onOpenWalk} />;
+  return <ExerciseCard engine={engine} part={part} seed={seed} onSeed={onSeed} />;
 }
 
-function EmbeddedWalk({ engine, scenario, access, onOpenWalk }: { engine: Vmsim; scenario: string; access: number;
+function EmbeddedWalk({ engine, scenario, access, step, onOpenWalk }: { engine: Vmsim; scenario: string; access: number; step: number | null;
   onOpenWalk?: (scenario: string, access: number) => void }) {
   const { t } = useTranslation();
   const result = useMemo(() => {
     try { return engine.run(LESSON_SCENARIOS[scenario]); } catch { return null; }
   }, [engine, scenario]);
   const acc = result?.accesses[access];
-  const [step, setStep] = useState(acc?.steps.length ?? 0);
   if (!result || !acc) return <p className="error">{t('embedFailed', { scenario })}</p>;
   return (
     <figure className="embedded-walk" data-scenario={scenario}>
-      <WalkView result={result} access={acc} step={step} onStep={setStep} />
+      <SteppedWalk result={result} access={acc} initialStep={step} label={t('walkOf', { scenario })} />
       <figcaption>
         {scenarioDescription(LESSON_SCENARIOS[scenario], scenario, t, true)}{' '}
         {onOpenWalk && <button className="linklike" onClick={() => onOpenWalk(scenario, access)}>{t('openInWalk')}</button>}
@@ -128,6 +140,11 @@ function EmbeddedWalk({ engine, scenario, access, onOpenWalk }: { engine: Vmsim;
     </figure>
   );
 }
+
+/* What the learner is told after Check: nothing typed, wrong (with the tries used), right,
+ * or the engine's answer (asked for, or after three wrong tries). */
+type Status = { kind: 'empty' } | { kind: 'wrong'; tries: number } | { kind: 'correct' } | { kind: 'answer'; expected: string; after: 'asked' | 'tries' };
+const MAX_TRIES = 3;
 
 function ExerciseCard({ engine, part, seed, onSeed }: { engine: Vmsim; part: Extract<Part, { type: 'exercise' }>;
   seed: number; onSeed: (s: number) => void }) {
@@ -137,49 +154,68 @@ function ExerciseCard({ engine, part, seed, onSeed }: { engine: Vmsim; part: Ext
     try { return generate(part.spec, seed); } catch { return null; }
   }, [part.spec, seed]);
   const [answer, setAnswer] = useState('');
+  const [tries, setTries] = useState(0);
+  const [status, setStatus] = useState<Status | null>(null);
   const [verdict, setVerdict] = useState<Verdict | null>(null);
   const [showHint, setShowHint] = useState(false);
   const [showWalk, setShowWalk] = useState(false);
   const [failure, setFailure] = useState<string | null>(null);
   if (!ex) return <p className="error">{tx('unknownKind', { kind: part.spec.kind })}</p>;
-  const submit = () => {
+  const run = (a: string): Verdict | null => {
     setFailure(null);
-    try { setVerdict(check(engine, ex, answer)); } catch (e) { setVerdict(null); setFailure((e as Error).message); }
+    try { const v = check(engine, ex, a); setVerdict(v); return v; } catch (e) { setFailure((e as Error).message); return null; }
+  };
+  const submit = () => {
+    if (!answered(ex, answer)) { setStatus({ kind: 'empty' }); setShowHint(true); return; }
+    const v = run(answer);
+    if (!v) return;
+    if (v.correct) { setStatus({ kind: 'correct' }); return; }
+    const n = tries + 1;
+    setTries(n);
+    setShowHint(true);
+    setStatus(n >= MAX_TRIES ? { kind: 'answer', expected: v.expected, after: 'tries' } : { kind: 'wrong', tries: n });
+  };
+  const reveal = () => {
+    const v = run('');
+    if (v) setStatus({ kind: 'answer', expected: v.expected, after: 'asked' });
   };
   // A choice is shown in words; the engine's answer too ("ept or npt" when they tie).
   const choiceWords = (c: string) => tx(`choice.${c}`, { defaultValue: c });
   const expectedWords = (e: string) => ex.input.type !== 'choice' ? e
     : e.split(' or ').map(choiceWords).reduce((a, b) => tx('or', { a, b }));
-  const walkResult = verdict?.results[0];
-  // which-wins runs a long stream: show its last access; the others have one access
-  const shown = walkResult?.accesses[ex.spec.kind === 'which-wins' ? walkResult.accesses.length - 1 : 0];
+  const settled = status?.kind === 'correct' || status?.kind === 'answer';
+  const walkResult = settled ? verdict?.results[0] : undefined;
+  const shown = walkResult?.accesses[Math.min(ex.walkAccess ?? 0, walkResult.accesses.length - 1)];
+  const message = !status ? null
+    : status.kind === 'empty' ? t('noAnswer')
+    : status.kind === 'wrong' ? t('wrongTry', { count: status.tries, max: MAX_TRIES })
+    : status.kind === 'correct' ? t('correct')
+    : t(status.after === 'tries' ? 'answerAfterTries' : 'answerAsked', { expected: expectedWords(status.expected), max: MAX_TRIES });
+  const tone = status?.kind === 'correct' ? 'ok' : status?.kind === 'answer' ? 'revealed' : 'error';
   return (
-    <section className="exercise" aria-label={t('exercise')} data-kind={ex.spec.kind}>
+    <section className="exercise" aria-label={t('exercise')} data-kind={ex.spec.kind} data-variant={ex.variant} data-seed={seed}>
       <h3>{t('exercise')} <span className="muted">({t('seed')} {seed})</span></h3>
       <p className="exercise-prompt">{say(ex.prompt, tx)}</p>
       <form onSubmit={(e) => { e.preventDefault(); submit(); }}>
         {ex.input.type === 'choice' ? (
-          <select aria-label={t('answer')} value={answer} onChange={(e) => setAnswer(e.target.value)}>
+          <select aria-label={t('answer')} value={answer} onChange={(e) => setAnswer(e.target.value)} disabled={settled}>
             <option value="">—</option>
             {ex.input.choices.map((c) => <option key={c} value={c}>{choiceWords(c)}</option>)}
           </select>
         ) : (
-          <input aria-label={t('answer')} value={answer} onChange={(e) => setAnswer(e.target.value)}
+          <input aria-label={t('answer')} value={answer} onChange={(e) => setAnswer(e.target.value)} readOnly={settled}
             inputMode={ex.input.type === 'number' ? 'numeric' : 'text'} placeholder={ex.input.type === 'hex' ? '0x…' : ''} />
         )}{' '}
-        <button type="submit">{t('check')}</button>{' '}
-        <button type="button" onClick={() => setShowHint((h) => !h)}>{t('hint')}</button>{' '}
-        <button type="button" onClick={() => { setVerdict(null); setAnswer(''); setShowWalk(false); onSeed(seed + 1); }}>{t('newExercise')}</button>
+        <button type="submit" disabled={settled}>{t('check')}</button>{' '}
+        <button type="button" onClick={() => setShowHint((h) => !h)} aria-expanded={showHint}>{t('hint')}</button>{' '}
+        {!settled && <><button type="button" onClick={reveal}>{t('showAnswer')}</button>{' '}</>}
+        <button type="button" onClick={() => onSeed(seed + 1)}>{t('newExercise')}</button>
       </form>
       {showHint && <p className="hint">{say(ex.hint, tx)}</p>}
       {failure && <p role="alert" className="error">{tx('engineFailed')} <span lang="en">{failure}</span></p>}
-      {verdict && (
-        <p role="status" className={verdict.correct ? 'ok' : 'error'}>
-          {verdict.correct ? t('correct') : t('wrong', { expected: expectedWords(verdict.expected) })}{' '}
-          {shown ? <button className="linklike" onClick={() => setShowWalk((s) => !s)}>{t('showWalk')}</button> : null}
-        </p>
-      )}
-      {showWalk && walkResult && shown && <WalkView result={walkResult} access={shown} step={shown.steps.length} />}
+      <p role="status" className={message ? `verdict ${tone}` : 'verdict'} data-state={status?.kind}>{message}</p>
+      {message && shown ? <p><button className="linklike" onClick={() => setShowWalk((s) => !s)} aria-expanded={showWalk}>{t('showWalk')}</button></p> : null}
+      {showWalk && walkResult && shown && <SteppedWalk result={walkResult} access={shown} label={t('walkOfExercise')} />}
     </section>
   );
 }

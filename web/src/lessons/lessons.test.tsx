@@ -9,6 +9,7 @@ import '../i18n';
 import { LessonsView } from './LessonsView';
 import { LESSONS, LESSON_ORDER, parseLesson, lessonFor } from './content';
 import { renderMarkdown } from './Markdown';
+import { generate } from './exercises';
 import { App } from '../App';
 import i18n from '../i18n';
 
@@ -79,14 +80,100 @@ describe('lessons view', () => {
     expect(fig.textContent).toContain('24');
     const ex = document.querySelector('section.exercise[data-kind="count-refs"]') as HTMLElement;
     const input = within(ex).getByLabelText('Your answer');
-    fireEvent.change(input, { target: { value: '1' } });
+    const status = () => within(ex).getByRole('status').textContent!;
+    // an empty answer: said so, with the hint, and no answer given away
     fireEvent.click(within(ex).getByText('Check'));
-    const status = within(ex).getByRole('status');
-    expect(status.textContent).toMatch(/^Not quite: the engine says (\d+)\./);
-    const right = /the engine says (\d+)/.exec(status.textContent!)![1];
+    expect(status()).toMatch(/^No answer yet/);
+    expect(ex.querySelector('.hint')).toBeTruthy();
+    // two wrong answers: said so, tries counted, still no answer
+    for (const [i, wrong] of ['1', '2'].entries()) {
+      fireEvent.change(input, { target: { value: wrong } });
+      fireEvent.click(within(ex).getByText('Check'));
+      expect(status()).toBe(`Not quite: that was try ${i + 1} of 3. Look at the hint and try again.`);
+    }
+    // the right one (the engine's own count of this exercise's scenario)
+    const ex0 = generate({ kind: 'count-refs', mode: 'ept' }, Number(ex.dataset.seed));
+    const right = String(engine.run(ex0.scenarios[0]).accesses[0].memory_refs);
     fireEvent.change(input, { target: { value: right } });
     fireEvent.click(within(ex).getByText('Check'));
-    expect(within(ex).getByRole('status').textContent).toMatch(/^Correct\./);
+    expect(status()).toMatch(/^Correct\./);
+    // and its walk, with its own step controls
+    fireEvent.click(within(ex).getByText('Show the walk'));
+    expect(ex.querySelector('[role="toolbar"]')).toBeTruthy();
+  });
+
+  it('shows the answer only after three wrong tries or when asked', () => {
+    render(<LessonsView engine={engine} lesson="ept-and-npt" seed={5} lang="en" onNavigate={onNavigate} />);
+    const [a, b] = [...document.querySelectorAll<HTMLElement>('section.exercise[data-kind="count-refs"], section.exercise[data-kind="predict-exit"]')];
+    const expected = (el: HTMLElement) => {
+      const e = generate({ kind: el.dataset.kind as 'count-refs', mode: el.dataset.kind === 'count-refs' ? 'ept' : 'ept' }, Number(el.dataset.seed));
+      return e.expected(e.scenarios.map((x) => engine.run(x)));
+    };
+    const want = expected(a);
+    const input = within(a).getByLabelText('Your answer');
+    for (let i = 0; i < 3; i++) {
+      expect(within(a).getByRole('status').textContent).not.toContain(`answer: ${want}`);
+      fireEvent.change(input, { target: { value: String(Number(want) + 1 + i) } });
+      fireEvent.click(within(a).getByText('Check'));
+    }
+    expect(within(a).getByRole('status').textContent).toBe(`Not quite. After 3 tries, here is the engine's answer: ${want}.`);
+    // asking for it
+    fireEvent.click(within(b).getByText('Show answer'));
+    expect(within(b).getByRole('status').textContent).toMatch(/^The engine's answer: /);
+  });
+
+  it('"Another one" changes only its own exercise; the others keep their seed and state', () => {
+    const got: Record<string, unknown>[] = [];
+    const { rerender } = render(<LessonsView engine={engine} lesson="ept-and-npt" seed={1} lang="en" onNavigate={(p) => got.push(p)} />);
+    const cards = () => [...document.querySelectorAll<HTMLElement>('section.exercise')];
+    expect(cards().map((c) => Number(c.dataset.seed))).toEqual([1, 2, 3, 4, 5]);
+    // answer the last exercise correctly
+    const last = cards()[4];
+    const e = generate({ kind: 'predict-bits', mode: 'npt' }, 5);
+    fireEvent.change(within(last).getByLabelText('Your answer'), { target: { value: e.expected(e.scenarios.map((x) => engine.run(x))) } });
+    fireEvent.click(within(last).getByText('Check'));
+    expect(within(last).getByRole('status').textContent).toMatch(/^Correct\./);
+    const prompts = cards().map((c) => c.querySelector('.exercise-prompt')!.textContent);
+    fireEvent.click(within(cards()[0]).getByText('Another one'));
+    expect(got.at(-1)).toEqual({ seeds: [2] });
+    rerender(<LessonsView engine={engine} lesson="ept-and-npt" seed={1} seeds={[2]} lang="en" onNavigate={(p) => got.push(p)} />);
+    expect(cards().map((c) => Number(c.dataset.seed))).toEqual([2, 2, 3, 4, 5]);
+    expect(cards()[0].querySelector('.exercise-prompt')!.textContent).not.toBe(prompts[0]);
+    expect(cards().slice(1).map((c) => c.querySelector('.exercise-prompt')!.textContent)).toEqual(prompts.slice(1));
+    expect(within(cards()[4]).getByRole('status').textContent).toMatch(/^Correct\./);
+  });
+
+  it('steps an embedded walk with its own controls and with the keys while it has focus', () => {
+    render(<LessonsView engine={engine} lesson="ept-and-npt" seed={1} lang="en" onNavigate={onNavigate} />);
+    const fig = document.querySelector('figure.embedded-walk[data-scenario="ept-4k"]') as HTMLElement;
+    const group = fig.querySelector('[role="group"]') as HTMLElement;
+    const counter = () => Number(fig.querySelector('.counter [data-field="step"]')!.textContent);
+    const total = counter();   // starts at the whole walk
+    expect(total).toBe(28);
+    fireEvent.keyDown(group, { key: 'Home' });
+    expect(counter()).toBe(0);
+    fireEvent.keyDown(group, { key: 'ArrowRight' });
+    fireEvent.keyDown(group, { key: 'ArrowRight' });
+    expect(counter()).toBe(2);
+    expect(fig.querySelectorAll('td[aria-current="step"]')).toHaveLength(1);
+    fireEvent.click(within(fig).getByLabelText('step back (←)'));
+    expect(counter()).toBe(1);
+    fireEvent.keyDown(group, { key: 'End' });
+    expect(counter()).toBe(total);
+  });
+
+  it('has no repeated id on any lesson page', () => {
+    for (const id of LESSON_ORDER) {
+      const { container, unmount } = render(<LessonsView engine={engine} lesson={id} seed={1} lang="en" onNavigate={onNavigate} />);
+      // open every exercise's walk too
+      for (const ex of container.querySelectorAll<HTMLElement>('section.exercise')) fireEvent.click(within(ex).getByText('Show answer'));
+      for (const b of [...container.querySelectorAll<HTMLButtonElement>('section.exercise button.linklike')]) fireEvent.click(b);
+      // (a flat-table-size exercise has no access to walk)
+      expect(container.querySelectorAll('section.exercise .stepped-walk').length, id).toBe(container.querySelectorAll('section.exercise:not([data-kind="flat-table-size"])').length);
+      const ids = [...container.querySelectorAll('[id]')].map((e) => e.id);
+      expect(ids.filter((x, i) => ids.indexOf(x) !== i), id).toEqual([]);
+      unmount();
+    }
   });
 
   it('shows a translated lesson, and the English one with a visible notice where there is none', () => {

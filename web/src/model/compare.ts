@@ -1,6 +1,9 @@
 /* One guest mapping and one access, expressed as a scenario for every mode, so that the
- * compare view runs the same translation five ways. Cycles use the cost model of
- * `vmsim experiment` (wasm-core/docs/model.md 5b) so the numbers line up with the CLI. */
+ * compare view runs the same translation five ways, twice: cold (the first access of a
+ * fresh machine) and warm (the same access again, after the first pass filled the shadow
+ * and flat tables and set the A/D bits; no TLB or walk caches, so every access walks).
+ * Cycles use the cost model of `vmsim experiment` (wasm-core/docs/model.md 5b) so the
+ * numbers line up with the CLI. */
 import type { AccessResult, Mode, Op, Scenario } from '../../../wasm-core/js/types';
 import { hex, hexToBig } from './decode';
 
@@ -12,6 +15,15 @@ export interface CompareInput {
 }
 
 export const COMPARE_MODES: Mode[] = ['native', 'ept', 'npt', 'flat', 'shadow'];
+/** Which access of a compare scenario is which. */
+export const COLD = 0;
+export const WARM = 1;
+
+/** "a < b = c < d": names ordered by value, ties joined by "=". */
+export function ordering(items: { name: string; value: number }[], fmt: (n: number) => string = String): string {
+  const sorted = [...items].sort((a, b) => a.value - b.value);
+  return sorted.map((x, i) => (i === 0 ? '' : x.value === sorted[i - 1].value ? ' = ' : ' < ') + `${x.name} ${fmt(x.value)}`).join('');
+}
 export const DEFAULT_COMPARE: CompareInput = { gva: '0x400000', gpa: '0x200000', op: 'read', user: false };
 
 /* Guest tables sit at gpa 0x100000; the first 4 MiB of guest RAM are backed one to one
@@ -43,7 +55,8 @@ export function compareScenario(mode: Mode, inp: CompareInput): Scenario {
     name: `compare-${mode}`,
     mode,
     guest: { paging: '4level', mappings: [{ gva: hex(gva), gpa: hex(gpa) }] },
-    accesses: [{ gva: inp.gva, op: inp.op, user: inp.user }],
+    // the same access twice: [0] cold, [1] warm
+    accesses: [{ gva: inp.gva, op: inp.op, user: inp.user }, { gva: inp.gva, op: inp.op, user: inp.user }],
   };
   if (mode === 'ept' || mode === 'npt') s.nested = { mappings: slots };
   // Lazy filling shows the exits a flat table pays on first touch, as shadow paging does.
@@ -53,7 +66,11 @@ export function compareScenario(mode: Mode, inp: CompareInput): Scenario {
   return s;
 }
 
-export const COST = { perAccess: 10, perRef: 40, perExit: 1700 };
+/** vmsim experiment's cost model (wasm-core/src/experiment.c): cycles per access, per
+ * page-walk reference, per VM exit (KVM's estimated switch in the published cpuid runs)
+ * and per VMFUNC (the published 196 ns / 699 ns ratio applied to the exit, per VMFUNC of
+ * a round trip). */
+export const COST = { perAccess: 10, perRef: 40, perExit: 1700, perVmfunc: (1700 * 196) / 699 / 2 };
 export function cycles(a: Pick<AccessResult, 'memory_refs' | 'exits'>): number {
   return COST.perAccess + a.memory_refs * COST.perRef + a.exits * COST.perExit;
 }

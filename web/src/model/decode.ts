@@ -102,6 +102,13 @@ export function stageLabel(step: Step, paging: GuestPaging | string, t: T = tEn)
 
 export const kindWords = (k: string, t: T = tEn) => t(`kind.${k}`, { defaultValue: k });
 
+/** What a step of the second dimension is for: a shadow walk translates the gva itself; a
+ * nested or flat one, the gpa of a guest entry or the final gpa. */
+export function forWhat(step: Step, result: Pick<Result, 'mode' | 'guest_paging'>, t: T = tEn): string {
+  if (step.dim === 'nested' && result.mode === 'shadow') return t('step.forGva');
+  return stageLabel(step, result.guest_paging, t);
+}
+
 /** The name of the table a step reads: guest, nested, or the shadow/flat table in those modes. */
 export function tableOf(step: Pick<Step, 'dim'>, mode: string): 'guest' | 'nested' | 'shadow' | 'flat' {
   if (step.dim === 'guest') return 'guest';
@@ -135,12 +142,13 @@ export function explainStep(step: Step, result: Pick<Result, 'mode' | 'guest_pag
     case 'pdpte':
       return t('step.pdpte', { index: step.index });
     case 'pwc_hit':
-      return t('step.pwc_hit', { table, level: step.level, stage: stageLabel(step, paging, t) });
+      return t('step.pwc_hit', { table, level: step.level, stage: forWhat(step, result, t) });
     case 'ntlb_hit':
       return t('step.ntlb_hit', { stage: stageLabel(step, paging, t) });
     default: {
-      const what = step.dim === 'guest'
-        ? t('step.whatGuest', { level, index: step.index })
+      const what = step.dim === 'guest' ? t('step.whatGuest', { level, index: step.index })
+        : result.mode === 'shadow' ? t('step.whatShadow', { level, index: step.index })
+        : result.mode === 'flat' ? t('step.whatFlat', { index: step.index, stage: stageLabel(step, paging, t) })
         : t('step.whatNested', { table, level: step.level, index: step.index, stage: stageLabel(step, paging, t) });
       const known = ['table', 'page', 'not_present', 'reserved', 'misconfig'].includes(step.result);
       const res = known ? t(`step.res.${step.result}`) : t('step.res.other', { result: resultWords(step.result, t) });
@@ -171,12 +179,86 @@ export const pfErrorCode = (q: string, t: T = tEn) => decodeBits(q, 'pf', [0, 1,
 
 export const outcomeWords = (o: string, t: T = tEn) => t(`outcome.${o}`, { defaultValue: o });
 
-/** The fault's fields as label/value pairs plus decoded bit lists, whatever its kind. */
-export function faultDetails(fault: Fault | null, t: T = tEn): { pairs: [string, string][]; bits: { title: string; bits: BitWord[] } | null } {
+/** The outcome of one access or event in words: a memory access's outcome, or what a
+ * VMFUNC, mov cr3, INVLPG or page-table write did ("switched to EPTP index 1, no VM exit"). */
+export function outcomeSentence(a: Pick<AccessResult, 'op' | 'outcome' | 'exits' | 'eptp_index'>, t: T = tEn): string {
+  if (a.outcome !== 'ok' || a.op === 'read' || a.op === 'write' || a.op === 'fetch') return outcomeWords(a.outcome, t);
+  if (a.op === 'vmfunc') return t('outcome.vmfuncOk', { index: a.eptp_index ?? 0 });
+  return t('outcome.eventOk', { op: t(`op.${a.op}`, { defaultValue: a.op }), exits: exitsWords(a.exits, t) });
+}
+
+/** "no VM exit", "1 VM exit", "5 VM exits" (i18next plural forms). */
+export const exitsWords = (n: number, t: T = tEn) => t('count.exits', { count: n });
+
+/** The references of an access split by the tables each dimension reads, named as that
+ * mode names them: "4 guest + 20 nested", "4 guest + 5 flat", "5 shadow", "4 guest". */
+export function refsSplit(a: Pick<AccessResult, 'guest_refs' | 'nested_refs'>, mode: string, t: T = tEn): string {
+  const guest = t('count.dimRefs', { count: a.guest_refs, dim: t('dim.guest') });
+  if (mode === 'native') return guest;
+  const other = t('count.dimRefs', { count: a.nested_refs, dim: t(`dim.${mode === 'shadow' ? 'shadow' : mode === 'flat' ? 'flat' : 'nested'}`) });
+  if (mode === 'shadow') return a.guest_refs ? t('count.plus', { a: guest, b: other }) : other;
+  return t('count.plus', { a: guest, b: other });
+}
+
+/** One line of counts for an access: references (split by dimension), A/D writes, exits. */
+export function countsLine(a: AccessResult, mode: string, t: T = tEn): string {
+  return [
+    t('count.refs', { count: a.memory_refs, split: refsSplit(a, mode, t) }),
+    t('count.ad', { count: a.ad_writes }),
+    exitsWords(a.exits, t),
+  ].join(' · ');
+}
+
+export type ExitKind = 'fill' | 'violation' | 'pt_write' | 'cr3' | 'other';
+export const EXIT_KINDS: ExitKind[] = ['fill', 'violation', 'pt_write', 'cr3', 'other'];
+
+/** The exits of an access by kind, read from its steps: a table fill (a shadow hidden page
+ * fault or a flat-table miss the VMM fills), a fault exit (EPT violation or
+ * misconfiguration, #NPF, a reflected #PF, a flat fault), a guest page-table write, a
+ * mov cr3, or another (VMCALL, a failed VMFUNC). The kinds add up to `exits`. */
+export function exitKinds(a: Pick<AccessResult, 'steps' | 'exits' | 'outcome'>, mode: string): Record<ExitKind, number> {
+  const k: Record<ExitKind, number> = { fill: 0, violation: 0, pt_write: 0, cr3: 0, other: 0 };
+  for (const s of a.steps) {
+    if (mode === 'flat' && s.kind === 'vmm_fill') k.fill++;   // a flat miss: the exit has no step of its own
+    if (s.kind !== 'vmexit') continue;
+    if (s.result === 'hidden_page_fault') k.fill++;
+    else if (s.result === 'pt_write') k.pt_write++;
+    else if (s.result === 'cr3_write') k.cr3++;
+    else if (s.result === 'reflected_page_fault') { k.fill--; k.violation++; }   // the same exit, ending in a #PF for the guest
+  }
+  const rest = a.exits - EXIT_KINDS.reduce((n, x) => n + k[x], 0);
+  if (rest > 0) k[/violation|misconfig|npt_fault|flat_fault|unmapped/.test(a.outcome) ? 'violation' : 'other'] += rest;
+  return k;
+}
+
+/** Exits by kind in words ("5 table fills"), only the kinds that occur; "" for none. */
+export function exitKindsWords(k: Record<ExitKind, number>, t: T = tEn): string {
+  return EXIT_KINDS.filter((x) => k[x] > 0).map((x) => t(`exitKind.${x}`, { count: k[x] })).join(', ');
+}
+
+/** Where a fault was found, in words: "guest PT entry (level 1)", "nested level-1 entry,
+ * translating the final gpa"; null for exits that read no table (VMCALL, VMFUNC). */
+export function faultWhere(fault: Fault, result: Pick<Result, 'mode' | 'guest_paging'>, t: T = tEn): string | null {
+  const f = fault as { dim: string; level: number; stage: number; reason: string };
+  if (['hypercall', 'index_out_of_range', 'invalid_eptp', 'function_disabled', 'vmfunc_disabled'].includes(f.reason)) return null;
+  const paging = result.guest_paging;
+  if (f.dim === 'guest') return t('where.guest', { level: levelName(paging, f.level), n: f.level });
+  const stage = f.stage === 0 ? t('step.stageFinal') : t('step.stageEntry', { level: levelName(paging, f.stage) });
+  if (result.mode === 'flat') return t('where.flat', { stage });
+  if (result.mode === 'shadow') return t('where.shadow');
+  return t('where.nested', { table: t(`step.table.nested`), n: f.level, stage });
+}
+
+/** The fault's fields as label/value pairs plus decoded bit lists, whatever its kind; the
+ * dimension, level and stage become one sentence saying where the walk stopped. */
+export function faultDetails(fault: Fault | null, t: T = tEn, result?: Pick<Result, 'mode' | 'guest_paging'>): { pairs: [string, string][]; bits: { title: string; bits: BitWord[] } | null } {
   if (!fault) return { pairs: [], bits: null };
   const f = fault as Record<string, unknown>;
   const pairs: [string, string][] = [];
+  const where = result ? faultWhere(fault, result, t) : null;
+  if (where) pairs.push([t('fault.where'), where]);
   for (const [k, v] of Object.entries(f)) {
+    if (result && (k === 'dim' || k === 'level' || k === 'stage')) continue;
     const value = k === 'dim' ? t(`dim.${v}`) : k === 'reason' || k === 'detail' ? reasonWords(String(v), t) : String(v);
     pairs.push([t(`fault.${k}`, { defaultValue: k.replace(/_/g, ' ') }), value]);
   }

@@ -17,6 +17,8 @@ export interface UrlState {
   /** Lessons: which lesson, the exercise seed, the language. */
   lesson: string | null;
   seed: number;
+  /** Lessons: each exercise's own seed, by position on the page (null: seed + position). */
+  seeds: (number | null)[];
   lang: 'en' | 'ja' | 'zh' | null;
 }
 
@@ -56,6 +58,7 @@ export function parseUrl(search: string): UrlState {
     op: p.get('op'),
     lesson: p.get('lesson'),
     seed: int(p.get('seed'), 1),
+    seeds: (p.get('seeds') ?? '').split(',').slice(0, 64).map((x) => (x === '' ? null : int(x, -1))).map((n) => (n !== null && n >= 0 ? n : null)),
     lang: (['en', 'ja', 'zh'] as const).find((l) => l === p.get('lang')) ?? null,
   };
 }
@@ -70,6 +73,7 @@ export function toSearch(s: UrlState): string {
   if (s.view === 'lessons') {
     if (s.lesson) p.set('lesson', s.lesson);
     p.set('seed', String(s.seed));
+    if (s.seeds.some((x) => x !== null)) p.set('seeds', s.seeds.map((x) => (x === null ? '' : String(x))).join(','));
   }
   if (s.lang) p.set('lang', s.lang);
   if (s.view === 'compare') {

@@ -5,6 +5,7 @@ import type { ErrorObject } from 'ajv';
 // Compiled ahead of time by web/server/gen-validator.mjs (npm run gen:validator): no eval in
 // the page, so the class server's Content-Security-Policy can forbid it.
 import scenarioValidator from './scenario-validator.gen.mjs';
+import schema from '../../../wasm-core/schema/scenario.schema.json';
 import localizeJa from 'ajv-i18n/localize/ja';
 import localizeZh from 'ajv-i18n/localize/zh';
 import { tEn, type T } from '../i18n';
@@ -98,12 +99,48 @@ export function parseJson(text: string, t: T = tEn): { value: unknown; problem: 
   }
 }
 
+/* Every pattern of the scenario schema, in words (a learner never sees a regex). A pattern
+ * added to the schema without words here fails web/src/model/model.test.ts. */
+export const PATTERN_WORDS: Record<string, string> = {
+  '^0[xX][0-9a-fA-F]{1,16}$': 'json.pattern.hex',
+  '^(?!.*(.).*\\1)[rwx]*$': 'json.pattern.perm',
+  '^(0|[1-9][0-9]{0,3})$': 'json.pattern.entryIndex',
+};
+
+/* The subschema an error's schemaPath points at ("#/allOf/1/then/allOf/0/not"). */
+function at(schemaPath: string): unknown {
+  let node: unknown = schema;
+  for (const part of schemaPath.replace(/^#\/?/, '').split('/').filter(Boolean)) node = (node as Record<string, unknown> | undefined)?.[part];
+  return node;
+}
+
+/* A "not" of the schema in words: which key is not allowed, and when (the mode of the
+ * if/then/else it sits in). */
+function describeNot(e: ErrorObject, t: T): string {
+  const not = at(e.schemaPath) as { required?: string[]; anyOf?: { required: string[] }[] } | undefined;
+  const keys = not?.required ?? not?.anyOf?.flatMap((x) => x.required) ?? [];
+  if (e.schemaPath.startsWith('#/properties/guest/oneOf')) return t('json.not.guestTables');
+  const branch = /^(#\/allOf\/\d+)\/(then|else)\//.exec(e.schemaPath);
+  const mode = branch ? (at(`${branch[1]}/if/properties/mode`) as { const?: string; enum?: string[] } | undefined) : undefined;
+  const modes = mode?.const ? [mode.const] : mode?.enum ?? [];
+  const when = !modes.length ? '' : branch![2] === 'then' ? t('json.when.mode', { mode: modes.join('/') }) : t('json.when.notMode', { mode: modes.join('/') });
+  return t('json.not.key', { key: keys.join('", "'), when });
+}
+
 function describe(e: ErrorObject, t: T): Problem {
   const path = e.instancePath || '/';
+  const params = e.params as Record<string, unknown>;
   if (e.keyword === 'additionalProperties')
-    return { path, message: t('json.unknownKey', { key: (e.params as { additionalProperty: string }).additionalProperty }) };
+    return { path, message: t('json.unknownKey', { key: params.additionalProperty }) };
   if (e.keyword === 'enum')
-    return { path, message: t('json.oneOf', { values: (e.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ') }) };
+    return { path, message: t('json.oneOf', { values: (params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ') }) };
+  if (e.keyword === 'pattern') {
+    const key = PATTERN_WORDS[String(params.pattern)];
+    const name = (e as ErrorObject & { propertyName?: string }).propertyName;
+    return { path: name !== undefined ? `${path}/${name}` : path, message: key ? t(key, { name: name ?? '' }) : t('json.pattern.other') };
+  }
+  if (e.keyword === 'const') return { path, message: t('json.const', { value: JSON.stringify(params.allowedValue) }) };
+  if (e.keyword === 'not') return { path, message: describeNot(e, t) };
   return { path, message: e.message ?? e.keyword };
 }
 
@@ -113,7 +150,8 @@ export function schemaProblems(value: unknown, t: T = tEn, lang = 'en'): Problem
   if (v(value)) return [];
   const all = [...(v.errors ?? [])] as ErrorObject[];
   LOCALIZE[lang]?.(all);
-  const errs = all.filter((e) => e.keyword !== 'oneOf' && e.keyword !== 'if');
+  // oneOf/if/propertyNames only repeat what the errors inside them say
+  const errs = all.filter((e) => e.keyword !== 'oneOf' && e.keyword !== 'if' && e.keyword !== 'propertyNames');
   const seen = new Set<string>();
   const out: Problem[] = [];
   for (const e of errs.sort((a, b) => b.instancePath.length - a.instancePath.length)) {

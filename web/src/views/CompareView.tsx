@@ -1,32 +1,79 @@
-/* One guest mapping, one access, five modes: the scenarios are generated in TS
- * (model/compare.ts), each run through the same engine, the counts set side by side. */
+/* One guest mapping, one access, five modes, cold and warm: the scenarios are generated
+ * in TS (model/compare.ts), each run through the same engine, the counts set side by side,
+ * references charted beside cycles, and a sentence that says the ordering the numbers show. */
 import { useMemo, useState } from 'react';
 import { Trans, useTranslation } from 'react-i18next';
 import type { AccessResult, Op } from '../../../wasm-core/js/types';
 import type { Vmsim } from '../../../wasm-core/js/vmsim';
-import { checkCompareInput, COMPARE_MODES, compareScenario, cycles, type CompareInput } from '../model/compare';
-import { outcomeWords } from '../model/decode';
+import { checkCompareInput, COLD, COMPARE_MODES, compareScenario, cycles, ordering, WARM, type CompareInput } from '../model/compare';
+import { exitKinds, exitKindsWords, outcomeWords, refsSplit } from '../model/decode';
 import { Term } from './Term';
 
 export interface CompareProps {
   engine: Pick<Vmsim, 'run'>;
   input: CompareInput;
   onInput?: (i: CompareInput) => void;
-  onOpen?: (scenarioJson: string) => void;
+  /** Opens a mode's scenario in the walk view, at the cold (0) or warm (1) access. */
+  onOpen?: (scenarioJson: string, access: number) => void;
 }
 
-interface Row { mode: string; access: AccessResult | null; error: string | null; json: string }
+export interface CompareRow { mode: string; cold: AccessResult | null; warm: AccessResult | null; error: string | null; json: string }
 
-export function runCompare(engine: Pick<Vmsim, 'run'>, input: CompareInput): Row[] {
+export function runCompare(engine: Pick<Vmsim, 'run'>, input: CompareInput): CompareRow[] {
   return COMPARE_MODES.map((mode) => {
     const s = compareScenario(mode, input);
     const json = JSON.stringify(s, null, 2);
     try {
-      return { mode, access: engine.run(s).accesses[0], error: null, json };
+      const r = engine.run(s);
+      return { mode, cold: r.accesses[COLD], warm: r.accesses[WARM], error: null, json };
     } catch (e) {
-      return { mode, access: null, error: (e as Error).message, json };
+      return { mode, cold: null, warm: null, error: (e as Error).message, json };
     }
   });
+}
+
+type Measure = 'refs' | 'cycles';
+const value = (a: AccessResult, m: Measure) => (m === 'refs' ? a.memory_refs : cycles(a));
+
+/* Grouped horizontal bars, cold and warm per mode, each bar labelled with its number. The
+ * table above carries the same numbers for screen readers; the chart is one image. */
+function BarChart({ rows, measure, title, lang }: { rows: CompareRow[]; measure: Measure; title: string; lang: string }) {
+  const { t } = useTranslation('views');
+  const ok = rows.filter((r) => r.cold && r.warm);
+  const max = Math.max(1, ...ok.flatMap((r) => [value(r.cold!, measure), value(r.warm!, measure)]));
+  const fmt = (n: number) => n.toLocaleString(lang);
+  const LABEL = 64, W = 360, BAR = 13, GAP = 4, GROUP = 2 * BAR + GAP + 12, NUM = 58;
+  const height = ok.length * GROUP + 26;
+  const scale = (v: number) => ((W - LABEL - NUM) * v) / max;
+  return (
+    <figure className="compare-chart" data-measure={measure}>
+      <figcaption>{title}</figcaption>
+      <svg viewBox={`0 0 ${W} ${height}`} role="img" aria-label={title + ': ' + ok.map((r) => t('compare.chartRow', { mode: t(`compare.mode.${r.mode}`), cold: fmt(value(r.cold!, measure)), warm: fmt(value(r.warm!, measure)) })).join('; ')}>
+        {ok.map((r, i) => {
+          const y = i * GROUP;
+          return (
+            <g key={r.mode} data-mode={r.mode}>
+              <text x={LABEL - 6} y={y + BAR + 3} textAnchor="end" className="chart-label">{t(`compare.mode.${r.mode}`)}</text>
+              {(['cold', 'warm'] as const).map((w, j) => {
+                const v = value(r[w]!, measure);
+                const by = y + j * (BAR + GAP);
+                return (
+                  <g key={w} className={`bar-${w}`}>
+                    <rect x={LABEL} y={by} width={Math.max(1, scale(v))} height={BAR} rx={2} />
+                    <text x={LABEL + scale(v) + 4} y={by + BAR - 3} className="chart-num" data-field={`${measure}-${w}`}>{fmt(v)}</text>
+                  </g>
+                );
+              })}
+            </g>
+          );
+        })}
+        <g transform={`translate(${LABEL}, ${ok.length * GROUP + 8})`} className="chart-legend">
+          <rect width={12} height={10} className="bar-cold-swatch" /><text x={16} y={9}>{t('compare.cold')}</text>
+          <rect x={90} width={12} height={10} className="bar-warm-swatch" /><text x={106} y={9}>{t('compare.warm')}</text>
+        </g>
+      </svg>
+    </figure>
+  );
 }
 
 export function CompareView({ engine, input, onInput, onOpen }: CompareProps) {
@@ -34,7 +81,14 @@ export function CompareView({ engine, input, onInput, onOpen }: CompareProps) {
   const [draft, setDraft] = useState(input);
   const problem = checkCompareInput(input);
   const rows = useMemo(() => (problem ? [] : runCompare(engine, input)), [engine, input, problem]);
-  const max = Math.max(1, ...rows.map((r) => (r.access ? cycles(r.access) : 0)));
+  const ok = rows.filter((r) => r.cold && r.warm);
+  const fmt = (n: number) => n.toLocaleString(i18n.language);
+  const order = (w: 'cold' | 'warm', m: Measure) =>
+    ordering(ok.map((r) => ({ name: t(`compare.mode.${r.mode}`), value: value(r[w]!, m) })), fmt);
+  const exitsCell = (a: AccessResult, mode: string, field: string) => {
+    const kinds = exitKindsWords(exitKinds(a, mode), t);
+    return <td><span data-field={field}>{a.exits}</span>{kinds && <span className="muted" data-field={`${field}-kinds`}> ({kinds})</span>}</td>;
+  };
   return (
     <div className="compare" data-testid="compare-view">
       <form className="compare-form" onSubmit={(e) => { e.preventDefault(); onInput?.(draft); }}>
@@ -47,32 +101,61 @@ export function CompareView({ engine, input, onInput, onOpen }: CompareProps) {
       </form>
       {problem && <p className="error" role="alert">{t(`compare.problem.${problem}`)}</p>}
       <p className="muted"><Trans t={t} i18nKey="compare.note" components={{ 1: <code /> }} /></p>
-      <div className="table-scroll">
+      <div className="table-scroll" tabIndex={0} role="region" aria-label={t('compare.tableLabel')}>
         <table className="comparetable">
-          <thead><tr>{(['mode', 'refs', 'split', 'exits', 'outcome', 'hpa', 'cycles'] as const).map((c) => <th key={c}>{t(`compare.col.${c}`)}</th>)}<th></th></tr></thead>
+          <thead>
+            <tr>
+              <th rowSpan={2} scope="col">{t('compare.col.mode')}</th>
+              <th colSpan={3} scope="colgroup">{t('compare.col.refs')}</th>
+              <th colSpan={2} scope="colgroup">{t('compare.col.exits')}</th>
+              <th rowSpan={2} scope="col">{t('compare.col.outcome')}</th>
+              <th rowSpan={2} scope="col">{t('compare.col.hpa')}</th>
+              <th rowSpan={2} scope="col">{t('compare.col.walk')}</th>
+            </tr>
+            <tr>
+              <th scope="col">{t('compare.cold')}</th><th scope="col">{t('compare.warm')}</th><th scope="col">{t('compare.col.split')}</th>
+              <th scope="col">{t('compare.cold')}</th><th scope="col">{t('compare.warm')}</th>
+            </tr>
+          </thead>
           <tbody>
             {rows.map((r) => (
               <tr key={r.mode} data-mode={r.mode}>
-                <th scope="row">{r.mode}</th>
-                {r.access ? (
+                <th scope="row">{t(`compare.mode.${r.mode}`)}</th>
+                {r.cold && r.warm ? (
                   <>
-                    <td data-field="refs">{r.access.memory_refs}</td>
-                    <td>{r.access.guest_refs} + {r.access.nested_refs}</td>
-                    <td data-field="exits">{r.access.exits}</td>
-                    <td>{outcomeWords(r.access.outcome, t)}</td>
-                    <td><code>{r.access.hpa ?? '–'}</code></td>
-                    <td className="barcell">
-                      <span className="bar" style={{ width: `${(100 * cycles(r.access)) / max}%` }} />
-                      <span className="barlabel">{cycles(r.access).toLocaleString(i18n.language)}</span>
+                    <td data-field="refs">{r.cold.memory_refs}</td>
+                    <td data-field="refs-warm"><b>{r.warm.memory_refs}</b></td>
+                    <td data-field="split">{refsSplit(r.warm, r.mode, t)}</td>
+                    {exitsCell(r.cold, r.mode, 'exits')}
+                    {exitsCell(r.warm, r.mode, 'exits-warm')}
+                    <td>{outcomeWords(r.warm.outcome, t)}</td>
+                    <td><code>{r.warm.hpa ?? '–'}</code></td>
+                    <td className="walk-buttons">
+                      <button type="button" onClick={() => onOpen?.(r.json, COLD)} aria-label={t('compare.walkOf', { mode: t(`compare.mode.${r.mode}`), which: t('compare.cold') })}>{t('compare.cold')}</button>{' '}
+                      <button type="button" onClick={() => onOpen?.(r.json, WARM)} aria-label={t('compare.walkOf', { mode: t(`compare.mode.${r.mode}`), which: t('compare.warm') })}>{t('compare.warm')}</button>
                     </td>
-                    <td><button type="button" onClick={() => onOpen?.(r.json)}>{t('compare.walk')}</button></td>
                   </>
-                ) : <td colSpan={7} className="error">{r.error}</td>}
+                ) : <td colSpan={8} className="error">{r.error}</td>}
               </tr>
             ))}
           </tbody>
         </table>
       </div>
+      {ok.length > 0 && (
+        <>
+          <p className="fair" data-testid="compare-fair">{t('compare.fair')}</p>
+          <div className="compare-charts">
+            <BarChart rows={rows} measure="refs" title={t('compare.chart.refs')} lang={i18n.language} />
+            <BarChart rows={rows} measure="cycles" title={t('compare.chart.cycles')} lang={i18n.language} />
+          </div>
+          <p className="ordering" data-testid="compare-ordering">
+            {t('compare.orderRefs', { warm: order('warm', 'refs'), cold: order('cold', 'refs') })}{' '}
+            {t('compare.orderCycles', { warm: order('warm', 'cycles'), cold: order('cold', 'cycles') })}
+          </p>
+        </>
+      )}
     </div>
   );
 }
+
+export default CompareView;

@@ -7,6 +7,7 @@ import { useTranslation } from 'react-i18next';
 import type { Scenario } from '../../../wasm-core/js/types';
 import { ScenarioError, type Vmsim } from '../../../wasm-core/js/vmsim';
 import type { Problem } from '../model/validate';
+import { EntryToggles } from './EntryToggles';
 
 const JsonEditor = lazy(() => import('./JsonEditor'));
 type Validate = typeof import('../model/validate');
@@ -113,6 +114,9 @@ export function Playground({ engine, text, onText, onRun, plainEditor }: Playgro
           {problems.map((p, i) => <li key={i}><code>{p.path || t('playground.document')}</code> {p.message}{p.detail && <> <span lang="en">{p.detail}</span></>}</li>)}
         </ul>
       )}
+      {scenario && problems.length === 0 && (
+        <EntryToggles engine={engine} scenario={scenario} onScenario={(s) => { setMessage(null); onText(JSON.stringify(s, null, 2)); }} />
+      )}
       {plainEditor ? (
         <textarea className="plain-editor" value={text} onChange={(e) => onText(e.target.value)} aria-label={t('playground.editor')} spellCheck={false} />
       ) : (
@@ -123,3 +127,5 @@ export function Playground({ engine, text, onText, onRun, plainEditor }: Playgro
     </div>
   );
 }
+
+export default Playground;

@@ -1,11 +1,12 @@
 /* The walk of one access: the address split into indices, the grid of references that
  * fills as steps play, the entry read at the current step, the outcome at the end, and
  * every step as a list (the fallback that draws any mode). Takes a trace, draws it. */
-import { Fragment, memo, useMemo } from 'react';
+import { Fragment, memo, useEffect, useMemo, useRef } from 'react';
 import { useTranslation } from 'react-i18next';
 import type { AccessResult, Result, Step } from '../../../wasm-core/js/types';
 import {
-  explainStep, faultDetails, flagWords, kindWords, levelName, outcomeWords, resultWords, splitGpa, splitGva, stageLabel, tableOf,
+  countsLine, explainStep, faultDetails, flagWords, forWhat, hexToBig, kindWords, levelName, outcomeSentence, resultWords,
+  splitGpa, splitGva, tableOf,
 } from '../model/decode';
 import { gridModel, key } from '../model/grid';
 import { Term, type TermId } from './Term';
@@ -16,23 +17,26 @@ export interface WalkProps {
   /** Steps shown so far: 0 = none yet, steps.length = the whole walk. */
   step: number;
   onStep?: (n: number) => void;
+  /** The page's main walk carries the ids tests and links use (#entry, #outcome); a walk
+   * embedded a second time on a page (lessons) leaves them out, so no id repeats. */
+  primary?: boolean;
 }
 
 type Field = ReturnType<typeof splitGva>[number];
 
 /* One address and its index fields; the name links to the glossary's definition. */
-function SplitRow({ term, value, fields, active, className }: { term: 'gva' | 'gpa'; value: string; fields: Field[];
-  active: number | null; className: string }) {
+function SplitRow({ term, value, fields, active, className, hidden }: { term: 'gva' | 'gpa'; value: string; fields: Field[];
+  active: number | null; className: string; hidden?: boolean }) {
   const { t } = useTranslation('views');
   return (
-    <div className="split-row">
+    <div className={'split-row' + (hidden ? ' reserved' : '')} aria-hidden={hidden || undefined}>
       <span className="split-name">
-        <Term id={term} /> {value}
+        {hidden ? term : <Term id={term} />} {value}
       </span>
       <div className="fields">
         {fields.map((f) => (
           <span key={f.label} className={'field' + (f.level === active && f.level ? ' active' : '') + (f.level ? ` ${className}` : '')}
-            title={t('walk.bits', { hi: f.hi, lo: f.lo })}>
+            title={hidden ? undefined : t('walk.bits', { hi: f.hi, lo: f.lo })}>
             <span className="f-label">{f.level ? f.label : t('walk.offset')}</span>
             <span className="f-bits">{f.hi}:{f.lo}</span>
             <span className="f-value">{f.level ? f.value : '0x' + f.value.toString(16)}</span>
@@ -43,36 +47,73 @@ function SplitRow({ term, value, fields, active, className }: { term: 'gva' | 'g
   );
 }
 
+const EVENT_OPS = new Set(['vmfunc', 'vmcall', 'mov_cr3', 'invlpg', 'pte_write']);
+
 export function AddressSplit({ result, access, step }: WalkProps) {
   const { t } = useTranslation('views');
   const cur: Step | undefined = access.steps[step - 1];
-  if (!access.gva) return <p className="muted">{t('walk.noAddress', { op: t(`op.${access.op}`, { defaultValue: access.op }) })}</p>;
+  if (!access.gva || EVENT_OPS.has(access.op)) {
+    if (access.op === 'vmfunc' || access.op === 'vmcall') return null;   // the VMFUNC panel tells these
+    return <p className="muted">{t('walk.noAddress', { op: t(`op.${access.op}`, { defaultValue: access.op }) })}</p>;
+  }
   const fields = splitGva(access.gva, result.guest_paging);
   const activeGuest = cur && cur.dim === 'guest' ? cur.level : cur && cur.dim === 'nested' && result.mode !== 'shadow' ? cur.stage : null;
-  const gpaFields = cur && cur.dim === 'nested' && cur.gpa && (result.mode === 'ept' || result.mode === 'npt')
-    ? splitGpa(cur.gpa, result.nested_levels) : null;
+  const nested2d = result.mode === 'ept' || result.mode === 'npt';
+  const gpaFields = cur && cur.dim === 'nested' && cur.gpa && nested2d ? splitGpa(cur.gpa, result.nested_levels) : null;
+  // The gpa row keeps its place when no nested step is on show, so nothing below it moves.
+  const reserve = nested2d && !gpaFields ? splitGpa('0x0', result.nested_levels) : null;
   return (
     <div className="split" aria-label={t('walk.split')}>
       <SplitRow term="gva" value={access.gva} fields={fields} active={activeGuest} className="guest" />
       {gpaFields && cur && <SplitRow term="gpa" value={cur.gpa!} fields={gpaFields} active={cur.level} className="nested" />}
+      {reserve && <SplitRow term="gpa" value="0x0" fields={reserve} active={null} className="nested" hidden />}
     </div>
   );
 }
 
-const cellClass = (s: Step) =>
-  s.dim === 'guest' ? 'c-guest' : 'c-nested';
+const cellClass = (s: Step, mode: string) =>
+  s.dim === 'guest' ? 'c-guest' : `c-${tableOf(s, mode)}`;
+
+/* A cell's content: the reference numbers read there so far, or what stood in for a read. */
+function cellText(s: Step, t: (k: string) => string): string {
+  if (s.ref !== null) return String(s.ref);
+  if (s.kind === 'ad_write') return s.ad_set;
+  if (s.kind === 'pwc_hit' || s.kind === 'ntlb_hit') return t('walk.cell.hit');
+  if (s.kind === 'vmm_fill') return t('walk.cell.fill');
+  if (s.kind === 'vmm_read') return t('walk.cell.sw');
+  if (s.kind === 'pdpte') return t('walk.cell.reg');
+  return '·';
+}
+
+/* When focus is inside a list of step targets (grid cells, step rows), it follows the
+ * current step, so ← → keep the focused element and the highlight together. */
+function useFocusFollows(ref: React.RefObject<HTMLElement | null>, step: number) {
+  useEffect(() => {
+    const root = ref.current;
+    if (!root || !root.contains(document.activeElement) || document.activeElement === root) return;
+    const target = root.querySelector<HTMLElement>('[tabindex="0"][data-step-target]');
+    if (target && target !== document.activeElement) target.focus({ preventScroll: false });
+  }, [ref, step]);
+}
 
 export const WalkGrid = memo(function WalkGrid({ result, access, step, onStep }: WalkProps) {
   const { t } = useTranslation('views');
   const grid = useMemo(() => gridModel(result, access, t), [result, access, t]);
+  const wrap = useRef<HTMLDivElement>(null);
+  useFocusFollows(wrap, step);
   const curKey = step > 0 ? grid.stepCell[step - 1] : null;
   if (grid.cells.size === 0) return null;
+  // One tab stop for the grid (roving tabindex): the current cell, or the first one.
+  const tabKey = curKey ?? grid.cells.keys().next().value;
+  const done = step >= access.steps.length;
+  const rowLabel = new Map(grid.rows.map((r) => [r.key, r.label]));
+  const colLabel = new Map(grid.cols.map((c) => [c.key, c.label]));
   return (
-    <div className="grid-wrap">
+    <div className="grid-wrap" ref={wrap}>
       <table className={`grid grid-${grid.kind} mode-${result.mode}`} aria-label={t('walk.grid')}>
         <thead>
           <tr>
-            <th scope="col"></th>
+            <th scope="col"><span className="sr-only">{t('walk.rowsCols')}</span></th>
             {grid.cols.map((c) => <th scope="col" key={c.key}>{c.label}</th>)}
           </tr>
         </thead>
@@ -85,22 +126,25 @@ export const WalkGrid = memo(function WalkGrid({ result, access, step, onStep }:
                 const ns = grid.cells.get(k);
                 if (!ns) {
                   const isHpa = grid.kind === '2d' && r.key === 0 && c.key === 'G';
-                  return <td key={k} className={'cell empty' + (isHpa ? ' hpa' : '')}>{isHpa && step >= access.steps.length && access.hpa ? access.hpa : ''}</td>;
+                  const hpa = isHpa && done && access.hpa;
+                  return <td key={k} className={'cell empty' + (hpa ? ' hpa' : '')}>{hpa ? <span className="hpa-label" title={access.hpa!}>{t('walk.hpaCell')}</span> : ''}</td>;
                 }
                 const shown = ns.filter((n) => n <= step);
                 const last = shown.length ? access.steps[shown[shown.length - 1] - 1] : null;
                 const current = k === curKey;
+                const label = t('walk.cellLabel', {
+                  row: rowLabel.get(r.key), col: colLabel.get(c.key),
+                  steps: ns.map((n) => t('walk.cellTitle', { n, kind: kindWords(access.steps[n - 1].kind, t) })).join(', '),
+                  state: shown.length ? t('walk.cellDone', { text: shown.map((n) => cellText(access.steps[n - 1], t)).join(' · ') }) : t('walk.cellPending'),
+                });
                 return (
                   <td key={k} data-row={r.key} data-col={c.key}
-                    className={['cell', last ? 'filled ' + cellClass(last) : 'pending', last?.cache === 'hit' ? 'hit' : '',
+                    className={['cell', last ? 'filled ' + cellClass(last, result.mode) : 'pending', last?.cache === 'hit' ? 'hit' : '',
                       last && /not_present|reserved|misconfig|blocked/.test(last.result) ? 'bad' : '', current ? 'current' : ''].join(' ')}
                     aria-current={current ? 'step' : undefined}>
-                    <button type="button" tabIndex={-1} onClick={() => onStep?.(ns[0])}
-                      title={ns.map((n) => t('walk.cellTitle', { n, kind: kindWords(access.steps[n - 1].kind, t) })).join('\n')}>
-                      {shown.map((n) => {
-                        const s = access.steps[n - 1];
-                        return <span key={n} className="ref">{s.ref ?? (s.kind === 'ad_write' ? s.ad_set : s.kind === 'pwc_hit' || s.kind === 'ntlb_hit' ? t('walk.cell.hit') : s.kind === 'vmm_fill' ? t('walk.cell.fill') : s.kind === 'vmm_read' ? t('walk.cell.sw') : s.kind === 'pdpte' ? t('walk.cell.reg') : '·')}</span>;
-                      })}
+                    <button type="button" tabIndex={k === tabKey ? 0 : -1} data-step-target="" onClick={() => onStep?.(ns[0])}
+                      aria-label={label} title={ns.map((n) => t('walk.cellTitle', { n, kind: kindWords(access.steps[n - 1].kind, t) })).join('\n')}>
+                      {shown.map((n) => <span key={n} className="ref">{cellText(access.steps[n - 1], t)}</span>)}
                     </button>
                   </td>
                 );
@@ -108,52 +152,83 @@ export const WalkGrid = memo(function WalkGrid({ result, access, step, onStep }:
             </tr>
           ))}
         </tbody>
+        {grid.kind === '2d' && done && access.hpa && (
+          <caption className="grid-hpa">
+            <span className="hpa-name">{t('walk.finalHpa')}</span> <code data-field="final-hpa">{access.hpa}</code>
+          </caption>
+        )}
       </table>
     </div>
   );
 });
 
-export function EntryPanel({ result, access, step }: WalkProps) {
+/* An EPTP as the CPU reads it from the list: root, walk length, memory type, A/D enable. */
+function eptpWords(value: string, t: (k: string, o?: Record<string, unknown>) => string): string {
+  const v = hexToBig(value);
+  const mt = Number(v & 7n);
+  return t('walk.eptpDecoded', {
+    root: '0x' + (v & ~0xfffn & ((1n << 52n) - 1n)).toString(16), levels: Number((v >> 3n) & 7n) + 1, mt,
+    mtName: t(['0', '1', '4', '5', '6'].includes(String(mt)) ? `flag.mt.${mt}` : 'flag.mt.other'),
+    ad: t((v >> 6n) & 1n ? 'walk.adOn' : 'walk.adOff'),
+  });
+}
+
+export function EntryPanel({ result, access, step, primary = true }: WalkProps) {
   const { t } = useTranslation('views');
   const s = access.steps[step - 1];
+  const id = primary ? 'entry' : undefined;
   if (!s) {
     return (
-      <section className="entry" id="entry" aria-live="polite">
+      <section className="entry" id={id} aria-live="polite" tabIndex={0} aria-label={t('walk.current')}>
         <h3>{step === 0 ? t('walk.ready') : t('walk.done')}</h3>
-        <p>{step === 0
-          ? access.steps.length ? t('walk.readyText', { count: access.steps.length, refs: access.memory_refs }) : t('walk.noSteps')
-          : t('walk.ended', { count: access.steps.length, outcome: outcomeWords(access.outcome, t) })}</p>
+        <p className="explain">{step === 0
+          ? access.steps.length ? t('walk.readyText', { count: access.steps.length, refs: t('count.refsPlain', { count: access.memory_refs }) }) : t(noWalkKey(access))
+          : t('walk.ended', { count: access.steps.length, outcome: outcomeSentence(access, t) })}</p>
       </section>
     );
   }
   const bad = /not_present|reserved|misconfig|blocked/.test(s.result);
+  const eptp = s.kind === 'eptp_list';
+  const table = eptp ? 'eptp' : tableOf(s, result.mode);
+  const second = s.dim === 'nested' && result.mode !== 'shadow' && !eptp;
   return (
-    <section className="entry" id="entry" aria-live="polite" data-n={s.n}>
+    <section className="entry" id={id} aria-live="polite" data-n={s.n} tabIndex={0} aria-label={t('walk.current')}>
       <h3>
         {t('walk.stepN', { n: s.n })}{s.ref !== null ? <> · {t('walk.reference')} <span data-field="ref">{s.ref}</span></> : null} · {kindWords(s.kind, t)}
       </h3>
       <p className="explain">{explainStep(s, result, t)}</p>
       <dl className="kv">
-        <dt>{t('walk.field.dim')}</dt><dd data-field="dim" data-value={tableOf(s, result.mode)}>{t(`dim.${tableOf(s, result.mode)}`)}</dd>
-        <dt>{t('walk.field.level')}</dt><dd data-field="level">{s.level}{s.dim === 'guest' ? ` (${levelName(result.guest_paging, s.level)})` : ''}</dd>
-        {s.dim === 'nested' && result.mode !== 'shadow' && <><dt>{t('walk.field.locating')}</dt><dd>{stageLabel(s, result.guest_paging, t)}</dd></>}
+        <dt>{t('walk.field.dim')}</dt><dd data-field="dim" data-value={table}>{t(`dim.${table}`)}</dd>
+        {!eptp && result.mode !== 'flat' || s.dim === 'guest' ? <><dt>{t('walk.field.level')}</dt><dd data-field="level">{s.level}{s.dim === 'guest' || result.mode === 'shadow' ? ` (${levelName(result.guest_paging, s.level)})` : ''}</dd></> : null}
+        {second && <><dt>{t('walk.field.locating')}</dt><dd>{forWhat(s, result, t)}</dd></>}
         {s.gpa && <><dt><Term id="gpa" /></dt><dd data-field="gpa">{s.gpa}</dd></>}
-        <dt>{t('walk.field.table')}</dt><dd data-field="table">{s.table}</dd>
+        <dt>{t(eptp ? 'walk.field.list' : 'walk.field.table')}</dt><dd data-field="table">{s.table}</dd>
         {rootTerm(s, result)}
-        <dt>{t('walk.field.index')}</dt><dd data-field="index">{s.index}</dd>
+        <dt>{t(result.mode === 'flat' && s.dim === 'nested' ? 'walk.field.gfn' : 'walk.field.index')}</dt><dd data-field="index">{s.index}</dd>
         <dt>{t('walk.field.entry_hpa')}</dt><dd data-field="entry_hpa">{s.entry_hpa}</dd>
-        <dt>{t('walk.field.entry')}</dt><dd data-field="entry">{s.entry}</dd>
-        <dt>{t('walk.field.result')}</dt><dd data-field="result" data-value={s.result} className={bad ? 'bad-text' : ''}>{resultWords(s.result, t)}</dd>
+        <dt>{t(eptp ? 'walk.field.eptp' : 'walk.field.entry')}</dt><dd data-field="entry">{s.entry}</dd>
+        {eptp && <><dt>{t('walk.field.decoded')}</dt><dd>{eptpWords(s.entry, t)}</dd></>}
+        <dt>{t('walk.field.result')}</dt><dd data-field="result" data-value={s.result} className={bad ? 'bad-text' : ''}>{eptp ? t(s.result === 'page' ? 'walk.eptpValid' : 'walk.eptpInvalid') : resultWords(s.result, t)}</dd>
         {s.ad_set && <><dt>{t('walk.field.ad_set')}</dt><dd>{s.ad_set}</dd></>}
         {s.cache && <><dt>{t('walk.field.cache')}</dt><dd data-field="cache" data-value={s.cache}>{resultWords(s.cache, t)}</dd></>}
       </dl>
-      {s.flags.length > 0 && (
+      {s.flags.length > 0 && !eptp && (
         <ul className="flags" aria-label={t('walk.flags')} data-field="flags">
           {s.flags.map((f) => <li key={f} title={flagWords(f, t)}><b>{f}</b> <span>{flagWords(f, t)}</span></li>)}
         </ul>
       )}
     </section>
   );
+}
+
+/* What to say for an event that reads no table. */
+function noWalkKey(a: AccessResult): string {
+  if (a.op === 'vmcall') return 'walk.noWalk.vmcall';
+  if (a.op === 'vmfunc') return a.outcome === 'invalid_opcode' ? 'walk.noWalk.ud' : 'walk.noWalk.vmfunc';
+  if (a.op === 'mov_cr3') return a.exits ? 'walk.noWalk.cr3Exit' : 'walk.noWalk.cr3';
+  if (a.op === 'invlpg') return 'walk.noWalk.invlpg';
+  if (a.op === 'pte_write') return 'walk.noWalk.pteWrite';
+  return 'walk.noSteps';
 }
 
 /* The top nested level's table is what the EPTP (Intel) or nCR3 (AMD) points at: show
@@ -171,22 +246,23 @@ const OUTCOME_TERM: Record<string, TermId | null> = {
   flat_fault: 'flat', vmfunc_exit: 'vmfunc', invalid_opcode: 'vmfunc', vmcall_exit: 'vmcall', shadow_unmapped: 'shadow',
 };
 
-export function OutcomePanel({ access, step }: WalkProps) {
+export function OutcomePanel({ result, access, step, primary = true }: WalkProps) {
   const { t } = useTranslation('views');
   const done = step >= access.steps.length;
-  const { pairs, bits } = faultDetails(access.fault, t);
+  const { pairs, bits } = faultDetails(access.fault, t, result);
   const term = OUTCOME_TERM[access.outcome] ?? null;
+  const words = outcomeSentence(access, t);
   return (
-    <section className={'outcome' + (done ? ' done' : '')} id="outcome" aria-label={t('walk.outcome')}>
+    <section className={'outcome' + (done ? ' done' : '')} id={primary ? 'outcome' : undefined} aria-label={t('walk.outcome')}>
       <h3>{t('walk.outcome')} {done ? '' : <span className="muted">{t('walk.atEnd')}</span>}</h3>
       {done ? (
         <>
           <p><b className={access.outcome === 'ok' ? 'ok-text' : 'bad-text'} data-field="outcome" data-value={access.outcome}>
-            {term ? <Term id={term}>{outcomeWords(access.outcome, t)}</Term> : outcomeWords(access.outcome, t)}</b>
+            {term ? <Term id={term}>{words}</Term> : words}</b>
             {access.hpa ? <> {t('walk.toHpa')} <code>{access.hpa}</code></> : null}</p>
-          <p className="counts">{t('walk.counts', { refs: access.memory_refs, guest: access.guest_refs, nested: access.nested_refs, ad: access.ad_writes, exits: access.exits })}
+          <p className="counts">{countsLine(access, result.mode, t)}
             {access.guest_page_size ? ' · ' + t('walk.guestPage', { size: access.guest_page_size / 1024 }) : ''}
-            {access.nested_page_size ? ' · ' + t('walk.nestedPage', { size: access.nested_page_size / 1024 }) : ''}
+            {access.nested_page_size ? ' · ' + t(`walk.${result.mode === 'flat' ? 'flatPage' : 'nestedPage'}`, { size: access.nested_page_size / 1024 }) : ''}
             {access.eptp_index !== null ? ' · ' + t('walk.eptpIndex', { index: access.eptp_index }) : ''}</p>
           {pairs.length > 0 && <dl className="kv">{pairs.map(([k, v]) => <Fragment key={k}><dt>{k}</dt><dd>{v}</dd></Fragment>)}</dl>}
           {bits && (
@@ -203,22 +279,31 @@ export function OutcomePanel({ access, step }: WalkProps) {
 
 export const StepList = memo(function StepList({ result, access, step, onStep }: WalkProps) {
   const { t } = useTranslation('views');
+  const body = useRef<HTMLTableSectionElement>(null);
+  useFocusFollows(body, step);
+  if (access.steps.length === 0) return null;
+  const tabN = Math.max(1, step);
   return (
     <details className="steps" open={access.steps.length <= 40}>
       <summary>{t('walk.allSteps', { count: access.steps.length })}</summary>
-      <div className="table-scroll">
+      <div className="table-scroll" tabIndex={0} role="region" aria-label={t('walk.allSteps', { count: access.steps.length })}>
         <table className="steplist">
           <thead><tr><th>#</th><th>{t('walk.col_.ref')}</th><th>{t('walk.col_.kind')}</th><th>{t('walk.col_.dim')}</th><th>{t('walk.col_.lvl')}</th><th>{t('walk.col_.stage')}</th><th>{t('walk.col_.entryHpa')}</th><th>{t('walk.col_.entry')}</th><th>{t('walk.col_.flags')}</th><th>{t('walk.col_.result')}</th></tr></thead>
-          <tbody>
-            {access.steps.map((s) => (
-              <tr key={s.n} className={(s.n === step ? 'current ' : '') + (s.n > step ? 'future' : '')} aria-current={s.n === step ? 'step' : undefined}
-                onClick={() => onStep?.(s.n)}>
-                <td>{s.n}</td><td>{s.ref ?? ''}</td><td title={kindWords(s.kind, t)}>{s.kind}</td>
-                <td className={s.dim}>{t(`dim.${result.mode === 'shadow' && s.dim === 'nested' ? 'shadow' : s.dim}`)}</td>
-                <td>{s.level}</td><td>{s.dim === 'nested' && result.mode !== 'shadow' ? (s.stage ? t('step.stageShort', { n: s.stage }) : t('walk.final')) : ''}</td>
-                <td>{s.entry_hpa}</td><td>{s.entry}</td><td>{s.flags.join(' ')}</td><td>{resultWords(s.result, t)}{s.cache ? ` (${resultWords(s.cache, t)})` : ''}</td>
-              </tr>
-            ))}
+          <tbody ref={body}>
+            {access.steps.map((s) => {
+              const table = s.kind === 'eptp_list' ? 'eptp' : tableOf(s, result.mode);
+              return (
+                <tr key={s.n} className={(s.n === step ? 'current ' : '') + (s.n > step ? 'future' : '')} aria-current={s.n === step ? 'step' : undefined}
+                  onClick={() => onStep?.(s.n)}>
+                  <td><button type="button" className="rowbtn" tabIndex={s.n === tabN ? 0 : -1} data-step-target=""
+                    aria-label={t('walk.stepRow', { n: s.n, what: explainStep(s, result, t) })} onClick={(e) => { e.stopPropagation(); onStep?.(s.n); }}>{s.n}</button></td>
+                  <td>{s.ref ?? ''}</td><td title={kindWords(s.kind, t)}>{s.kind}</td>
+                  <td className={`d-${table}`}>{t(`dim.${table}`)}</td>
+                  <td>{s.level}</td><td>{s.dim === 'nested' && result.mode !== 'shadow' && s.kind !== 'eptp_list' ? (s.stage ? t('step.stageShort', { n: s.stage }) : t('walk.final')) : ''}</td>
+                  <td>{s.entry_hpa}</td><td>{s.entry}</td><td>{s.flags.join(' ')}</td><td>{s.kind === 'eptp_list' ? t(s.result === 'page' ? 'walk.eptpValid' : 'walk.eptpInvalid') : resultWords(s.result, t)}{s.cache ? ` (${resultWords(s.cache, t)})` : ''}</td>
+                </tr>
+              );
+            })}
           </tbody>
         </table>
       </div>

@@ -59,7 +59,8 @@ describe('walk view on the ept-4k trace', () => {
     const r = runs['ept-4k'];
     render(<WalkView result={r} access={r.accesses[0]} step={0} />);
     const split = screen.getByLabelText('address split');
-    const values = [...split.querySelectorAll('.field .f-value')].map((e) => e.textContent);
+    // (the gpa row below is held in place, hidden, until a nested step shows it)
+    const values = [...split.querySelectorAll('.split-row:not(.reserved) .field .f-value')].map((e) => e.textContent);
     const gva = BigInt(r.accesses[0].gva!);
     const want = [39n, 30n, 21n, 12n].map((sh) => String((gva >> sh) & 511n));
     expect(values).toEqual([...want, '0x' + (gva & 0xfffn).toString(16)]);
@@ -190,6 +191,46 @@ describe('compare view', () => {
     expect(refs('flat')).toBe(g + 2 * (g + 1));
     // Shadow: a cold shadow table is a hidden page fault: one exit, then the retried walk.
     expect(exits('shadow')).toBe(1);
+  });
+
+  it('shows the warm figures the lessons teach beside the cold ones, exits by kind, and says the ordering', () => {
+    const { container } = render(<CompareView engine={engine} input={DEFAULT_COMPARE} />);
+    const num = (m: string, f: string) => Number(container.querySelector(`tr[data-mode="${m}"] [data-field="${f}"]`)!.textContent);
+    const text = (m: string, f: string) => container.querySelector(`tr[data-mode="${m}"] [data-field="${f}"]`)?.textContent ?? '';
+    const g = 4, n = 4;
+    // warm: every access walks, nothing left to fill: the lessons' 4 / 24 / 24 / 9 / 4
+    const warm: Record<string, number> = { native: g, ept: g + (g + 1) * n, npt: g + (g + 1) * n, flat: g + (g + 1), shadow: g };
+    for (const [m, want] of Object.entries(warm)) {
+      expect(num(m, 'refs-warm'), m).toBe(want);
+      expect(num(m, 'exits-warm'), m).toBe(0);
+    }
+    // cold exits by kind: five flat-table fills, one shadow fill (a hidden page fault)
+    expect(text('flat', 'exits-kinds')).toContain('5 table fills');
+    expect(text('shadow', 'exits-kinds')).toContain('1 table fill');
+    expect(text('ept', 'exits-kinds')).toBe('');
+    // each mode's own dimension names
+    expect(text('shadow', 'split')).toBe('4 shadow');
+    expect(text('flat', 'split')).toBe('4 guest + 5 flat');
+    expect(text('ept', 'split')).toBe('4 guest + 20 nested');
+    expect(text('native', 'split')).toBe('4 guest');
+    // the ordering sentence, rebuilt here from the numbers
+    const name: Record<string, string> = { native: 'native', ept: 'EPT', npt: 'NPT', flat: 'flat', shadow: 'shadow' };
+    const order = (v: Record<string, number>) => Object.entries(v).sort((a, b) => a[1] - b[1])
+      .map(([m, x], i, all) => (i === 0 ? '' : x === all[i - 1][1] ? ' = ' : ' < ') + `${name[m]} ${x.toLocaleString('en')}`).join('');
+    const sentence = screen.getByTestId('compare-ordering').textContent!;
+    expect(sentence).toContain(`References, warm: ${order(warm)};`);
+    expect(sentence).toContain('native 4 = shadow 4 < flat 9 < EPT 24 = NPT 24');
+    const cold: Record<string, number> = { native: 0, ept: 0, npt: 0, flat: 0, shadow: 0 };
+    for (const m of Object.keys(cold)) cold[m] = 10 + 40 * num(m, 'refs') + 1700 * num(m, 'exits');
+    expect(sentence).toContain(`cold: ${order(cold)}.`);
+    // the two charts: references and cycles, a bar per mode and per cold/warm, labelled with the number
+    for (const measure of ['refs', 'cycles']) {
+      const chart = container.querySelector(`figure[data-measure="${measure}"]`)!;
+      expect(chart.querySelectorAll('rect').length).toBe(5 * 2 + 2);
+      expect(chart.querySelector(`g[data-mode="flat"] [data-field="${measure}-warm"]`)!.textContent)
+        .toBe((measure === 'refs' ? 9 : 10 + 40 * 9).toLocaleString('en'));
+    }
+    expect(screen.getByTestId('compare-fair').textContent).toMatch(/warm with warm/);
   });
 
   it('says what is wrong with a bad gva instead of running', () => {
