@@ -49,7 +49,8 @@ export function toggleableSteps(access: AccessResult, result: Pick<Result, 'mode
 type Ovr = { set?: string; clear?: string };
 function flipIn<T extends Ovr>(o: T, mask: bigint, on: boolean): T {
   let set = BigInt(o.set ?? '0x0'), clear = BigInt(o.clear ?? '0x0');
-  if (on) { set |= mask; clear &= ~mask; } else { clear |= mask; set &= ~mask; }
+  // Undoing this override's own change drops it from the override; otherwise the override grows.
+  if (on) { if (clear & mask) clear &= ~mask; else set |= mask; } else if (set & mask) set &= ~mask; else clear |= mask;
   const out = { ...o };
   delete out.set; delete out.clear;
   if (set) out.set = hex(set);
