@@ -32,15 +32,49 @@ describe('lessons tab', () => {
     await page.screenshot({ path: join(ARTIFACTS, 'lessons-ept-and-npt.png') });
   });
 
-  it('checks an exercise with the engine in the page', async () => {
+  it('checks an exercise with the engine in the page: a hint for a wrong answer, the answer only after three tries', async () => {
     const ex = page.locator('section.exercise[data-kind="count-refs"]').first();
-    await ex.getByLabel('Your answer').fill('1');
+    const status = ex.getByRole('status');
     await ex.getByRole('button', { name: 'Check' }).click();
-    const wrong = (await ex.getByRole('status').textContent())!;
-    const right = /the engine says (\d+)/.exec(wrong)![1];
-    await ex.getByLabel('Your answer').fill(right);
-    await ex.getByRole('button', { name: 'Check' }).click();
-    expect(await ex.getByRole('status').textContent()).toMatch(/^Correct\./);
+    expect(await status.textContent()).toMatch(/^No answer yet/);
+    expect(await ex.locator('.hint').count()).toBe(1);
+    for (const [i, wrong] of ['1', '2', '3'].entries()) {
+      await ex.getByLabel('Your answer').fill(wrong);
+      await ex.getByRole('button', { name: 'Check' }).click();
+      if (i < 2) expect(await status.textContent()).toBe(`Not quite: that was try ${i + 1} of 3. Look at the hint and try again.`);
+    }
+    const revealed = (await status.textContent())!;
+    const right = /engine's answer: (\d+)\./.exec(revealed)![1];
+    expect(['1', '2', '3']).not.toContain(right);
+    // "Another one" gives a fresh exercise of this card only; the next card keeps its seed
+    const next = page.locator('section.exercise').nth(1);
+    const nextSeed = await next.getAttribute('data-seed');
+    const seed = Number(await ex.getAttribute('data-seed'));
+    await ex.getByRole('button', { name: 'Another one' }).click();
+    await expect.poll(() => page.locator('section.exercise[data-kind="count-refs"]').first().getAttribute('data-seed')).toBe(String(seed + 1));
+    expect(await next.getAttribute('data-seed')).toBe(nextSeed);
+    expect(new URL(page.url()).searchParams.get('seeds')).toBe(String(seed + 1));
+    const fresh = page.locator('section.exercise[data-kind="count-refs"]').first();
+    expect(await fresh.getByRole('status').textContent()).toBe('');
+    await fresh.getByRole('button', { name: 'Show answer' }).click();
+    expect(await fresh.getByRole('status').textContent()).toMatch(/^The engine's answer: \d+\.$/);
+  });
+
+  it('steps an embedded walk with its buttons and with the keys once it has focus', async () => {
+    const fig = page.locator('figure.embedded-walk[data-scenario="ept-4k"]');
+    const counter = () => fig.locator('.counter [data-field="step"]').textContent();
+    await fig.getByRole('button', { name: 'first step (Home)' }).click();
+    expect(await counter()).toBe('0');
+    await fig.getByRole('button', { name: 'step forward (→)' }).click();
+    expect(await counter()).toBe('1');
+    await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('ArrowRight');
+    expect(await counter()).toBe('3');
+    expect(await fig.locator('td[aria-current="step"]').count()).toBe(1);
+    await page.keyboard.press('End');
+    expect(await counter()).toBe('28');
+    const ids = await page.evaluate(() => [...document.querySelectorAll('[id]')].map((e) => e.id));
+    expect(ids.filter((x, i) => ids.indexOf(x) !== i)).toEqual([]);
   });
 
   it('switches to Japanese and back, keeps the choice in the URL, and falls back to English visibly', async () => {

@@ -121,7 +121,7 @@ export function Playground({ engine, text, onText, onRun, plainEditor }: Playgro
         <textarea className="plain-editor" value={text} onChange={(e) => onText(e.target.value)} aria-label={t('playground.editor')} spellCheck={false} />
       ) : (
         <Suspense fallback={<textarea className="plain-editor" value={text} onChange={(e) => onText(e.target.value)} aria-label={t('playground.editor')} spellCheck={false} />}>
-          <JsonEditor value={text} onChange={onText} />
+          <JsonEditor value={text} onChange={onText} label={t('playground.editor')} />
         </Suspense>
       )}
     </div>

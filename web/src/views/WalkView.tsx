@@ -143,8 +143,9 @@ export const WalkGrid = memo(function WalkGrid({ result, access, step, onStep }:
                       last && /not_present|reserved|misconfig|blocked/.test(last.result) ? 'bad' : '', current ? 'current' : ''].join(' ')}
                     aria-current={current ? 'step' : undefined}>
                     <button type="button" tabIndex={k === tabKey ? 0 : -1} data-step-target="" onClick={() => onStep?.(ns[0])}
-                      aria-label={label} title={ns.map((n) => t('walk.cellTitle', { n, kind: kindWords(access.steps[n - 1].kind, t) })).join('\n')}>
+                      title={ns.map((n) => t('walk.cellTitle', { n, kind: kindWords(access.steps[n - 1].kind, t) })).join('\n')}>
                       {shown.map((n) => <span key={n} className="ref">{cellText(access.steps[n - 1], t)}</span>)}
+                      <span className="sr-only">{label}</span>
                     </button>
                   </td>
                 );
