@@ -193,6 +193,56 @@ describe('walkthrough app in Chromium', () => {
     expect(pageErrors).toEqual([]);
   });
 
+  it('at 390 px the explanation of the current step stays on screen with the grid, and nothing above the grid moves', async () => {
+    const trace = nativeRun('ept-4k').accesses[0];
+    const page = await open('?example=ept-4k&access=0&step=0', 390, 844);
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    // bring the grid up under the sticky controls, as a learner scrolls to it once
+    await page.evaluate(() => {
+      const grid = document.querySelector('table.grid')!.getBoundingClientRect();
+      const bar = document.querySelector('.controls')!.getBoundingClientRect();
+      scrollBy(0, grid.top - bar.height - 8);
+    });
+    const where = () => page.evaluate(() => {
+      const r = (el: Element | null) => { const b = el!.getBoundingClientRect(); return { top: b.top, bottom: b.bottom }; };
+      return { grid: r(document.querySelector('table.grid')), cell: document.querySelector('td[aria-current="step"]') ? r(document.querySelector('td[aria-current="step"]')) : null,
+        explain: r(document.querySelector('#entry .explain')), entry: r(document.querySelector('#entry')), bar: r(document.querySelector('.controls')), h: innerHeight };
+    });
+    const first = await where();
+    for (const s of trace.steps) {
+      await page.keyboard.press('ArrowRight');
+      const w = await where();
+      expect(w.grid.top, `step ${s.n}: the grid did not move`).toBeCloseTo(first.grid.top, 0);
+      expect(w.explain.top, `step ${s.n}`).toBeGreaterThanOrEqual(0);
+      expect(w.explain.bottom, `step ${s.n}: the explanation is on screen`).toBeLessThanOrEqual(w.h);
+      // the current cell is on screen, below the controls and above the explanation
+      expect(w.cell!.top, `step ${s.n}`).toBeGreaterThanOrEqual(w.bar.bottom - 1);
+      expect(w.cell!.bottom, `step ${s.n}: not hidden behind the explanation`).toBeLessThanOrEqual(w.entry.top + 1);
+      if (s.n === 7) await shot(page, 'walk-390-step7');
+    }
+    await page.close();
+    expect(pageErrors).toEqual([]);
+  });
+
+  it('the VMFUNC gate: the EPTP list, the switch as its own step, VMCALL with no walk', async () => {
+    const trace = nativeRun('vmfunc-gate');
+    const sw = trace.accesses.findIndex((a) => a.op === 'vmfunc' && a.outcome === 'ok');
+    const page = await open(`?example=vmfunc-gate&access=${sw}&step=1`, 1200, 900, '[data-testid="vmfunc-panel"] table.eptp-list');
+    expect(await page.textContent('#outcome [data-field="outcome"]')).toBe(`switched to EPTP index ${trace.accesses[sw].eptp_index}, no VM exit`);
+    expect(await page.textContent('tr[data-index="1"] code')).toBe(trace.accesses[sw].steps[0].entry);
+    expect(await page.getAttribute('tr[data-index="1"]', 'aria-current')).toBe('true');
+    expect(await page.textContent('[data-testid="vmfunc-cost"] tr[data-path="ratio"] [data-field="published"]')).toBe('3.6×');
+    await shot(page, 'walk-vmfunc');
+    const call = trace.accesses.findIndex((a) => a.op === 'vmcall');
+    await page.goto(session.url + `?example=vmfunc-gate&access=${call}&step=0`);
+    await page.waitForSelector('[data-field="event"][data-op="vmcall"]');
+    expect(await page.textContent('#entry .explain')).toMatch(/VMCALL exits to the hypervisor at once \(exit 18\)/);
+    expect(await page.locator('details.steps').count()).toBe(0);
+    expect(await page.textContent('#outcome')).not.toMatch(/stage|dimension/);
+    await page.close();
+    expect(pageErrors).toEqual([]);
+  });
+
   it('in Japanese and Chinese: the same trace, explained in the language, and back to English', async () => {
     const trace = nativeRun('ept-violation');
     const a = trace.accesses[2];

@@ -202,8 +202,10 @@ export function refsSplit(a: Pick<AccessResult, 'guest_refs' | 'nested_refs'>, m
 
 /** One line of counts for an access: references (split by dimension), A/D writes, exits. */
 export function countsLine(a: AccessResult, mode: string, t: T = tEn): string {
+  // a VMFUNC's one reference is its read of the EPTP list, no table of either dimension
+  const split = a.op === 'vmfunc' ? t('dim.eptp') : refsSplit(a, mode, t);
   return [
-    t('count.refs', { count: a.memory_refs, split: refsSplit(a, mode, t) }),
+    t('count.refs', { count: a.memory_refs, split }),
     t('count.ad', { count: a.ad_writes }),
     exitsWords(a.exits, t),
   ].join(' · ');
@@ -273,5 +275,5 @@ export function faultDetails(fault: Fault | null, t: T = tEn, result?: Pick<Resu
 export function accessLabel(a: AccessResult, i: number, t: T = tEn): string {
   const op = t(`op.${a.op}`, { defaultValue: a.op });
   const what = a.gva ? (a.user ? t('app.accessUser', { op, gva: a.gva }) : `${op} ${a.gva}`) : op;
-  return t('app.accessLabel', { i, what, outcome: outcomeWords(a.outcome, t) });
+  return t('app.accessLabel', { i, what, outcome: outcomeSentence(a, t) });
 }

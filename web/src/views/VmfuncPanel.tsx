@@ -136,7 +136,7 @@ export function VmfuncPanel({ engine, scenarioText, result, accessIndex, step }:
           </thead>
           <tbody>
             <tr data-path="gate"><th scope="row">{t('vmfunc.cost.gate')}</th><td data-field="published">{t('vmfunc.cost.ns', { n: fmt(pub.vmfunc_gate) })}</td>
-              <td data-field="model">{t('vmfunc.cost.cyclesGate', { n: fmt(model.gate), each: fmt(COST.perVmfunc) })}</td></tr>
+              <td data-field="model">{t('vmfunc.cost.cyclesGate', { n: fmt(model.gate), each: fmt(COST.perVmfunc, 1) })}</td></tr>
             <tr data-path="vmcall"><th scope="row">{t('vmfunc.cost.vmcall')}</th><td data-field="published">{t('vmfunc.cost.ns', { n: fmt(pub.vmcall) })}</td>
               <td data-field="model">{t('vmfunc.cost.cyclesExit', { n: fmt(model.vmcall) })}</td></tr>
             <tr data-path="ratio"><th scope="row">{t('vmfunc.cost.ratio')}</th><td data-field="published">{fmt(pub.vmcall / pub.vmfunc_gate, 1)}×</td>

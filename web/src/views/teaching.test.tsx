@@ -161,7 +161,7 @@ describe('the VMFUNC panel', () => {
     expect(cell('vmcall', 'published')).toBe('699 ns');
     // the model: 1,700 cycles per exit; a VMFUNC at 196/699 of that per round trip, two per round trip
     const vmfunc = (1700 * 196) / 699 / 2;
-    expect(cell('gate', 'model')).toBe(`${Math.round(2 * vmfunc)} cycles (2 × ${Math.round(vmfunc)})`);
+    expect(cell('gate', 'model')).toBe(`${Math.round(2 * vmfunc)} cycles (2 × ${vmfunc.toFixed(1)})`);
     expect(cell('vmcall', 'model')).toBe('1,700 cycles (1 exit)');
     expect(cell('ratio', 'published')).toBe(`${(699 / 196).toFixed(1)}×`);
     expect(cell('ratio', 'model')).toBe(`${(1700 / (2 * vmfunc)).toFixed(1)}×`);
