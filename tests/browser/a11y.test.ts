@@ -1,7 +1,8 @@
 /* Accessibility of the built app in Chromium, checked by axe-core (WCAG 2.x A and AA rules,
  * colour contrast included): every tab in English, Japanese and Chinese, and the views
  * with the most colour in the dark theme too. Any serious or critical violation fails,
- * with the rule, the elements and axe's own words. Also keyboard: after a scenario is
+ * with the rule, the elements and axe's own words; so does an id used twice on a page
+ * (axe rates that minor). Also keyboard: after a scenario is
  * chosen with the mouse, → steps the walk; Tab reaches the grid and the step list. */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -60,8 +61,10 @@ for (const lang of ['en', 'ja', 'zh']) {
       it(`${name}: no serious or critical violation`, async () => {
         const page = await open(`${query}&lang=${lang}`, ready);
         const v = serious(await axe(page));
+        const ids = await page.evaluate(() => [...document.querySelectorAll('[id]')].map((e) => e.id));
         await page.context().close();
         expect(v, report(v)).toEqual([]);
+        expect(ids.filter((x, i) => ids.indexOf(x) !== i), 'repeated ids').toEqual([]);
       }, 90_000);
     }
   });
