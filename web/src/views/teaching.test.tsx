@@ -17,6 +17,7 @@ import { VmfuncPanel } from './VmfuncPanel';
 import { Playground } from './Playground';
 import { App } from '../App';
 import i18n from '../i18n';
+import { englishRuns, translatedText } from '../test/english';
 
 let engine: Vmsim;
 let runs: Record<string, Result> = {};
@@ -328,4 +329,36 @@ describe('keys and help', () => {
     }
     history.replaceState(null, '', '/');
   });
+});
+
+describe('the new words in Japanese and Chinese', () => {
+  for (const lang of ['ja', 'zh'] as const) {
+    it(`${lang}: VMFUNC panel, entry toggles, compare and the walk's counts leave no English`, async () => {
+      await act(async () => { await i18n.changeLanguage(lang); });
+      try {
+        const res = runs['vmfunc-gate'];
+        for (let i = 0; i < res.accesses.length; i++) {
+          const { container, unmount } = render(<VmfuncPanel engine={engine} scenarioText={JSON.stringify(EXAMPLES['vmfunc-gate'])} result={res} accessIndex={i} step={res.accesses[i].steps.length} />);
+          expect(englishRuns(translatedText(container)), `${lang} vmfunc #${i}`).toEqual([]);
+          unmount();
+        }
+        const { container, unmount } = render(<Playground engine={engine} text={JSON.stringify(EXAMPLES['ept-4k'])} onText={() => {}} onRun={() => {}} plainEditor />);
+        await waitFor(() => expect(screen.getByTestId('toggles')).toBeTruthy());
+        const attrs = [...container.querySelectorAll('[aria-label],[title]')].map((e) => `${e.getAttribute('aria-label') ?? ''} ${e.getAttribute('title') ?? ''}`).join(' | ');
+        expect(englishRuns(translatedText(screen.getByTestId('toggles'))), `${lang} toggles`).toEqual([]);
+        expect(englishRuns(attrs), `${lang} toggles labels`).toEqual([]);
+        unmount();
+        for (const name of ['shadow', 'flat-x86-lazy', 'vmfunc-gate', 'vmfunc-tlb']) {
+          const r = runs[name];
+          for (const a of r.accesses) {
+            const { container: c, unmount: u } = render(<WalkView result={r} access={a} step={a.steps.length} />);
+            expect(englishRuns(c.textContent ?? ''), `${lang} ${name} ${a.op}`).toEqual([]);
+            u();
+          }
+        }
+      } finally {
+        await act(async () => { await i18n.changeLanguage('en'); });
+      }
+    });
+  }
 });
