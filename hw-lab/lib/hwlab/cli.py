@@ -17,6 +17,7 @@ SCHEMA = os.path.join(HERE, "schema", "result.schema.json")
 PROC_VMCALL = "/proc/vmcall_bench"
 
 EXIT_OK, EXIT_BENCH_FAILED, EXIT_USAGE, EXIT_UPLOAD, EXIT_OUTPUT = 0, 1, 2, 3, 4
+OUT_DEFAULT = "hwlab-result.json"
 
 
 def say(msg):
@@ -50,11 +51,17 @@ def parse_args(argv):
     p.add_argument("--quick", action="store_true", help="a short run (seconds)")
     p.add_argument("--only", action="append", metavar="NAME[:SUBCASE]",
                    help="run only this benchmark (repeatable); see --list")
-    p.add_argument("--out", metavar="FILE", default="hwlab-result.json",
+    p.add_argument("--out", metavar="FILE", default=OUT_DEFAULT,
                    help="where to write the result (default: ./hwlab-result.json)")
     p.add_argument("--upload", metavar="URL", help="POST the result to a class server")
     p.add_argument("--class", dest="class_code", metavar="CODE",
                    help="class code for --upload (from your teacher)")
+    p.add_argument("--from", dest="from_file", metavar="FILE",
+                   help="upload this existing result file instead of measuring (with "
+                        "--upload URL --class CODE)")
+    p.add_argument("--name", metavar="NAME",
+                   help="your display name in the class (optional, at most %d characters; "
+                        "sent with --upload, not written into the result)" % uploadlib.NAME_MAX)
     p.add_argument("--mem-mib", type=positive_int(1 << 20), metavar="N",
                    help="memtouch size and largest ptrchase working set (default 1024, "
                         "quick 64)")
@@ -71,10 +78,23 @@ def parse_args(argv):
         p.error("--upload needs --class CODE (the class code your teacher gave you)")
     if a.class_code and not a.upload:
         p.error("--class only makes sense with --upload URL")
+    if a.name is not None and not a.upload:
+        p.error("--name only makes sense with --upload URL")
+    if a.from_file is not None:
+        if not a.upload:
+            p.error("--from FILE uploads an existing result: give --upload URL --class CODE")
+        measuring = [f for f, on in (("--quick", a.quick), ("--only", a.only),
+                                     ("--mem-mib", a.mem_mib), ("--kvm-iters", a.kvm_iters),
+                                     ("--list", a.list), ("--bin", a.bin),
+                                     ("--out", a.out != OUT_DEFAULT)) if on]
+        if measuring:
+            p.error("--from uploads without measuring; %s would have no effect: leave it out"
+                    % ", ".join(measuring))
     try:
         if a.upload:
             uploadlib.check_url(a.upload)
             uploadlib.check_class(a.class_code)
+            uploadlib.check_name(a.name)
     except uploadlib.UploadError as e:
         p.error(str(e))
     return a
@@ -195,8 +215,63 @@ def headline(doc):
                     b["name"], c["name"], m["name"], m["min"], m["median"], m["unit"]))
 
 
+def send(args, data, where):
+    """Upload the bytes, then print the receipt and how to delete with it (stdout)."""
+    try:
+        info = uploadlib.upload(args.upload, args.class_code, data, version=VERSION,
+                                name=args.name)
+    except uploadlib.UploadError as e:
+        print("hw-lab/run: error: upload failed: %s (the result is still in %s)"
+              % (e, where), file=sys.stderr)
+        return EXIT_UPLOAD
+    say("uploaded %s to %s (HTTP %d)%s" % (where, args.upload, info["status"], "".join(
+        " %s=%s" % (k, info[k]) for k in ("id", "class", "message") if k in info)))
+    print("\n".join(uploadlib.receipt_lines(args.upload, args.class_code, info)), flush=True)
+    return EXIT_OK
+
+
+def read_result(path):
+    """An existing result file for --from: its exact bytes, after checking what it is."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read((4 << 20) + 1)
+    except OSError as e:
+        raise ValueError("cannot read --from %s: %s" % (path, e.strerror))
+    if len(data) > 4 << 20:
+        raise ValueError("--from %s is larger than 4 MiB: not a hw-lab result" % path)
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise ValueError("--from %s is not JSON (%s); give a file that hw-lab/run wrote"
+                         % (path, e))
+    if not isinstance(doc, dict) or doc.get("format") != "vmemlab-hw-lab-result":
+        raise ValueError("--from %s is not a hw-lab result (no \"format\": "
+                         "\"vmemlab-hw-lab-result\"); give a file that hw-lab/run wrote" % path)
+    try:
+        validate(doc)
+    except ValueError as e:
+        raise ValueError("--from %s: %s" % (path, e))
+    return data, doc
+
+
+def upload_existing(args):
+    try:
+        data, doc = read_result(args.from_file)
+    except ValueError as e:
+        print("hw-lab/run: error: %s" % e, file=sys.stderr)
+        return EXIT_USAGE
+    if doc.get("class_code") not in (None, args.class_code):
+        say("note: %s was measured for class %s; uploading it to class %s as asked "
+            "(the file is sent unchanged)" % (args.from_file, doc["class_code"], args.class_code))
+    say("uploading %s (%s run of %s, no new measurement)" % (
+        args.from_file, doc.get("mode", "?"), doc.get("created_utc", "?")))
+    return send(args, data, args.from_file)
+
+
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.from_file is not None:
+        return upload_existing(args)
     binary = os.path.abspath(args.bin or os.path.join(HERE, "build", "hwlab"))
     if not args.no_build and not args.bin:
         build(binary)
@@ -266,12 +341,7 @@ def main(argv=None):
     headline(doc)
     say("wrote %s" % os.path.abspath(args.out))
     if args.upload:
-        try:
-            info = uploadlib.upload(args.upload, args.class_code, data, version=VERSION)
-        except uploadlib.UploadError as e:
-            print("hw-lab/run: error: upload failed: %s (the result is still in %s)"
-                  % (e, args.out), file=sys.stderr)
-            return EXIT_UPLOAD
-        say("uploaded to %s (HTTP %d)%s" % (args.upload, info["status"],
-            "".join(" %s=%s" % (k, info[k]) for k in ("id", "url", "message") if k in info)))
+        code = send(args, data, args.out)
+        if code:
+            return code
     return EXIT_BENCH_FAILED if rc else EXIT_OK
