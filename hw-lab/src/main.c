@@ -56,7 +56,8 @@ static void usage(FILE *f)
 		"usage: hwlab bench [--quick] [--only NAME[:SUBCASE]] [--mem-mib N] "
 		"[--kvm-iters N] [--timeout SECONDS]\n"
 		"       hwlab list        names of the benchmarks built for this machine\n"
-		"       hwlab cpuid       the x86 CPUID facts the probe needs, as JSON\n");
+		"       hwlab cpuid       the x86 CPUID facts the probe needs, as JSON\n"
+		"       hwlab timer       the timer (source, unit, frequency), as JSON\n");
 }
 
 static int parse_uint(const char *flag, const char *s, unsigned long max, unsigned long *out)
@@ -214,6 +215,14 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "cpuid"))
 		return cpuid_probe_json(stdout);
+	if (!strcmp(argv[1], "timer")) { /* the timer alone, for a result of modules only */
+		struct hw_ctx ctx = {0};
+		ctx.out = stdout;
+		hw_json_open(&ctx, NULL, '{');
+		emit_timer(&ctx, 1);
+		hw_json_close(&ctx, '}');
+		return 0;
+	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(stdout);
 		return 0;

@@ -1,4 +1,6 @@
 """hw-lab/run --quick on this machine: schema-valid and physically plausible."""
+import os
+
 import jsonschema
 import pytest
 
@@ -32,6 +34,15 @@ def test_every_benchmark_ran(quick_result):
     for n in ("cpuid_exit", "memtouch", "ptrchase", "ctxswitch"):
         assert names.get(n) == "ok", (n, names)
     assert names.get("kvm_exits") == ("ok" if kvm_usable() else "skipped")
+    # every benchmark and module is in the result, run or skipped with a reason
+    assert list(names) == ["cpuid_exit", "memtouch", "ptrchase", "ctxswitch", "kvm_exits",
+                           "ptwalk", "vmcall_bench"]
+    for b in doc["benchmarks"]:
+        assert b["status"] != "skipped" or len(b["reason"]) > 20, b
+    mods = doc["probe"]["modules"]
+    if not os.path.exists("/proc/modules"):
+        assert not mods["loadable"] and "no loadable-module support" in mods["reason"]
+        assert bench(doc, "ptwalk")["reason"] == bench(doc, "vmcall_bench")["reason"] == mods["reason"]
     # progress goes to stderr, one line per benchmark at least
     for n in names:
         assert "%s: running" % n in stderr or names[n] == "skipped"
@@ -120,3 +131,10 @@ def test_probe_matches_cpuinfo(quick_result):
         assert "[%s]" % p["memory"]["thp_enabled"] in f.read()
     assert p["memory"]["base_page_bytes"] == 4096
     assert p["kvm"]["dev_kvm"] == kvm_usable() or p["kvm"]["dev_kvm"]
+    mods = os.listdir("/sys/module")
+    want = next((b for b in ("kvm_intel", "kvm_amd", "kvm_pvm") if b in mods),
+                "unknown" if os.path.exists("/dev/kvm") else "none")
+    assert p["kvm"]["backend"] == want and p["kvm"]["backend_note"]
+    if want == "kvm_pvm":
+        kvm = bench(quick_result[0], "kvm_exits")
+        assert any("cr3_invlpg on kvm_pvm" in n for n in kvm["notes"])

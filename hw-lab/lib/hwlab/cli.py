@@ -7,6 +7,7 @@ import subprocess
 import sys
 import tempfile
 
+from . import modules as modlib
 from . import probe as probelib
 from . import upload as uploadlib
 
@@ -14,7 +15,6 @@ VERSION = "0.1.0"
 SCHEMA_VERSION = 1
 HERE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCHEMA = os.path.join(HERE, "schema", "result.schema.json")
-PROC_VMCALL = "/proc/vmcall_bench"
 
 EXIT_OK, EXIT_BENCH_FAILED, EXIT_USAGE, EXIT_UPLOAD, EXIT_OUTPUT = 0, 1, 2, 3, 4
 OUT_DEFAULT = "hwlab-result.json"
@@ -154,27 +154,6 @@ def run_bench(binary, args, only):
         return None, r.returncode or 1
 
 
-def vmcall_from_module():
-    """Numbers from the vmcall_bench kernel module when a learner has loaded it."""
-    try:
-        with open(PROC_VMCALL) as f:
-            text = f.read()
-    except OSError:
-        return None
-    kv = dict(line.split(None, 1) for line in text.splitlines() if " " in line)
-    try:
-        m = {k: float(kv[k]) for k in ("min", "median", "mean", "max")}
-        m.update(name="round_trip", unit="tsc_cycles",
-                 per="%s with an unknown hypercall number" % kv.get("insn", "vmcall"),
-                 count=int(kv["count"]))
-    except (KeyError, ValueError):
-        return None
-    return {"name": "vmcall_bench", "status": "ok", "notes": [],
-            "teaches": "a no-op hypercall from the guest kernel: the cost of one exit "
-                       "that the hypervisor handles in the kernel",
-            "cases": [{"name": kv.get("insn", "vmcall"), "status": "ok", "metrics": [m]}]}
-
-
 def validate(doc):
     try:
         import jsonschema
@@ -280,8 +259,9 @@ def main(argv=None):
         return EXIT_BENCH_FAILED
     names = listed(binary)
     if args.list:
-        print("\n".join(names))
+        print("\n".join(names + list(modlib.NAMES)))
         return EXIT_OK
+    names += list(modlib.NAMES)
     for o in args.only or []:
         if o.split(":", 1)[0] not in names:
             print("hw-lab/run: error: --only %s: no such benchmark on this machine; "
@@ -295,21 +275,29 @@ def main(argv=None):
     say("probing %s" % os.uname().nodename)
     probe = probelib.probe(binary)
     v = probe["virtualization"]
-    say("%s, %s; %s" % (probe["arch"], probe["cpu"]["model_name"],
-                        "in a VM (%s)" % (v["hypervisor"] or "unknown hypervisor")
-                        if v["in_vm"] else "bare metal as far as CPUID and DMI tell"))
+    say("%s, %s; %s; KVM here: %s" % (
+        probe["arch"], probe["cpu"]["model_name"],
+        "in a VM (%s)" % ", ".join(x for x in (v["hypervisor"] or "unknown hypervisor",
+                                              v.get("platform")) if x)
+        if v["in_vm"] else "bare metal as far as CPUID and DMI tell",
+        probe["kvm"]["backend"]))
 
     timer, benches, rc = None, [], 0
-    for only in (args.only or [None]):
+    wanted = [o for o in (args.only or [None]) if o is None or o.split(":")[0] not in modlib.NAMES]
+    for only in wanted:
         out, code = run_bench(binary, args, only)
         if out is None:
             return EXIT_BENCH_FAILED
         timer = timer or out["timer"]
         benches += out["benchmarks"]
         rc |= code
-    vm = vmcall_from_module()
-    if vm and not args.only:
-        benches.append(vm)
+    if timer is None:   # only modules were asked for
+        r = subprocess.run([binary, "timer"], capture_output=True, text=True)
+        timer = json.loads(r.stdout)["timer"]
+    mods = modlib.entries(probe, None if not args.only else
+                          {o.split(":")[0] for o in args.only})
+    benches += mods
+    rc |= any(m["status"] == "error" for m in mods)
 
     doc = {
         "format": "vmemlab-hw-lab-result",
@@ -322,6 +310,7 @@ def main(argv=None):
         "timer": timer,
         "benchmarks": benches,
     }
+    modlib.annotate(doc)
     if args.class_code:
         doc["class_code"] = args.class_code
     try:
