@@ -11,11 +11,11 @@
 
 #define CPUID_SAMPLES 65536
 
-/* The seed document's method, exactly: CPUID_SAMPLES samples of unfenced
+/* The method of the published cpuid figures (the BitVisor article, qiita-bitvisor-cpuid-2019 in wasm-core/data/published-figures.json), exactly: CPUID_SAMPLES samples of unfenced
  * `rdtsc; cpuid (leaf 0); rdtsc`, no warm-up, each sample the difference of the two
- * readings. Its min is the figure the seed publishes (native 288, BitVisor ~1,856, KVM
+ * readings. Its min is the figure the article publishes (native 288, BitVisor ~1,856, KVM
  * ~1,984 cycles on a Ryzen 7 2700), so only this case compares with those. */
-static void seed_loop(uint64_t *v, size_t n)
+static void published_loop(uint64_t *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		uint32_t a = 0, b, c = 0, d;
@@ -27,7 +27,7 @@ static void seed_loop(uint64_t *v, size_t n)
 }
 
 /* The same pair of unfenced readings with nothing between them. */
-static void seed_empty_loop(uint64_t *v, size_t n)
+static void published_empty_loop(uint64_t *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		uint64_t t0 = hw_rdtsc_unfenced();
@@ -71,8 +71,8 @@ static void emit(struct hw_ctx *c, const char *name, const char *method, int lea
 	hw_sub_end(c, "ok", NULL);
 }
 
-/* The seed's unfenced loop (cpuid or nothing between the readings). */
-static int seed_case(struct hw_ctx *c, const char *name, int with_cpuid)
+/* The published unfenced loop (cpuid or nothing between the readings). */
+static int published_case(struct hw_ctx *c, const char *name, int with_cpuid)
 {
 	if (c->subcase && strcmp(c->subcase, name))
 		return 0;
@@ -84,18 +84,18 @@ static int seed_case(struct hw_ctx *c, const char *name, int with_cpuid)
 		return -1;
 	}
 	if (with_cpuid)
-		seed_loop(raw, CPUID_SAMPLES);
+		published_loop(raw, CPUID_SAMPLES);
 	else
-		seed_empty_loop(raw, CPUID_SAMPLES);
+		published_empty_loop(raw, CPUID_SAMPLES);
 	for (size_t i = 0; i < CPUID_SAMPLES; i++)
 		v[i] = (double)raw[i];
 	if (with_cpuid)
-		emit(c, name, "seed: unfenced rdtsc; cpuid; rdtsc, no warm-up", 0, 0,
-		     "unfenced rdtsc;cpuid;rdtsc sample (the seed document's method)", v,
+		emit(c, name, "published: unfenced rdtsc; cpuid; rdtsc, no warm-up", 0, 0,
+		     "unfenced rdtsc;cpuid;rdtsc sample (the published method)", v,
 		     CPUID_SAMPLES);
 	else
-		emit(c, name, "seed: unfenced rdtsc; rdtsc, no warm-up", -1, 0,
-		     "unfenced rdtsc;rdtsc pair (the timer's own cost in the seed's method)", v,
+		emit(c, name, "published: unfenced rdtsc; rdtsc, no warm-up", -1, 0,
+		     "unfenced rdtsc;rdtsc pair (the timer's own cost in the published method)", v,
 		     CPUID_SAMPLES);
 	free(raw);
 	free(v);
@@ -122,9 +122,9 @@ static int fenced_case(struct hw_ctx *c, const char *name, hw_op op, int leaf, c
 
 int cpuid_exit_run(struct hw_ctx *c)
 {
-	/* cpuid_leaf0 is the seed's method and figure; the fenced pair measures cpuid alone
+	/* cpuid_leaf0 is the published method and figure; the fenced pair measures cpuid alone
 	 * once its timer overhead (timer_overhead's min) is subtracted. */
-	if (seed_case(c, "cpuid_leaf0", 1) || seed_case(c, "timer_overhead_unfenced", 0))
+	if (published_case(c, "cpuid_leaf0", 1) || published_case(c, "timer_overhead_unfenced", 0))
 		return -1;
 	if (fenced_case(c, "timer_overhead", op_nothing, -1, "fenced rdtsc;rdtsc pair around an empty call"))
 		return -1;

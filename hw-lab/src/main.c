@@ -32,7 +32,7 @@ static const char *x86_only(struct hw_ctx *ctx)
 static const struct hw_case cases[] = {
 	{"cpuid_exit", "cpuid always exits under VT-x/SVM: rdtsc;cpuid;rdtsc costs an exit "
 		       "and an entry in a VM, a few hundred cycles on bare metal (cpuid_leaf0 "
-		       "is the seed document's unfenced method; cpuid_leaf0_fenced the fenced one)",
+		       "is the published unfenced method; cpuid_leaf0_fenced the fenced one)",
 	 cpuid_exit_unsupported, cpuid_exit_run},
 	{"memtouch", "first touch of a page faults (and, in a VM, also fills the EPT/NPT or "
 		     "shadow table); second touch does not; huge pages fault 512x less",

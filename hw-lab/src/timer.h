@@ -18,7 +18,7 @@ static inline uint64_t hw_now(void)
 	__asm__ volatile("lfence; rdtsc; lfence" : "=a"(lo), "=d"(hi) : : "memory");
 	return ((uint64_t)hi << 32) | lo;
 }
-/* rdtsc with no fence: what the seed document's cpuid program uses. The CPU may start it
+/* rdtsc with no fence: what the published cpuid program uses. The CPU may start it
  * before earlier instructions finish and run later ones before it, so a sample is a few
  * dozen cycles shorter than with hw_now(); cpuid itself serializes. */
 static inline uint64_t hw_rdtsc_unfenced(void)

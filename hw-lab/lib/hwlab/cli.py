@@ -204,7 +204,7 @@ def send(args, data, where):
               % (e, where), file=sys.stderr)
         return EXIT_UPLOAD
     say("uploaded %s to %s (HTTP %d)%s" % (where, args.upload, info["status"], "".join(
-        " %s=%s" % (k, info[k]) for k in ("id", "class", "message") if k in info)))
+        " %s=%s" % (k, info[k]) for k in ("id", "url", "message") if k in info)))
     print("\n".join(uploadlib.receipt_lines(args.upload, args.class_code, info)), flush=True)
     return EXIT_OK
 

@@ -172,7 +172,7 @@ def annotate(doc):
     for b in doc.get("benchmarks", []):
         notes = b.setdefault("notes", [])
         if b["name"] == "cpuid_exit" and b.get("status") == "ok":
-            notes.append("cpuid_leaf0 is the seed document's method (unfenced rdtsc; cpuid; "
+            notes.append("cpuid_leaf0 is the published method (unfenced rdtsc; cpuid; "
                          "rdtsc): compare its min with the published mins. cpuid_leaf0_fenced "
                          "uses the fenced timer and includes timer_overhead.")
         if b["name"] != "kvm_exits" or b.get("status") != "ok":

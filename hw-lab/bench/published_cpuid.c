@@ -1,9 +1,9 @@
-/* The seed document's cpuid program, written from its description and kept apart from
+/* The published cpuid program (the BitVisor article's), written from its description and kept apart from
  * hwlab so that hwlab's cpuid_leaf0 case is compared with a second implementation:
  * 65,536 samples of unfenced `rdtsc; cpuid (leaf 0); rdtsc`, the min and the average
  * printed. Nothing is stored; the min and the sum are kept as the loop runs.
  *
- *   cc -O2 -o seed_cpuid seed_cpuid.c && ./seed_cpuid      ->  "min 1984 avg 2778"
+ *   cc -O2 -o published_cpuid published_cpuid.c && ./published_cpuid      ->  "min 1984 avg 2778"
  */
 #include <stdio.h>
 
