@@ -1,5 +1,7 @@
-/* The published cpuid program (the BitVisor article's), written from its description and kept apart from
- * hwlab so that hwlab's cpuid_leaf0 case is compared with a second implementation:
+/* The program behind the published cpuid figures (the BitVisor article,
+ * qiita-bitvisor-cpuid-2019 in wasm-core/data/published-figures.json), written from its
+ * description and kept apart from hwlab so that hwlab's cpuid_leaf0 case is compared with
+ * a second implementation:
  * 65,536 samples of unfenced `rdtsc; cpuid (leaf 0); rdtsc`, the min and the average
  * printed. Nothing is stored; the min and the sum are kept as the loop runs.
  *

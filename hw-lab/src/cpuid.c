@@ -11,9 +11,10 @@
 
 #define CPUID_SAMPLES 65536
 
-/* The method of the published cpuid figures (the BitVisor article, qiita-bitvisor-cpuid-2019 in wasm-core/data/published-figures.json), exactly: CPUID_SAMPLES samples of unfenced
- * `rdtsc; cpuid (leaf 0); rdtsc`, no warm-up, each sample the difference of the two
- * readings. Its min is the figure the article publishes (native 288, BitVisor ~1,856, KVM
+/* The method of the published cpuid figures (the BitVisor article,
+ * qiita-bitvisor-cpuid-2019 in wasm-core/data/published-figures.json), exactly:
+ * CPUID_SAMPLES samples of unfenced `rdtsc; cpuid (leaf 0); rdtsc`, no warm-up, each
+ * sample the difference of the two readings. Its min is the figure the article publishes (native 288, BitVisor ~1,856, KVM
  * ~1,984 cycles on a Ryzen 7 2700), so only this case compares with those. */
 static void published_loop(uint64_t *v, size_t n)
 {

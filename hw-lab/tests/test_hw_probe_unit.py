@@ -303,3 +303,40 @@ def test_pvm_notes_explain_cr3_invlpg():
     notes = modules.annotate(doc)["benchmarks"][0]["notes"]
     assert notes == ["cr3_invlpg on kvm_amd with tdp=0: 30012 exits in 10000 rounds (3.00 per "
                      "round; shadow paging takes 3: CR3 read, CR3 write, INVLPG)"]
+
+
+def test_ptwalk_round_trip_through_a_stand_in(tmp_path):
+    """hw-lab/run's side of /proc/ptwalk (write "<pid> <va>", read the walk, compare with
+    pagemap) against a FIFO answered by a thread playing the module."""
+    import threading
+    from hwlab import modules
+    fifo = str(tmp_path / "ptwalk")
+    os.mkfifo(fifo)
+    page = os.sysconf("SC_PAGE_SIZE")
+
+    def module(wrong):
+        with open(fifo) as f:                       # the request
+            pid, va = f.read().split()
+        va = int(va, 16)
+        pa = modules.pagemap_pa(va, page)
+        pa = (pa if pa is not None else 0x1234000 + va % page) + (page if wrong else 0)
+        with open(fifo, "w") as f:                  # the answer
+            f.write("pid %s va 0x%x\nlevels 4\nfolded p4d\npgd index 1 entry 0x0000000000001067\n"
+                    "pud index 2 entry 0x0000000000002067\npmd index 3 entry 0x0000000000003067\n"
+                    "pte index 4 entry 0x8000000000004867\npa 0x%016x page %d\n" % (pid, va, pa, page))
+
+    for wrong in (False, True):
+        t = threading.Thread(target=module, args=(wrong,), daemon=True)
+        t.start()
+        b = modules.ptwalk_from_module(fifo)
+        t.join(10)
+        c = b["cases"][0]
+        assert c["facts"]["table_levels"] == 4 and c["facts"]["va"].startswith("0x")
+        if c["facts"]["pagemap_pa"] is None:        # pagemap hides frames from this user
+            assert b["status"] == "ok" and c["facts"]["agrees_with_pagemap"] is None
+            assert "not cross-checked" in b["notes"][0]
+            break
+        assert b["status"] == c["status"] == ("error" if wrong else "ok"), b
+        assert c["facts"]["agrees_with_pagemap"] is (not wrong)
+        if wrong:
+            assert c["reason"].startswith("the walk gave 0x")
