@@ -95,6 +95,7 @@ bench: build
 	npm run bench:web
 	npm run bench:server
 	$(MAKE) -C public bench-guest
+	$(MAKE) -C hw-lab bench
 
 clean:
 	$(MAKE) -C wasm-core clean
