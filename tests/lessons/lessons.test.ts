@@ -188,7 +188,7 @@ describe('lessons', () => {
         // and Chinese characters at their usual reading rates), the rest for walks and exercises.
         const prose = l.content.replace(/```[\s\S]*?```/g, '');
         const size = lang === 'en' ? prose.split(/\s+/).filter(Boolean).length : (prose.match(/[\u3040-\u30ff\u4e00-\u9fff]/g) ?? []).length;
-        const [lo, hi] = lang === 'en' ? [900, 2600] : lang === 'ja' ? [2200, 7000] : [1600, 5200];
+        const [lo, hi] = lang === 'en' ? [900, 2600] : lang === 'ja' ? [1800, 7000] : [1200, 5200];
         expect(size, `${lang}/${l.file}: reading length`).toBeGreaterThanOrEqual(lo);
         expect(size, `${lang}/${l.file}: reading length`).toBeLessThanOrEqual(hi);
       }
