@@ -133,7 +133,7 @@ describe('the exercises the lessons embed', () => {
   });
 
   for (const { spec, where } of specs) {
-    const engineSeeds = ENGINE_SAMPLE[spec.kind] === undefined ? 'all checked by the engine' : `the engine on ${ENGINE_SAMPLE[spec.kind]} per answer`;
+    const engineSeeds = ENGINE_SAMPLE[spec.kind] === undefined ? 'all checked by the engine' : `the engine on ${ENGINE_SAMPLE[spec.kind]} per workload`;
     it(`${JSON.stringify(spec)} (${where.filter((w) => w.startsWith('en/')).join(', ')}): 1,000 seeds, ${engineSeeds}`, () => {
       const oracle = ORACLES[spec.kind];
       const sampled = new Map<string, number>();
