@@ -4,9 +4,9 @@
 import { load as loadYaml } from 'js-yaml';
 import type { Scenario } from '../../../wasm-core/js/types';
 import type { ExerciseSpec } from './exercises';
+import { LANGS, type Lang } from './langs';
 
-export type Lang = 'en' | 'ja' | 'zh';
-export const LANGS: Lang[] = ['en', 'ja', 'zh'];
+export { LANGS, type Lang };
 
 export interface LessonMeta {
   id: string;
