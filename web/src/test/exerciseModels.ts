@@ -1,0 +1,117 @@
+/* Independent models of the four sequence kinds of exercise (shadow-exits, flat-walk,
+ * vmfunc-switch, cache-hits): each walks the events with the rules of wasm-core/docs/model.md
+ * written out by hand for the exercise's small machine, never with the engine. Used by
+ * exercises.test.ts (every variant, 1,000 seeds) and lesson-exercises.test.ts (the
+ * exercises the lessons embed). */
+import type { Scenario } from '../../../wasm-core/js/types';
+
+type Acc = Scenario['accesses'][number];
+const pageOf = (gva: string, size = 4096n) => Number(BigInt(gva) / size);
+const isMem = (a: Acc): a is { gva: string; op: 'read' | 'write' | 'fetch' } => 'gva' in a && 'op' in a;
+
+/** Shadow paging over three pages of one guest page table, n address spaces. */
+export function shadowModel(s: Scenario) {
+  const targets = s.shadow!.cr3_targets ?? 0;
+  let cur = 0, exits = 0, refs = 0;
+  const filled = new Map<string, boolean>();   // space:page -> shadow leaf writable
+  const dirty = new Set<string>();             // space:page -> guest D bit set
+  const shadowed = new Set<number>();          // spaces whose shadow root and tables exist (and guest tables are write-protected)
+  for (const a of s.accesses) {
+    refs = 0;
+    if ('mov_cr3' in a) { if (a.mov_cr3 >= targets) exits++; cur = a.mov_cr3; continue; }
+    if ('pte_write' in a) {
+      if (shadowed.has(cur)) exits++;
+      const p = pageOf(a.pte_write.gva);
+      for (const k of [...filled.keys()]) if (k.endsWith(`:${p}`)) filled.delete(k);
+      continue;
+    }
+    if (!isMem(a)) throw new Error('unexpected event');
+    const k = `${cur}:${pageOf(a.gva)}`;
+    const write = a.op === 'write';
+    if (filled.has(k) && (!write || filled.get(k))) { refs = 4; continue; }
+    refs = filled.has(k) || shadowed.has(cur) ? 4 : 1;   // down to the missing (or read-only) entry
+    exits++;
+    if (write) dirty.add(k);
+    filled.set(k, dirty.has(k));
+    shadowed.add(cur);
+    refs += 4;                                           // the walk again after the fill
+  }
+  return { exits, refs };
+}
+
+/** A lazily filled flat table: 4 guest table frames from gpa 0x100000, data from 0x200000. */
+export function flatModel(s: Scenario) {
+  const frame = s.guest.paging === 'sunway' ? 8192n : 4096n;
+  const tables = [0, 1, 2, 3].map((i) => Number(0x100000n / frame) + i);
+  const filled = new Set<number>();
+  let refs = 0, exits = 0;
+  for (const a of s.accesses) {
+    if (!isMem(a)) throw new Error('unexpected event');
+    const data = Number((0x200000n + (BigInt(a.gva) - 0x400000n)) / frame);
+    const misses = [...tables, data].filter((g) => !filled.has(g));
+    refs = 4 + 5 + misses.length;
+    exits = misses.length;
+    for (const g of [...tables, data]) filled.add(g);
+  }
+  return { refs, exits };
+}
+
+export function flatOutcome(s: Scenario): string {
+  const frame = s.guest.paging === 'sunway' ? 8192n : 4096n;
+  const gva = BigInt((s.accesses[0] as { gva: string }).gva);
+  if (gva >= 0x400000n && gva < 0x400000n + 2n * frame) return 'ok';
+  if (gva >= 0x600000n && gva < 0x600000n + 2n * frame) return 'flat_fault';
+  return 'guest_page_fault';
+}
+
+/** EPTP switching: entries 0, 1 and 2 hold valid EPTPs; only 1 maps the object at 0x500000. */
+export function vmfuncModel(s: Scenario) {
+  let cur = 0, exits = 0;
+  for (const a of s.accesses) {
+    if ('vmfunc' in a) { if ([0, 1, 2].includes(a.vmfunc)) cur = a.vmfunc; else exits++; }
+    else if (isMem(a)) { if (a.gva === '0x500000' && cur !== 1) exits++; }
+  }
+  return { index: cur, exits };
+}
+
+export function vmfuncOutcome(s: Scenario): string {
+  const a = s.accesses[0] as { vmfunc: number; function?: number };
+  if (!s.nested!.vmfunc) return 'ud';
+  if ((a.function ?? 0) !== 0) return 'exit59_function';
+  if (a.vmfunc >= 512) return 'exit59_range';
+  return [0, 1, 2].includes(a.vmfunc) ? 'switched' : 'exit59_invalid';
+}
+
+/** EPT with a TLB, guest and nested page-walk caches and a nested TLB, none evicting in
+ * so short a run. Guest tables at gpa pages 0x100-0x103; gva page 0x400+i -> gpa 0x200+i. */
+export function cacheModel(s: Scenario) {
+  const tlb = new Map<number, boolean>();       // gva page -> filled by a write
+  let gpwc = false;                             // the PD entry above every page is cached
+  const ntlb = new Set<number>();
+  const npwc = [new Set<number>(), new Set<number>(), new Set<number>()];   // keys of L2, L3, L4 entries
+  let tlbHits = 0, last = { refs: 0, ntlb: 0, pwc: 0 };
+  const nested = (p: number, c: typeof last) => {
+    if (ntlb.has(p)) { c.ntlb++; return; }
+    const keys = [p >> 9, p >> 18, p >> 27];
+    const hit = keys.findIndex((k, i) => npwc[i].has(k));
+    if (hit >= 0) { c.pwc++; c.refs += hit + 1; } else c.refs += 4;
+    ntlb.add(p);
+    keys.forEach((k, i) => npwc[i].add(k));
+  };
+  for (const a of s.accesses) {
+    if ('invlpg' in a) { tlb.delete(pageOf(a.invlpg)); gpwc = false; continue; }
+    if (!isMem(a)) throw new Error('unexpected event');
+    const p = pageOf(a.gva);
+    const c = { refs: 0, ntlb: 0, pwc: 0 };
+    const write = a.op === 'write';
+    if (tlb.has(p) && (!write || tlb.get(p))) { tlbHits++; last = c; continue; }
+    const levels = gpwc ? [1] : [4, 3, 2, 1];
+    if (gpwc) c.pwc++;
+    for (const l of levels) { nested(0x100 + 4 - l, c); c.refs++; }
+    nested(0x200 + (p - 0x400), c);
+    tlb.set(p, write);
+    gpwc = true;
+    last = c;
+  }
+  return { tlbHits, ...last };
+}
