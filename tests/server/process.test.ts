@@ -22,7 +22,7 @@ afterAll(() => {
 
 async function startServer(dataDir: string, port: number, databaseUrl = ''): Promise<{ proc: ChildProcess; url: string }> {
   const proc = spawn(process.execPath, [join(root, 'web', 'server', 'main.mjs')], {
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', VMEMLAB_DATA_DIR: dataDir, VMEMLAB_RATE_MAX: '0', DATABASE_URL: databaseUrl },
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', VMEMLAB_DATA_DIR: dataDir, VMEMLAB_RATE_MAX: '0', VMEMLAB_UPLOAD_RATE: '0', DATABASE_URL: databaseUrl },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   procs.push(proc);
