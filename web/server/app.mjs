@@ -11,8 +11,9 @@ import Ajv2020 from 'ajv/dist/2020.js';
 import { rateLimitFromEnv } from './config.mjs';
 import { openStore } from './db.mjs';
 import { RETRY_AFTER_S, unavailable, unavailableMessage } from './faults.mjs';
-import { JSON_TYPE, checkJsonText, clientErrorHandler, displayName, idempotencyKey, textProblem } from './limits.mjs';
+import { JSON_TYPE, checkJson, clientErrorHandler, displayName, idempotencyKey, textProblem } from './limits.mjs';
 import { openapi } from './openapi.mjs';
+import { Pacer } from './pacer.mjs';
 import { summarize, METRICS } from '../src/results/extract.mjs';
 
 export const BODY_LIMIT = 256 * 1024;
@@ -119,14 +120,20 @@ export async function buildServer(opts = {}) {
   // JSON bodies (application/json or */*+json, any parameters): kept as the exact text
   // (stored byte for byte), parsed once here and checked (limits.mjs) before any route sees
   // them, so that both stores get the same documents.
+  // The parsing and checking run in the pacer's slices (pacer.mjs), as does the upload's
+  // validation below.
+  const pacer = new Pacer();
+  const parseJson = (buf) => {
+    let text; let json;
+    try { text = new TextDecoder('utf-8', { fatal: true }).decode(buf); } catch { throw new HttpError(400, 'the body is not valid UTF-8 text (JSON is UTF-8 whatever the charset parameter says)'); }
+    if (text.trim() === '') throw new HttpError(400, 'the body is empty; send a JSON document');
+    try { json = JSON.parse(text); } catch (e) { throw new HttpError(400, `malformed JSON: ${e.message}`); }
+    checkJson(text, json);
+    return { text, json };
+  };
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(JSON_TYPE, { parseAs: 'buffer', bodyLimit: BODY_LIMIT }, (_req, buf, done) => {
-    let text; let json;
-    try { text = new TextDecoder('utf-8', { fatal: true }).decode(buf); } catch { return done(new HttpError(400, 'the body is not valid UTF-8 text (JSON is UTF-8 whatever the charset parameter says)')); }
-    if (text.trim() === '') return done(new HttpError(400, 'the body is empty; send a JSON document'));
-    try { json = JSON.parse(text); } catch (e) { return done(new HttpError(400, `malformed JSON: ${e.message}`)); }
-    try { checkJsonText(text); } catch (e) { return done(e); }
-    done(null, { text, json });
+    pacer.run(() => parseJson(buf)).then((body) => done(null, body), (e) => done(e));
   });
 
   app.setErrorHandler((err, req, reply) => {
@@ -223,15 +230,17 @@ export async function buildServer(opts = {}) {
     const key = idempotencyKey(req.headers);
     const studentName = displayName(req.headers);
     const { text, json } = bodyOf(req);
-    if (!json || typeof json !== 'object' || Array.isArray(json)) fail(422, 'the document must be a JSON object (a hw-lab result)');
-    if (json.format !== 'vmemlab-hw-lab-result') fail(422, `/format: must be "vmemlab-hw-lab-result"; this is not a hw-lab result file`);
-    if (json.schema_version !== 1) fail(422, `/schema_version: ${JSON.stringify(json.schema_version ?? null)} is not supported; this server reads schema version 1`);
-    if (!validateResult(json)) {
-      const p = schemaProblems(validateResult.errors);
-      fail(422, `the result does not match the hw-lab schema: ${p.slice(0, 8).join('; ')}${p.length > 8 ? `; and ${p.length - 8} more` : ''}`);
-    }
-    const s = summarize(json);
-    const bodyHash = hashToken(text);
+    const { s, summary, bodyHash } = await pacer.run(() => {
+      if (!json || typeof json !== 'object' || Array.isArray(json)) fail(422, 'the document must be a JSON object (a hw-lab result)');
+      if (json.format !== 'vmemlab-hw-lab-result') fail(422, `/format: must be "vmemlab-hw-lab-result"; this is not a hw-lab result file`);
+      if (json.schema_version !== 1) fail(422, `/schema_version: ${JSON.stringify(json.schema_version ?? null)} is not supported; this server reads schema version 1`);
+      if (!validateResult(json)) {
+        const p = schemaProblems(validateResult.errors);
+        fail(422, `the result does not match the hw-lab schema: ${p.slice(0, 8).join('; ')}${p.length > 8 ? `; and ${p.length - 8} more` : ''}`);
+      }
+      const sum = summarize(json);
+      return { s: sum, summary: JSON.stringify(sum), bodyHash: hashToken(text) };
+    });
     const idemHash = key ? hashToken(`${cls.code}\0${key}`) : null;
     const answer = (id, receipt, message) => ({ id, receipt, class: cls.code, url: `${origin(req)}/?view=results&class=${cls.code}&mine=${id}`, message });
     // A repeat (same class, same key) answers with the stored upload and stores nothing.
@@ -248,7 +257,7 @@ export async function buildServer(opts = {}) {
     const receipt = key ? receiptFor(cls.code, key, id) : newToken();
     const stored = await store.insertResult({
       id, class_code: cls.code, receipt_hash: hashToken(receipt), created_at: new Date().toISOString(),
-      cpu_model: s.cpu_model, hypervisor: s.hypervisor, tdp: s.tdp, summary: JSON.stringify(s), body: text,
+      cpu_model: s.cpu_model, hypervisor: s.hypervisor, tdp: s.tdp, summary, body: text,
       student_name: studentName, idem_hash: idemHash, body_hash: bodyHash,
     });
     if (!stored) {

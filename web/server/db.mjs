@@ -63,7 +63,7 @@ const migrations = {
 export async function openStore(opts = {}) {
   const url = opts.databaseUrl ?? process.env.DATABASE_URL ?? '';
   const log = opts.log ?? (() => {});
-  let db; let kind; let file = null; let writerOpts = null;
+  let db; let kind; let file = null; let writerOpts = null; let reader = null;
   if (url) {
     const { default: pg } = await import('pg');
     kind = 'postgres';
@@ -95,6 +95,7 @@ export async function openStore(opts = {}) {
     // This connection reads (and migrates at start); a WAL reader waits for no writer.
     sqlitePragmas(handle, { ...writerOpts, busyMs: 1000 });
     db = new Kysely({ dialect: new SqliteDialect({ database: handle }) });
+    reader = handle;
   }
   const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
   const { error, results } = await migrator.migrateToLatest();
@@ -105,7 +106,11 @@ export async function openStore(opts = {}) {
   }
   const secret = await db.selectFrom('settings').select('value').where('name', '=', 'receipt_key').executeTakeFirstOrThrow();
   const store = new Store(db, kind, file, Buffer.from(secret.value, 'hex'));
-  if (writerOpts) store.writer = new SqliteWriter(writerOpts);
+  if (writerOpts) {
+    store.writer = new SqliteWriter(writerOpts);
+    // The upload path's own query, prepared once (Kysely prepares each query again).
+    store.idemQuery = reader.prepare('select id, body_hash, created_at, student_name from results where class_code = ? and idem_hash = ?');
+  }
   return store;
 }
 
@@ -153,7 +158,8 @@ export class Store {
   }
 
   /** The upload stored with this key in this class, if any. */
-  findByIdem(code, idemHash) {
+  async findByIdem(code, idemHash) {
+    if (this.idemQuery) return this.idemQuery.get(code, idemHash);
     return this.db.selectFrom('results').select(['id', 'body_hash', 'created_at', 'student_name'])
       .where('class_code', '=', code).where('idem_hash', '=', idemHash).executeTakeFirst();
   }

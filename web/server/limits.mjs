@@ -34,61 +34,133 @@ export function textProblem(s, { name = false } = {}) {
   return null;
 }
 
+/* Text that may hold a problem textProblem would find: a raw control or bidi character, or
+ * an escape that can stand for one (\u, \b, \f). Documents without any skip the
+ * per-string check. */
+const RAW_BAD = /[\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
+const mayHoldBadText = (text) => text.includes('\\u') || text.includes('\\b') || text.includes('\\f') || RAW_BAD.test(text);
+
+/** How many names (object keys) the text of a valid JSON document has: every ':' that
+ * follows a closing quote (an unescaped '"', white space aside). Inside a string a '"' is
+ * always escaped, so a ':' there never counts. */
+function namesInText(text) {
+  let count = 0;
+  for (let i = text.indexOf(':'); i !== -1; i = text.indexOf(':', i + 1)) {
+    let q = i - 1;
+    for (let c = text.charCodeAt(q); c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09; c = text.charCodeAt(--q));
+    if (text.charCodeAt(q) !== 0x22) continue;
+    let b = 0;
+    while (text.charCodeAt(q - 1 - b) === 0x5c) b++;
+    if (b % 2 === 0) count++;
+  }
+  return count;
+}
+
+/** Walks a parsed document (never deeper than MAX_DEPTH + 1 calls): depth, non-finite
+ * numbers and, when asked, text problems; returns how many names its objects hold. */
+function walk(v, depth, path, checkText) {
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v)) throw new Refusal(400, `${pointerOf(path)}: is a number beyond what a 64-bit float holds`);
+    return 0;
+  }
+  if (typeof v === 'string') {
+    const p = checkText && textProblem(v);
+    if (p) throw new Refusal(400, `${pointerOf(path)}: ${p}`);
+    return 0;
+  }
+  if (v === null || typeof v !== 'object') return 0;
+  if (depth >= MAX_DEPTH) throw new Refusal(400, `${pointerOf(path)}: is nested more than ${MAX_DEPTH} levels deep; flatten it (a hw-lab result is 7 levels deep)`);
+  let names = 0;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) { path.push(i); names += walk(v[i], depth + 1, path, checkText); path.pop(); }
+    return names;
+  }
+  for (const k of Object.keys(v)) {
+    names++;
+    path.push(k);
+    const p = checkText && textProblem(k, { name: true });
+    if (p) throw new Refusal(400, `${pointerOf(path)}: the field name ${JSON.stringify(k)} ${p}`);
+    names += walk(v[k], depth + 1, path, checkText);
+    path.pop();
+  }
+  return names;
+}
+const pointerOf = (path) => path.map((k) => '/' + String(k).replace(/~/g, '~0').replace(/\//g, '~1')).join('') || '(the document)';
+
 /**
- * Checks the text of a JSON document that JSON.parse has accepted: depth, names given twice,
- * numbers beyond a 64-bit float, control characters and unpaired surrogates in any string.
- * One pass, no recursion (a 100,000-deep document costs nothing extra). Throws a Refusal
- * (400) naming the first problem's path.
+ * Checks a document JSON.parse has made of `text`: nesting deeper than MAX_DEPTH, numbers
+ * beyond a 64-bit float, control characters and unpaired surrogates in any name or string,
+ * and names given twice in one object (JSON.parse keeps the last; the text has more names
+ * than the value then, and checkJsonText finds where). Throws a Refusal (400) naming the
+ * first problem's path.
+ */
+export function checkJson(text, value) {
+  const names = walk(value, 0, [], mayHoldBadText(text));
+  if (names !== namesInText(text)) {
+    checkJsonText(text);
+    throw new Refusal(400, '(the document): a field appears twice in one object; name each field once');
+  }
+}
+
+/**
+ * The same checks on the text alone (of a document JSON.parse has accepted), in one pass
+ * without recursion: slower than checkJson, which calls it to find a name given twice.
  */
 export function checkJsonText(text) {
-  const stack = [];
+  const checkText = mayHoldBadText(text);
+  const stack = []; // one frame per open object or array: { type, keys, key, index, expectKey }
   const n = text.length;
   const refuse = (where, what) => { throw new Refusal(400, `${where || '(the document)'}: ${what}`); };
   let i = 0;
   while (i < n) {
     const c = text.charCodeAt(i);
-    if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
-      if (stack.length >= MAX_DEPTH) refuse(pointer(stack), `is nested more than ${MAX_DEPTH} levels deep; flatten it (a hw-lab result is 7 levels deep)`);
-      stack.push(c === 0x7b ? { type: 'obj', keys: new Set(), key: '', expectKey: true } : { type: 'arr', index: 0 });
-      i++;
-    } else if (c === 0x7d || c === 0x5d) { stack.pop(); i++; }
-    else if (c === 0x2c /* , */) {
-      const top = stack[stack.length - 1];
-      if (top.type === 'arr') top.index++; else top.expectKey = true;
-      i++;
-    } else if (c === 0x3a /* : */) { stack[stack.length - 1].expectKey = false; i++; }
-    else if (c === 0x22 /* " */) {
+    if (c === 0x22 /* " */) {
       // the closing quote: the next " not escaped by an odd run of backslashes
       let j = text.indexOf('"', i + 1);
-      for (;;) {
-        let b = 0;
+      while (text.charCodeAt(j - 1) === 0x5c) {
+        let b = 1;
         while (text.charCodeAt(j - 1 - b) === 0x5c) b++;
         if (b % 2 === 0) break;
         j = text.indexOf('"', j + 1);
       }
-      const raw = text.slice(i + 1, j);
-      const value = raw.includes('\\') ? JSON.parse(text.slice(i, j + 1)) : raw;
       const top = stack[stack.length - 1];
-      if (top && top.type === 'obj' && top.expectKey) {
-        top.key = value;
-        const p = textProblem(value, { name: true });
-        if (p) refuse(pointer(stack), `the field name ${JSON.stringify(value)} ${p}`);
-        if (top.keys.has(value)) refuse(pointer(stack), `the field ${JSON.stringify(value)} appears twice in one object; name each field once`);
-        top.keys.add(value);
-      } else {
-        const p = textProblem(value);
+      if (top !== undefined && top.expectKey) {
+        let key = text.slice(i + 1, j);
+        if (key.includes('\\')) key = JSON.parse(text.slice(i, j + 1));
+        top.key = key;
+        if (checkText) {
+          const p = textProblem(key, { name: true });
+          if (p) refuse(pointer(stack), `the field name ${JSON.stringify(key)} ${p}`);
+        }
+        if (top.keys.has(key)) refuse(pointer(stack), `the field ${JSON.stringify(key)} appears twice in one object; name each field once`);
+        top.keys.add(key);
+        top.expectKey = false;
+      } else if (checkText) {
+        const raw = text.slice(i + 1, j);
+        const p = textProblem(raw.includes('\\') ? JSON.parse(text.slice(i, j + 1)) : raw);
         if (p) refuse(pointer(stack), p);
       }
       i = j + 1;
-    } else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
-      let j = i + 1;
-      while (j < n) {
+    } else if (c === 0x2c /* , */) {
+      const top = stack[stack.length - 1];
+      if (top.type === 'arr') top.index++; else top.expectKey = true;
+      i++;
+    } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
+      if (stack.length >= MAX_DEPTH) refuse(pointer(stack), `is nested more than ${MAX_DEPTH} levels deep; flatten it (a hw-lab result is 7 levels deep)`);
+      stack.push(c === 0x7b ? { type: 'obj', keys: new Set(), key: '', index: 0, expectKey: true } : { type: 'arr', keys: null, key: '', index: 0, expectKey: false });
+      i++;
+    } else if (c === 0x7d || c === 0x5d) { stack.pop(); i++; }
+    else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
+      let j = i + 1; let exp = false;
+      for (; j < n; j++) {
         const d = text.charCodeAt(j);
-        if ((d >= 0x30 && d <= 0x39) || d === 0x2e || d === 0x65 || d === 0x45 || d === 0x2b || d === 0x2d) j++; else break;
+        if (d === 0x65 || d === 0x45) exp = true;
+        else if (!((d >= 0x30 && d <= 0x39) || d === 0x2e || d === 0x2b || d === 0x2d)) break;
       }
-      if (!Number.isFinite(Number(text.slice(i, j)))) refuse(pointer(stack), `the number ${text.slice(i, j).slice(0, 40)} is beyond what a 64-bit float holds`);
+      // Only an exponent or some 309 digits take a number past the largest double.
+      if ((exp || j - i > 300) && !Number.isFinite(Number(text.slice(i, j)))) refuse(pointer(stack), `the number ${text.slice(i, j).slice(0, 40)} is beyond what a 64-bit float holds`);
       i = j;
-    } else i++; // white space, true, false, null
+    } else i++; // white space, ':', true, false, null
   }
 }
 
