@@ -62,6 +62,19 @@ describe('class server process', () => {
     proc.kill('SIGTERM');
   });
 
+  it.each([
+    [{ VMEMLAB_RATE_MAX: 'abc' }, 'VMEMLAB_RATE_MAX="abc": takes a whole number of requests per minute per client; 0 turns this limit off'],
+    [{ TRUST_PROXY: 'true' }, 'TRUST_PROXY="true": trusting every hop lets any client choose its address'],
+    [{ VMEMLAB_SQLITE_SYNC: 'OFF' }, 'VMEMLAB_SQLITE_SYNC="OFF": takes FULL'],
+  ])('a bad setting stops the server with one line: %o', (env, line) => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'vmemlab-cfg-')); dirs.push(dataDir);
+    const r = spawnSync(process.execPath, [join(root, 'web', 'server', 'main.mjs')], { env: { ...process.env, PORT: '0', VMEMLAB_DATA_DIR: dataDir, ...env }, encoding: 'utf8', timeout: 20_000 });
+    expect(r.status).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toContain(`vmemlab server failed to start: bad setting: ${line}`);
+  });
+
   it.each(['sqlite', 'postgres'])('kill -9 under upload load loses no acknowledged upload (%s)', async (kind) => {
     const dataDir = mkdtempSync(join(tmpdir(), 'vmemlab-dur-')); dirs.push(dataDir);
     const port = await freePort();

@@ -38,26 +38,23 @@ export function textProblem(s, { name = false } = {}) {
  * an escape that can stand for one (\u, \b, \f). Documents without any skip the
  * per-string check. */
 const RAW_BAD = /[\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
-const mayHoldBadText = (text) => text.includes('\\u') || text.includes('\\b') || text.includes('\\f') || RAW_BAD.test(text);
+const mayHoldBadText = (text) => RAW_BAD.test(text) || ['\\u', '\\b', '\\f', '\\n', '\\r', '\\t'].some((e) => text.includes(e));
 
-/** How many names (object keys) the text of a valid JSON document has: every ':' that
- * follows a closing quote (an unescaped '"', white space aside). Inside a string a '"' is
- * always escaped, so a ':' there never counts. */
-function namesInText(text) {
-  let count = 0;
-  for (let i = text.indexOf(':'); i !== -1; i = text.indexOf(':', i + 1)) {
-    let q = i - 1;
-    for (let c = text.charCodeAt(q); c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09; c = text.charCodeAt(--q));
-    if (text.charCodeAt(q) !== 0x22) continue;
+/** How many strings (names and values) the text of a valid JSON document has: half its
+ * unescaped quotes (a '"' inside a string is always escaped). */
+function stringsInText(text) {
+  let quotes = 0;
+  for (let i = text.indexOf('"'); i !== -1; i = text.indexOf('"', i + 1)) {
     let b = 0;
-    while (text.charCodeAt(q - 1 - b) === 0x5c) b++;
-    if (b % 2 === 0) count++;
+    while (text.charCodeAt(i - 1 - b) === 0x5c) b++;
+    if (b % 2 === 0) quotes++;
   }
-  return count;
+  return quotes / 2;
 }
 
 /** Walks a parsed document (never deeper than MAX_DEPTH + 1 calls): depth, non-finite
- * numbers and, when asked, text problems; returns how many names its objects hold. */
+ * numbers and, when asked, text problems; returns how many strings (names and values) it
+ * holds. */
 function walk(v, depth, path, checkText) {
   if (typeof v === 'number') {
     if (!Number.isFinite(v)) throw new Refusal(400, `${pointerOf(path)}: is a number beyond what a 64-bit float holds`);
@@ -66,37 +63,37 @@ function walk(v, depth, path, checkText) {
   if (typeof v === 'string') {
     const p = checkText && textProblem(v);
     if (p) throw new Refusal(400, `${pointerOf(path)}: ${p}`);
-    return 0;
+    return 1;
   }
   if (v === null || typeof v !== 'object') return 0;
   if (depth >= MAX_DEPTH) throw new Refusal(400, `${pointerOf(path)}: is nested more than ${MAX_DEPTH} levels deep; flatten it (a hw-lab result is 7 levels deep)`);
-  let names = 0;
+  let strings = 0;
   if (Array.isArray(v)) {
-    for (let i = 0; i < v.length; i++) { path.push(i); names += walk(v[i], depth + 1, path, checkText); path.pop(); }
-    return names;
+    for (let i = 0; i < v.length; i++) { path.push(i); strings += walk(v[i], depth + 1, path, checkText); path.pop(); }
+    return strings;
   }
   for (const k of Object.keys(v)) {
-    names++;
+    strings++;
     path.push(k);
     const p = checkText && textProblem(k, { name: true });
     if (p) throw new Refusal(400, `${pointerOf(path)}: the field name ${JSON.stringify(k)} ${p}`);
-    names += walk(v[k], depth + 1, path, checkText);
+    strings += walk(v[k], depth + 1, path, checkText);
     path.pop();
   }
-  return names;
+  return strings;
 }
 const pointerOf = (path) => path.map((k) => '/' + String(k).replace(/~/g, '~0').replace(/\//g, '~1')).join('') || '(the document)';
 
 /**
  * Checks a document JSON.parse has made of `text`: nesting deeper than MAX_DEPTH, numbers
  * beyond a 64-bit float, control characters and unpaired surrogates in any name or string,
- * and names given twice in one object (JSON.parse keeps the last; the text has more names
- * than the value then, and checkJsonText finds where). Throws a Refusal (400) naming the
- * first problem's path.
+ * and names given twice in one object (JSON.parse keeps the last, so the text then has more
+ * strings than the value: the name given twice at least; checkJsonText finds where).
+ * Throws a Refusal (400) naming the first problem's path.
  */
 export function checkJson(text, value) {
-  const names = walk(value, 0, [], mayHoldBadText(text));
-  if (names !== namesInText(text)) {
+  const strings = walk(value, 0, [], mayHoldBadText(text));
+  if (strings !== stringsInText(text)) {
     checkJsonText(text);
     throw new Refusal(400, '(the document): a field appears twice in one object; name each field once');
   }
