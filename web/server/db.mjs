@@ -72,6 +72,9 @@ export async function openStore(opts = {}) {
       max: opts.pgPool ?? Number(process.env.VMEMLAB_PG_POOL ?? 10),
       // A database that does not answer is reported (503) instead of holding requests.
       connectionTimeoutMillis: 10_000, query_timeout: 30_000, keepAlive: true,
+      // An upload is acknowledged only once its commit is on disk, whatever the database's
+      // own default says (with synchronous_commit=off a crash loses the last commits).
+      options: '-c synchronous_commit=on',
     });
     // A dropped idle connection is replaced on the next query.
     pool.on('error', (e) => log(`database connection lost while idle: ${e.message}`));
