@@ -128,7 +128,7 @@ export async function buildServer(opts = {}) {
     try { text = new TextDecoder('utf-8', { fatal: true }).decode(buf); } catch { throw new HttpError(400, 'the body is not valid UTF-8 text (JSON is UTF-8 whatever the charset parameter says)'); }
     if (text.trim() === '') throw new HttpError(400, 'the body is empty; send a JSON document');
     try { json = JSON.parse(text); } catch (e) { throw new HttpError(400, `malformed JSON: ${e.message}`); }
-    checkJson(text, json);
+    checkJson(text, json, { ascii: buf.length === text.length }); // as many bytes as characters: all ASCII
     return { text, json };
   };
   app.removeAllContentTypeParsers();
