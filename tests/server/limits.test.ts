@@ -40,6 +40,8 @@ describe('JSON documents: I-JSON, depth, text', () => {
     expect(() => JSON.parse(text)).not.toThrow();
     expect(refusal(text)).toMatch(message);
     expect(scanRefusal(text)).toMatch(message);
+    // the same when the server knows the body is all ASCII (bytes = characters)
+    if (Buffer.byteLength(text) === text.length) expect(() => checkJson(text, JSON.parse(text), { ascii: true })).toThrow(message);
   });
 
   it.each([

@@ -38,7 +38,7 @@ export function textProblem(s, { name = false } = {}) {
  * an escape that can stand for one (\u, \b, \f). Documents without any skip the
  * per-string check. */
 const RAW_BAD = /[\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
-const mayHoldBadText = (text, ascii = false) => (!ascii && RAW_BAD.test(text)) || ['\\u', '\\b', '\\f', '\\n', '\\r', '\\t'].some((e) => text.includes(e));
+const mayHoldBadText = (text, ascii = false) => (ascii ? text.includes('\u007f') : RAW_BAD.test(text)) || ['\\u', '\\b', '\\f', '\\n', '\\r', '\\t'].some((e) => text.includes(e));
 
 /** How many strings (names and values) the text of a valid JSON document has: half its
  * unescaped quotes (a '"' inside a string is always escaped). */
@@ -89,8 +89,8 @@ const pointerOf = (path) => path.map((k) => '/' + String(k).replace(/~/g, '~0').
  * beyond a 64-bit float, control characters and unpaired surrogates in any name or string,
  * and names given twice in one object (JSON.parse keeps the last, so the text then has more
  * strings than the value: the name given twice at least; checkJsonText finds where).
- * ascii: the caller knows the text is all ASCII (then no raw control or bidi character can
- * be in it). Throws a Refusal (400) naming the first problem's path.
+ * ascii: the caller knows the text is all ASCII (then DEL is the only raw control
+ * character it can hold: JSON strings cannot hold raw C0 controls). Throws a Refusal (400) naming the first problem's path.
  */
 export function checkJson(text, value, { ascii = false } = {}) {
   const strings = walk(value, 0, [], mayHoldBadText(text, ascii));
