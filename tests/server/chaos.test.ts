@@ -13,7 +13,7 @@
  * killed), and that a new upload is stored within 10 s of the fault's end. */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, statSync, statfsSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -106,12 +106,18 @@ function expectOnly2xxOr503(answers: { status: number; retryAfter: string | null
   expect(other.slice(0, 3), `${other.length} other answers`).toEqual([]);
 }
 /** Milliseconds until a new upload is stored (201), trying every 100 ms for at most 10 s. */
+let lastRefusal = '';
 async function untilStored(url: string, code: string): Promise<number> {
   const t0 = Date.now();
   while (Date.now() - t0 < 10_000) {
-    try { if ((await post(url, code, randomBytes(12).toString('base64url'))).status === 201) return Date.now() - t0; } catch { /* not yet */ }
+    try {
+      const r = await post(url, code, randomBytes(12).toString('base64url'));
+      if (r.status === 201) return Date.now() - t0;
+      lastRefusal = `${r.status} ${await r.text()}`;
+    } catch (e) { lastRefusal = String(e); }
     await sleep(100);
   }
+  console.log(`no upload stored within 10 s; the last answer: ${lastRefusal}`);
   return Infinity;
 }
 
@@ -204,26 +210,29 @@ describe('chaos: the class server under upload load while things break', () => {
 
   // A real full file system needs a mount (root with CAP_SYS_ADMIN); the cap above runs everywhere.
   const mnt = mkdtempSync(join(tmpdir(), 'vmemlab-chaos-tmpfs-')); dirs.push(mnt);
-  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', mnt], { encoding: 'utf8' });
+  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=16m', 'tmpfs', mnt], { encoding: 'utf8' });
   if (mounted.status === 0) mounts.push(mnt);
-  it.skipIf(mounted.status !== 0)(`SQLite on a file system that fills up (4 MiB tmpfs${mounted.status !== 0 ? `; skipped: mount failed: ${(mounted.stderr || mounted.error?.message || '').trim()}` : ''}): 503, nothing lost across a kill -9, stores again once space is freed`, async () => {
+  it.skipIf(mounted.status !== 0)(`SQLite on a file system that fills up (16 MiB tmpfs${mounted.status !== 0 ? `; skipped: mount failed: ${(mounted.stderr || mounted.error?.message || '').trim()}` : ''}): 503, nothing lost across a kill -9, stores again once space is freed`, async () => {
     const dataDir = join(mnt, 'data'); mkdirSync(dataDir);
     const port = await freePort();
     let s = await startServer({ VMEMLAB_DATA_DIR: dataDir }, port);
     const { code } = await createClass(s.url);
-    const l = load(() => s.url, code);
-    await sleep(300);
-    // fill the file system to the last byte while uploads go on
+    // something else on the disk takes all but 1 MiB of it; the uploads then fill the rest
     const ballast = join(mnt, 'ballast');
     const fd = openSync(ballast, 'w');
     const chunk = Buffer.alloc(64 * 1024, 1);
-    try { for (;;) writeSync(fd, chunk); } catch (e) { expect((e as NodeJS.ErrnoException).code).toBe('ENOSPC'); }
-    try { for (;;) writeSync(fd, chunk, 0, 512); } catch { /* the last few bytes */ }
+    const free = () => { const f = statfsSync(mnt); return f.bavail * f.bsize; };
+    while (free() > 1024 * 1024 + chunk.length) writeSync(fd, chunk);
     closeSync(fd);
+    const ballastBytes = statSync(ballast).size;
+    expect(ballastBytes).toBeGreaterThan(8 * 1024 * 1024);
+    const l = load(() => s.url, code);
     const t0 = Date.now();
-    while (!l.answers.some((a) => a.status === 503) && Date.now() - t0 < 10_000) await sleep(50);
+    while (!l.answers.some((a) => a.status === 503) && Date.now() - t0 < 20_000) await sleep(50);
     await sleep(500);
     expect(l.answers.filter((a) => a.status === 503).length, 'refusals on a full disk').toBeGreaterThan(0);
+    expect(l.answers.find((a) => a.status === 503)!.message).toMatch(/storage is full/);
+    expect(free()).toBeLessThan(256 * 1024);
     expect(alive(s), s.log()).toBe(true);
     expect((await fetch(`${s.url}/api/classes/${code}`)).status).toBe(200);
     // (the load stops first: twelve clients retrying would fill the freed space again at once)
