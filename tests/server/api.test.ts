@@ -63,8 +63,13 @@ describe.each(['sqlite', 'postgres'] as const)('class server API on %s', (kind) 
     expect(rb).toMatchObject({ cpu_model: 'AMD EPYC', hypervisor: 'kvm', tdp: 'EPT off' });
     expect(rb.metrics.cpuid_exit_cycles).toBeGreaterThan(0);
 
-    const one = await app.inject({ method: 'GET', url: `/api/classes/${code}/results/${A.id}` });
-    expect(one.body).toBe(body); // byte for byte as uploaded
+    // the file as uploaded, byte for byte: for the teacher and the uploader, no one else
+    for (const tok of [teacher, A.receipt]) {
+      const one = await app.inject({ method: 'GET', url: `/api/classes/${code}/results/${A.id}`, headers: { authorization: `Bearer ${tok}` } });
+      expect(one.body).toBe(body);
+    }
+    expect((await app.inject({ method: 'GET', url: `/api/classes/${code}/results/${A.id}` })).statusCode).toBe(401);
+    expect((await app.inject({ method: 'GET', url: `/api/classes/${code}/results/${A.id}`, headers: { authorization: `Bearer ${B.receipt}` } })).statusCode).toBe(403);
 
     const csv = await app.inject({ method: 'GET', url: `/api/classes/${code}/export.csv`, headers: { authorization: `Bearer ${teacher}` } });
     expect(csv.statusCode).toBe(200);

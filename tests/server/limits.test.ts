@@ -103,6 +103,7 @@ describe('headers', () => {
     expect(() => displayName({ 'x-vmemlab-name': encodeURIComponent('a\u0000b') })).toThrow(/U\+0000/);
     expect(() => displayName({ 'x-vmemlab-name': encodeURIComponent('a\nb') })).toThrow(/U\+000A/);
     expect(() => displayName({ 'x-vmemlab-name': encodeURIComponent('\u202eevil') })).toThrow(/U\+202E/);
+    expect(() => displayName({ 'x-vmemlab-name': encodeURIComponent('two\u2028lines') })).toThrow(/U\+2028/);
   });
 });
 

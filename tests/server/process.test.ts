@@ -49,7 +49,9 @@ describe('class server process', () => {
     const id = /id=([A-Za-z0-9_-]+)/.exec(r.stderr)?.[1];
     expect(id, r.stderr).toBeTruthy();
     expect(r.stderr).toContain(`class=${code}&mine=${id}`);
-    const stored = await fetch(`${url}/api/classes/${code}/results/${id}`);
+    const receipt = /^receipt:\s+(\S+)$/m.exec(r.stdout)?.[1];
+    expect(receipt, r.stdout).toBeTruthy();
+    const stored = await fetch(`${url}/api/classes/${code}/results/${id}`, { headers: { authorization: `Bearer ${receipt}` } });
     expect(await stored.text()).toBe(readFileSync(out, 'utf8'));
     // a wrong class code is refused with the server's message shown to the learner
     const bad = spawnSync(join(root, 'hw-lab', 'run'), [...noBuild, '--quick', '--only', 'cpuid_exit', '--out', out, '--upload', `${url}/api/results`, '--class', 'WRONG-CODE'], { encoding: 'utf8', timeout: 60_000 });

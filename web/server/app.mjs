@@ -294,10 +294,17 @@ export async function buildServer(opts = {}) {
 
   const resultParam = (raw) => { const id = String(raw ?? ''); if (!ID_RE.test(id)) fail(400, 'an upload id is 1-32 letters, digits, "-" or "_"'); return id; };
 
+  // The file as uploaded: for the teacher and for the uploader (its receipt). Not for the
+  // whole class: hw-lab/run's Idempotency-Key is derived from the class code and the
+  // file's bytes, and a repeat with key and body returns the receipt, so whoever could read
+  // the bytes could delete the upload.
   app.get('/api/classes/:code/results/:id', async (req, reply) => {
     const cls = await loadClass(req.params.code);
-    const row = await store.getResult(cls.code, resultParam(req.params.id));
+    const id = resultParam(req.params.id);
+    const h = bearer(req);
+    const row = await store.getResult(cls.code, id);
     if (!row) fail(404, 'no such upload in this class');
+    if (!sameHash(h, cls.teacher_hash) && !sameHash(h, row.receipt_hash)) fail(403, 'this token is neither the teacher token of this class nor the receipt of this upload');
     reply.type('application/json');
     return row.body;
   });

@@ -21,10 +21,11 @@ const pointer = (stack) => stack.map((f) => '/' + String(f.type === 'arr' ? f.in
 const hex = (c) => 'U+' + c.toString(16).toUpperCase().padStart(4, '0');
 
 /* C0 and C1 control characters and DEL; tab, line feed and carriage return are allowed in
- * values (notes and command lines hold them), never in names. Bidirectional overrides and
- * isolates would let a display name read differently from what it is. */
+ * values (notes and command lines hold them), never in names (nor the Unicode line and
+ * paragraph separators). Bidirectional overrides and isolates would let a display name
+ * read differently from what it is. */
 const CONTROL_IN_VALUE = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
-const CONTROL_IN_NAME = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
+const CONTROL_IN_NAME = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
 
 /** What is wrong with one piece of text, or null. */
 export function textProblem(s, { name = false } = {}) {

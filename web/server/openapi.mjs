@@ -94,7 +94,7 @@ export const openapi = {
       },
     },
     '/api/classes/{code}/results/{id}': {
-      get: { operationId: 'getResult', summary: 'One upload, as uploaded', parameters: [code, id], responses: { 200: { description: 'the result document', content: { 'application/json': { schema: { $ref: '#/components/schemas/Result' } } } }, ...errors(400, 404) } },
+      get: { operationId: 'getResult', summary: 'One upload, as uploaded: the teacher token or that upload\'s receipt', parameters: [code, id], security: [{ token: [] }], responses: { 200: { description: 'the result document, byte for byte', content: { 'application/json': { schema: { $ref: '#/components/schemas/Result' } } } }, ...errors(400, 401, 403, 404, 503) } },
       delete: {
         operationId: 'deleteResult', summary: 'Remove an upload: the teacher token or that upload\'s receipt', parameters: [code, id], security: [{ token: [] }],
         responses: { 200: { description: 'deleted', content: { 'application/json': { schema: { type: 'object' } } } }, ...errors(400, 401, 403, 404) },
