@@ -4,7 +4,7 @@
 // left the next classroom's connections unaccepted for seconds; with slices, a turn stays
 // short and new connections come in while the queue drains (first come, first served).
 export class Pacer {
-  constructor(sliceMs = 2) {
+  constructor(sliceMs = 1) {
     this.sliceMs = sliceMs;
     this.queue = [];
     this.head = 0;

@@ -62,12 +62,16 @@ if (!isMainThread && workerData?.vmemlabSqliteWriter) {
   });
 }
 
+const ACKS_PER_TURN = 4;
+
 /** The main thread's side: run(op, row) resolves with the number of rows changed once the
  * write is committed, or rejects with the SQLite error (its code kept). */
 export class SqliteWriter {
   constructor(opts) {
     this.opts = opts; this.seq = 0; this.waiting = new Map(); this.batches = 0; this.closing = false; this.restarts = 0;
     this.worker = null; this.backlog = []; // writes sent while no thread runs go out when the next one starts
+    this.acks = []; this.acking = false;
+    this.ack = this.ack.bind(this);
     this.start();
   }
 
@@ -78,12 +82,8 @@ export class SqliteWriter {
     this.backlog = [];
     w.on('message', (results) => {
       this.batches++;
-      for (const r of results) {
-        const p = this.waiting.get(r.seq);
-        if (!p) continue;
-        this.waiting.delete(r.seq);
-        if (r.error) p.reject(Object.assign(new Error(r.error.message), { code: r.error.code })); else p.resolve(r.changes);
-      }
+      this.acks.push(...results);
+      if (!this.acking) { this.acking = true; setImmediate(this.ack); }
     });
     w.on('error', (e) => { this.lastError = e; });
     w.on('exit', () => {
@@ -96,6 +96,20 @@ export class SqliteWriter {
       this.waiting.clear();
       if (!this.closing) { this.restarts++; this.timer = setTimeout(() => this.start(), Math.min(2000, 100 * this.restarts)); }
     });
+  }
+
+  /* A committed batch is answered ACKS_PER_TURN writes per turn of the event loop: each
+   * answer is a response to write, and a turn that wrote a hundred of them would keep the
+   * loop from accepting new connections (one per turn) for that long. */
+  ack() {
+    const n = Math.min(this.acks.length, ACKS_PER_TURN);
+    for (const r of this.acks.splice(0, n)) {
+      const p = this.waiting.get(r.seq);
+      if (!p) continue;
+      this.waiting.delete(r.seq);
+      if (r.error) p.reject(Object.assign(new Error(r.error.message), { code: r.error.code })); else p.resolve(r.changes);
+    }
+    if (this.acks.length) setImmediate(this.ack); else this.acking = false;
   }
 
   run(op, row) {
