@@ -253,10 +253,8 @@ export async function buildServer(opts = {}) {
       reply.code(200).header('Idempotent-Replayed', 'true');
       return answer(prior.id, receiptFor(cls.code, key, prior.id), `already stored in class ${cls.code} (this Idempotency-Key was sent before); nothing new was stored`);
     };
-    if (idemHash) {
-      const prior = await store.findByIdem(cls.code, idemHash);
-      if (prior) return repeat(prior);
-    }
+    // One round trip for a new upload: the insert stores nothing when the key is already
+    // stored in this class, and only then is the stored upload looked up.
     const id = newId();
     const receipt = key ? receiptFor(cls.code, key, id) : newToken();
     const stored = await store.insertResult({
@@ -265,7 +263,7 @@ export async function buildServer(opts = {}) {
       student_name: studentName, idem_hash: idemHash, body_hash: bodyHash,
     });
     if (!stored) {
-      // The same key arrived twice at once (a double click): the other one was stored.
+      // A repeat (a double click, a retry after a lost answer): the first one was stored.
       const prior = await store.findByIdem(cls.code, idemHash);
       if (!prior) throw new Error('an upload with this Idempotency-Key was neither stored nor found');
       return repeat(prior);
