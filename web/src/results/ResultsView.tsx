@@ -75,6 +75,10 @@ export function ResultsView() {
     ))}{m.more ? <li className="more" data-testid="more-problems">{t('msg.more', { count: m.more })}</li> : null}</ul>
   ) : null);
   const failed = msgs.some((m) => m.kind === 'error');
+  // Numbers that depend on the run's memory size (quick 64 MiB, full 1 GiB) are compared
+  // only within one size: the table says so when the kept results mix sizes.
+  const runSize = (s: { mode: string; mem_mib: number | null }) => (s.mem_mib ? t('class.size', { mode: showMode(t, s.mode), mib: s.mem_mib }) : t('class.sizeUnknown', { mode: showMode(t, s.mode) }));
+  const sizes = [...new Set(items.map((it) => runSize(summarize(it.result))))];
 
   const mine = items.filter((i) => selected.has(i.key));
   const metricKeys = Object.keys(METRICS) as MetricKey[];
@@ -104,6 +108,7 @@ export function ResultsView() {
         </div>
       )}
       {loaded && !items.length && <p className="muted">{t('mine.empty')}</p>}
+      {sizes.length > 1 && <p className="muted" data-testid="my-size-note">{t('mine.sizesMixed', { sizes: sizes.join(', ') })}</p>}
       {items.length > 0 && (
         <div className="table-wrap">
           <table className="side-by-side" data-testid="my-results">
@@ -120,7 +125,7 @@ export function ResultsView() {
                     <td>
                       <input className="label-input" aria-label={t('mine.label')} defaultValue={it.label} maxLength={80}
                         onBlur={(e) => { if (e.target.value !== it.label) void putResult({ ...it, label: e.target.value }).then(refresh); }} />
-                      <div className="muted small">{showCpu(t, s.cpu_model)} · {s.arch} · {showHypervisor(t, s.hypervisor)} · {showTdp(t, s.tdp)} · {showMode(t, it.result.mode)} · {it.result.created_utc}</div>
+                      <div className="muted small">{showCpu(t, s.cpu_model)} · {s.arch} · {showHypervisor(t, s.hypervisor)} · {showTdp(t, s.tdp)} · {runSize(s)} · {it.result.created_utc}</div>
                     </td>
                     {metricKeys.map((k) => <td key={k} className="num">{s.metrics[k] === null ? '–' : fmt(s.metrics[k]!, lang)}</td>)}
                     <td><button type="button" onClick={() => void deleteResult(it.key).then(refresh)} aria-label={t('mine.removeOne', { label: it.label })}>{t('mine.remove')}</button></td>

@@ -258,8 +258,9 @@ describe('Results tab in English', () => {
     expect(table.querySelector('thead')!.textContent).toBe(`comparelabel${Object.values(METRICS).map((m) => `${m.label} (${m.unit})`).join('')}`);
     expect(within(table).getByRole('checkbox', { name: 'compare Intel Xeon · bare metal · 2026-11-22 05:07' })).toBeTruthy();
     expect(within(table).getByRole('button', { name: 'remove AMD EPYC · kvm · 2026-11-22 05:07' }).textContent).toBe('Remove');
-    expect(table.textContent).toContain('AMD EPYC · x86_64 · kvm · not visible · quick · 2026-11-22T05:07:29Z');
-    expect(table.textContent).toContain('Intel Xeon · x86_64 · none (bare metal) · EPT on · quick');
+    expect(table.textContent).toContain('AMD EPYC · x86_64 · kvm · not visible · quick run, 64 MiB · 2026-11-22T05:07:29Z');
+    expect(table.textContent).toContain('Intel Xeon · x86_64 · none (bare metal) · EPT on · quick run, 64 MiB');
+    expect(screen.queryByTestId('my-size-note')).toBeNull(); // one size: nothing to warn about
 
     const view = screen.getByTestId('class-view');
     expect(view.querySelector('h3')!.textContent).toBe(`Lab 1 (${CODE}, 3 uploads, you are the teacher)`);
@@ -358,6 +359,9 @@ describe('Results tab: several files, names, run sizes, one upload per file', ()
     const labels = [...screen.getByTestId('my-results').querySelectorAll('input.label-input')].map((i) => (i as HTMLInputElement).value);
     expect(labels).toEqual(['AMD EPYC · kvm · 2026-11-22 05:07', 'AMD EPYC · kvm · 2026-11-23 09:00', 'AMD EPYC · kvm · 2026-11-22 05:07 #2']);
     await waitFor(() => expect(container.querySelectorAll('svg[data-chart=ptrchase] g.legend').length).toBe(6));
+    // a full run beside quick ones: the table says which columns compare only within a size
+    await pick(file('full.json', JSON.stringify(full)));
+    await waitFor(() => expect(screen.getByTestId('my-size-note').textContent).toBe('Your results mix run sizes (quick run, 64 MiB, full run, 1024 MiB): compare the memtouch and pointer-chase columns only between runs of the same size.'));
     const legend = [...container.querySelectorAll('svg[data-chart=ptrchase] g.legend text')].map((e) => e.textContent);
     expect(legend).toContain('AMD EPYC · kvm · 2026-11-22 05:07 #2 4 KiB');
     expect(legend.some((l) => l!.includes('…'))).toBe(false);
