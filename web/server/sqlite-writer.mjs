@@ -91,6 +91,8 @@ export class SqliteWriter {
       if (this.worker !== w) return;
       this.worker = null;
       this.backlog = [];
+      // Writes the thread committed and answered before it stopped are acknowledged first.
+      while (this.acks.length) this.ack(Infinity);
       const err = Object.assign(new Error(`the SQLite writer stopped${this.lastError ? `: ${this.lastError.message}` : ''}`), { code: this.lastError?.code ?? 'SQLITE_CANTOPEN' });
       for (const p of this.waiting.values()) p.reject(err);
       this.waiting.clear();
@@ -101,14 +103,15 @@ export class SqliteWriter {
   /* A committed batch is answered ACKS_PER_TURN writes per turn of the event loop: each
    * answer is a response to write, and a turn that wrote a hundred of them would keep the
    * loop from accepting new connections (one per turn) for that long. */
-  ack() {
-    const n = Math.min(this.acks.length, ACKS_PER_TURN);
+  ack(most = ACKS_PER_TURN) {
+    const n = Math.min(this.acks.length, most);
     for (const r of this.acks.splice(0, n)) {
       const p = this.waiting.get(r.seq);
       if (!p) continue;
       this.waiting.delete(r.seq);
       if (r.error) p.reject(Object.assign(new Error(r.error.message), { code: r.error.code })); else p.resolve(r.changes);
     }
+    if (most !== ACKS_PER_TURN) return;
     if (this.acks.length) setImmediate(this.ack); else this.acking = false;
   }
 
