@@ -29,7 +29,13 @@ function pgBin(name: string): string {
   throw new Error(`PostgreSQL's ${name} is not installed: apt-get install -y postgresql (make test does this as root)`);
 }
 
-export interface Pg { url: (db: string) => string; createDb: (db: string) => void; stop: () => void }
+export interface Pg {
+  url: (db: string) => string; createDb: (db: string) => void; stop: () => void;
+  /** One SQL statement through psql; its rows as text, one a line. */
+  psql: (db: string, sql: string) => string;
+  /** pg_ctl stop -m immediate (a crash of the database) and start again on the same port. */
+  halt: () => void; resume: () => void;
+}
 
 /** initdb + pg_ctl start on 127.0.0.1:<free port>, unix socket in the cluster folder. */
 export async function startPostgres(): Promise<Pg> {
@@ -44,12 +50,17 @@ export async function startPostgres(): Promise<Pg> {
   const data = join(dir, 'data');
   run(initdb, ['-D', data, '-A', 'trust', '-U', 'vmemlab', '--no-sync', '-E', 'UTF8', '--locale=C.UTF-8']);
   const port = await freePort();
-  run(pgctl, ['-D', data, '-l', join(dir, 'log'), '-w', '-t', '30', '-o',
+  const start = () => run(pgctl, ['-D', data, '-l', join(dir, 'log'), '-w', '-t', '30', '-o',
     `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=250`, 'start']);
+  start();
   const url = (db: string) => `postgres://vmemlab@127.0.0.1:${port}/${db}`;
+  const sql = (db: string, q: string) => run(psql, ['-h', '127.0.0.1', '-p', String(port), '-U', 'vmemlab', '-d', db, '-qAtc', q]);
   return {
     url,
-    createDb: (db) => { run(psql, ['-h', '127.0.0.1', '-p', String(port), '-U', 'vmemlab', '-d', 'postgres', '-qc', `CREATE DATABASE ${db}`]); },
+    createDb: (db) => { sql('postgres', `CREATE DATABASE ${db}`); },
+    psql: sql,
+    halt: () => { run(pgctl, ['-D', data, '-m', 'immediate', '-w', 'stop']); },
+    resume: start,
     stop: () => {
       try { run(pgctl, ['-D', data, '-m', 'immediate', '-w', 'stop']); } finally { rmSync(dir, { recursive: true, force: true }); }
     },

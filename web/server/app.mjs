@@ -1,6 +1,6 @@
 // The class server: the built app (web/dist) plus the results API. buildServer() returns
 // a Fastify instance that is not listening yet (tests use inject(); main.mjs listens).
-import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import Fastify from 'fastify';
@@ -8,11 +8,16 @@ import helmet from '@fastify/helmet';
 import rateLimit from '@fastify/rate-limit';
 import fastifyStatic from '@fastify/static';
 import Ajv2020 from 'ajv/dist/2020.js';
+import { rateLimitFromEnv } from './config.mjs';
 import { openStore } from './db.mjs';
+import { RETRY_AFTER_S, unavailable, unavailableMessage } from './faults.mjs';
+import { JSON_TYPE, checkJson, clientErrorHandler, displayName, idempotencyKey, textProblem } from './limits.mjs';
 import { openapi } from './openapi.mjs';
+import { Pacer } from './pacer.mjs';
 import { summarize, METRICS } from '../src/results/extract.mjs';
 
 export const BODY_LIMIT = 256 * 1024;
+export const BODY_TIMEOUT_MS = 30_000;
 const CODE_RE = /^[A-Za-z0-9][A-Za-z0-9_-]{1,63}$/;
 const ID_RE = /^[A-Za-z0-9_-]{1,32}$/;
 const CODE_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
@@ -36,7 +41,7 @@ const sameHash = (a, b) => a.length === b.length && timingSafeEqual(Buffer.from(
 export class HttpError extends Error {
   constructor(statusCode, message, error) { super(message); this.statusCode = statusCode; this.error = error; }
 }
-const REASONS = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 409: 'Conflict', 413: 'Payload Too Large', 415: 'Unsupported Media Type', 422: 'Unprocessable Entity', 429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable' };
+const REASONS = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 408: 'Request Timeout', 409: 'Conflict', 413: 'Payload Too Large', 415: 'Unsupported Media Type', 422: 'Unprocessable Entity', 429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable' };
 
 /** ajv errors as "field: problem" lines that name the field. */
 export function schemaProblems(errors) {
@@ -63,23 +68,36 @@ const csvCell = (v) => {
 
 /**
  * @param {{ store?: import('./db.mjs').Store, databaseUrl?: string, dataDir?: string, logger?: boolean,
- *   rateLimit?: { max: number, uploadMax: number, createMax: number, timeWindow: string } | false, serveApp?: boolean, trustProxy?: boolean }} opts
+ *   rateLimit?: { max: number, uploadMax: number, createMax: number, timeWindow: string } | false, serveApp?: boolean,
+ *   trustProxy?: false | string[] | ((addr: string, hop: number) => boolean), bodyTimeoutMs?: number,
+ *   sqliteSync?: 'FULL'|'NORMAL', sqliteMaxMiB?: number, pgPool?: number }} opts
+ * rateLimit: requests per minute per client address; 0 turns one limit off, false all of them
+ * (default: VMEMLAB_RATE_MAX, VMEMLAB_UPLOAD_RATE, VMEMLAB_CREATE_RATE). trustProxy: what
+ * config.mjs's parseTrustProxy returns (never "trust every hop").
  */
 export async function buildServer(opts = {}) {
-  const store = opts.store ?? await openStore({ databaseUrl: opts.databaseUrl, dataDir: opts.dataDir });
+  const bodyTimeoutMs = opts.bodyTimeoutMs ?? BODY_TIMEOUT_MS;
   const app = Fastify({
     logger: opts.logger ?? false,
     bodyLimit: BODY_LIMIT,
     trustProxy: opts.trustProxy ?? false,
     return503OnClosing: true,
+    // The whole request (headers and body) must arrive within bodyTimeoutMs, else 408 and
+    // the socket is closed: a client trickling a byte now and then holds nothing for long.
+    requestTimeout: bodyTimeoutMs,
+    http: { connectionsCheckingInterval: Math.min(5000, Math.max(100, Math.floor(bodyTimeoutMs / 4))), headersTimeout: bodyTimeoutMs },
+    clientErrorHandler: clientErrorHandler(bodyTimeoutMs),
     ajv: { customOptions: { allErrors: true } },
+  });
+  const store = opts.store ?? await openStore({
+    databaseUrl: opts.databaseUrl, dataDir: opts.dataDir, sqliteSync: opts.sqliteSync, sqliteMaxMiB: opts.sqliteMaxMiB, pgPool: opts.pgPool,
+    log: (msg) => app.log.warn(msg),
   });
   app.decorate('store', store);
   app.addHook('onClose', async () => { if (!opts.store) await store.close(); });
 
-  const rl = opts.rateLimit === undefined
-    ? { max: Number(process.env.VMEMLAB_RATE_MAX ?? 600), uploadMax: Number(process.env.VMEMLAB_UPLOAD_RATE ?? 60), createMax: 20, timeWindow: '1 minute' }
-    : opts.rateLimit;
+  const rl = opts.rateLimit === undefined ? rateLimitFromEnv(process.env) : opts.rateLimit;
+  const limiting = rl && (rl.max > 0 || rl.uploadMax > 0 || rl.createMax > 0);
 
   await app.register(helmet, {
     contentSecurityPolicy: {
@@ -93,9 +111,9 @@ export async function buildServer(opts = {}) {
     crossOriginEmbedderPolicy: false,
     referrerPolicy: { policy: 'no-referrer' },
   });
-  if (rl) {
+  if (limiting) {
     await app.register(rateLimit, {
-      global: true, max: rl.max, timeWindow: rl.timeWindow,
+      global: rl.max > 0, max: rl.max || 1, timeWindow: rl.timeWindow,
       // The app's own files are not limited: a classroom behind one address loads them
       // thirty times over in the first minute of a lab.
       allowList: (req) => !req.url.startsWith('/api/'),
@@ -103,13 +121,23 @@ export async function buildServer(opts = {}) {
     });
   }
 
-  // JSON bodies: kept as the exact text (stored byte for byte) and parsed once here.
+  // JSON bodies (application/json or */*+json, any parameters): kept as the exact text
+  // (stored byte for byte), parsed once here and checked (limits.mjs) before any route sees
+  // them, so that both stores get the same documents.
+  // The parsing and checking run in the pacer's slices (pacer.mjs), as does the upload's
+  // validation below.
+  const pacer = new Pacer();
+  const parseJson = (buf) => {
+    let text; let json;
+    try { text = new TextDecoder('utf-8', { fatal: true }).decode(buf); } catch { throw new HttpError(400, 'the body is not valid UTF-8 text (JSON is UTF-8 whatever the charset parameter says)'); }
+    if (text.trim() === '') throw new HttpError(400, 'the body is empty; send a JSON document');
+    try { json = JSON.parse(text); } catch (e) { throw new HttpError(400, `malformed JSON: ${e.message}`); }
+    checkJson(text, json, { ascii: buf.length === text.length }); // as many bytes as characters: all ASCII
+    return { text, json };
+  };
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser(/^application\/(.+\+)?json$/, { parseAs: 'buffer', bodyLimit: BODY_LIMIT }, (_req, buf, done) => {
-    let text;
-    try { text = new TextDecoder('utf-8', { fatal: true }).decode(buf); } catch { return done(new HttpError(400, 'the body is not valid UTF-8 text')); }
-    if (text.trim() === '') return done(new HttpError(400, 'the body is empty; send a JSON document'));
-    try { done(null, { text, json: JSON.parse(text) }); } catch (e) { done(new HttpError(400, `malformed JSON: ${e.message}`)); }
+  app.addContentTypeParser(JSON_TYPE, { parseAs: 'buffer', bodyLimit: BODY_LIMIT }, (_req, buf, done) => {
+    pacer.run(() => parseJson(buf)).then((body) => done(null, body), (e) => done(e));
   });
 
   app.setErrorHandler((err, req, reply) => {
@@ -119,7 +147,15 @@ export async function buildServer(opts = {}) {
     else if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') { status = 415; message = `send Content-Type: application/json (got ${JSON.stringify(req.headers['content-type'] ?? 'none')})`; }
     else if (err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') message = 'the body is empty; send a JSON document';
     else if (err.validation) { status = 400; message = `bad request: ${err.message}`; }
-    if (status >= 500) { req.log.error(err); message = 'internal error; the request was not stored'; }
+    const away = status >= 500 && unavailable(err);
+    if (away) {
+      // The database is away or full: nothing is wrong with the request; it may be sent again.
+      req.log.warn({ err }, 'database unavailable');
+      status = 503;
+      message = unavailableMessage(away);
+      if (req.method === 'POST' && req.url.startsWith('/api/results')) message += '; send the upload again (with the same Idempotency-Key it is stored once)';
+      reply.header('Retry-After', String(RETRY_AFTER_S));
+    } else if (status >= 500) { req.log.error(err); message = 'internal error; the request was not stored'; }
     if (status < 400 || status > 599) status = 500;
     reply.code(status).type('application/json').send({ statusCode: status, error: err.error ?? REASONS[status] ?? 'Error', message });
   });
@@ -152,9 +188,16 @@ export async function buildServer(opts = {}) {
     if (!sameHash(bearer(req), cls.teacher_hash)) fail(403, 'this token is not the teacher token of this class');
   };
   const origin = (req) => `${req.protocol}://${req.headers.host ?? 'localhost'}`;
-  const perRoute = (max) => (rl ? { config: { rateLimit: { max, timeWindow: rl.timeWindow } } } : {});
+  const perRoute = (max) => (limiting ? { config: { rateLimit: max > 0 ? { max, timeWindow: rl.timeWindow } : false } } : {});
+  // Receipts of keyed uploads are derived, so that a repeat of the upload (same class, same
+  // Idempotency-Key) gets the same receipt although only its hash is stored.
+  const receiptFor = (code, key, id) => createHmac('sha256', store.receiptKey).update(`receipt\0${code}\0${key}\0${id}`).digest().subarray(0, 16).toString('base64url');
 
-  app.get('/api/health', async () => ({ ok: true, storage: store.kind }));
+  app.get('/api/health', async () => {
+    let database = 'up';
+    try { await store.ping(); } catch { database = 'down'; }
+    return { ok: true, storage: store.kind, database };
+  });
   app.get('/api/openapi.json', async () => openapi);
 
   app.post('/api/classes', perRoute(rl ? rl.createMax : 0), async (req, reply) => {
@@ -165,12 +208,14 @@ export async function buildServer(opts = {}) {
     if (typeof json.name !== 'string' || !json.name.trim()) fail(400, '/name: is required (a non-empty string)');
     const name = json.name.trim();
     if (name.length > 200) fail(400, '/name: must be at most 200 characters');
+    const bad = textProblem(name, { name: true });
+    if (bad) fail(400, `/name: ${bad}`);
     const token = newToken();
     let code;
     for (let i = 0; ; i++) {
       code = newCode();
       try { await store.createClass({ code, name, teacher_hash: hashToken(token), created_at: new Date().toISOString() }); break; } catch (e) {
-        if (i > 4) throw e; // a code collision is retried; anything else after 5 tries is an error
+        if (i > 4 || unavailable(e)) throw e; // a code collision is retried; anything else after 5 tries is an error
       }
     }
     reply.code(201);
@@ -186,27 +231,45 @@ export async function buildServer(opts = {}) {
     const header = req.headers['x-vmemlab-class'];
     if (header === undefined) fail(400, 'the X-Vmemlab-Class header with the class join code is missing');
     const cls = await loadClass(Array.isArray(header) ? header[0] : header);
+    const key = idempotencyKey(req.headers);
+    const studentName = displayName(req.headers);
     const { text, json } = bodyOf(req);
-    if (!json || typeof json !== 'object' || Array.isArray(json)) fail(422, 'the document must be a JSON object (a hw-lab result)');
-    if (json.format !== 'vmemlab-hw-lab-result') fail(422, `/format: must be "vmemlab-hw-lab-result"; this is not a hw-lab result file`);
-    if (json.schema_version !== 1) fail(422, `/schema_version: ${JSON.stringify(json.schema_version ?? null)} is not supported; this server reads schema version 1`);
-    if (!validateResult(json)) {
-      const p = schemaProblems(validateResult.errors);
-      fail(422, `the result does not match the hw-lab schema: ${p.slice(0, 8).join('; ')}${p.length > 8 ? `; and ${p.length - 8} more` : ''}`);
-    }
-    const s = summarize(json);
-    const receipt = newToken();
-    const id = newId();
-    await store.insertResult({
-      id, class_code: cls.code, receipt_hash: hashToken(receipt), created_at: new Date().toISOString(),
-      cpu_model: s.cpu_model, hypervisor: s.hypervisor, tdp: s.tdp, summary: JSON.stringify(s), body: text,
+    const { s, summary, bodyHash } = await pacer.run(() => {
+      if (!json || typeof json !== 'object' || Array.isArray(json)) fail(422, 'the document must be a JSON object (a hw-lab result)');
+      if (json.format !== 'vmemlab-hw-lab-result') fail(422, `/format: must be "vmemlab-hw-lab-result"; this is not a hw-lab result file`);
+      if (json.schema_version !== 1) fail(422, `/schema_version: ${JSON.stringify(json.schema_version ?? null)} is not supported; this server reads schema version 1`);
+      if (!validateResult(json)) {
+        const p = schemaProblems(validateResult.errors);
+        fail(422, `the result does not match the hw-lab schema: ${p.slice(0, 8).join('; ')}${p.length > 8 ? `; and ${p.length - 8} more` : ''}`);
+      }
+      const sum = summarize(json);
+      return { s: sum, summary: JSON.stringify(sum), bodyHash: hashToken(text) };
     });
-    reply.code(201);
-    return {
-      id, receipt, class: cls.code,
-      url: `${origin(req)}/?view=results&class=${cls.code}&mine=${id}`,
-      message: `stored in class ${cls.code}; keep the receipt to delete this upload later`,
+    const idemHash = key ? hashToken(`${cls.code}\0${key}`) : null;
+    const answer = (id, receipt, message) => ({ id, receipt, class: cls.code, url: `${origin(req)}/?view=results&class=${cls.code}&mine=${id}`, message });
+    // A repeat (same class, same key) answers with the stored upload and stores nothing.
+    const repeat = (prior) => {
+      if (prior.body_hash !== bodyHash) fail(422, 'this Idempotency-Key was already used in this class for a different result file; send a new key with a new file');
+      reply.code(200).header('Idempotent-Replayed', 'true');
+      return answer(prior.id, receiptFor(cls.code, key, prior.id), `already stored in class ${cls.code} (this Idempotency-Key was sent before); nothing new was stored`);
     };
+    // One round trip for a new upload: the insert stores nothing when the key is already
+    // stored in this class, and only then is the stored upload looked up.
+    const id = newId();
+    const receipt = key ? receiptFor(cls.code, key, id) : newToken();
+    const stored = await store.insertResult({
+      id, class_code: cls.code, receipt_hash: hashToken(receipt), created_at: new Date().toISOString(),
+      cpu_model: s.cpu_model, hypervisor: s.hypervisor, tdp: s.tdp, summary, body: text,
+      student_name: studentName, idem_hash: idemHash, body_hash: bodyHash,
+    });
+    if (!stored) {
+      // A repeat (a double click, a retry after a lost answer): the first one was stored.
+      const prior = await store.findByIdem(cls.code, idemHash);
+      if (!prior) throw new Error('an upload with this Idempotency-Key was neither stored nor found');
+      return repeat(prior);
+    }
+    reply.code(201);
+    return answer(id, receipt, `stored in class ${cls.code}; keep the receipt to delete this upload later`);
   });
 
   app.get('/api/classes/:code', async (req) => {
@@ -214,21 +277,32 @@ export async function buildServer(opts = {}) {
     return { code: cls.code, name: cls.name, created_at: cls.created_at, uploads: await store.countResults(cls.code) };
   });
 
+  // Everyone with the join code sees the distribution; students' names only the teacher
+  // (the page sends the teacher token when it has one).
   app.get('/api/classes/:code/results', async (req) => {
     const cls = await loadClass(req.params.code);
+    const teacher = req.headers.authorization !== undefined;
+    if (teacher) teacherOnly(req, cls);
     const rows = await store.listResults(cls.code);
     return {
       class: { code: cls.code, name: cls.name }, metrics: METRICS,
-      results: rows.map((r) => ({ id: r.id, created_at: r.created_at, ...JSON.parse(r.summary) })),
+      results: rows.map((r) => ({ id: r.id, created_at: r.created_at, ...JSON.parse(r.summary), ...(teacher ? { name: r.student_name ?? null } : {}) })),
     };
   });
 
   const resultParam = (raw) => { const id = String(raw ?? ''); if (!ID_RE.test(id)) fail(400, 'an upload id is 1-32 letters, digits, "-" or "_"'); return id; };
 
+  // The file as uploaded: for the teacher and for the uploader (its receipt). Not for the
+  // whole class: hw-lab/run's Idempotency-Key is derived from the class code and the
+  // file's bytes, and a repeat with key and body returns the receipt, so whoever could read
+  // the bytes could delete the upload.
   app.get('/api/classes/:code/results/:id', async (req, reply) => {
     const cls = await loadClass(req.params.code);
-    const row = await store.getResult(cls.code, resultParam(req.params.id));
+    const id = resultParam(req.params.id);
+    const h = bearer(req);
+    const row = await store.getResult(cls.code, id);
     if (!row) fail(404, 'no such upload in this class');
+    if (!sameHash(h, cls.teacher_hash) && !sameHash(h, row.receipt_hash)) fail(403, 'this token is neither the teacher token of this class nor the receipt of this upload');
     reply.type('application/json');
     return row.body;
   });
@@ -250,10 +324,10 @@ export async function buildServer(opts = {}) {
     teacherOnly(req, cls);
     const rows = await store.listResults(cls.code);
     const mk = Object.keys(METRICS);
-    const lines = [['id', 'uploaded_utc', 'cpu_model', 'arch', 'hypervisor', 'tdp', 'mode', 'created_utc', ...mk].map(csvCell).join(',')];
+    const lines = [['id', 'name', 'uploaded_utc', 'cpu_model', 'arch', 'hypervisor', 'tdp', 'mode', 'mem_mib', 'created_utc', ...mk].map(csvCell).join(',')];
     for (const r of rows) {
       const s = JSON.parse(r.summary);
-      lines.push([r.id, r.created_at, s.cpu_model, s.arch, s.hypervisor, s.tdp, s.mode, s.created_utc, ...mk.map((k) => s.metrics?.[k] ?? '')].map(csvCell).join(','));
+      lines.push([r.id, r.student_name, r.created_at, s.cpu_model, s.arch, s.hypervisor, s.tdp, s.mode, s.mem_mib, s.created_utc, ...mk.map((k) => s.metrics?.[k] ?? '')].map(csvCell).join(','));
     }
     reply.type('text/csv; charset=utf-8').header('Content-Disposition', `attachment; filename="vmemlab-${cls.code}.csv"`);
     return lines.join('\r\n') + '\r\n';

@@ -1,27 +1,21 @@
 // Starts the class server: the built app and the results API on http://HOST:PORT
 // (default 127.0.0.1:8080). Storage: SQLite under ./data/ unless DATABASE_URL is set.
-// Environment: PORT, HOST, DATABASE_URL, VMEMLAB_DATA_DIR, VMEMLAB_RATE_MAX (requests per
-// minute per client, 0 = off), VMEMLAB_UPLOAD_RATE, VMEMLAB_SQLITE_SYNC (FULL|NORMAL), TRUST_PROXY=1.
+// Every environment variable is checked first (config.mjs; described in README.md): a bad
+// value stops the server with one line that says which and what it takes.
 import { buildServer } from './app.mjs';
+import { ConfigError, readConfig } from './config.mjs';
 
-const port = Number(process.env.PORT ?? 8080);
-const host = process.env.HOST ?? '127.0.0.1';
-const off = process.env.VMEMLAB_RATE_MAX === '0';
-
-let app;
+let app; let cfg;
 try {
-  app = await buildServer({
-    logger: process.env.VMEMLAB_LOG === '1',
-    trustProxy: process.env.TRUST_PROXY === '1',
-    ...(off ? { rateLimit: false } : {}),
-  });
-  await app.listen({ port, host });
+  cfg = readConfig(process.env);
+  app = await buildServer(cfg);
+  await app.listen({ port: cfg.port, host: cfg.host });
 } catch (e) {
-  console.error(`vmemlab server failed to start: ${e.message}`);
+  console.error(`vmemlab server failed to start: ${e instanceof ConfigError ? 'bad setting: ' : ''}${e.message}`);
   process.exit(1);
 }
 const addr = app.server.address();
-console.log(`vmemlab class server at http://${host}:${addr.port}/ (storage: ${app.store.kind}${app.store.file ? ' ' + app.store.file : ''}; Ctrl-C to stop)`);
+console.log(`vmemlab class server at http://${cfg.host}:${addr.port}/ (storage: ${app.store.kind}${app.store.file ? ' ' + app.store.file : ''}; Ctrl-C to stop)`);
 // Stop: finish the requests in flight, then exit. A client that never reads its response
 // would hold the server forever: after 3 s its connection is cut.
 const stop = () => {

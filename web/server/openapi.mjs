@@ -9,17 +9,27 @@ const error = {
   properties: { statusCode: { type: 'integer' }, error: { type: 'string' }, message: { type: 'string' } },
 };
 const errors = (...codes) => Object.fromEntries(codes.map((c) => [String(c), {
-  description: 'error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+  description: c === 503 ? 'the database is away or its storage is full; nothing was stored; send the request again after Retry-After seconds'
+    : c === 408 ? 'the request (headers and body) did not arrive within VMEMLAB_BODY_TIMEOUT_S (default 30 s); the connection is closed'
+      : 'error',
+  ...(c === 503 ? { headers: retryAfter } : {}),
+  content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
 }]));
 const code = { name: 'code', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_-]{1,63}$' } };
 const id = { name: 'id', in: 'path', required: true, schema: { type: 'string', minLength: 1, maxLength: 32 } };
+const retryAfter = { 'Retry-After': { description: 'seconds to wait before sending the request again', schema: { type: 'integer' } } };
+const uploaded = (description, extra = {}) => ({
+  description, headers: extra,
+  content: { 'application/json': { schema: { type: 'object', required: ['id', 'receipt', 'class', 'url', 'message'], properties: { id: { type: 'string' }, receipt: { type: 'string', description: 'deletes this upload (Authorization: Bearer <receipt>); keep it' }, class: { type: 'string' }, url: { type: 'string' }, message: { type: 'string' } } } } },
+});
 
 export const openapi = {
   openapi: '3.1.0',
   info: {
     title: 'vmemlab class server',
     version: '1.0.0',
-    description: 'A teacher creates a class and gets a join code and a private teacher token; students upload hw-lab results with the join code; everyone sees the class distribution; the teacher exports CSV and removes uploads; a student removes their own upload with the receipt token returned at upload.',
+    description: 'A teacher creates a class and gets a join code and a private teacher token; students upload hw-lab results with the join code; everyone sees the class distribution; the teacher exports CSV and removes uploads; a student removes their own upload with the receipt token returned at upload. '
+      + 'Request bodies are JSON (application/json or any application/*+json, with any parameters; the bytes must be UTF-8) and I-JSON (RFC 7493): a name given twice in one object, a number beyond a 64-bit float, an unpaired surrogate, nesting deeper than 32 levels or a control character in any text (tab and line breaks aside in values) is refused with 400 naming the JSON Pointer of the problem.',
   },
   servers: [{ url: '/' }],
   components: {
@@ -34,7 +44,7 @@ export const openapi = {
     },
   },
   paths: {
-    '/api/health': { get: { operationId: 'health', responses: { 200: { description: 'up', content: { 'application/json': { schema: { type: 'object' } } } } } } },
+    '/api/health': { get: { operationId: 'health', responses: { 200: { description: 'the server is up; database: "up" or "down" (then writes answer 503 until it is back)', content: { 'application/json': { schema: { type: 'object', properties: { ok: { type: 'boolean' }, storage: { enum: ['sqlite', 'postgres'] }, database: { enum: ['up', 'down'] } } } } } } } } },
     '/api/classes': {
       post: {
         operationId: 'createClass', summary: 'Create a class',
@@ -54,14 +64,22 @@ export const openapi = {
     '/api/results': {
       post: {
         operationId: 'uploadResult', summary: 'Upload one hw-lab result (what `hw-lab/run --upload URL --class CODE` sends)',
-        parameters: [{ name: 'X-Vmemlab-Class', in: 'header', required: true, schema: code.schema }],
+        parameters: [
+          { name: 'X-Vmemlab-Class', in: 'header', required: true, schema: code.schema },
+          {
+            name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{8,128}$' },
+            description: 'A random key per result file (the page and hw-lab/run send one). The first upload with a key is stored (201); an upload to the same class with the same key and the same body is answered with the stored upload\'s id and receipt (200, Idempotent-Replayed: true) and stores nothing, for as long as that upload exists; the same key with another body is refused (422). Keep the key unguessable: presenting it with the body returns the receipt.',
+          },
+          {
+            name: 'X-Vmemlab-Name', in: 'header', required: false, schema: { type: 'string', maxLength: 540 },
+            description: 'The student\'s display name, percent-encoded UTF-8 (encodeURIComponent, urllib.parse.quote): at most 60 characters once decoded, no control characters. Optional; stored with the upload; shown only to the teacher (listing with the teacher token) and in the CSV export.',
+          },
+        ],
         requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/Result' } } } },
         responses: {
-          201: {
-            description: 'stored; keep the receipt to delete it later',
-            content: { 'application/json': { schema: { type: 'object', required: ['id', 'receipt', 'url', 'message'], properties: { id: { type: 'string' }, receipt: { type: 'string' }, url: { type: 'string' }, message: { type: 'string' } } } } },
-          },
-          ...errors(400, 404, 413, 415, 422, 429),
+          201: uploaded('stored; keep the receipt to delete it later'),
+          200: uploaded('a repeat: this Idempotency-Key was stored before in this class; the same id and receipt, nothing new stored', { 'Idempotent-Replayed': { schema: { type: 'string', const: 'true' } } }),
+          ...errors(400, 404, 408, 413, 415, 422, 429, 503),
         },
       },
     },
@@ -70,12 +88,13 @@ export const openapi = {
     },
     '/api/classes/{code}/results': {
       get: {
-        operationId: 'listResults', summary: 'The class distribution: one summary per upload (no tokens)', parameters: [code],
-        responses: { 200: { description: 'summaries', content: { 'application/json': { schema: { type: 'object' } } } }, ...errors(400, 404) },
+        operationId: 'listResults', summary: 'The class distribution: one summary per upload (no tokens); with the teacher token each summary also has the student\'s name (null when none was given)', parameters: [code],
+        security: [{}, { token: [] }],
+        responses: { 200: { description: 'summaries (mode and mem_mib say the run size: numbers that depend on it are only compared within one size)', content: { 'application/json': { schema: { type: 'object' } } } }, ...errors(400, 403, 404, 503) },
       },
     },
     '/api/classes/{code}/results/{id}': {
-      get: { operationId: 'getResult', summary: 'One upload, as uploaded', parameters: [code, id], responses: { 200: { description: 'the result document', content: { 'application/json': { schema: { $ref: '#/components/schemas/Result' } } } }, ...errors(400, 404) } },
+      get: { operationId: 'getResult', summary: 'One upload, as uploaded: the teacher token or that upload\'s receipt', parameters: [code, id], security: [{ token: [] }], responses: { 200: { description: 'the result document, byte for byte', content: { 'application/json': { schema: { $ref: '#/components/schemas/Result' } } } }, ...errors(400, 401, 403, 404, 503) } },
       delete: {
         operationId: 'deleteResult', summary: 'Remove an upload: the teacher token or that upload\'s receipt', parameters: [code, id], security: [{ token: [] }],
         responses: { 200: { description: 'deleted', content: { 'application/json': { schema: { type: 'object' } } } }, ...errors(400, 401, 403, 404) },
@@ -83,8 +102,8 @@ export const openapi = {
     },
     '/api/classes/{code}/export.csv': {
       get: {
-        operationId: 'exportCsv', summary: 'Teacher: every upload as CSV (cells starting with = + - @ neutralised)', parameters: [code], security: [{ token: [] }],
-        responses: { 200: { description: 'CSV', content: { 'text/csv': { schema: { type: 'string' } } } }, ...errors(400, 401, 403, 404) },
+        operationId: 'exportCsv', summary: 'Teacher: every upload as CSV: id, name, uploaded_utc, cpu_model, arch, hypervisor, tdp, mode, mem_mib, created_utc, then one column per metric (cells starting with = + - @ neutralised)', parameters: [code], security: [{ token: [] }],
+        responses: { 200: { description: 'CSV', content: { 'text/csv': { schema: { type: 'string' } } } }, ...errors(400, 401, 403, 404, 503) },
       },
     },
     '/api/openapi.json': { get: { operationId: 'openapi', responses: { 200: { description: 'this document' } } } },

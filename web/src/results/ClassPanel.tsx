@@ -1,25 +1,33 @@
 /* The class part of the Results tab; shown only when the page is served by the class
- * server (web/server). Teacher: create a class, keep the private link, export CSV, remove
- * uploads. Student: join with the code, upload, see the class with their own points. */
+ * server (web/server). Teacher: create a class, keep the private link, see who uploaded
+ * what (the names students chose), export CSV, remove uploads. Student: join with the code,
+ * optionally give a name, upload (each file once, however often the button is pressed),
+ * see the class with their own points. Numbers that depend on the run's size (quick or
+ * full) are shown per size, never in one column or row. */
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { Trans, useTranslation } from 'react-i18next';
 import { stripPlot, fmt, type StripPoint } from './charts';
-import { groupLabel, metricLabel, metricUnit, showGroupValue, showHypervisor, showTdp, showCpu } from './labels';
+import { groupLabel, metricLabel, metricUnit, showGroupValue, showHypervisor, showMode, showTdp, showCpu } from './labels';
 import { Said, type Saying } from './Said';
 import { GROUPS, METRICS, type GroupKey, type MetricKey, type Summary } from './extract.mjs';
-import { lastClass, receipts, saveLastClass, saveReceipts, saveTeacherToken, teacherToken, type Receipt, type Stored } from './store';
+import { lastClass, newIdempotencyKey, putResult, receipts, saveLastClass, saveReceipts, saveStudentName, saveTeacherToken, studentName, teacherToken, type Receipt, type Stored } from './store';
 
-type Row = Summary & { id: string; created_at: string };
+type Row = Summary & { id: string; created_at: string; name?: string | null };
 interface ClassData { class: { code: string; name: string }; results: Row[] }
+const NAME_MAX = 60;
 
-async function api<T>(path: string, init?: RequestInit): Promise<T> {
+async function call<T>(path: string, init?: RequestInit): Promise<{ status: number; body: T }> {
   const r = await fetch(path, init);
   const text = await r.text();
   let body: unknown = null;
   try { body = JSON.parse(text); } catch { /* not JSON */ }
   if (!r.ok) throw new Error((body as { message?: string } | null)?.message ?? `HTTP ${r.status}`);
-  return body as T;
+  return { status: r.status, body: body as T };
 }
+const api = async <T,>(path: string, init?: RequestInit): Promise<T> => (await call<T>(path, init)).body;
+
+/** A run's size, the key numbers are compared within: "quick 64", "full 1024". */
+const sizeKey = (r: Pick<Summary, 'mode' | 'mem_mib'>) => `${r.mode ?? '?'} ${r.mem_mib ?? '?'}`;
 
 export function ClassPanel({ mine }: { mine: Stored[] }) {
   const { t, i18n } = useTranslation('results');
@@ -33,6 +41,10 @@ export function ClassPanel({ mine }: { mine: Stored[] }) {
   const [created, setCreated] = useState<{ code: string; teacher_url: string } | null>(null);
   const [metric, setMetric] = useState<MetricKey>('cpuid_exit_cycles');
   const [group, setGroup] = useState<GroupKey>('cpu_model');
+  const [name, setName] = useState<string>(() => studentName());
+  const [busy, setBusy] = useState<Set<number>>(new Set());
+  const inFlight = useRef(new Set<number>()); // read at click time: a second click in the same tick sees the first
+  const keys = useRef(new Map<number, string>()); // keys given to results kept before keys existed
   const [, bump] = useState(0);
   const svg = useRef<SVGSVGElement>(null);
 
@@ -46,19 +58,36 @@ export function ClassPanel({ mine }: { mine: Stored[] }) {
     fetch('/api/health').then((r) => r.ok && r.headers.get('content-type')?.includes('json') ? r.json() : null).then((j) => setServer(!!j?.ok), () => setServer(false));
   }, []);
 
+  // The teacher's request carries the token: the server adds the students' names.
   const load = useCallback(async (c: string) => {
     if (!c) return;
-    try { setData(await api<ClassData>(`/api/classes/${encodeURIComponent(c)}/results`)); setErr(null); saveLastClass(c); } catch (e) { setData(null); setErr({ key: 'class.loadFailed', values: { code: c }, raw: (e as Error).message }); }
+    const tok = teacherToken(c);
+    try { setData(await api<ClassData>(`/api/classes/${encodeURIComponent(c)}/results`, tok ? { headers: { Authorization: `Bearer ${tok}` } } : undefined)); setErr(null); saveLastClass(c); } catch (e) { setData(null); setErr({ key: 'class.loadFailed', values: { code: c }, raw: (e as Error).message }); }
   }, []);
   useEffect(() => { if (server && code) void load(code); }, [server, code, load]);
 
   const token = code ? teacherToken(code) : null;
   const mineIds = new Set(code ? receipts(code).map((r) => r.id) : []);
-  const points: StripPoint[] = (data?.results ?? []).flatMap((r) => {
+  const rows = data?.results ?? [];
+  // Run sizes in this class (quick 64 MiB, full 1 GiB, ...), smallest first.
+  const sizes = [...new Map(rows.map((r) => [sizeKey(r), r] as const)).entries()].sort((a, b) => (a[1].mem_mib ?? 0) - (b[1].mem_mib ?? 0) || sizeKey(a[1]).localeCompare(sizeKey(b[1])));
+  const showSize = (r: Pick<Summary, 'mode' | 'mem_mib'>) => (r.mem_mib ? t('class.size', { mode: showMode(t, r.mode), mib: r.mem_mib }) : t('class.sizeUnknown', { mode: showMode(t, r.mode) }));
+  const apart = METRICS[metric].bySize && sizes.length > 1;
+  // Who: the name the student chose (the teacher sees it), else the upload's short id.
+  const who = (r: Row) => r.name || `#${r.id.slice(0, 6)}`;
+  const SEP = '\u0000';
+  const points: StripPoint[] = rows.flatMap((r) => {
     const v = r.metrics?.[metric];
-    return typeof v === 'number' ? [{ group: String(r[group] ?? 'unknown'), value: v, mine: mineIds.has(r.id), id: r.id, tip: `${showCpu(t, r.cpu_model)} · ${showHypervisor(t, r.hypervisor)} · ${showTdp(t, r.tdp)}: ${fmt(v, lang)} ${metricUnit(t, metric)}` }] : [];
+    const g = String(r[group] ?? 'unknown');
+    return typeof v === 'number' ? [{ group: apart ? `${g}${SEP}${sizeKey(r)}` : g, value: v, mine: mineIds.has(r.id), id: r.id, tip: `${who(r)} · ${showCpu(t, r.cpu_model)} · ${showHypervisor(t, r.hypervisor)} · ${showTdp(t, r.tdp)} · ${showSize(r)}: ${fmt(v, lang)} ${metricUnit(t, metric)}` }] : [];
   });
-  useEffect(() => { if (svg.current && data) stripPlot(svg.current, points, { title: t('class.stripTitle', { metric: metricLabel(t, metric), group: groupLabel(t, group) }), unit: metricUnit(t, metric), t, locale: lang, groupLabel: (g) => showGroupValue(t, group, g) }); });
+  const groupName = (g: string) => {
+    const [v, size] = g.split(SEP);
+    const shown = showGroupValue(t, group, v);
+    const r = size === undefined ? undefined : sizes.find(([k]) => k === size)?.[1];
+    return r ? `${shown}\n${showSize(r)}` : shown;
+  };
+  useEffect(() => { if (svg.current && data) stripPlot(svg.current, points, { title: t('class.stripTitle', { metric: metricLabel(t, metric), group: groupLabel(t, group) }), unit: metricUnit(t, metric), t, locale: lang, groupLabel: groupName }); });
 
   if (server === null) return null;
   if (!server) return <p className="muted" data-testid="no-server"><Trans t={t} i18nKey="class.noServer" components={{ code: <code /> }} /></p>;
@@ -70,13 +99,28 @@ export function ClassPanel({ mine }: { mine: Stored[] }) {
       setCreated(r); setCode(r.code); setJoinText(r.code); setErr(null);
     } catch (e) { setErr({ key: 'class.createFailed', raw: (e as Error).message }); }
   };
+  // One Idempotency-Key per file: a second click (or a retry after a lost answer) gets the
+  // same upload back instead of storing another. The button waits while its upload runs.
   const upload = async (s: Stored) => {
+    if (inFlight.current.has(s.key)) return;
+    inFlight.current.add(s.key);
+    setBusy((b) => new Set(b).add(s.key));
     try {
-      const r = await api<{ id: string; receipt: string }>('/api/results', { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Vmemlab-Class': code }, body: JSON.stringify(s.result) });
-      saveReceipts(code, [...receipts(code), { id: r.id, receipt: r.receipt, label: s.label }]);
-      setNote({ key: 'class.uploaded', values: { label: s.label, code } }); setErr(null);
+      let idem = s.idem ?? keys.current.get(s.key);
+      if (!idem) {
+        idem = newIdempotencyKey();
+        keys.current.set(s.key, idem);
+        await putResult({ ...s, idem }).catch(() => { /* kept for this page's life anyway */ });
+      }
+      const headers: Record<string, string> = { 'Content-Type': 'application/json', 'X-Vmemlab-Class': code, 'Idempotency-Key': idem };
+      const nm = name.trim();
+      if (nm) headers['X-Vmemlab-Name'] = encodeURIComponent(nm);
+      const { status, body: r } = await call<{ id: string; receipt: string }>('/api/results', { method: 'POST', headers, body: JSON.stringify(s.result) });
+      saveReceipts(code, [...receipts(code).filter((x) => x.id !== r.id), { id: r.id, receipt: r.receipt, label: s.label }]);
+      setNote({ key: status === 200 ? 'class.alreadyUploaded' : 'class.uploaded', values: { label: s.label, code } }); setErr(null);
       await load(code);
     } catch (e) { setErr({ key: 'class.uploadFailed', raw: (e as Error).message }); }
+    finally { inFlight.current.delete(s.key); setBusy((b) => { const n = new Set(b); n.delete(s.key); return n; }); }
   };
   const remove = async (id: string, tok: string) => {
     try {
@@ -119,24 +163,33 @@ export function ClassPanel({ mine }: { mine: Stored[] }) {
       {data && (
         <div className="class-view" data-testid="class-view">
           <h3>{data.class.name} <span className="muted">{t(token ? 'class.summaryTeacher' : 'class.summary', { code: data.class.code, count: data.results.length })}</span></h3>
-          {mine.length > 0 && <p>{t('class.upload')} {mine.map((s) => <button type="button" key={s.key} onClick={() => void upload(s)}>{s.label}</button>)}</p>}
+          {mine.length > 0 && (
+            <div className="upload-row">
+              <label>{t('class.yourName')} <input value={name} maxLength={NAME_MAX} data-testid="student-name" placeholder={t('class.yourNamePlaceholder')}
+                onChange={(e) => { setName(e.target.value); saveStudentName(e.target.value); }} /></label>
+              <p>{t('class.upload')} {mine.map((s) => <button type="button" key={s.key} disabled={busy.has(s.key)} aria-busy={busy.has(s.key)} onClick={() => void upload(s)}>{s.label}</button>)}</p>
+            </div>
+          )}
           <div className="pickers">
             <label>{t('class.measure')} <select value={metric} onChange={(e) => setMetric(e.target.value as MetricKey)} aria-label={t('class.measure')}>{(Object.keys(METRICS) as MetricKey[]).map((k) => <option key={k} value={k}>{metricLabel(t, k)}</option>)}</select></label>
             <label>{t('class.groupBy')} <select value={group} onChange={(e) => setGroup(e.target.value as GroupKey)} aria-label={t('class.groupBy')}>{(Object.keys(GROUPS) as GroupKey[]).map((k) => <option key={k} value={k}>{groupLabel(t, k)}</option>)}</select></label>
             {token && <button type="button" onClick={() => void exportCsv()}>{t('class.export')}</button>}
           </div>
+          {sizes.length > 1 && <p className="muted" data-testid="size-note">{t(apart ? 'class.sizesApart' : 'class.sizesTogether', { sizes: sizes.map(([, r]) => showSize(r)).join(', ') })}</p>}
           <svg ref={svg} className="chart" data-chart="class-strip" />
           <div className="table-wrap">
             <table className="uploads" data-testid="class-uploads">
-              <thead><tr><th scope="col">{t('class.col.cpu')}</th><th scope="col">{t('class.col.hypervisor')}</th><th scope="col">{t('class.col.tdp')}</th><th scope="col">{metricLabel(t, metric)}</th><th /></tr></thead>
+              <thead><tr><th scope="col">{t('class.col.who')}</th><th scope="col">{t('class.col.cpu')}</th><th scope="col">{t('class.col.hypervisor')}</th><th scope="col">{t('class.col.tdp')}</th><th scope="col">{t('class.col.size')}</th>
+                {apart ? sizes.map(([k, r]) => <th scope="col" key={k}>{t('class.col.metricAt', { metric: metricLabel(t, metric), size: showSize(r) })}</th>) : <th scope="col">{metricLabel(t, metric)}</th>}<th /></tr></thead>
               <tbody>
-                {data.results.map((r) => {
+                {rows.map((r) => {
                   const rec = receipts(code).find((x) => x.id === r.id);
                   const tok = token ?? rec?.receipt;
+                  const value = typeof r.metrics?.[metric] === 'number' ? fmt(r.metrics[metric]!, lang) : '–';
                   return (
                     <tr key={r.id} className={mineIds.has(r.id) ? 'mine' : undefined} data-id={r.id}>
-                      <td className="cpu">{showCpu(t, r.cpu_model)}</td><td>{showHypervisor(t, r.hypervisor)}</td><td>{showTdp(t, r.tdp)}</td>
-                      <td className="num">{typeof r.metrics?.[metric] === 'number' ? fmt(r.metrics[metric]!, lang) : '–'}</td>
+                      <td className="who">{who(r)}</td><td className="cpu">{showCpu(t, r.cpu_model)}</td><td>{showHypervisor(t, r.hypervisor)}</td><td>{showTdp(t, r.tdp)}</td><td className="size">{showSize(r)}</td>
+                      {apart ? sizes.map(([k]) => <td key={k} className="num">{sizeKey(r) === k ? value : '–'}</td>) : <td className="num">{value}</td>}
                       <td>{tok ? <button type="button" onClick={() => void remove(r.id, tok)}>{t('class.delete')}</button> : mineIds.has(r.id) ? <span className="muted">{t('class.yours')}</span> : null}</td>
                     </tr>
                   );

@@ -13,14 +13,24 @@ import { addResult, deleteResult, listResults, putResult, type Stored } from './
 import { checkResult, type Problem } from './validate';
 import './results.css';
 
-type Msg = { kind: 'ok' | 'error'; say: Saying; details?: Problem[] } | null;
+/** What became of one file: added or refused, with at most SHOWN problems listed and how
+ * many more there were. */
+type Outcome = { kind: 'ok' | 'error'; say: Saying; details?: Problem[]; more?: number };
+const SHOWN = 10;
+
+/** A label no other kept result has: CPU · hypervisor · when the run was made, then #2, #3
+ * for the same run kept twice. */
+function distinctLabel(base: string, taken: Set<string>): string {
+  if (!taken.has(base)) return base;
+  for (let i = 2; ; i++) if (!taken.has(`${base} #${i}`)) return `${base} #${i}`;
+}
 
 export function ResultsView() {
   const { t, i18n } = useTranslation('results');
   const lang = i18n.language;
   const [items, setItems] = useState<Stored[]>([]);
   const [selected, setSelected] = useState<Set<number>>(new Set());
-  const [msg, setMsg] = useState<Msg>(null);
+  const [msgs, setMsgs] = useState<Outcome[]>([]);
   const [over, setOver] = useState(false);
   const [loaded, setLoaded] = useState(false);
 
@@ -29,30 +39,46 @@ export function ResultsView() {
       const all = await listResults();
       setItems(all);
       setSelected((s) => (s.size || !all.length ? new Set([...s].filter((k) => all.some((a) => a.key === k))) : new Set(all.map((a) => a.key))));
-    } catch (e) { setMsg({ kind: 'error', say: { key: 'msg.readStore', ...because(e) } }); }
+    } catch (e) { setMsgs([{ kind: 'error', say: { key: 'msg.readStore', ...because(e) } }]); }
     setLoaded(true);
   }, []);
   useEffect(() => { void refresh(); }, [refresh]);
 
+  // Every file dropped or picked at once gets its own line: added, or why not.
   const load = async (files: FileList | File[] | null) => {
+    const out: Outcome[] = [];
+    const taken = new Set(items.map((i) => i.label));
     for (const file of Array.from(files ?? [])) {
       let text: string;
-      try { text = await file.text(); } catch (e) { setMsg({ kind: 'error', say: { key: 'msg.readFile', values: { file: file.name }, ...because(e) } }); continue; }
+      try { text = await file.text(); } catch (e) { out.push({ kind: 'error', say: { key: 'msg.readFile', values: { file: file.name }, ...because(e) } }); continue; }
       const c = checkResult(text, t, lang);
       if (!c.ok) {
-        setMsg({ kind: 'error', say: { key: 'msg.invalid', values: { file: file.name } }, details: c.problems.slice(0, 10) });
+        out.push({ kind: 'error', say: { key: 'msg.invalid', values: { file: file.name } }, details: c.problems.slice(0, SHOWN), more: Math.max(0, c.problems.length - SHOWN) });
         continue;
       }
       const s = summarize(c.result);
-      const label = `${s.cpu_model} · ${s.hypervisor === 'none (bare metal)' ? t('mine.bareMetal') : showHypervisor(t, s.hypervisor)}`.slice(0, 80);
+      const when = String(c.result.created_utc ?? '').replace('T', ' ').slice(0, 16);
+      const label = distinctLabel(`${s.cpu_model} · ${s.hypervisor === 'none (bare metal)' ? t('mine.bareMetal') : showHypervisor(t, s.hypervisor)} · ${when}`.slice(0, 76), taken);
       try {
         const key = Number(await addResult(label, c.result));
+        taken.add(label);
         setSelected((old) => new Set([...old, key]));
-        setMsg({ kind: 'ok', say: { key: 'msg.added', values: { file: file.name, cpu: s.cpu_model, mode: c.result.mode, created: c.result.created_utc } } });
-      } catch (e) { setMsg({ kind: 'error', say: { key: 'msg.refused', values: { file: file.name }, ...because(e) } }); }
+        out.push({ kind: 'ok', say: { key: 'msg.added', values: { file: file.name, cpu: s.cpu_model, mode: c.result.mode, created: c.result.created_utc } } });
+      } catch (e) { out.push({ kind: 'error', say: { key: 'msg.refused', values: { file: file.name }, ...because(e) } }); }
     }
+    setMsgs(out);
     await refresh();
   };
+  const problems = (m: Outcome) => (m.details?.length ? (
+    <ul>{m.details.map((d, i) => (
+      <li key={i}><code>{d.path ? `${d.path}: ` : ''}{d.detail ? <Said t={t} say={{ key: 'check.withDetail', values: { message: d.message }, raw: d.detail }} /> : d.message}</code></li>
+    ))}{m.more ? <li className="more" data-testid="more-problems">{t('msg.more', { count: m.more })}</li> : null}</ul>
+  ) : null);
+  const failed = msgs.some((m) => m.kind === 'error');
+  // Numbers that depend on the run's memory size (quick 64 MiB, full 1 GiB) are compared
+  // only within one size: the table says so when the kept results mix sizes.
+  const runSize = (s: { mode: string; mem_mib: number | null }) => (s.mem_mib ? t('class.size', { mode: showMode(t, s.mode), mib: s.mem_mib }) : t('class.sizeUnknown', { mode: showMode(t, s.mode) }));
+  const sizes = [...new Set(items.map((it) => runSize(summarize(it.result))))];
 
   const mine = items.filter((i) => selected.has(i.key));
   const metricKeys = Object.keys(METRICS) as MetricKey[];
@@ -68,15 +94,21 @@ export function ResultsView() {
         <p><Trans t={t} i18nKey="mine.drop" components={{ code: <code /> }} /></p>
         <label className="filebtn">{t('mine.pick')} <input type="file" accept=".json,application/json" multiple data-testid="result-file" onChange={(e) => { void load(e.target.files); e.target.value = ''; }} /></label>
       </div>
-      {msg && (
-        <div className={msg.kind === 'error' ? 'error' : 'okmsg'} role={msg.kind === 'error' ? 'alert' : 'status'} data-testid="results-message">
-          <Said t={t} say={say(msg.say)} />
-          {msg.details && <ul>{msg.details.map((d, i) => (
-            <li key={i}><code>{d.path ? `${d.path}: ` : ''}{d.detail ? <Said t={t} say={{ key: 'check.withDetail', values: { message: d.message }, raw: d.detail }} /> : d.message}</code></li>
-          ))}</ul>}
+      {msgs.length === 1 && (
+        <div className={failed ? 'error' : 'okmsg'} role={failed ? 'alert' : 'status'} data-testid="results-message">
+          <Said t={t} say={say(msgs[0].say)} />
+          {problems(msgs[0])}
+        </div>
+      )}
+      {msgs.length > 1 && (
+        <div className={failed ? 'error' : 'okmsg'} role={failed ? 'alert' : 'status'} data-testid="results-message">
+          <ul className="outcomes">{msgs.map((m, i) => (
+            <li key={i} className={m.kind === 'error' ? 'refused' : 'added'} data-testid="file-outcome"><Said t={t} say={say(m.say)} />{problems(m)}</li>
+          ))}</ul>
         </div>
       )}
       {loaded && !items.length && <p className="muted">{t('mine.empty')}</p>}
+      {sizes.length > 1 && <p className="muted" data-testid="my-size-note">{t('mine.sizesMixed', { sizes: sizes.join(', ') })}</p>}
       {items.length > 0 && (
         <div className="table-wrap">
           <table className="side-by-side" data-testid="my-results">
@@ -93,7 +125,7 @@ export function ResultsView() {
                     <td>
                       <input className="label-input" aria-label={t('mine.label')} defaultValue={it.label} maxLength={80}
                         onBlur={(e) => { if (e.target.value !== it.label) void putResult({ ...it, label: e.target.value }).then(refresh); }} />
-                      <div className="muted small">{showCpu(t, s.cpu_model)} · {s.arch} · {showHypervisor(t, s.hypervisor)} · {showTdp(t, s.tdp)} · {showMode(t, it.result.mode)} · {it.result.created_utc}</div>
+                      <div className="muted small">{showCpu(t, s.cpu_model)} · {s.arch} · {showHypervisor(t, s.hypervisor)} · {showTdp(t, s.tdp)} · {runSize(s)} · {it.result.created_utc}</div>
                     </td>
                     {metricKeys.map((k) => <td key={k} className="num">{s.metrics[k] === null ? '–' : fmt(s.metrics[k]!, lang)}</td>)}
                     <td><button type="button" onClick={() => void deleteResult(it.key).then(refresh)} aria-label={t('mine.removeOne', { label: it.label })}>{t('mine.remove')}</button></td>

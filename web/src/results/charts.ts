@@ -79,15 +79,18 @@ export function groupedBars(el: SVGSVGElement, rows: { label: string; values: { 
   }
 }
 
-/** Line chart of the pointer-chase curve: x = working set (MiB, log2), y = ns per access. */
+/** Line chart of the pointer-chase curve: x = working set (MiB, log2), y = ns per access.
+ * The legend sits under the plot, one whole name a line (names are long: a CPU model, the
+ * hypervisor and when the run was made), so no name is cut. */
 export function curveChart(el: SVGSVGElement, lines: { name: string; points: { x: number; y: number }[]; dashed?: boolean; series: number }[], opts: { title: string; width?: number } & Words) {
   const t = opts.t ?? tEn;
-  const width = opts.width ?? 720; const height = 300; const left = 60; const bottom = 40;
+  const width = opts.width ?? 720; const plotH = 300; const left = 60; const bottom = 40; const legendRow = 18;
+  const height = plotH + 10 + lines.length * legendRow;
   const svg = svgIn(el, width, height, opts.title);
   const xs = [...new Set(lines.flatMap((l) => l.points.map((p) => p.x)))].sort((a, b) => a - b);
-  const x = scalePoint<number>().domain(xs).range([left, width - 150]).padding(0.3);
-  const y = scaleLinear().domain([0, Math.max(1, ...lines.flatMap((l) => l.points.map((p) => p.y))) * 1.1]).range([height - bottom, 15]).nice();
-  svg.append('g').attr('class', 'axis').attr('transform', `translate(0,${height - bottom})`).call(axisBottom(x).tickFormat((d) => `${d} MiB`));
+  const x = scalePoint<number>().domain(xs).range([left, width - 20]).padding(0.3);
+  const y = scaleLinear().domain([0, Math.max(1, ...lines.flatMap((l) => l.points.map((p) => p.y))) * 1.1]).range([plotH - bottom, 15]).nice();
+  svg.append('g').attr('class', 'axis').attr('transform', `translate(0,${plotH - bottom})`).call(axisBottom(x).tickFormat((d) => `${d} MiB`));
   svg.append('g').attr('class', 'axis').attr('transform', `translate(${left},0)`).call(axisLeft(y).ticks(6));
   svg.append('text').attr('class', 'unit').attr('x', 4).attr('y', 10).text(t('chart.nsPerAccess'));
   const path = line<{ x: number; y: number }>().x((p) => x(p.x) ?? 0).y((p) => y(p.y));
@@ -95,18 +98,21 @@ export function curveChart(el: SVGSVGElement, lines: { name: string; points: { x
     const c = PALETTE[l.series % PALETTE.length];
     svg.append('path').attr('d', path(l.points) ?? '').attr('fill', 'none').attr('stroke', c).attr('stroke-width', 2).attr('stroke-dasharray', l.dashed ? '5 4' : null);
     for (const p of l.points) svg.append('circle').attr('cx', x(p.x) ?? 0).attr('cy', y(p.y)).attr('r', 3).attr('fill', c).append('title').text(`${l.name}, ${p.x} MiB: ${fmt(p.y, opts.locale)} ns`);
-    const lg = svg.append('g').attr('transform', `translate(${width - 140},${20 + i * 18})`);
+    const lg = svg.append('g').attr('class', 'legend').attr('transform', `translate(${left},${plotH + 4 + i * legendRow})`);
     lg.append('line').attr('x1', 0).attr('x2', 18).attr('y1', 0).attr('y2', 0).attr('stroke', c).attr('stroke-width', 2).attr('stroke-dasharray', l.dashed ? '5 4' : null);
-    lg.append('text').attr('x', 22).attr('y', 4).attr('class', 'small').text(l.name.length > 22 ? l.name.slice(0, 21) + '…' : l.name);
+    lg.append('text').attr('x', 24).attr('y', 4).attr('class', 'small').text(l.name);
   });
 }
 
 export interface StripPoint { group: string; value: number; mine: boolean; id: string; tip: string }
 
-/** Class distribution: per group a box (quartiles, median) and every upload as a dot; own dots ringed. */
+/** Class distribution: per group a box (quartiles, median) and every upload as a dot; own dots ringed.
+ * A group's label may have two lines ("\n" between them: the group, then the run size);
+ * a line too long for the margin is shortened and the whole label is the tick's title. */
 export function stripPlot(el: SVGSVGElement, points: StripPoint[], opts: { title: string; unit: string; width?: number; groupLabel?: (group: string) => string } & Words) {
   const t = opts.t ?? tEn;
-  const show = opts.groupLabel ?? ((g: string) => g);
+  const lines = (g: string) => (opts.groupLabel ?? ((x: string) => x))(g).split('\n');
+  const show = (g: string) => lines(g).join(' · ');
   const groups = [...new Set(points.map((p) => p.group))].sort();
   const width = opts.width ?? 760; const left = 200; const rowH = 46;
   const height = 30 + Math.max(1, groups.length) * rowH + 30;
@@ -115,7 +121,12 @@ export function stripPlot(el: SVGSVGElement, points: StripPoint[], opts: { title
   const x = xScale(points.map((p) => p.value), left, width - 20);
   const y = scaleBand<string>().domain(groups).range([20, 20 + groups.length * rowH]).padding(0.15);
   svg.append('g').attr('class', 'axis').attr('transform', `translate(0,${20 + groups.length * rowH})`).call(axisBottom(x as ScaleLinear<number, number>).ticks(6, '~s'));
-  svg.append('g').attr('class', 'axis group-axis').attr('transform', `translate(${left},0)`).call(axisLeft(y).tickFormat((g) => { const d = show(g); return d.length > 28 ? d.slice(0, 27) + '…' : d; }));
+  const axis = svg.append('g').attr('class', 'axis group-axis').attr('transform', `translate(${left},0)`).call(axisLeft(y).tickFormat(() => ''));
+  axis.selectAll<SVGTextElement, string>('.tick text').each(function (g) {
+    const ls = lines(g); const text = select(this);
+    ls.forEach((l, i) => text.append('tspan').attr('x', -9).attr('dy', i === 0 ? `${0.32 - (ls.length - 1) * 0.6}em` : '1.2em').text(l.length > 30 ? l.slice(0, 29) + '…' : l));
+    text.attr('dy', null).append('title').text(show(g));
+  });
   svg.append('text').attr('class', 'unit').attr('x', width - 20).attr('y', height - 4).attr('text-anchor', 'end').text(opts.unit);
   let seed = 7;
   const rand = () => { seed = (seed * 16807) % 2147483647; return seed / 2147483647; };

@@ -2,17 +2,19 @@
 // the grouping keys (CPU model, hypervisor, EPT/NPT setting) and a few headline numbers.
 // Plain JavaScript so that the Node server and the Vite app share it without a build step.
 
-/** The numbers a class can compare, by key: label, unit. */
+/** The numbers a class can compare, by key: label, unit, and whether the number depends
+ * on the run's memory size (quick runs touch 64 MiB, full runs 1 GiB): such numbers are
+ * only compared between runs of the same size. */
 export const METRICS = {
-  cpuid_published_min_cycles: { label: "cpuid exit, the published method: unfenced rdtsc;cpuid;rdtsc (min)", unit: 'cycles' },
-  cpuid_exit_cycles: { label: 'cpuid exit, fenced timer (median)', unit: 'cycles' },
-  memtouch_4k_first_ns: { label: 'memtouch 4 KiB first touch (median, per page)', unit: 'ns' },
-  memtouch_4k_second_ns: { label: 'memtouch 4 KiB second touch (median, per page)', unit: 'ns' },
-  memtouch_thp_first_ns: { label: 'memtouch THP first touch (median of 4 KiB writes: most pay no fault)', unit: 'ns' },
-  memtouch_thp_region_ns: { label: 'memtouch THP first write into each huge page (median; 2 MiB on x86)', unit: 'ns' },
-  ptrchase_4k_largest_ns: { label: 'pointer chase, 4 KiB pages, largest working set (median)', unit: 'ns' },
-  ctxswitch_ns: { label: 'context switch round trip (median, same CPU)', unit: 'ns' },
-  vmcall_ns: { label: 'vmcall round trip (median)', unit: 'ns' },
+  cpuid_published_min_cycles: { label: "cpuid exit, the published method: unfenced rdtsc;cpuid;rdtsc (min)", unit: 'cycles', bySize: false },
+  cpuid_exit_cycles: { label: 'cpuid exit, fenced timer (median)', unit: 'cycles', bySize: false },
+  memtouch_4k_first_ns: { label: 'memtouch 4 KiB first touch (median, per page)', unit: 'ns', bySize: true },
+  memtouch_4k_second_ns: { label: 'memtouch 4 KiB second touch (median, per page)', unit: 'ns', bySize: true },
+  memtouch_thp_first_ns: { label: 'memtouch THP first touch (median of 4 KiB writes: most pay no fault)', unit: 'ns', bySize: true },
+  memtouch_thp_region_ns: { label: 'memtouch THP first write into each huge page (median; 2 MiB on x86)', unit: 'ns', bySize: true },
+  ptrchase_4k_largest_ns: { label: 'pointer chase, 4 KiB pages, largest working set (median)', unit: 'ns', bySize: true },
+  ctxswitch_ns: { label: 'context switch round trip (median, same CPU)', unit: 'ns', bySize: false },
+  vmcall_ns: { label: 'vmcall round trip (median)', unit: 'ns', bySize: false },
 };
 
 export const GROUPS = {
@@ -79,12 +81,30 @@ export function thpFirstPassPerGiB(result) {
   return typeof s === 'number' && typeof bytes === 'number' && bytes > 0 ? (s * 2 ** 30) / bytes : null;
 }
 
+/* Timer frequencies a real machine has (a 1 kHz counter to a 100 GHz TSC); outside them a
+ * conversion would give nonsense (every time 0 ns), so the number is not shown. */
+const HZ_MIN = 1e3; const HZ_MAX = 1e11;
+
 /** Converts a metric to nanoseconds with the result's timer frequency. */
 export function toNs(result, m) {
   if (!m) return null;
   if (m.unit === 'ns') return m.median;
   const hz = result.timer?.freq_hz;
-  return typeof hz === 'number' && hz > 0 ? (m.median * 1e9) / hz : null;
+  return typeof hz === 'number' && hz >= HZ_MIN && hz <= HZ_MAX ? (m.median * 1e9) / hz : null;
+}
+
+/** The run's memory size in MiB: the largest memtouch buffer or pointer-chase working set
+ * (64 in a quick run, 1024 in a full one unless --mem-mib said otherwise), or null. */
+export function memMiB(result) {
+  let bytes = 0;
+  for (const b of result.benchmarks ?? []) {
+    if (!b || (b.name !== 'memtouch' && b.name !== 'ptrchase')) continue;
+    for (const c of b.cases ?? []) {
+      const v = c?.params?.bytes ?? c?.params?.working_set_bytes;
+      if (typeof v === 'number' && Number.isFinite(v) && v > bytes) bytes = v;
+    }
+  }
+  return bytes > 0 ? Math.round(bytes / 1048576) : null;
 }
 
 function largest(prefix) {
@@ -117,6 +137,7 @@ export function summarize(result) {
     hypervisor: p.virtualization?.in_vm ? String(p.virtualization?.hypervisor ?? 'unknown VM').slice(0, 80) : 'none (bare metal)',
     tdp: tdpLabel(p),
     mode: result.mode,
+    mem_mib: memMiB(result),
     created_utc: result.created_utc,
     metrics: {
       cpuid_published_min_cycles: pub ? pub.min : null,

@@ -37,24 +37,47 @@ const BROKEN = '{"format": "vmemlab-hw-lab-result", ';
 /* Instruction names in code, as in <code>rdtsc; cpuid; rdtsc</code>: not prose. */
 const CODE_WORDS = [/^(?:rdtsc|cpuid)$/];
 
-/* A class server: health, one class with three uploads (one of them mine), uploads that the
- * server refuses with its own (English) message, a CSV export. */
+/* A full run of the same machine: 16 times the memory of the quick fixture (1 GiB). */
+const full = variant((r) => {
+  r.mode = 'full';
+  for (const b of r.benchmarks) for (const c of (b.cases ?? []) as { params?: Record<string, number> }[]) {
+    if (c.params?.bytes) c.params.bytes *= 16;
+    if (c.params?.working_set_bytes) c.params.working_set_bytes *= 16;
+  }
+});
+
+/* A class server: health, one class with three uploads (one of them mine; two quick runs and
+ * one full run; students' names only for the teacher's token), uploads that the server
+ * refuses with its own (English) message or (uploads: true) stores once per
+ * Idempotency-Key, a CSV export. */
 const CODE = 'ABCD-EFGH';
 const TOKEN = 'teacher-token-0123456789';
-function classServer(opts: { up?: boolean } = {}) {
+function classServer(opts: { up?: boolean; uploads?: boolean } = {}) {
   const rows = [
-    { id: 'r1', created_at: '2026-01-01', ...summarize(fixture) },
-    { id: 'r2', created_at: '2026-01-02', ...summarize(bare) },
-    { id: 'r3', created_at: '2026-01-03', ...summarize(variant((r) => { r.probe.cpu.model_name = ''; r.probe.virtualization.hypervisor = null as never; })) },
+    { id: 'r1', created_at: '2026-01-01', ...summarize(fixture), name: 'Ana' },
+    { id: 'r2', created_at: '2026-01-02', ...summarize(bare), name: null },
+    { id: 'r3', created_at: '2026-01-03', ...summarize(variant((r) => { Object.assign(r, structuredClone(full)); r.probe.cpu.model_name = ''; r.probe.virtualization.hypervisor = null as never; })), name: 'Bo' },
   ];
+  const stored = new Map<string, string>(); // Idempotency-Key → id
   const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
   const fetch = vi.fn(async (url: string, init?: RequestInit) => {
     if (opts.up === false) throw new TypeError('Failed to fetch');
+    const headers = (init?.headers ?? {}) as Record<string, string>;
     if (url === '/api/health') return json({ ok: true });
     if (url === '/api/classes' && init?.method === 'POST') return json({ code: 'WXYZ-2345', teacher_token: TOKEN, teacher_url: `http://127.0.0.1:8080/?view=results&class=WXYZ-2345#teacher=${TOKEN}` });
     if (url === '/api/classes/WXYZ-2345/results') return json({ class: { code: 'WXYZ-2345', name: 'New' }, metrics: METRICS, results: [] });
-    if (url === `/api/classes/${CODE}/results`) return json({ class: { code: CODE, name: 'Lab 1' }, metrics: METRICS, results: rows });
+    if (url === `/api/classes/${CODE}/results`) {
+      const teacher = headers.Authorization === `Bearer ${TOKEN}`;
+      return json({ class: { code: CODE, name: 'Lab 1' }, metrics: METRICS, results: rows.map(({ name, ...r }) => (teacher ? { ...r, name } : r)) });
+    }
     if (url.startsWith('/api/classes/')) return json({ statusCode: 404, error: 'Not Found', message: 'there is no class with this code' }, 404);
+    if (url === '/api/results' && init?.method === 'POST' && opts.uploads) {
+      await new Promise((r) => setTimeout(r, 50));
+      const key = headers['Idempotency-Key'];
+      const again = stored.has(key);
+      if (!again) stored.set(key, `u${stored.size + 1}`);
+      return json({ id: stored.get(key), receipt: 'receipt-0123456789', class: CODE, url: '', message: 'stored' }, again ? 200 : 201);
+    }
     if (url === '/api/results' && init?.method === 'POST') return json({ statusCode: 429, error: 'Too Many Requests', message: 'rate limit: at most 10 requests per 1 minute from one client; try again in 30 s' }, 429);
     return json({ message: 'not found' }, 404);
   });
@@ -86,7 +109,7 @@ const attrs = (el: Element) => [...el.querySelectorAll('[title],[aria-label],[pl
 async function fullPage() {
   classServer();
   const { container } = render(<ResultsView />);
-  await screen.findByTestId('class-view');
+  await screen.findByTestId('class-view', {}, { timeout: 5000 });
   await screen.findByText(i18n.t('mine.empty', { ns: 'results' }));
   return container;
 }
@@ -233,16 +256,17 @@ describe('Results tab in English', () => {
     await waitFor(() => expect(screen.getByTestId('my-results').querySelectorAll('tbody tr')).toHaveLength(2));
     const table = screen.getByTestId('my-results');
     expect(table.querySelector('thead')!.textContent).toBe(`comparelabel${Object.values(METRICS).map((m) => `${m.label} (${m.unit})`).join('')}`);
-    expect(within(table).getByRole('checkbox', { name: 'compare Intel Xeon · bare metal' })).toBeTruthy();
-    expect(within(table).getByRole('button', { name: 'remove AMD EPYC · kvm' }).textContent).toBe('Remove');
-    expect(table.textContent).toContain('AMD EPYC · x86_64 · kvm · not visible · quick · 2026-11-22T05:07:29Z');
-    expect(table.textContent).toContain('Intel Xeon · x86_64 · none (bare metal) · EPT on · quick');
+    expect(within(table).getByRole('checkbox', { name: 'compare Intel Xeon · bare metal · 2026-11-22 05:07' })).toBeTruthy();
+    expect(within(table).getByRole('button', { name: 'remove AMD EPYC · kvm · 2026-11-22 05:07' }).textContent).toBe('Remove');
+    expect(table.textContent).toContain('AMD EPYC · x86_64 · kvm · not visible · quick run, 64 MiB · 2026-11-22T05:07:29Z');
+    expect(table.textContent).toContain('Intel Xeon · x86_64 · none (bare metal) · EPT on · quick run, 64 MiB');
+    expect(screen.queryByTestId('my-size-note')).toBeNull(); // one size: nothing to warn about
 
     const view = screen.getByTestId('class-view');
     expect(view.querySelector('h3')!.textContent).toBe(`Lab 1 (${CODE}, 3 uploads, you are the teacher)`);
     expect(screen.getByRole('button', { name: 'Export CSV' })).toBeTruthy();
     expect(screen.getByRole('combobox', { name: 'group by' })).toBeTruthy();
-    expect(view.querySelector('thead')!.textContent).toBe('CPU modelhypervisorEPT/NPTcpuid exit, fenced timer (median)');
+    expect(view.querySelector('thead')!.textContent).toBe('whoCPU modelhypervisorEPT/NPTruncpuid exit, fenced timer (median)');
     expect(view.querySelector('svg[data-chart=class-strip]')!.getAttribute('aria-label')).toBe('cpuid exit, fenced timer (median) by CPU model');
     expect(view.textContent).toContain('unknown VM');
     expect(view.querySelector('svg text.you')!.textContent).toBe('you');
@@ -304,4 +328,106 @@ describe('Results tab in English', () => {
     expect(d.ok ? [] : d.problems).toEqual([{ path: '/timer/freq_hz', message: 'must be number' }]);
     expect(checkResult(JSON.stringify(fixture)).ok).toBe(true);
   });
+});
+
+describe('Results tab: several files, names, run sizes, one upload per file', () => {
+  it('lists every file\'s outcome when several are dropped at once, and says how many problems were left out', async () => {
+    await fullPage();
+    const many = variant((r) => { for (const b of r.benchmarks) Object.assign(b, { teaches: 1, notes: 'none' }); (r.timer as { freq_hz: unknown }).freq_hz = 'fast'; });
+    await pick(file('broken.json', BROKEN), file('laptop.json', JSON.stringify(fixture)), file('many.json', JSON.stringify(many)));
+    const m = message();
+    expect(m.getAttribute('role')).toBe('alert');
+    const outcomes = [...m.querySelectorAll('[data-testid=file-outcome]')];
+    expect(outcomes.map((o) => o.className)).toEqual(['refused', 'added', 'refused']);
+    expect(outcomes[0].textContent).toMatch(/^broken\.json is not a valid hw-lab result\.not valid JSON \(line 1, column 37\)/);
+    expect(outcomes[1].textContent).toBe('Added laptop.json (AMD EPYC, quick run of 2026-11-22T05:07:29Z).');
+    const problems = checkResult(JSON.stringify(many));
+    const n = problems.ok ? 0 : problems.problems.length;
+    expect(n).toBeGreaterThan(10);
+    expect(outcomes[2].querySelectorAll('li')).toHaveLength(11);
+    expect(outcomes[2].querySelector('[data-testid=more-problems]')!.textContent).toBe(n === 11 ? 'and 1 more problem' : `and ${n - 10} more problems`);
+    await waitFor(() => expect(screen.getByTestId('my-results').querySelectorAll('tbody tr')).toHaveLength(1));
+  });
+
+  it('gives two runs of one machine labels that tell them apart, and draws their whole names in the legend', async () => {
+    const { container } = render(<ResultsView />);
+    classServer({ up: false });
+    await screen.findByTestId('dropzone');
+    const later = variant((r) => { r.created_utc = '2026-11-23T09:00:00Z'; });
+    await pick(file('a.json', JSON.stringify(fixture)), file('b.json', JSON.stringify(later)), file('a-again.json', JSON.stringify(fixture)));
+    await waitFor(() => expect(screen.getByTestId('my-results').querySelectorAll('tbody tr')).toHaveLength(3));
+    const labels = [...screen.getByTestId('my-results').querySelectorAll('input.label-input')].map((i) => (i as HTMLInputElement).value);
+    expect(labels).toEqual(['AMD EPYC · kvm · 2026-11-22 05:07', 'AMD EPYC · kvm · 2026-11-23 09:00', 'AMD EPYC · kvm · 2026-11-22 05:07 #2']);
+    await waitFor(() => expect(container.querySelectorAll('svg[data-chart=ptrchase] g.legend').length).toBe(6));
+    // a full run beside quick ones: the table says which columns compare only within a size
+    await pick(file('full.json', JSON.stringify(full)));
+    await waitFor(() => expect(screen.getByTestId('my-size-note').textContent).toBe('Your results mix run sizes (quick run, 64 MiB, full run, 1024 MiB): compare the memtouch and pointer-chase columns only between runs of the same size.'));
+    const legend = [...container.querySelectorAll('svg[data-chart=ptrchase] g.legend text')].map((e) => e.textContent);
+    expect(legend).toContain('AMD EPYC · kvm · 2026-11-22 05:07 #2 4 KiB');
+    expect(legend.some((l) => l!.includes('…'))).toBe(false);
+  });
+
+  it('the teacher sees who uploaded what; a measure that depends on run size is shown per size', async () => {
+    await fullPage();
+    const view = screen.getByTestId('class-view');
+    const who = [...view.querySelectorAll('tbody td.who')].map((e) => e.textContent);
+    expect(who).toEqual(['Ana', '#r2', 'Bo']);
+    expect([...view.querySelectorAll('tbody td.size')].map((e) => e.textContent)).toEqual(['quick run, 64 MiB', 'quick run, 64 MiB', 'full run, 1024 MiB']);
+    expect(screen.getByTestId('size-note').textContent).toBe('This measure does not depend on the run size (quick run, 64 MiB, full run, 1024 MiB); all runs are shown together.');
+    expect(view.querySelector('svg circle.point[data-id=r1] title')!.textContent).toMatch(/^Ana · AMD EPYC · kvm · not visible · quick run, 64 MiB: \S+ cycles$/);
+    fireEvent.change(screen.getByRole('combobox', { name: 'measure' }), { target: { value: 'ptrchase_4k_largest_ns' } });
+    expect(view.querySelector('thead')!.textContent).toBe('whoCPU modelhypervisorEPT/NPTrun'
+      + 'pointer chase, 4 KiB pages, largest working set (median), quick run, 64 MiB'
+      + 'pointer chase, 4 KiB pages, largest working set (median), full run, 1024 MiB');
+    const cells = [...view.querySelectorAll('tbody tr')].map((tr) => [...tr.querySelectorAll('td.num')].map((td) => td.textContent !== '–'));
+    expect(cells).toEqual([[true, false], [true, false], [false, true]]);
+    expect(screen.getByTestId('size-note').textContent).toMatch(/^This measure depends on how much memory a run touches/);
+    const axis = [...view.querySelectorAll('svg .group-axis .tick text')].map((e) => [...e.querySelectorAll('tspan')].map((s) => s.textContent));
+    expect(axis).toContainEqual(['AMD EPYC', 'quick run, 64 MiB']);
+    expect(axis).toContainEqual(['unknown', 'full run, 1024 MiB']);
+  });
+
+  it('a student (no teacher token) sees short ids, never names', async () => {
+    history.replaceState(null, '', `/?view=results&class=${CODE}`);
+    classServer();
+    render(<ResultsView />);
+    const view = await screen.findByTestId('class-view', {}, { timeout: 5000 });
+    await waitFor(() => expect(view.querySelectorAll('tbody td.who')).toHaveLength(3));
+    expect([...view.querySelectorAll('tbody td.who')].map((e) => e.textContent)).toEqual(['#r1', '#r2', '#r3']);
+  });
+
+  for (const lang of ['en', 'ja'] as const) {
+    it(`uploads a file once with its key and the chosen name, however often it is clicked (${lang})`, async () => {
+      await act(async () => { await i18n.changeLanguage(lang); });
+      history.replaceState(null, '', `/?view=results&class=${CODE}`);
+      const fetch = classServer({ uploads: true });
+      render(<ResultsView />);
+      const view = await screen.findByTestId('class-view', {}, { timeout: 5000 });
+      await pick(file('laptop.json', JSON.stringify(fixture)));
+      await waitFor(() => expect(view.querySelector('.upload-row button')).toBeTruthy());
+      fireEvent.change(screen.getByTestId('student-name'), { target: { value: '山田 太郎' } });
+      const button = view.querySelector('.upload-row button') as HTMLButtonElement;
+      await act(async () => { fireEvent.click(button); fireEvent.click(button); fireEvent.click(button); });
+      const posts = () => fetch.mock.calls.filter(([u, init]) => u === '/api/results' && init?.method === 'POST');
+      await waitFor(() => expect(button.disabled).toBe(false));
+      expect(posts()).toHaveLength(1);
+      const h = posts()[0][1]!.headers as Record<string, string>;
+      expect(h['Idempotency-Key']).toMatch(/^[A-Za-z0-9_-]{22}$/);
+      expect(h['X-Vmemlab-Name']).toBe(encodeURIComponent('山田 太郎'));
+      expect(localStorage.getItem('vmemlab-name')).toBe(JSON.stringify('山田 太郎'));
+      const note = () => view.parentElement!.querySelector('[role=status]')!.textContent;
+      expect(note()).toBe(i18n.t('class.uploaded', { ns: 'results', label: 'AMD EPYC · kvm · 2026-11-22 05:07', code: CODE }));
+      // clicked again later: the same key, the server's "already stored", one receipt kept
+      await act(async () => { fireEvent.click(button); });
+      await waitFor(() => expect(posts()).toHaveLength(2));
+      expect((posts()[1][1]!.headers as Record<string, string>)['Idempotency-Key']).toBe(h['Idempotency-Key']);
+      await waitFor(() => expect(note()).toBe(i18n.t('class.alreadyUploaded', { ns: 'results', label: 'AMD EPYC · kvm · 2026-11-22 05:07', code: CODE })));
+      expect(JSON.parse(localStorage.getItem(`vmemlab-receipts:${CODE}`)!).filter((r: { id: string }) => r.id === 'u1')).toHaveLength(1);
+      if (lang !== 'en') {
+        expect(englishRuns(note())).toEqual([]);
+        expect(englishRuns(view.querySelector('.upload-row label')!.textContent!)).toEqual([]);
+        expect(englishRuns(attrs(view))).toEqual([]);
+      }
+    });
+  }
 });

@@ -2,7 +2,9 @@
  * tokens in localStorage (they are small and per class). */
 import type { HwResult } from './validate';
 
-export interface Stored { key: number; label: string; added: string; result: HwResult }
+/** One kept result. idem: the Idempotency-Key its uploads carry (one random key per file,
+ * so that a second click, or a retry after a lost answer, stores nothing new). */
+export interface Stored { key: number; label: string; added: string; result: HwResult; idem?: string }
 const DB = 'vmemlab-results';
 
 /** A failure of this module's own (the page words it from `key`, results namespace); the
@@ -34,9 +36,16 @@ async function tx<T>(mode: IDBTransactionMode, f: (s: IDBObjectStore) => IDBRequ
   } finally { db.close(); }
 }
 export const listResults = () => tx<Stored[]>('readonly', (s) => s.getAll() as IDBRequest<Stored[]>);
-export const addResult = (label: string, result: HwResult) => tx<IDBValidKey>('readwrite', (s) => s.add({ label, added: new Date().toISOString(), result }));
+export const addResult = (label: string, result: HwResult) => tx<IDBValidKey>('readwrite', (s) => s.add({ label, added: new Date().toISOString(), result, idem: newIdempotencyKey() }));
 export const putResult = (r: Stored) => tx<IDBValidKey>('readwrite', (s) => s.put(r));
 export const deleteResult = (key: number) => tx<undefined>('readwrite', (s) => s.delete(key));
+
+/** 128 random bits as base64url (22 characters of [A-Za-z0-9_-]). crypto.getRandomValues
+ * works on plain http too (a class server on a LAN), where crypto.randomUUID does not. */
+export function newIdempotencyKey(): string {
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  return btoa(String.fromCharCode(...b)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
 
 export interface Receipt { id: string; receipt: string; label: string }
 const read = <T,>(k: string, d: T): T => { try { const v = localStorage.getItem(k); return v ? JSON.parse(v) as T : d; } catch { return d; } };
@@ -46,4 +55,7 @@ export const saveReceipts = (code: string, r: Receipt[]) => write(`vmemlab-recei
 export const teacherToken = (code: string) => read<string | null>(`vmemlab-teacher:${code}`, null);
 export const saveTeacherToken = (code: string, t: string) => write(`vmemlab-teacher:${code}`, t);
 export const lastClass = () => read<string | null>('vmemlab-class', null);
+/** The display name the student chose for uploads (only their teacher sees it). */
+export const studentName = () => read<string>('vmemlab-name', '');
+export const saveStudentName = (n: string) => write('vmemlab-name', n);
 export const saveLastClass = (c: string) => write('vmemlab-class', c);
