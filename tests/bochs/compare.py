@@ -1,0 +1,152 @@
+"""The comparator: the engine's result for each access against what Bochs did.
+
+Per access or event, all of:
+  outcome     ok, guest #PF, EPT violation, EPT misconfiguration, VMFUNC exit (59),
+              VMCALL exit (18), #UD
+  hpa         of the data access when ok (Bochs' linear-access report)
+  #PF         error code and CR2
+  exits       exit reason, qualification, guest-physical address, guest-linear address
+              (read from the VMCS by the harness's hypervisor)
+  reads       the ordered host-physical addresses (and sizes) of every paging-structure
+              read, guest and EPT dimension, EPTP-list reads included
+  writes      the ordered host-physical addresses of the A/D writes
+and, after the last access, every paging-structure word of the machine (A/D bits,
+page-table writes) against the engine's updates applied to the image.
+
+Allowances (model.md "Checked on Bochs"): ADVANCED_EXIT_INFO_BITS.
+"""
+
+from __future__ import annotations
+
+from plan import h
+
+# Bochs' CPU model reports advanced VM-exit information for EPT violations
+# (IA32_VMX_EPT_VPID_CAP bit 22): qualification bits 9-11 say whether the guest linear
+# address is user-mode, writable and executable in the guest's translation. The engine
+# models a CPU without it (model.md 4.3: bits 9-12 are 0). These bits are compared with
+# what the engine's own guest walk says instead (expected_advanced below).
+ADVANCED_EXIT_INFO_BITS = 0xe00
+
+
+def expected_io(r: dict, esize: int):
+    reads, writes = [], []
+    for s in r["steps"]:
+        size = esize if s["dim"] == "guest" else 8
+        pa = h(s["entry_hpa"])
+        if s["kind"] in ("read", "eptp_list"):
+            reads.append((pa, size))
+            if s["dim"] == "nested" and s["ad_set"]:
+                writes.append((pa, 8))
+        elif s["kind"] == "ad_write" and s["result"] == "written":
+            writes.append((pa, size))
+    return reads, writes
+
+
+def expected_advanced(sc: dict, r: dict) -> int:
+    """Bits 9-11 of an EPT violation on the final gpa, from the engine's guest walk:
+    U/S, R/W ANDed, XD ORed over the guest entries read (the PAE PDPTE has none)."""
+    f = r["fault"]
+    q = h(f["qualification"])
+    if not (q >> 7) & 1 or not (q >> 8) & 1:
+        return 0
+    us = rw = 1
+    xd = 0
+    nxe = sc["guest"].get("efer_nxe", True) and sc["guest"]["paging"] != "32bit"
+    for s in r["steps"]:
+        if s["dim"] == "guest" and s["kind"] == "read":
+            e = h(s["entry"])
+            us &= (e >> 2) & 1
+            rw &= (e >> 1) & 1
+            if nxe:
+                xd |= e >> 63
+    return (us << 9) | (rw << 10) | ((1 - xd) << 11)
+
+
+def compare(sc: dict, result: dict, plan, got: dict) -> list:
+    out = []
+    esize = 4 if sc["guest"]["paging"] == "32bit" else 8
+    recs = got["records"]
+    for p in got["problems"]:
+        out.append({"access": None, "what": "harness", "detail": p})
+    for i, (a, r) in enumerate(zip(sc["accesses"], result["accesses"])):
+        b = recs[i] if i < len(recs) else None
+
+        def dis(what, engine, bochs):
+            out.append({"access": i, "event": a, "what": what,
+                        "engine": engine, "bochs": bochs})
+
+        if b is None:
+            dis("record", r["outcome"], "the CPU never completed this command")
+            continue
+        reads, writes = expected_io(r, esize)
+        got_reads = [(pa, n) for pa, n in b["reads"]]
+        got_writes = [(pa, n) for pa, n in b["writes"]]
+        # the data write of a write access is no paging-structure write
+        if "op" in a and a["op"] == "write" and r["outcome"] == "ok":
+            got_writes = [(pa, n) for pa, n in got_writes if not (pa == h(r["hpa"]) and n == 1)]
+        if "op" in a and r["outcome"] == "ok":
+            got_reads = [(pa, n) for pa, n in got_reads if not (pa == h(r["hpa"]) and n == 1)]
+        if got_reads != reads:
+            dis("reads", [hex(x) for x, _ in reads], [hex(x) for x, _ in got_reads])
+        if got_writes != writes:
+            dis("writes", [hex(x) for x, _ in writes], [hex(x) for x, _ in got_writes])
+        eo, bo = r["outcome"], b["outcome"]
+        if "pte_write" in a or "invlpg" in a or "mov_cr3" in a:
+            eo = "ok"
+        if eo != bo:
+            dis("outcome", eo, bo)
+            continue
+        f, bf = r["fault"], b["fault"]
+        if eo == "ok" and "op" in a and a["op"] in ("read", "write"):
+            if b["hpa"] != h(r["hpa"]):
+                dis("hpa", r["hpa"], hex(b["hpa"]) if b["hpa"] is not None else None)
+        elif eo == "guest_page_fault":
+            if bf["error_code"] != h(f["error_code"]):
+                dis("error_code", f["error_code"], hex(bf["error_code"]))
+            if bf["cr2"] != h(f["cr2"]):
+                dis("cr2", f["cr2"], hex(bf["cr2"]))
+        elif eo in ("ept_violation", "ept_misconfig", "vmfunc_exit", "vmcall_exit"):
+            log = bf.get("log")
+            if log is None:
+                dis("exit", eo, "no exit logged by the hypervisor")
+                continue
+            if log["reason"] & 0xffff != f["exit_reason"]:
+                dis("exit_reason", f["exit_reason"], log["reason"])
+            if eo == "ept_violation":
+                q = log["qualification"]
+                want = h(f["qualification"])
+                if q & ~ADVANCED_EXIT_INFO_BITS != want:
+                    dis("qualification", hex(want), hex(q))
+                elif q & ADVANCED_EXIT_INFO_BITS != expected_advanced(sc, r):
+                    dis("qualification bits 9-11", hex(expected_advanced(sc, r)),
+                        hex(q & ADVANCED_EXIT_INFO_BITS))
+                if log["gla"] != h(f["guest_linear_address"]):
+                    dis("guest_linear_address", f["guest_linear_address"], hex(log["gla"]))
+            if eo in ("ept_violation", "ept_misconfig"):
+                if log["gpa"] != h(f["guest_physical_address"]):
+                    dis("guest_physical_address", f["guest_physical_address"], hex(log["gpa"]))
+        if "vmfunc" in a and eo == "ok":
+            pass
+    # the machine's paging-structure words at the end
+    exp = plan.expected_words
+    for pa in plan.check_words:
+        want = exp.get(pa)
+        have = got["words"].get(pa)
+        if have != want:
+            out.append({"access": "end", "what": "memory word", "hpa": hex(pa),
+                        "engine": hex(want), "bochs": hex(have) if have is not None else None})
+    return out
+
+
+def describe(d: dict) -> str:
+    where = f"access {d['access']}" if d.get("access") is not None else "run"
+    ev = d.get("event")
+    evs = ""
+    if ev:
+        evs = " (" + ", ".join(f"{k}={v}" for k, v in ev.items()) + ")"
+    if d["what"] == "memory word":
+        return f"DISAGREE {d.get('scenario')}: end: memory word {d['hpa']}: engine {d['engine']}, bochs {d['bochs']}"
+    if d["what"] == "harness":
+        return f"DISAGREE {d.get('scenario')}: harness: {d['detail']}"
+    return (f"DISAGREE {d.get('scenario')}: {where}{evs}: {d['what']}: "
+            f"engine {d['engine']}, bochs {d['bochs']}")
