@@ -33,6 +33,7 @@ import gen_bochs  # noqa: E402
 
 VMSIM = os.environ.get("VMSIM", os.path.join(ROOT, "wasm-core", "build", "vmsim"))
 BUILD = os.path.join(HERE, "build")
+ARTIFACTS = os.path.join(ROOT, "tests", "artifacts")
 
 
 def vmsim(cmd: str, scenario: dict) -> dict:
@@ -92,21 +93,20 @@ def for_bochs(sc: dict) -> dict:
 
 
 def run_one(sc: dict, verbose: bool = False):
-    """-> (compared accesses, disagreements, skipped reason or None, bochs trace)"""
+    """-> (accesses compared, disagreements, known Bochs deviations, Bochs' records)"""
     import machine          # needs the patched bochscpu: imported only when running
     sc = for_bochs(sc)
     result = vmsim("run", sc)
     image = vmsim("image", sc)
     p = planmod.make_plan(sc, result, image, host_bin_for, guest_bin_for)
     got = machine.run(p)
-    dis = compare.compare(sc, result, p, got)
+    dis, devs, n = compare.compare(sc, result, p, got)
     if verbose:
         for i, rec in enumerate(got["records"]):
             print(f"  [{i}] {json.dumps(rec, default=hex)[:600]}")
         for pr in got["problems"]:
             print("  problem:", pr)
-    n = sum(1 for a in sc["accesses"])
-    return n, dis, got
+    return n, dis, devs, got
 
 
 def main(argv=None) -> int:
@@ -122,6 +122,7 @@ def main(argv=None) -> int:
     started = time.time()
     compared = 0
     disagreements = []
+    deviations = []
     examples = {}
     skipped = []
     scenarios = 0
@@ -130,7 +131,7 @@ def main(argv=None) -> int:
     def account(name: str, sc: dict, origin: str):
         nonlocal compared, scenarios
         try:
-            n, dis, got = run_one(sc, args.verbose)
+            n, dis, devs, got = run_one(sc, args.verbose)
         except planmod.Unsupported as e:
             skipped.append({"scenario": name, "reason": str(e)})
             if origin == "example":
@@ -140,10 +141,17 @@ def main(argv=None) -> int:
         scenarios += 1
         key = f"{sc['mode']}/{sc['guest']['paging']}"
         modes[key] = modes.get(key, 0) + n
+        if dis and origin == "random":
+            os.makedirs(ARTIFACTS, exist_ok=True)
+            path = os.path.join(ARTIFACTS, f"bochs-fail-{args.seed}-{name.rsplit('#', 1)[1]}.json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(sc, f, indent=1)
+            print(f"saved {path} (replay: tests/bochs/run --scenario {os.path.relpath(path, ROOT)})")
+        for d in devs:
+            d["scenario"] = name
+        deviations.extend(devs)
         for d in dis:
             d["scenario"] = name
-            if origin == "random":
-                d["replay"] = sc
         disagreements.extend(dis)
         if origin == "example":
             examples[name] = {"verified": not dis, "accesses": n, "disagreements": len(dis),
@@ -168,6 +176,13 @@ def main(argv=None) -> int:
 
     for d in disagreements:
         print(compare.describe(d))
+    kinds = {}
+    for d in deviations:
+        kinds.setdefault(d["deviation"], []).append(d)
+    for k, lst in sorted(kinds.items()):
+        print(f"known Bochs deviation {k}: {len(lst)} (first: {lst[0]['scenario']} access "
+              f"{lst[0]['access']}: engine {lst[0]['engine']}, bochs {lst[0]['bochs']})")
+        print(f"  {compare.DEVIATIONS[k]}")
     seconds = time.time() - started
     verified = sorted(n for n, e in examples.items() if e.get("verified"))
     print(f"scenarios: {scenarios} run ({', '.join(f'{k} {v}' for k, v in sorted(modes.items()))} "
@@ -185,8 +200,9 @@ def main(argv=None) -> int:
             "disagreements": len(disagreements), "scenarios": scenarios,
             "accesses_by_mode": modes, "seconds": round(seconds, 1),
             "examples": examples, "not_runnable": skipped,
-            "disagreement_list": [{k: v for k, v in d.items() if k != "replay"}
-                                  for d in disagreements],
+            "disagreement_list": disagreements,
+            "known_deviations": {k: {"count": len(v), "reason": compare.DEVIATIONS[k],
+                                     "examples": v[:5]} for k, v in kinds.items()},
         }
         with open(args.report, "w", encoding="utf-8") as f:
             json.dump(report, f, indent=1, default=hex)

@@ -146,6 +146,16 @@ restart:
     vmwrite rdi, [C_SS_SEL]
     mov edi, 0x4818                 ; GUEST_SS access rights
     vmwrite rdi, [C_SS_AR]
+    mov eax, 0xffffffff             ; flat limits and zero bases: a ring-3 -> ring-0
+    mov edi, 0x4802                 ; interrupt in 64-bit mode left a null SS behind
+    vmwrite rdi, rax
+    mov edi, 0x4804
+    vmwrite rdi, rax
+    xor eax, eax
+    mov edi, 0x6808
+    vmwrite rdi, rax
+    mov edi, 0x680a
+    vmwrite rdi, rax
     mov edi, 0x6820                 ; GUEST_RFLAGS
     mov eax, 2
     vmwrite rdi, rax

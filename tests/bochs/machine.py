@@ -147,9 +147,12 @@ class Recorder:
                      r["k_vmcall"], r["k_mov_cr3"], r["k_invlpg"]):
             self.open("insn")
         elif rip == r["pte_point"]:
+            # the guest kernel's store to its page-table entry, done for it here (the
+            # entry's frame need not be mapped in the guest); its invlpg follows
             c = self.plan.commands[self.cmd]
-            if c.get("pte_hpa") is not None:
-                self.mem.write(c["pte_hpa"], c["pte_bytes"])
+            self.mem.write(c["pte_hpa"], c["pte_bytes"])
+            self.open("insn")
+            self.close("ok")
 
     def after(self, sess, cpu_id, _insn):
         rip = sess.cpu.rip                  # already the next instruction

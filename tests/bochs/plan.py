@@ -160,7 +160,9 @@ def make_plan(sc: dict, result: dict, image: dict, host_bin_for, guest_bin_for) 
             e = words.get(ea)
             if e == 0:
                 return None if ea in touched else (level, ea)
-            if e & 7 != 7 or level == 2 or e & 0x80 or e & 0x78:
+            # Below a scenario entry only when the CPU sets no A bit in it: the
+            # harness's own walks would otherwise change the scenario's memory.
+            if ad or e & 7 != 7 or level == 2 or e & 0x80 or e & 0x78:
                 return None
             table = e & ADDR
         return None
@@ -170,7 +172,7 @@ def make_plan(sc: dict, result: dict, image: dict, host_bin_for, guest_bin_for) 
         gcands = [0xffe00000, 0xfee00000, 0xefe00000, 0xcfe00000, 0x8fe00000, 0x6fe00000,
                   0x4fe00000, 0x2fe00000]
         if paging != "32bit":
-            gcands = [0xffffe00000, 0x7fffe00000, 0xfe3fe00000] + gcands
+            gcands = [0xffffe00000, 0xfe3fe00000, 0x8000000000, 0x7fffe00000] + gcands
         for c in gcands:
             pts = [free_ept_path(r, c) for r in roots]
             if all(pts):
@@ -228,9 +230,11 @@ def make_plan(sc: dict, result: dict, image: dict, host_bin_for, guest_bin_for) 
             if e == 0:
                 return None if (ea & ~7) in touched else (level, ea)
             if paging == "pae" and level == 3:
+                # a PDPTE has no A bit: the harness may go on below it
                 if not e & 1 or e & 0x1e6 or e >> 40:
                     return None
-            elif e & 7 != 7 or e & 0x80 or (wide and (e >> 40)):
+            else:
+                # the CPU would set A in a scenario entry the harness's walks go through
                 return None
             table = e & (ADDR if wide else 0xfffff000)
         return None
