@@ -260,6 +260,16 @@ def make_plan(sc: dict, result: dict, image: dict, host_bin_for, guest_bin_for) 
             break
     if gv is None:
         raise Unsupported("no free guest-linear region for the harness's pages")
+    # guest-table frames (gpa) the harness's own walks read: with EPT A/D on, the CPU
+    # sets A in the EPT entries that map them before the first command runs
+    harness_table_gpas = sorted({cr3 & (~0x1f if paging == "pae" else ~0xfff)
+                                 for cr3 in spaces})
+    for (level, ea), cr3 in zip(attach_guest, [c for c in spaces for _ in (roots or [None])]):
+        if paging == "pae" and level == 2:
+            idx3 = g_index(paging, gv, 3)
+            base = cr3 & ~0x1f
+            pd = words.get(table_hpa(roots[0] if roots else None, base + 8 * idx3)) & ADDR
+            harness_table_gpas.append(pd)
 
     # harness guest tables: a full chain below the attach points, 4 KiB leaves
     ptr = 0x27                                       # P RW US A
@@ -510,6 +520,20 @@ def make_plan(sc: dict, result: dict, image: dict, host_bin_for, guest_bin_for) 
                        0x08, cs_ar, 0x10, 0xc093)
     put(hb + CTRL_OFF, ctrl)
 
+    # the harness's walks read the guest's root tables: their EPT paths must allow it
+    for gpa in harness_table_gpas:
+        for root in roots:
+            table = root
+            for level in (4, 3, 2, 1):
+                e = words.get(table + ((gpa >> (12 + 9 * (level - 1))) & 511) * 8)
+                leaf = level == 1 or (level in (2, 3) and e & 0x80)
+                if e & 7 != 7 or e >> 40 & 0xfff or (not leaf and e & 0xf8) or \
+                        (leaf and (e >> 3) & 7 not in (0, 1, 4, 5, 6)):
+                    raise Unsupported("a guest root table that the EPT does not map with "
+                                      "rwx: the harness's own walks would exit")
+                if leaf:
+                    break
+                table = e & ADDR
     p = Plan()
     p.hbase, p.gp, p.gv = hb, gp, gv
     p.memory = sorted(mem.items())
@@ -521,7 +545,46 @@ def make_plan(sc: dict, result: dict, image: dict, host_bin_for, guest_bin_for) 
     p.check_words = sorted({pa & ~7 for pa in Words(image["words"]).w} |
                            {pa & ~7 for pa in harness_words})
     p.paging, p.ept = paging, ept
+    p.harness_table_gpas = sorted(set(harness_table_gpas))
+    p.table_hpa = lambda gpa: table_hpa(roots[0] if roots else None, gpa)
+    p.ept_roots = roots
     return p
+
+
+def harness_overrides(sc: dict, image: dict, plan) -> dict:
+    """With EPT A/D on, the harness's first walk of its own pages sets the A bit in the
+    EPT entries that map the guest-table frames it reads (the guest's root tables), as
+    a real guest's kernel walks would: the same bits are set in the scenario as nested
+    overrides, so that the engine starts from the memory Bochs runs the first command
+    with. Returns the scenario to compare, or sc itself when nothing needs setting."""
+    n = sc.get("nested")
+    if sc["mode"] != "ept" or not n or not n.get("ad"):
+        return sc
+    words = Words(image["words"])
+    import copy
+    sc = copy.deepcopy(sc)
+    n = sc["nested"]
+    lists = [n] + list(n.get("eptp_list") or [])
+    for k, root in enumerate(plan.ept_roots):
+        target = lists[k] if k < len(lists) else None
+        if target is None:
+            continue
+        for gpa in plan.harness_table_gpas:
+            table = root
+            for level in (4, 3, 2, 1):
+                e = words.get(table + ((gpa >> (12 + 9 * (level - 1))) & 511) * 8)
+                if not e & 7:
+                    break
+                leaf = level == 1 or bool(e & 0x80)
+                # a guest paging-structure access is a write for EPT A/D: A and D at the leaf
+                want = 0x300 if leaf else 0x100
+                if e & want != want:
+                    target.setdefault("overrides", []).append(
+                        {"gpa": hex(gpa & ~0xfff), "level": level, "set": hex(want)})
+                if leaf:
+                    break
+                table = e & ADDR
+    return sc
 
 
 def words_at_load(load: Words, pa: int) -> int:
