@@ -880,7 +880,9 @@ def load_pdptes(m: Machine) -> None:
         gpa = m.cr3 + 8 * i
         hpa = guest_phys(m, gpa, "guest.cr3" if given else "guest.table_base")
         entry = m.mem.read(hpa, 8)
-        if entry & P and entry & reserved:
+        # AMD nested paging (mode npt) has no PDPTE registers: the walk reads the PDPTE
+        # and a reserved bit is a #PF then (APM vol. 2, 15.25.10), not a #GP here.
+        if entry & P and entry & reserved and m.sc.mode != "npt":
             raise ScenarioError(f"{'guest.tables' if given else 'guest.overrides'}: PDPTE {i} "
                                 f"at {hx(gpa)} has reserved bits set "
                                 f"({hx(entry)}); mov cr3 would raise #GP")
@@ -1203,6 +1205,10 @@ def guest_reserved(m: Machine, entry: int, level: int, leaf: bool) -> bool:
         reserved = bits(51, M)
         if level >= 4:
             reserved |= PS
+            if m.sc.mode == "npt":
+                # AMD: PML4E/PML5E bits 8:7 are MBZ (APM vol. 2, 5.3.3; KVM's
+                # nonleaf_bit8_rsvd for AMD guests); Intel ignores bit 8
+                reserved |= GLB
     if not g.efer_nxe:
         reserved |= XD
     if leaf and level == 3:
@@ -1294,8 +1300,11 @@ def guest_walk(m: Machine, t: Trace, acc: Access) -> tuple[int, int]:
     walked: list[WalkedEntry] = []
     for level in range(fmt.top, 0, -1):
         index = fmt.index(acc.gva, level)
-        if g.paging == "pae" and level == 3:
+        if g.paging == "pae" and level == 3 and m.sc.mode != "npt":
             table = pae_pdpte_step(m, t, acc, index)
+            continue
+        if g.paging == "pae" and level == 3:
+            table = npt_pdpte_read(m, t, acc, index)
             continue
         entry_gpa = table + index * fmt.entry_size
         ntr = None
@@ -1329,6 +1338,26 @@ def guest_walk(m: Machine, t: Trace, acc: Access) -> tuple[int, int]:
         size = fmt.page_size(level)
         return fmt.page_frame(entry, level) | (acc.gva & (size - 1)), size
     raise AssertionError("level 1 is always a leaf")
+
+
+def npt_pdpte_read(m: Machine, t: Trace, acc: Access, index: int) -> int:
+    """PAE guest under AMD NPT: no PDPTE registers (APM vol. 2, 15.25.10 legacy PAE with
+    nested paging); the PDPTE is read on every walk, through the nested walk of its gpa,
+    and checked there: not present or reserved bits (2:1, 8:5, 63:MAXPHYADDR) are a #PF.
+    It has no access rights and no A bit."""
+    gpa = m.cr3 + 8 * index
+    ntr = nested_walk(m, t, gpa, "write", 3, acc.gva, None)
+    entry = m.mem.read(ntr.hpa, 8)
+    s = t.step("read", "guest", 3, 3, gpa, m.cr3, index, ntr.hpa, entry,
+               x86_flags(entry, 3, True))
+    if not entry & P:
+        s["result"] = "not_present"
+        raise guest_page_fault(m, "not_present", 3, acc)
+    if entry & (bits(2, 1) | bits(8, 5) | bits(63, m.sc.maxphyaddr)):
+        s["result"] = "reserved"
+        raise guest_page_fault(m, "reserved", 3, acc)
+    s["result"] = "table"
+    return entry & bits(m.sc.maxphyaddr - 1, 12)
 
 
 def pae_pdpte_step(m: Machine, t: Trace, acc: Access, index: int) -> int:
