@@ -38,6 +38,17 @@ DEVIATIONS = {
         "(vol. 3C 28.3.3.2) and kvm-unit-tests on hardware (ept_access_test_paddr_"
         "not_present_ad_enabled: EPT_VLT_RD | EPT_VLT_WR) set qualification bits 0 and 1; "
         "Bochs' translate_guest_physical turns the access into BX_WRITE and sets bit 1 only"),
+    "ept-large-leaf-bit-12": (
+        "an EPT 2 MiB or 1 GiB leaf with bit 12 set: bits 20:12 (29:12) of such an entry "
+        "are reserved (SDM vol. 3C, Tables 28-4 and 28-2: an EPT misconfiguration); Bochs "
+        "masks the address with ...fffe000 as for the PAT bit of an IA-32 large page and "
+        "ignores bit 12, so the translation succeeds"),
+    "ad-rewrite-of-repeated-entry": (
+        "a walk that meets the same entry at two levels (a table pointing to itself, or "
+        "two levels sharing a frame): Bochs sets A/D from the copy each level read and "
+        "writes that entry once per level; the engine decides on memory at update time "
+        "(model.md 6) and writes it once. The written hpas in first-seen order and the "
+        "final memory agree"),
     "guest-ad-write-without-ept-check": (
         "a guest A/D update to a guest page-table page that EPT maps without write "
         "permission (EPT A/D off): the SDM treats the update as a write to guest memory "
@@ -99,6 +110,17 @@ def compare(sc: dict, result: dict, plan, got: dict):
             dis("record", r["outcome"], "the CPU never completed this command")
             continue
         last = r["steps"][-1] if r["steps"] else None
+        if (r["outcome"] == "ept_misconfig" and last and last["kind"] == "read"
+                and last["dim"] == "nested" and last["level"] in (2, 3)
+                and h(last["entry"]) & 0x80):
+            e = h(last["entry"])
+            span = (1 << (12 + 9 * (last["level"] - 1))) - 1
+            if e & span & ~0xfff == 0x1000 and not e >> 40 & 0xfff and (e >> 3) & 7 in (0, 1, 4, 5, 6) \
+                    and e & 3 != 2 and b["outcome"] != "ept_misconfig":
+                devs.append({"access": i, "event": a, "deviation": "ept-large-leaf-bit-12",
+                             "engine": f"ept_misconfig at entry {last['entry_hpa']} = {last['entry']}",
+                             "bochs": b["outcome"]})
+                return out, devs, i + 1
         if (r["outcome"] == "ept_violation" and last and last["kind"] == "ad_write"
                 and last["result"] == "blocked"
                 and any(pa == h(last["entry_hpa"]) for pa, _ in b["writes"])):
@@ -128,7 +150,16 @@ def compare(sc: dict, result: dict, plan, got: dict):
         elif got_reads != reads:
             dis("reads", [hex(x) for x, _ in reads], [hex(x) for x, _ in got_reads])
         if got_writes != writes:
-            dis("writes", [hex(x) for x, _ in writes], [hex(x) for x, _ in got_writes])
+            firsts = list(dict.fromkeys(got_writes))
+            walked = [h(s["entry_hpa"]) for s in r["steps"] if s["kind"] == "read"]
+            repeated = {pa for pa in walked if walked.count(pa) > 1}
+            if firsts == writes and all(pa in repeated for pa, _ in got_writes
+                                        if got_writes.count((pa, _)) > 1):
+                devs.append({"access": i, "event": a, "deviation": "ad-rewrite-of-repeated-entry",
+                             "engine": [hex(x) for x, _ in writes],
+                             "bochs": [hex(x) for x, _ in got_writes]})
+            else:
+                dis("writes", [hex(x) for x, _ in writes], [hex(x) for x, _ in got_writes])
         eo, bo = r["outcome"], b["outcome"]
         if "pte_write" in a or "invlpg" in a or "mov_cr3" in a:
             eo = "ok"

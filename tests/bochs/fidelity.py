@@ -137,6 +137,8 @@ def main(argv=None) -> int:
 
     def account(name: str, sc: dict, origin: str):
         nonlocal compared, scenarios
+        if os.environ.get("BOCHS_PROGRESS"):
+            print(f"running {name}", file=sys.stderr, flush=True)
         try:
             n, dis, devs, got = run_one(sc, args.verbose)
         except planmod.Unsupported as e:

@@ -303,6 +303,19 @@ def make_plan(sc: dict, result: dict, image: dict, host_bin_for, guest_bin_for) 
             raise Unsupported("internal: a harness entry on a walked entry")
 
     # --- commands and the memory the CPU should end with ---------------------------
+    # every fetch the engine completes finds a ret (0xc3) at its hpa, planted at load
+    # time, before any command (so a write to the same byte stores the ret again)
+    plants = set()
+    for a, r in zip(sc["accesses"], accs):
+        if a.get("op") == "fetch" and r["outcome"] == "ok":
+            hpa = h(r["hpa"])
+            if (hpa & ~7) in touched or words.byte(hpa) not in (0, 0xc3):
+                raise Unsupported("a fetch of a byte that is not free for a ret "
+                                  "(a page-table entry or data)")
+            plants.add(hpa)
+    for hpa in plants:
+        words.set(hpa, 0xc3, 1)
+
     commands = []
     space = 0
     eptp_index = 0
@@ -330,12 +343,6 @@ def make_plan(sc: dict, result: dict, image: dict, host_bin_for, guest_bin_for) 
                 if a["op"] == "write":
                     aux |= words.byte(hpa)
                 elif a["op"] == "fetch":
-                    if (hpa & ~7) in touched or words.byte(hpa) not in (0, 0xc3):
-                        raise Unsupported("a fetch of a byte that is not free for a ret "
-                                          "(a page-table entry or data)")
-                    if (hpa & ~7) in touched:
-                        raise Unsupported("a fetch of a page-table entry's bytes")
-                    words.set(hpa, 0xc3, 1)
                     cmd["plant"] = hpa
             cmd.update(op=op, aux=aux, arg=gva)
         elif "mov_cr3" in a:
@@ -467,7 +474,10 @@ def make_plan(sc: dict, result: dict, image: dict, host_bin_for, guest_bin_for) 
     secondary = (0x2 if ept else 0) | (0x2000 if vmfunc else 0)
     rows = [
         (0x4000, 0, 0x48d),                               # pin-based
-        (0x4002, 0x80000000, 0x48e),                      # primary: secondary controls
+        # primary: secondary controls; HLT and unconditional I/O exiting, so that code
+        # the CPU should never run (a fetch the engine says faults) exits instead of
+        # reaching the wheel's port-I/O stubs
+        (0x4002, 0x80000000 | (1 << 7) | (1 << 24), 0x48e),
         (0x401e, secondary, 0x48b),                       # EPT, VM functions
         (0x400c, (1 << 9) | (1 << 20) | (1 << 21), 0x48f),   # exit: 64-bit host, save/load EFER
         (0x4012, ((1 << 9) if long_mode else 0) | (1 << 15), 0x490),  # entry: IA-32e guest, load EFER
@@ -527,8 +537,10 @@ def make_plan(sc: dict, result: dict, image: dict, host_bin_for, guest_bin_for) 
             for level in (4, 3, 2, 1):
                 e = words.get(table + ((gpa >> (12 + 9 * (level - 1))) & 511) * 8)
                 leaf = level == 1 or (level in (2, 3) and e & 0x80)
+                span = (1 << (12 + 9 * (level - 1))) - 1
                 if e & 7 != 7 or e >> 40 & 0xfff or (not leaf and e & 0xf8) or \
-                        (leaf and (e >> 3) & 7 not in (0, 1, 4, 5, 6)):
+                        (leaf and (e >> 3) & 7 not in (0, 1, 4, 5, 6)) or \
+                        (leaf and e & span & ~0xfff):
                     raise Unsupported("a guest root table that the EPT does not map with "
                                       "rwx: the harness's own walks would exit")
                 if leaf:
