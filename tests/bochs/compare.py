@@ -97,8 +97,19 @@ def compare(sc: dict, result: dict, plan, got: dict):
     out, devs = [], []
     esize = 4 if sc["guest"]["paging"] == "32bit" else 8
     recs = got["records"]
-    for p in got["problems"]:
-        out.append({"access": None, "what": "harness", "detail": p})
+    n, stop = _compare_accesses(sc, result, plan, got, out, devs, esize)
+    # what went wrong around the harness, up to the command where comparing stopped
+    # (after a deviation that changed Bochs' memory, the rest follows from it)
+    for cmd, p in got["problems"]:
+        if cmd < stop:
+            out.insert(0, {"access": None, "what": "harness", "detail": p})
+    return out, devs, n
+
+
+def _compare_accesses(sc, result, plan, got, out, devs, esize):
+    """Fills out and devs; returns (accesses compared, index of the first command not
+    compared: len + 1 when all were, so that a problem at the end command counts)."""
+    recs = got["records"]
     for i, (a, r) in enumerate(zip(sc["accesses"], result["accesses"])):
         b = recs[i] if i < len(recs) else None
 
@@ -120,7 +131,7 @@ def compare(sc: dict, result: dict, plan, got: dict):
                 devs.append({"access": i, "event": a, "deviation": "ept-large-leaf-bit-12",
                              "engine": f"ept_misconfig at entry {last['entry_hpa']} = {last['entry']}",
                              "bochs": b["outcome"]})
-                return out, devs, i + 1
+                return i + 1, i
         if (r["outcome"] == "ept_violation" and last and last["kind"] == "ad_write"
                 and last["result"] == "blocked"
                 and any(pa == h(last["entry_hpa"]) for pa, _ in b["writes"])):
@@ -128,7 +139,7 @@ def compare(sc: dict, result: dict, plan, got: dict):
                          "engine": f"ept_violation {r['fault']['qualification']} at gpa "
                                    f"{r['fault']['guest_physical_address']}",
                          "bochs": f"{b['outcome']}, wrote {last['entry_hpa']}"})
-            return out, devs, i + 1
+            return i + 1, i
         reads, writes = expected_io(r, esize)
         got_reads = [(pa, n) for pa, n in b["reads"]]
         got_writes = [(pa, n) for pa, n in b["writes"]]
@@ -210,7 +221,7 @@ def compare(sc: dict, result: dict, plan, got: dict):
         if have != want:
             out.append({"access": "end", "what": "memory word", "hpa": hex(pa),
                         "engine": hex(want), "bochs": hex(have) if have is not None else None})
-    return out, devs, len(sc["accesses"])
+    return len(sc["accesses"]), len(sc["accesses"]) + 1
 
 
 def describe(d: dict) -> str:

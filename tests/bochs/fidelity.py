@@ -110,7 +110,7 @@ def run_one(sc: dict, verbose: bool = False):
     if verbose:
         for i, rec in enumerate(got["records"]):
             print(f"  [{i}] {json.dumps(rec, default=hex)[:600]}")
-        for pr in got["problems"]:
+        for _, pr in got["problems"]:
             print("  problem:", pr)
     return n, dis, devs, got
 

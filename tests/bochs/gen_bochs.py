@@ -107,7 +107,8 @@ def add_events(rng, sc: dict, raw: bool) -> None:
                 else:
                     out.append({"vmfunc": 0, "function": rng.choice([1, 2])})
             elif p < 0.6:
-                out.append({"vmcall": True})
+                if ept:                                   # a hypercall means a VMM
+                    out.append({"vmcall": True})
             elif p < 0.7 and "gva" in a:
                 out.append({"invlpg": a["gva"]})
             elif p < 0.85 and maps:

@@ -97,7 +97,7 @@ to_user:
     push SEL_UDATA
     lea ecx, [GREL(0x5000)]
     push ecx
-    push 2
+    push 0x3002                     ; RFLAGS: IOPL 3 (stray I/O exits, see plan.py)
     push SEL_UCODE
     push eax
     iretd

@@ -97,7 +97,7 @@ to_user:
     push SEL_UDATA
     lea rcx, [GREL(0x5000)]
     push rcx
-    push 2
+    push 0x3002                     ; RFLAGS: IOPL 3 (stray I/O exits, see plan.py)
     push SEL_UCODE
     push rax
     iretq

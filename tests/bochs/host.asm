@@ -156,8 +156,8 @@ restart:
     vmwrite rdi, rax
     mov edi, 0x680a
     vmwrite rdi, rax
-    mov edi, 0x6820                 ; GUEST_RFLAGS
-    mov eax, 2
+    mov edi, 0x6820                 ; GUEST_RFLAGS (IOPL 3, as plan.py starts it)
+    mov eax, 0x3002
     vmwrite rdi, rax
     mov edi, 0x4824                 ; interruptibility state
     xor eax, eax

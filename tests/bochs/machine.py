@@ -106,6 +106,7 @@ class Recorder:
         self.vmcs_page = plan.hbase + VMCS_OFF
         self.host_done = plan.host_done
         self.steps = 0
+        self.aborted = False
 
     def open(self, kind: str):
         self.window = {"kind": kind, "reads": [], "writes": [], "outcome": None,
@@ -131,12 +132,21 @@ class Recorder:
             sess.stop()
             return
         if self.steps > self.plan.step_limit:
-            self.problems.append("instruction limit reached (the guest or host is looping)")
+            self.problems.append((self.cmd, "instruction limit reached (the guest or host is looping)"))
             sess.stop()
             return
         if self.fetch_target is not None and self.window is not None:
             if rip == self.fetch_target:
+                planted = "plant" in self.plan.commands[self.cmd]
                 self.close("ok")
+                if not planted:
+                    # the CPU completed a fetch the engine says faults: the bytes there
+                    # are no ret; stop before running them (the comparison reports it)
+                    self.problems.append((self.cmd + 1, f"stopped at command {self.cmd}: the "
+                                          f"CPU fetched from {rip:#x}, where the engine "
+                                          "expects a fault (nothing to run there)"))
+                    self.aborted = True
+                    sess.stop()
                 return
         r = self.rips
         if rip == r["next"]:
@@ -182,11 +192,11 @@ class Recorder:
     def exception(self, sess, cpu_id, vector, err):
         if self.window is None:
             if vector != 14 or self.cmd < 0:
-                self.problems.append(f"exception {vector} (error {err:#x}) outside a command "
-                                     f"window, command {self.cmd}")
+                self.problems.append((self.cmd, f"exception {vector} (error {err:#x}) outside a "
+                                                f"command window, command {self.cmd}"))
             else:
-                self.problems.append(f"#PF outside a command window (error {err:#x}, "
-                                     f"CR2 {sess.cpu.cr2:#x}), command {self.cmd}")
+                self.problems.append((self.cmd, f"#PF outside a command window (error {err:#x}, "
+                                                f"CR2 {sess.cpu.cr2:#x}), command {self.cmd}"))
             return
         if vector == 14:
             self.close("guest_page_fault", fault={"vector": 14, "error_code": err,
@@ -201,8 +211,8 @@ class Recorder:
         self.exits += 1
         if self.window is None:
             if reason != 18 or self.cmd < len(self.plan.commands) - 1:
-                self.problems.append(f"VM exit {reason} (qualification {qual:#x}) outside a "
-                                     f"command window, command {self.cmd}")
+                self.problems.append((self.cmd, f"VM exit {reason} (qualification {qual:#x}) outside "
+                                                f"a command window, command {self.cmd}"))
             return
         name = {48: "ept_violation", 49: "ept_misconfig", 59: "vmfunc_exit",
                 18: "vmcall_exit"}.get(reason & 0xffff, f"other:exit-{reason}")
@@ -254,13 +264,14 @@ def run(plan) -> dict:
             log.append({"reason": e[0], "qualification": e[1], "gpa": e[2], "gla": e[3],
                         "rip": e[4], "len": e[5], "idt_vectoring": e[6], "eptp_index": e[7]})
         problems = list(rec.problems)
+        last = rec.cmd
         if status == 2:
-            problems.append(f"VMX instruction failed ({'VMWRITE of field %#x' % failed_at if failed_at > 5 else ['', 'VMXON', 'VMCLEAR', 'VMPTRLD', 'VMLAUNCH', 'VMRESUME'][failed_at]}), "
-                            f"VM-instruction error {vmerr}")
+            problems.append((last, f"VMX instruction failed ({'VMWRITE of field %#x' % failed_at if failed_at > 5 else ['', 'VMXON', 'VMCLEAR', 'VMPTRLD', 'VMLAUNCH', 'VMRESUME'][failed_at]}), "
+                            f"VM-instruction error {vmerr}"))
         elif status == 3:
-            problems.append(f"unexpected VM exit {log[-1]['reason'] if log else '?'}")
-        elif status != 1:
-            problems.append("the run did not reach its end")
+            problems.append((last, f"unexpected VM exit {log[-1]['reason'] if log else '?'}"))
+        elif status != 1 and not rec.aborted:
+            problems.append((last, "the run did not reach its end"))
         for r in rec.records:
             if r and r["fault"] and "log_index" in r["fault"]:
                 i = r["fault"]["log_index"]

@@ -115,6 +115,11 @@ def make_plan(sc: dict, result: dict, image: dict, host_bin_for, guest_bin_for) 
         raise Unsupported("more commands than the harness's command pages hold")
 
     ept = mode == "ept"
+    if not ept and paging == "pae" and any("vmcall" in a for a in sc["accesses"]):
+        # The harness runs a native guest in VMX non-root without EPT: each VM entry after
+        # a VMCALL reloads the PDPTEs from memory, which a native CPU never does
+        raise Unsupported("VMCALL in a native PAE scenario: the harness's VM entry after "
+                          "it would reload the PDPTEs from memory")
     words = Words(image["words"])
     esize = g_esize(paging)
     accs = result["accesses"]
@@ -160,9 +165,9 @@ def make_plan(sc: dict, result: dict, image: dict, host_bin_for, guest_bin_for) 
             e = words.get(ea)
             if e == 0:
                 return None if ea in touched else (level, ea)
-            # Below a scenario entry only when the CPU sets no A bit in it: the
-            # harness's own walks would otherwise change the scenario's memory.
-            if ad or e & 7 != 7 or level == 2 or e & 0x80 or e & 0x78:
+            # Below a valid scenario entry (with EPT A/D on, the harness's first walk sets
+            # its A bit: harness_overrides sets it in the scenario too)
+            if e & 7 != 7 or level == 2 or e & 0x80 or e & 0x78 or e >> 40 & 0xfff:
                 return None
             table = e & ADDR
         return None
@@ -493,7 +498,9 @@ def make_plan(sc: dict, result: dict, image: dict, host_bin_for, guest_bin_for) 
         (0x6800, cr0, 0), (0x6802, spaces[0], 0), (0x6804, cr4, 0), (0x2806, efer, 0),
         (0x6004, cr0, 0), (0x6006, cr4, 0),
         (0x681a, 0x400, 0), (0x681c, gv + GUEST_OFF["kstack"] + 0x1000, 0),
-        (0x681e, gv + labels["next"], 0), (0x6820, 2, 0),
+        # RFLAGS with IOPL 3: code that should never run (a fetch the engine says faults,
+        # landing on data) meets I/O exiting instead of the wheel's port-I/O stubs
+        (0x681e, gv + labels["next"], 0), (0x6820, 0x3002, 0),
         (0x0802, 0x08, 0), (0x4802, 0xffffffff, 0), (0x4816, cs_ar, 0), (0x6808, 0, 0),
         (0x0804, 0x10, 0), (0x4804, 0xffffffff, 0), (0x4818, 0xc093, 0), (0x680a, 0, 0),
     ]
@@ -538,11 +545,13 @@ def make_plan(sc: dict, result: dict, image: dict, host_bin_for, guest_bin_for) 
                 e = words.get(table + ((gpa >> (12 + 9 * (level - 1))) & 511) * 8)
                 leaf = level == 1 or (level in (2, 3) and e & 0x80)
                 span = (1 << (12 + 9 * (level - 1))) - 1
-                if e & 7 != 7 or e >> 40 & 0xfff or (not leaf and e & 0xf8) or \
+                # readable (and writable with EPT A/D on: its reads are writes then)
+                need = 3 if ad else 1
+                if e & need != need or e >> 40 & 0xfff or (not leaf and e & 0xf8) or \
                         (leaf and (e >> 3) & 7 not in (0, 1, 4, 5, 6)) or \
                         (leaf and e & span & ~0xfff):
-                    raise Unsupported("a guest root table that the EPT does not map with "
-                                      "rwx: the harness's own walks would exit")
+                    raise Unsupported("a guest root table that the EPT does not let the "
+                                      "harness's own walks read: they would exit")
                 if leaf:
                     break
                 table = e & ADDR
@@ -581,6 +590,16 @@ def harness_overrides(sc: dict, image: dict, plan) -> dict:
         target = lists[k] if k < len(lists) else None
         if target is None:
             continue
+        # scenario entries above the harness's own EPT tables (gpa region plan.gp)
+        table = root
+        for level in (4, 3):
+            e = words.get(table + ((plan.gp >> (12 + 9 * (level - 1))) & 511) * 8)
+            if not e & 7 or e & 0x80:
+                break
+            if not e & 0x100:
+                target.setdefault("overrides", []).append(
+                    {"gpa": hex(plan.gp), "level": level, "set": "0x100"})
+            table = e & ADDR
         for gpa in plan.harness_table_gpas:
             table = root
             for level in (4, 3, 2, 1):
