@@ -161,11 +161,11 @@ def _compare_accesses(sc, result, plan, got, out, devs, esize):
         elif got_reads != reads:
             dis("reads", [hex(x) for x, _ in reads], [hex(x) for x, _ in got_reads])
         if got_writes != writes:
-            firsts = list(dict.fromkeys(got_writes))
             walked = [h(s["entry_hpa"]) for s in r["steps"] if s["kind"] == "read"]
             repeated = {pa for pa in walked if walked.count(pa) > 1}
-            if firsts == writes and all(pa in repeated for pa, _ in got_writes
-                                        if got_writes.count((pa, _)) > 1):
+            extra = [pa for pa, n in got_writes if got_writes.count((pa, n)) > writes.count((pa, n))]
+            if list(dict.fromkeys(got_writes)) == list(dict.fromkeys(writes)) and extra \
+                    and all(pa in repeated for pa in extra):
                 devs.append({"access": i, "event": a, "deviation": "ad-rewrite-of-repeated-entry",
                              "engine": [hex(x) for x, _ in writes],
                              "bochs": [hex(x) for x, _ in got_writes]})
