@@ -86,10 +86,10 @@ test-bochs:
 	tests/bochs/run --count 300
 
 # 20,000 accesses; the report (and the page's "verified on Bochs" data) is written to
-# tests/bochs/fidelity-report.json and web/src/data/bochs-verified.json.
+# tests/bochs/fidelity-report.json and web/src/fidelity/bochs-verified.json.
 fidelity: bochs-deps
 	$(MAKE) -C wasm-core build/vmsim
-	tests/bochs/run --count 20000 --report tests/bochs/fidelity-report.json --web-data web/src/data/bochs-verified.json
+	tests/bochs/run --count 20000 --report tests/bochs/fidelity-report.json --web-data web/src/fidelity/bochs-verified.json
 
 test-hwlab:
 	$(MAKE) -C hw-lab test

@@ -35,7 +35,7 @@ ADVANCED_EXIT_INFO_BITS = 0xe00
 DEVIATIONS = {
     "ad-paging-structure-read-bit": (
         "EPT violation on a guest paging-structure access with EPT A/D on: the SDM "
-        "(vol. 3C 28.3.3.2) and kvm-unit-tests on hardware (ept_access_test_paddr_"
+        "(vol. 3C, \"EPT Violations\") and kvm-unit-tests on hardware (ept_access_test_paddr_"
         "not_present_ad_enabled: EPT_VLT_RD | EPT_VLT_WR) set qualification bits 0 and 1; "
         "Bochs' translate_guest_physical turns the access into BX_WRITE and sets bit 1 only"),
     "ept-large-leaf-bit-12": (

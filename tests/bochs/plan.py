@@ -260,6 +260,10 @@ def make_plan(sc: dict, result: dict, image: dict, host_bin_for, guest_bin_for) 
         for cr3 in spaces:
             for root in (roots or [None]):
                 pts.append(free_guest_path(cr3, root, c))
+        # a guest table frame can be an EPT table's host frame too (raw tables point
+        # anywhere): the two kinds of harness entries must not meet in one word
+        if all(pts) and any((ea & ~7) in {pa & ~7 for pa in harness_words} for _, ea in pts):
+            continue
         if all(pts):
             gv, attach_guest = c, pts
             break

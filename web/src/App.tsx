@@ -14,6 +14,7 @@ import { Controls } from './views/Controls';
 import { MemoryView } from './views/MemoryView';
 import { Playground } from './views/Playground';
 import { EntryPanel, WalkView } from './views/WalkView';
+import { BochsBadge, BochsReads } from './views/BochsVerified';
 import { ResultsTab } from './results/ResultsTab';
 import { useTranslation } from 'react-i18next';
 import { LANG_NAMES, saveLang, savedLang } from './i18n';
@@ -185,13 +186,16 @@ export function App({ engine }: { engine: Vmsim }) {
           <>
             {picker}
             {description && <p className="desc">{scenarioDescription(EXAMPLES[url.example], url.example, tv)}</p>}
+            {!url.scenario && <BochsBadge example={url.example} />}
             {run.error && <p className="error" role="alert">{tv(`app.${run.error}`, { name: url.example })}{run.detail && <> <span lang="en">{run.detail}</span></>}</p>}
             {result && access && (
               <>
                 {controls}
                 {url.view === 'walk' ? (
                   <>
-                    <WalkView result={result} access={access} step={step} onStep={(n) => { setPlaying(false); goStep(n); }} />
+                    <WalkView result={result} access={access} step={step} onStep={(n) => { setPlaying(false); goStep(n); }}>
+                      {!url.scenario && <BochsReads example={url.example} accessIndex={accessIndex} access={access} />}
+                    </WalkView>
                     <CachePanel result={result} accessIndex={accessIndex} onAccess={(i) => update({ access: i, step: 0 })} />
                   </>
                 ) : (
