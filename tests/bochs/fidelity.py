@@ -134,6 +134,7 @@ def main(argv=None) -> int:
     skipped = []
     scenarios = 0
     modes = {}
+    ops = {}
 
     def account(name: str, sc: dict, origin: str):
         nonlocal compared, scenarios
@@ -148,6 +149,11 @@ def main(argv=None) -> int:
             return 0
         compared += n
         scenarios += 1
+        for a in sc["accesses"][:n]:
+            op = a.get("op") or next(k for k in ("vmfunc", "vmcall", "mov_cr3", "invlpg", "pte_write") if k in a)
+            if op in ("read", "write", "fetch"):
+                op += "/user" if a.get("user") else "/supervisor"
+            ops[op] = ops.get(op, 0) + 1
         key = f"{sc['mode']}/{sc['guest']['paging']}"
         modes[key] = modes.get(key, 0) + n
         if dis and origin == "random":
@@ -198,6 +204,7 @@ def main(argv=None) -> int:
     print(f"scenarios: {scenarios} run ({', '.join(f'{k} {v}' for k, v in sorted(modes.items()))} "
           f"accesses), {len(skipped)} not runnable on Bochs; examples verified: "
           f"{len(verified)} of {len(examples)}; {seconds:.1f} s")
+    print("compared: " + ", ".join(f"{k} {v}" for k, v in sorted(ops.items())))
     for s in skipped:
         if not s["scenario"].startswith("random"):
             print(f"  not run: {s['scenario']}: {s['reason']}")
@@ -208,7 +215,7 @@ def main(argv=None) -> int:
             "bochs": "bochscpu-python 0.4.0 (Bochs CPU, VMX, corei3_cnl model)",
             "seed": args.seed, "accesses_compared": compared,
             "disagreements": len(disagreements), "scenarios": scenarios,
-            "accesses_by_mode": modes, "seconds": round(seconds, 1),
+            "accesses_by_mode": modes, "accesses_by_kind": ops, "seconds": round(seconds, 1),
             "examples": examples, "not_runnable": skipped,
             "disagreement_list": disagreements,
             "known_deviations": {k: {"count": len(v), "reason": compare.DEVIATIONS[k],
