@@ -176,6 +176,25 @@ class NestedConfig:
 
 
 @dataclass
+class SlotMapping:
+    """A memory slot of the VMM (mode flat or shadow): pages frames of gpa -> hpa."""
+    gpa: int
+    hpa: int
+    pages: int
+    path: str
+
+
+@dataclass
+class FlatConfig:
+    """Mode flat (model.md 1, "Flat nested tables"): one table indexed by gfn."""
+    table_base: int
+    guest_ram: int
+    prefill: bool
+    mappings: list
+    frame: int                        # 8 KiB for a sunway guest, 4 KiB for x86
+
+
+@dataclass
 class Scenario:
     name: str
     mode: str
@@ -183,6 +202,7 @@ class Scenario:
     guest: GuestConfig
     nested: Optional[NestedConfig]
     accesses: list
+    flat: Optional[FlatConfig] = None
 
 
 _REQUIRED = object()
@@ -304,11 +324,11 @@ def parse_scenario(data) -> Scenario:
     Errors that need the built tables (overlaps, unreachable overrides, unbacked guest
     tables, bad PAE PDPTEs) are raised while building (section 3 below)."""
     top = _Fields(data, "", {"name", "description", "mode", "machine", "guest", "nested",
-                             "accesses"})
+                             "flat", "accesses"})
     name = top.string("name")
     if top.has("description"):
         top.string("description")
-    mode = top.string("mode", choices=("native", "ept", "npt"))
+    mode = top.string("mode", choices=("native", "ept", "npt", "flat"))
 
     maxphyaddr = 46
     if top.has("machine"):
@@ -321,12 +341,16 @@ def parse_scenario(data) -> Scenario:
                                   "cr3"}),
                          maxphyaddr)
 
-    nested = None
-    if mode == "native":
+    nested = flat = None
+    if mode in ("native", "flat"):
         if top.has("nested"):
-            raise ScenarioError("nested: not allowed in native mode")
+            raise ScenarioError(f"nested: not allowed in {mode} mode")
     else:
         nested = _parse_nested(top.raw("nested"), mode, maxphyaddr, guest)
+    if mode == "flat":
+        flat = _parse_flat(top.raw("flat"), maxphyaddr, guest)
+    elif top.has("flat"):
+        raise ScenarioError("flat: only in flat mode")
 
     accesses_raw = top.array("accesses")
     if len(accesses_raw) > 4096:
@@ -339,7 +363,40 @@ def parse_scenario(data) -> Scenario:
             raise ScenarioError(f"{f.at('gva')}: not a canonical {guest.paging} address")
         accesses.append(Access(gva, f.string("op", choices=("read", "write", "fetch")),
                                f.boolean("user", False)))
-    return Scenario(name, mode, maxphyaddr, guest, nested, accesses)
+    return Scenario(name, mode, maxphyaddr, guest, nested, accesses, flat)
+
+
+def _parse_slots(f: "_Fields", key: str, frame: int, maxphyaddr: int, path: str) -> list:
+    """Memory slots: gpa -> hpa in frames of `frame` bytes, both aligned, below
+    2^maxphyaddr."""
+    out = []
+    for i, m in enumerate(f.array(key)):
+        mf = _Fields(m, f"{path}.{key}[{i}]", {"gpa", "hpa", "pages"})
+        gpa, hpa = mf.hex("gpa"), mf.hex("hpa")
+        pages = mf.integer("pages", 1, 1048576, 1)
+        for k, addr in (("gpa", gpa), ("hpa", hpa)):
+            if addr % frame:
+                raise ScenarioError(f"{mf.at(k)}: not aligned to a {frame // 1024} KiB frame")
+            _check_phys(addr, mf.at(k), maxphyaddr)
+            _check_phys(addr + frame * pages - 1, mf.at("pages"), maxphyaddr)
+        out.append(SlotMapping(gpa, hpa, pages, mf.path))
+    return out
+
+
+def _parse_flat(value, maxphyaddr: int, guest: GuestConfig) -> FlatConfig:
+    f = _Fields(value, "flat", {"table_base", "guest_ram", "prefill", "mappings"})
+    frame = 8192 if guest.paging == "sunway" else FRAME_SIZE
+    table_base = f.hex("table_base", "0x10000000")
+    if table_base % FRAME_SIZE:
+        raise ScenarioError("flat.table_base: must be 4 KiB aligned")
+    _check_phys(table_base, "flat.table_base", maxphyaddr)
+    guest_ram = f.hex("guest_ram")
+    if guest_ram == 0 or guest_ram % frame:
+        raise ScenarioError(f"flat.guest_ram: a non-zero multiple of {frame // 1024} KiB")
+    _check_phys(guest_ram - 1, "flat.guest_ram", maxphyaddr)
+    _check_phys(table_base + guest_ram // frame * 8 - 1, "flat.guest_ram", maxphyaddr)
+    return FlatConfig(table_base, guest_ram, f.boolean("prefill", False),
+                      _parse_slots(f, "mappings", frame, maxphyaddr, "flat"), frame)
 
 
 def _check_phys(value: int, path: str, maxphyaddr: int, limit_bits: Optional[int] = None):
@@ -663,6 +720,15 @@ class Machine:
     def ept(self) -> bool:
         return self.sc.mode == "ept"
 
+    @property
+    def flat(self) -> Optional[FlatConfig]:
+        return self.sc.flat
+
+    @property
+    def two_d(self) -> bool:
+        """Guest tables in guest-physical memory, translated per access (ept, npt, flat)."""
+        return self.sc.nested is not None or self.sc.flat is not None
+
 
 def nested_index(gpa: int, level: int) -> int:
     return (gpa >> (12 + 9 * (level - 1))) & 0x1FF
@@ -683,6 +749,8 @@ def build(sc: Scenario) -> Machine:
     m.fmt = GuestFormat(sc.guest.paging, sc.maxphyaddr, sc.guest.cr4_pse)
     if sc.nested:
         build_nested_tables(m)
+    if sc.flat:
+        build_flat_table(m)
     if sc.guest.tables is not None:
         place_given_tables(m)           # replaces steps 2 and 3
     else:
@@ -721,6 +789,29 @@ def build_nested_tables(m: Machine) -> None:
             if m.mem.read(addr, 8) != 0:
                 raise ScenarioError(f"{mp.path}: overlaps an earlier nested mapping")
             m.mem.write(addr, 8, nested_leaf_entry(m, mp, hpa, leaf_level))
+
+
+def slot_lookup(slots: list, gpa: int, frame: int) -> Optional[int]:
+    """The VMM's memory slots: gpa -> hpa, None outside every slot."""
+    for sl in slots:
+        if sl.gpa <= gpa < sl.gpa + sl.pages * frame:
+            return sl.hpa + (gpa - sl.gpa)
+    return None
+
+
+def build_flat_table(m: Machine) -> None:
+    """Mode flat: the table starts empty (zero: every entry invalid); with prefill every
+    slot frame inside guest_ram is entered now (model.md 1)."""
+    fl = m.flat
+    m.mem.frames.setdefault(fl.table_base >> 12, bytearray(FRAME_SIZE))
+    if not fl.prefill:
+        return
+    for sl in fl.mappings:
+        for k in range(sl.pages):
+            gpa = sl.gpa + k * fl.frame
+            if gpa < fl.guest_ram:
+                m.mem.write(fl.table_base + 8 * (gpa // fl.frame), 8,
+                            (sl.hpa + k * fl.frame) | 1)
 
 
 def new_nested_table(m: Machine) -> int:
@@ -763,6 +854,11 @@ def nested_lookup(m: Machine, gpa: int) -> Optional[int]:
 
 def guest_phys(m: Machine, gpa: int, path: str) -> int:
     """Where a guest table byte lives in host memory (identity in native)."""
+    if m.flat:
+        hpa = slot_lookup(m.flat.mappings, gpa, m.flat.frame)
+        if hpa is None:
+            raise ScenarioError(f"{path}: guest table gpa {hx(gpa)} is in no memory slot")
+        return hpa
     if not m.nested:
         return gpa
     hpa = nested_lookup(m, gpa)
@@ -783,6 +879,13 @@ def claim_guest_table_frame(m: Machine, gpa: int, path: str) -> int:
     """A guest table frame at gpa; in ept/npt it must be backed by its own host frame.
     Returns its hpa."""
     hpa = guest_phys(m, gpa, path)
+    if m.flat:
+        fl = m.flat
+        if fl.table_base <= hpa < fl.table_base + fl.guest_ram // fl.frame * 8:
+            raise ScenarioError(f"{path}: guest table {hx(gpa)} sits on the flat table")
+        if hpa in m.guest_table_hpas:
+            raise ScenarioError(f"{path}: guest table {hx(gpa)} shares host frame {hx(hpa)}")
+        m.guest_table_hpas.add(hpa)
     if m.nested:
         if hpa in m.nested_frames:
             raise ScenarioError(f"{path}: guest table {hx(gpa)} sits on nested table {hx(hpa)}")
@@ -961,6 +1064,7 @@ class Trace:
     def __init__(self) -> None:
         self.steps: list[dict] = []
         self.guest_refs = self.nested_refs = self.ad_writes = 0
+        self.exits = 0                    # VM exits besides the one a fault ends with
 
     def step(self, kind, dim, level, stage, gpa, table, index, entry_hpa, entry, flags,
              result="") -> dict:
@@ -1095,6 +1199,43 @@ def nested_walk(m: Machine, t: Trace, gpa: int, kind: str, stage: int, gva: int,
                                  ept_rwx(entries) if m.ept else 0,
                                  nested_permits(m, entries, "write"))
     raise AssertionError("level 1 is always a leaf")
+
+
+def flat_walk(m: Machine, t: "Trace", gpa: int, stage: int) -> NestedTranslation:
+    """Mode flat (model.md 1): one reference per gpa, entry = host frame | 1 (valid). An
+    invalid entry is a miss: one exit to the VMM, which finds the frame in its memory
+    slots, writes the entry (a vmm_fill step) and re-enters; the read is repeated. A gpa
+    in no slot is a flat_fault after that exit; a gpa at or beyond guest_ram has no entry
+    in the table at all: the miss exits without a read (the table ends there)."""
+    fl = m.flat
+    gfn = gpa // fl.frame
+    addr = fl.table_base + 8 * gfn
+
+    def unmapped() -> Fault:
+        return Fault("flat_fault", {"dim": "nested", "level": 1, "stage": stage,
+                                    "reason": "unmapped", "guest_physical_address": hx(gpa)})
+
+    if gpa >= fl.guest_ram:
+        t.exits += 1
+        raise unmapped()
+    for attempt in (0, 1):
+        entry = m.mem.read(addr, 8)
+        s = t.step("read", "nested", 1, stage, gpa, fl.table_base, gfn, addr, entry,
+                   ["V"] if entry & 1 else [])
+        if entry & 1:
+            s["result"] = "page"
+            frame = entry & bits(51, 12) & ~(fl.frame - 1)
+            return NestedTranslation(frame | (gpa % fl.frame), 1, fl.frame, EPT_RWX, True)
+        s["result"] = "not_present"
+        t.exits += 1
+        hpa = slot_lookup(fl.mappings, gpa, fl.frame)
+        if hpa is None or attempt:
+            raise unmapped()
+        fill = t.step("vmm_fill", "nested", 1, stage, gpa, fl.table_base, gfn, addr, entry,
+                      ["V"] if entry & 1 else [])
+        fill["result"] = "written"
+        m.mem.write(addr, 8, (hpa & ~(fl.frame - 1)) | 1)
+    raise AssertionError("the second read finds the entry just written")
 
 
 def ept_rwx(entries: list) -> int:
@@ -1274,14 +1415,20 @@ def translate(m: Machine, acc: Access) -> dict:
         if m.nested:
             final = nested_walk(m, t, gpa, acc.op, 0, acc.gva, acc.op)
             out["hpa"], out["nested_page_size"] = hx(final.hpa), final.page_size
+        elif m.flat:
+            final = flat_walk(m, t, gpa, 0)
+            out["hpa"], out["nested_page_size"] = hx(final.hpa), final.page_size
         else:
             out["hpa"] = hx(gpa)
     except Fault as f:
-        out["outcome"], out["exit"], fault = f.outcome, f.outcome != "guest_page_fault", f.info
+        out["outcome"], fault = f.outcome, f.info
+        # a nested fault is one VM exit (a flat miss counted its own, in the walk)
+        if f.outcome not in ("guest_page_fault", "flat_fault"):
+            t.exits += 1
+    out["exit"] = t.exits > 0
     out.update({"memory_refs": t.guest_refs + t.nested_refs, "guest_refs": t.guest_refs,
                 "nested_refs": t.nested_refs, "ad_writes": t.ad_writes,
-                # every fault this model raises in the nested dimension is one VM exit
-                "exits": 1 if out["exit"] else 0, "cache": None,   # no TLB or walk caches here
+                "exits": t.exits, "cache": None,   # no TLB or walk caches here
                 "fault": fault,
                 "steps": t.steps})
     return out
@@ -1290,10 +1437,10 @@ def translate(m: Machine, acc: Access) -> dict:
 def guest_walk(m: Machine, t: Trace, acc: Access) -> tuple[int, int]:
     """The guest dimension (model.md 4.2): returns (final gpa, guest page size)."""
     fmt, g = m.fmt, m.sc.guest
-    native = m.nested is None
+    native = not m.two_d
     # Guest paging-structure accesses: reads, but writes for EPT A/D (SDM 29.3.5) and
     # user writes under NPT (APM 15.25.5).
-    table_kind = "write" if (not native and (not m.ept or m.nested.ad)) else "read"
+    table_kind = "write" if (m.nested and (not m.ept or m.nested.ad)) else "read"
     table = m.cr3
     rw = us = True
     xd = False
@@ -1311,7 +1458,8 @@ def guest_walk(m: Machine, t: Trace, acc: Access) -> tuple[int, int]:
         if native:
             entry_hpa = entry_gpa
         else:
-            ntr = nested_walk(m, t, entry_gpa, table_kind, level, acc.gva, None)
+            ntr = (flat_walk(m, t, entry_gpa, level) if m.flat else
+                   nested_walk(m, t, entry_gpa, table_kind, level, acc.gva, None))
             entry_hpa = ntr.hpa
         entry = m.mem.read(entry_hpa, fmt.entry_size)
         s = t.step("read", "guest", level, level, None if native else entry_gpa, table,
@@ -1364,7 +1512,7 @@ def pae_pdpte_step(m: Machine, t: Trace, acc: Access, index: int) -> int:
     """PAE: the PDPTE comes from the register loaded at mov cr3 (SDM 4.4.1): no memory
     reference, no nested walk, no access rights, no A bit."""
     entry = m.pdptes[index]
-    native = m.nested is None
+    native = not m.two_d
     s = t.step("pdpte", "guest", 3, 3, None if native else m.cr3 + index * 8, m.cr3, index,
                m.pdpte_hpas[index], entry, pdpte_flags(entry))
     if not entry & P:
@@ -1423,7 +1571,7 @@ def run(scenario: dict) -> dict:
     totals = {"accesses": len(accesses)}
     for key in ("memory_refs", "guest_refs", "nested_refs", "ad_writes"):
         totals[key] = sum(a[key] for a in accesses)
-    totals["exits"] = sum(1 for a in accesses if a["exit"])
+    totals["exits"] = sum(a["exits"] for a in accesses)
     for outcome in OUTCOMES:
         totals[outcome] = sum(1 for a in accesses if a["outcome"] == outcome)
     return {
@@ -1433,7 +1581,7 @@ def run(scenario: dict) -> dict:
         "cr3": hx(m.cr3),
         "eptp": hx(eptp(m)) if sc.mode == "ept" else None,
         "ncr3": hx(m.nested_root) if sc.mode == "npt" else None,
-        "flat_table_bytes": None,                # flat nested tables are outside this reference
+        "flat_table_bytes": sc.flat.guest_ram // sc.flat.frame * 8 if sc.flat else None,
         "accesses": accesses, "totals": totals,
         "shadow": None,                          # shadow paging is outside this reference
     }

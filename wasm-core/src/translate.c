@@ -259,8 +259,16 @@ static bool flat_walk(machine *m, vm_result *r, uint64_t gpa, const nested_req *
     const uint64_t entries = flat_table_bytes(s) / 8;
     uint64_t gfn = gpa >> __builtin_ctzll(m->flat_page);      /* frames are 4 or 8 KiB */
     uint64_t table = s->flat_table_base, ea = table + 8 * gfn;
+    if (gfn >= entries) {
+        /* beyond guest_ram the table has no entry: the miss exits with no reference */
+        r->exits++;
+        r->outcome = OUT_FLAT_FAULT;
+        r->fault = (vm_fault){.dim = DIM_NESTED, .level = 1, .stage = (uint8_t)q->stage,
+                              .reason = REASON_UNMAPPED, .fault_gpa = gpa};
+        return false;
+    }
     for (int attempt = 0;; attempt++) {
-        uint64_t e = gfn < entries ? mem_read(&m->mem, ea, 8) : 0;
+        uint64_t e = mem_read(&m->mem, ea, 8);
         r->memory_refs++;
         r->nested_refs++;
         vm_step *st = NULL;
@@ -281,7 +289,7 @@ static bool flat_walk(machine *m, vm_result *r, uint64_t gpa, const nested_req *
             st->result = RES_NOT_PRESENT;
         uint64_t hpa;
         r->exits++;
-        if (attempt > 0 || gfn >= entries || !flat_memslot(s, gpa & ~(m->flat_page - 1), &hpa)) {
+        if (attempt > 0 || !flat_memslot(s, gpa & ~(m->flat_page - 1), &hpa)) {
             r->outcome = OUT_FLAT_FAULT;
             r->fault = (vm_fault){.dim = DIM_NESTED, .level = 1, .stage = (uint8_t)q->stage,
                                   .reason = REASON_UNMAPPED, .fault_gpa = gpa};
