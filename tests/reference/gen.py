@@ -591,6 +591,50 @@ class _Builder:
 
 # --- raw guest tables: guest.tables + guest.cr3 -------------------------------------------
 
+def random_flat_scenario(rng: random.Random) -> dict:
+    """A seeded random valid scenario in mode flat (model.md 1, "Flat nested tables"):
+    a 2-D scenario of either generator (mappings, or given tables) made flat. Its nested
+    mappings become the VMM's memory slots, in 4 KiB frames (nested permissions and
+    overrides have no flat counterpart); the flat table goes in the window the nested
+    tables would have used; guest_ram is mostly 4 GiB, sometimes less, so that some
+    gpas fall beyond it; prefill half the time."""
+    raw = rng.random() < 0.5
+    for _ in range(50):
+        sc = (random_raw_scenario if raw else random_scenario)(rng)
+        if sc["mode"] != "native" and _make_flat(rng, sc):
+            return sc
+    raise GeneratorError("no 2-D scenario that works flat in 50 draws")
+
+
+def _make_flat(rng: random.Random, sc: dict) -> bool:
+    n = sc.pop("nested")
+    sc["mode"] = "flat"
+    sc["name"] = sc["name"].replace("-ept-", "-flat-").replace("-npt-", "-flat-")
+    slots = []
+    for m in n["mappings"]:
+        size = NESTED_SIZES[m.get("page", "4K")]
+        slots.append({"gpa": m["gpa"], "hpa": m["hpa"],
+                      "pages": m.get("pages", 1) * (size // K4)})
+    table_base = int(n.get("table_base", "0x10000000"), 16)
+    maxphy = sc.get("machine", {}).get("maxphyaddr", 46)
+    # slots must lie below guest_ram (model.md 1): those beyond it are dropped, so
+    # that the gpas there fault; the table (ram / 4 KiB x 8 bytes, at most 8 MiB) fits
+    # the 8 MiB window the nested tables would have used
+    ram = min(rng.choice([1 << 32, 1 << 32, 1 << 30, 1 << 28]), 1 << (maxphy - 1))
+    slots = [sl for sl in slots if int(sl["gpa"], 16) + sl["pages"] * K4 <= ram]
+    f = {"guest_ram": hex(ram), "mappings": slots}
+    if table_base != 0x10000000 or rng.random() < 0.5:
+        f["table_base"] = hex(table_base)
+    if rng.random() < 0.5:
+        f["prefill"] = rng.random() < 0.9
+    sc["flat"] = f
+    try:
+        rw.run(sc)
+    except rw.ScenarioError:
+        return False          # a guest table beyond guest_ram: draw again
+    return True
+
+
 def random_raw_scenario(rng: random.Random) -> dict:
     """A seeded random valid scenario whose guest page tables are given as they are in
     guest memory (guest.tables with guest.cr3, model.md 2 "Given tables") instead of

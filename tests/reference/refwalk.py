@@ -395,8 +395,11 @@ def _parse_flat(value, maxphyaddr: int, guest: GuestConfig) -> FlatConfig:
         raise ScenarioError(f"flat.guest_ram: a non-zero multiple of {frame // 1024} KiB")
     _check_phys(guest_ram - 1, "flat.guest_ram", maxphyaddr)
     _check_phys(table_base + guest_ram // frame * 8 - 1, "flat.guest_ram", maxphyaddr)
-    return FlatConfig(table_base, guest_ram, f.boolean("prefill", False),
-                      _parse_slots(f, "mappings", frame, maxphyaddr, "flat"), frame)
+    slots = _parse_slots(f, "mappings", frame, maxphyaddr, "flat")
+    for sl in slots:
+        if sl.gpa + sl.pages * frame > guest_ram:
+            raise ScenarioError(f"{sl.path}.gpa: the slot runs past flat.guest_ram")
+    return FlatConfig(table_base, guest_ram, f.boolean("prefill", False), slots, frame)
 
 
 def _check_phys(value: int, path: str, maxphyaddr: int, limit_bits: Optional[int] = None):
