@@ -30,15 +30,7 @@ system-deps:
 	[ -e /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ] || missing="$$missing fonts-wqy-microhei"; \
 	command -v cc >/dev/null || missing="$$missing gcc make"; \
 	$(PYTHON) -m pytest --version >/dev/null 2>&1 || missing="$$missing python3 python3-pytest"; \
-	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" = 0 ]; then \
-	    echo "installing:$$missing"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-	  else \
-	    echo "vmemlab needs these Debian packages:$$missing"; \
-	    echo "run:  sudo apt-get install -y$$missing"; exit 1; \
-	  fi; \
-	fi
+	[ -z "$$missing" ] || hw-lab/apt-install.sh $$missing
 
 # better-sqlite3 compiles from source against the system Node headers (about a minute).
 node_modules/.package-lock.json: package-lock.json
@@ -52,14 +44,28 @@ node-deps: node_modules/.package-lock.json
 bochs-deps: system-deps
 	tests/bochs/setup.sh
 
+# Every step is a file target with its real inputs, so a second `make build` on a built
+# tree runs no emcc, no vite build and no guest boot (make start serves at once).
 # The live guest's image (Debian i386 kernels, busybox, the lab's programs, a saved
-# state) goes to public/guest and is copied next to the built app, which vite empties.
+# state) stays in public/guest; the class server serves it at /guest/.
+VALIDATORS := web/src/results/result-validator.gen.mjs web/src/model/scenario-validator.gen.mjs
+WEB_INPUTS := $(shell find web/index.html web/vite.config.ts web/src lessons wasm-core/js \
+	wasm-core/schema wasm-core/examples wasm-core/data hw-lab/schema public/guest.json -type f \
+	! -name '*.test.ts' ! -name '*.test.tsx' 2>/dev/null)
+
 build: setup
 	$(MAKE) -C wasm-core native wasm
 	$(MAKE) -C public guest guest-pae
+	$(MAKE) web/dist/.built
+
+$(VALIDATORS) &: web/server/gen-validator.mjs wasm-core/schema/scenario.schema.json hw-lab/schema/result.schema.json
 	node web/server/gen-validator.mjs >/dev/null
+
+# vite empties web/dist; the brotli/gzip copies the server sends are made right after.
+web/dist/.built: $(WEB_INPUTS) $(VALIDATORS) wasm-core/build/wasm/vmsim.mjs node_modules/.package-lock.json web/scripts/compress.mjs
 	npx vite build --config web/vite.config.ts --logLevel warn
-	rm -rf web/dist/guest && cp -r public/guest web/dist/guest
+	node web/scripts/compress.mjs web/dist
+	@touch $@
 
 # The class server: the built app, the results API, SQLite under ./data (PostgreSQL
 # when DATABASE_URL is set).
@@ -107,6 +113,7 @@ bench: build
 	npm run bench:web
 	npm run bench:server
 	$(MAKE) -C public bench-guest
+	$(MAKE) -C hw-lab bench
 
 clean:
 	$(MAKE) -C wasm-core clean

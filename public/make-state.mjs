@@ -1,7 +1,7 @@
 // Boots the guest once under Node (v86, headless) and saves the machine state at the
 // shell prompt: public/guest/state.bin.zst. Restoring it starts the guest in well under a
-// second. Rebuilt only when its inputs change (see public/Makefile). The cmdline and
-// memory size must match web/src/live/guestDriver.ts.
+// second. Rebuilt only when its inputs change (see public/Makefile). The machine
+// (cmdline, memory) is public/guest.json, shared with the page.
 import { readFileSync, writeFileSync, renameSync, mkdirSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -11,7 +11,7 @@ import { V86 } from 'v86';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const g = path.join(here, process.argv[2] ?? 'guest'); // guest or guest/pae
 const root = path.dirname(here);
-const CMDLINE = 'console=ttyS0 nokaslr tsc=reliable mitigations=off random.trust_cpu=on cryptomgr.notests noisapnp quiet rdinit=/init';
+const guest = JSON.parse(readFileSync(path.join(here, 'guest.json'), 'utf8'));
 const buf = (f) => { const b = readFileSync(f); return b.buffer.slice(b.byteOffset, b.byteOffset + b.length); };
 
 const t0 = Date.now();
@@ -20,9 +20,9 @@ const emu = new V86({
   bios: { buffer: buf(path.join(g, 'bios.bin')) },
   bzimage: { buffer: buf(path.join(g, 'vmlinuz')) },
   initrd: { buffer: buf(path.join(g, 'initramfs.cpio.gz')) },
-  cmdline: CMDLINE,
-  memory_size: 96 * 1024 * 1024,
-  vga_memory_size: 2 * 1024 * 1024,
+  cmdline: guest.cmdline,
+  memory_size: guest.memory_size,
+  vga_memory_size: guest.vga_memory_size,
   autostart: true,
   disable_keyboard: true, disable_mouse: true, disable_speaker: true,
 });
@@ -31,7 +31,7 @@ const done = new Promise((resolve, reject) => {
   const t = setTimeout(() => reject(new Error('boot timed out; output:\n' + out.slice(-2000))), 120_000);
   emu.add_listener('serial0-output-byte', (b) => {
     out += String.fromCharCode(b);
-    if (out.includes('vmemlab# ')) { clearTimeout(t); resolve(); }
+    if (out.includes(guest.prompt)) { clearTimeout(t); resolve(); }
   });
 });
 await done;

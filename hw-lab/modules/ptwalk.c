@@ -6,23 +6,30 @@
  *   echo "<pid> <vaddr>" > /proc/ptwalk      (vaddr in hex with 0x, or decimal)
  *   cat /proc/ptwalk
  *
- * Output, one line per level, then the physical address:
+ * Output: the levels this kernel walks (the kernel's own mm_p?d_folded() says which of
+ * p4d, pud and pmd it folds away: x86-64 with 4-level paging folds p4d, a 3-level arm64
+ * kernel folds p4d and pud), one line per level walked, then the physical address:
  *   pid 123 va 0x7ffc12345678
+ *   levels 4
+ *   folded p4d
  *   pgd index 255 entry 0x0000000012345067
- *   p4d index 0 entry 0x...      (folded into pgd with 4-level paging: same entry)
  *   pud ... / pmd ... / pte ...
  *   pa 0x0000000087654678 page 4096
- * or "not-present at <level>" when the walk stops.
+ * or "not-present at <level>" when the walk stops. Indices come from each level's shift
+ * and entry count (PGDIR_SHIFT .. PAGE_SHIFT, PTRS_PER_*), so an 8 KiB-page kernel
+ * (Sunway: 1024 entries per table) prints its own. Builds on 4.19 and current kernels
+ * (hwlab_compat.h).
  */
-#include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
-#include <linux/pgtable.h>
 #include <linux/pid.h>
-#include <linux/proc_fs.h>
+#include <linux/sched.h>
 #include <linux/sched/mm.h>
-#include <linux/seq_file.h>
+#include <linux/sched/task.h>
+#include <linux/string.h>
 #include <linux/uaccess.h>
+
+#include "hwlab_compat.h"
 
 static DEFINE_MUTEX(ptwalk_lock);
 static pid_t ptwalk_pid;
@@ -43,42 +50,55 @@ static void walk(struct seq_file *m, struct mm_struct *mm, unsigned long va)
 	pud_t *pud;
 	pmd_t *pmd;
 	pte_t *ptep, pte;
+	bool f4 = mm_p4d_folded(mm), f3 = mm_pud_folded(mm), f2 = mm_pmd_folded(mm);
 
+	seq_printf(m, "levels %d\n", 5 - f4 - f3 - f2);
+	if (f4 || f3 || f2)
+		seq_printf(m, "folded%s%s%s\n", f4 ? " p4d" : "", f3 ? " pud" : "",
+			   f2 ? " pmd" : "");
+
+	/* A folded level's entry is the level above it: walked through, not printed. */
 	pgd = pgd_offset(mm, va);
-	seq_printf(m, "pgd index %lu entry 0x%016llx\n", pgd_index(va),
+	seq_printf(m, "pgd index %lu entry 0x%016llx\n", (unsigned long)pgd_index(va),
 		   (unsigned long long)pgd_val(*pgd));
 	if (pgd_none(*pgd) || pgd_bad(*pgd)) {
 		seq_puts(m, "not-present at pgd\n");
 		return;
 	}
 	p4d = p4d_offset(pgd, va);
-	seq_printf(m, "p4d index %lu entry 0x%016llx\n", p4d_index(va),
-		   (unsigned long long)p4d_val(*p4d));
-	if (p4d_none(*p4d) || p4d_bad(*p4d)) {
-		seq_puts(m, "not-present at p4d\n");
-		return;
+	if (!f4) {
+		seq_printf(m, "p4d index %lu entry 0x%016llx\n",
+			   HW_INDEX(va, P4D_SHIFT, PTRS_PER_P4D), (unsigned long long)p4d_val(*p4d));
+		if (p4d_none(*p4d) || p4d_bad(*p4d)) {
+			seq_puts(m, "not-present at p4d\n");
+			return;
+		}
 	}
 	pud = pud_offset(p4d, va);
-	seq_printf(m, "pud index %lu entry 0x%016llx\n", pud_index(va),
-		   (unsigned long long)pud_val(*pud));
-	if (pud_none(*pud)) {
-		seq_puts(m, "not-present at pud\n");
-		return;
-	}
-	if (pud_leaf(*pud)) { /* a 1 GiB page: the walk ends here */
-		show_pa(m, pud_pfn(*pud), va & ~PUD_MASK, PUD_SIZE);
-		return;
+	if (!f3) {
+		seq_printf(m, "pud index %lu entry 0x%016llx\n",
+			   HW_INDEX(va, PUD_SHIFT, PTRS_PER_PUD), (unsigned long long)pud_val(*pud));
+		if (pud_none(*pud)) {
+			seq_puts(m, "not-present at pud\n");
+			return;
+		}
+		if (pud_leaf(*pud)) { /* a 1 GiB page on x86: the walk ends here */
+			show_pa(m, pud_pfn(*pud), va & ~PUD_MASK, PUD_SIZE);
+			return;
+		}
 	}
 	pmd = pmd_offset(pud, va);
-	seq_printf(m, "pmd index %lu entry 0x%016llx\n", pmd_index(va),
-		   (unsigned long long)pmd_val(*pmd));
-	if (pmd_none(*pmd)) {
-		seq_puts(m, "not-present at pmd\n");
-		return;
-	}
-	if (pmd_leaf(*pmd)) { /* a 2 MiB page (THP or hugetlb) */
-		show_pa(m, pmd_pfn(*pmd), va & ~PMD_MASK, PMD_SIZE);
-		return;
+	if (!f2) {
+		seq_printf(m, "pmd index %lu entry 0x%016llx\n",
+			   HW_INDEX(va, PMD_SHIFT, PTRS_PER_PMD), (unsigned long long)pmd_val(*pmd));
+		if (pmd_none(*pmd)) {
+			seq_puts(m, "not-present at pmd\n");
+			return;
+		}
+		if (pmd_leaf(*pmd)) { /* a huge page (THP or hugetlb): 2 MiB on x86 */
+			show_pa(m, pmd_pfn(*pmd), va & ~PMD_MASK, PMD_SIZE);
+			return;
+		}
 	}
 	ptep = pte_offset_map(pmd, va);
 	if (!ptep) { /* newer kernels: the table went away under us */
@@ -87,7 +107,7 @@ static void walk(struct seq_file *m, struct mm_struct *mm, unsigned long va)
 	}
 	pte = *ptep;
 	pte_unmap(ptep);
-	seq_printf(m, "pte index %lu entry 0x%016llx\n", (unsigned long)pte_index(va),
+	seq_printf(m, "pte index %lu entry 0x%016llx\n", HW_INDEX(va, PAGE_SHIFT, PTRS_PER_PTE),
 		   (unsigned long long)pte_val(pte));
 	if (!pte_present(pte)) {
 		seq_puts(m, "not-present at pte\n");
@@ -162,13 +182,7 @@ static int ptwalk_open(struct inode *inode, struct file *file)
 	return single_open(file, ptwalk_show, NULL);
 }
 
-static const struct proc_ops ptwalk_ops = {
-	.proc_open = ptwalk_open,
-	.proc_read = seq_read,
-	.proc_write = ptwalk_write,
-	.proc_lseek = seq_lseek,
-	.proc_release = single_release,
-};
+HW_PROC_FILE(ptwalk_ops, ptwalk_open, ptwalk_write);
 
 static int __init ptwalk_init(void)
 {

@@ -12,14 +12,14 @@
  *   cat /proc/vmcall_bench     (each read runs a fresh batch)
  */
 #include <linux/module.h>
-#include <linux/proc_fs.h>
-#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/sort.h>
 #include <linux/vmalloc.h>
 #include <asm/hypervisor.h>
 #include <asm/msr.h>
 #include <asm/processor.h>
+
+#include "hwlab_compat.h"
 
 #define KVM_ENOSYS_RET (-1000L)
 #define UNKNOWN_HC 0x7fffffffUL
@@ -84,12 +84,7 @@ static int vb_open(struct inode *inode, struct file *file)
 	return single_open(file, vb_show, NULL);
 }
 
-static const struct proc_ops vb_ops = {
-	.proc_open = vb_open,
-	.proc_read = seq_read,
-	.proc_lseek = seq_lseek,
-	.proc_release = single_release,
-};
+HW_PROC_FILE(vb_ops, vb_open, NULL);
 
 static int __init vb_init(void)
 {
@@ -112,8 +107,10 @@ static int __init vb_init(void)
 		pr_err("vmcall_bench: samples=%u: give 1 to 10000000\n", samples);
 		return -EINVAL;
 	}
-	use_vmmcall = boot_cpu_data.x86_vendor == X86_VENDOR_AMD ||
-		      boot_cpu_data.x86_vendor == X86_VENDOR_HYGON;
+	use_vmmcall = boot_cpu_data.x86_vendor == X86_VENDOR_AMD;
+#ifdef X86_VENDOR_HYGON /* 4.20 and later */
+	use_vmmcall = use_vmmcall || boot_cpu_data.x86_vendor == X86_VENDOR_HYGON;
+#endif
 	ret = hypercall(UNKNOWN_HC);
 	if (ret != KVM_ENOSYS_RET) {
 		pr_err("vmcall_bench: refusing to load: a hypercall with an unknown number returned "

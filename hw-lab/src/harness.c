@@ -238,7 +238,7 @@ void hw_sub_end(struct hw_ctx *c, const char *status, const char *reason)
 
 void hw_note(struct hw_ctx *c, const char *fmt, ...)
 {
-	char buf[200];
+	char buf[HW_NOTE_MAX];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof buf, fmt, ap);
@@ -248,18 +248,104 @@ void hw_note(struct hw_ctx *c, const char *fmt, ...)
 		memcpy(c->notes[c->nnotes++], buf, sizeof buf);
 }
 
-/* ---------------------------------------------------------------- memory helpers */
+/* ---------------------------------------------------------------- page sizes */
 
-#define HW_2M (2ul << 20)
+static int pow2(size_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+void hw_pages_parse(struct hw_pages *pg, long sysconf_page, const char *thp_pmd_text,
+		    const char *meminfo_text)
+{
+	pg->base = sysconf_page > 0 && pow2((size_t)sysconf_page) ? (size_t)sysconf_page : 0;
+	pg->base_from = "sysconf(_SC_PAGESIZE)";
+	if (!pg->base) { /* no answer: the smallest page any Linux port uses */
+		pg->base = 4096;
+		pg->base_from = "assumed: sysconf(_SC_PAGESIZE) gave no power of two";
+	}
+	pg->huge = 0;
+	unsigned long long v;
+	if (thp_pmd_text && sscanf(thp_pmd_text, "%llu", &v) == 1 && pow2(v) && v > pg->base) {
+		pg->huge = v;
+		pg->huge_from = "/sys/kernel/mm/transparent_hugepage/hpage_pmd_size";
+	}
+	const char *h = meminfo_text ? strstr(meminfo_text, "Hugepagesize:") : NULL;
+	if (!pg->huge && h && sscanf(h, "Hugepagesize: %llu kB", &v) == 1 && pow2(v * 1024) &&
+	    v * 1024 > pg->base) {
+		pg->huge = v * 1024;
+		pg->huge_from = "/proc/meminfo Hugepagesize";
+	}
+	if (!pg->huge) {
+		pg->huge = pg->base * (pg->base / 8);
+		pg->huge_from = "derived: base page x (base page / 8-byte entries) per PMD entry";
+	}
+}
+
+static char *slurp(const char *path, char *buf, size_t n)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	size_t k = fread(buf, 1, n - 1, f);
+	fclose(f);
+	buf[k] = 0;
+	return buf;
+}
+
+static struct hw_pages pages_now;
+static int pages_read;
+
+const struct hw_pages *hw_pages(void)
+{
+	if (!pages_read) {
+		static char thp[64], meminfo[8192];
+		hw_pages_parse(&pages_now, sysconf(_SC_PAGESIZE),
+			       slurp("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", thp,
+				     sizeof thp),
+			       slurp("/proc/meminfo", meminfo, sizeof meminfo));
+		pages_read = 1;
+	}
+	return &pages_now;
+}
+
+void hw_pages_override(const struct hw_pages *pg)
+{
+	pages_now = *pg;
+	pages_read = 1;
+}
+
+const char *hw_size_tag(size_t bytes, char *buf, size_t n)
+{
+	if (bytes >= (1ul << 20) && !(bytes % (1ul << 20)))
+		snprintf(buf, n, "%zum", bytes >> 20);
+	else
+		snprintf(buf, n, "%zuk", bytes >> 10);
+	return buf;
+}
+
+const char *hw_size_words(size_t bytes, char *buf, size_t n)
+{
+	if (bytes >= (1ul << 30) && !(bytes % (1ul << 30)))
+		snprintf(buf, n, "%zu GiB", bytes >> 30);
+	else if (bytes >= (1ul << 20) && !(bytes % (1ul << 20)))
+		snprintf(buf, n, "%zu MiB", bytes >> 20);
+	else
+		snprintf(buf, n, "%zu KiB", bytes >> 10);
+	return buf;
+}
+
+/* ---------------------------------------------------------------- memory helpers */
 
 void *hw_map(size_t bytes, int huge)
 {
-	size_t len = bytes + HW_2M;
+	size_t align = hw_pages()->huge;
+	size_t len = bytes + align;
 	char *raw = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (raw == MAP_FAILED)
 		return NULL;
-	/* Keep a 2 MiB aligned window so THP can back it; give the rest back. */
-	char *p = (char *)(((uintptr_t)raw + HW_2M - 1) & ~(uintptr_t)(HW_2M - 1));
+	/* Keep a huge-page aligned window so THP can back it; give the rest back. */
+	char *p = (char *)(((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1));
 	if (p > raw)
 		munmap(raw, (size_t)(p - raw));
 	size_t tail = (size_t)((raw + len) - (p + bytes));

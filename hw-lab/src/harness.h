@@ -9,6 +9,16 @@
 
 #include "timer.h"
 
+#define HW_NOTE_MAX 480
+
+/* The running system's page sizes: never a 4 KiB constant (Sunway uses 8 KiB pages). */
+struct hw_pages {
+	size_t base;           /* sysconf(_SC_PAGESIZE) */
+	size_t huge;           /* the THP/PMD size: what MADV_HUGEPAGE can give */
+	const char *base_from; /* where each came from, for the result */
+	const char *huge_from;
+};
+
 struct hw_ctx {
 	int quick;
 	size_t mem_bytes;          /* memtouch size and ptrchase's largest working set */
@@ -21,7 +31,7 @@ struct hw_ctx {
 	int need_comma[32];
 	char bracket[32];          /* open brackets, so an error path can unwind */
 	/* notes a case leaves for the result (what it fell back to, why something is odd) */
-	char notes[16][200];
+	char notes[16][HW_NOTE_MAX];
 	int nnotes;
 	int nsub;                  /* sub-cases emitted by the running case */
 };
@@ -86,8 +96,20 @@ const char *hw_timer_unit(void);
 /* A case's params/metrics/notes live inside the object main.c opened for it. */
 void hw_note(struct hw_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Page sizes from what the system says: the base page from sysconf, the huge page from
+ * /sys/kernel/mm/transparent_hugepage/hpage_pmd_size, else /proc/meminfo's Hugepagesize,
+ * else derived (one page-table page of 8-byte entries mapped by one PMD entry: base *
+ * base / 8). hw_pages_parse is the pure part, for tests with other sizes injected. */
+void hw_pages_parse(struct hw_pages *pg, long sysconf_page, const char *thp_pmd_text,
+		    const char *meminfo_text);
+const struct hw_pages *hw_pages(void);       /* the running system's, read once */
+void hw_pages_override(const struct hw_pages *pg); /* tests only: pretend another geometry */
+/* "4k", "8k", "64k": a page size as the case names spell it; "4 KiB", "2 MiB" in prose */
+const char *hw_size_tag(size_t bytes, char *buf, size_t n);
+const char *hw_size_words(size_t bytes, char *buf, size_t n);
+
 /* shared helpers for the memory cases */
-void *hw_map(size_t bytes, int huge);      /* 2 MiB aligned, MADV_(NO)HUGEPAGE; NULL on failure */
+void *hw_map(size_t bytes, int huge);      /* huge-page aligned, MADV_(NO)HUGEPAGE; NULL on failure */
 void hw_unmap(void *p, size_t bytes);
 uint64_t hw_anon_huge_kib(const void *p);  /* AnonHugePages of the mapping holding p, or 0 */
 uint64_t hw_rand(uint64_t *state);         /* xorshift64*, seeded: runs are reproducible */

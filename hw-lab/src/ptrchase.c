@@ -1,14 +1,13 @@
-/* ptrchase: a random cyclic chain with one node per 4 KiB page. Each load depends on the
+/* ptrchase: a random cyclic chain with one node per base page. Each load depends on the
  * previous one, so the time per step is the memory latency plus, once the pages outgrow
- * the TLB, a page walk. 4 KiB pages vs THP over growing working sets: the walk-cost curve. */
+ * the TLB, a page walk. Base pages vs THP over growing working sets: the walk-cost curve.
+ * The base page size comes from the running system (4 KiB on x86, 8 KiB on Sunway). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cases.h"
-
-#define PAGE 4096ul
 
 struct chase {
 	void **p;
@@ -25,7 +24,7 @@ static void loop_chase(void *arg, uint64_t iters)
 
 /* Sattolo's shuffle gives one cycle through every page. The node sits at a different
  * cache line in each page so the chain does not hammer one cache set. */
-static void **build(char *base, size_t pages, uint64_t seed)
+static void **build(char *base, size_t pages, size_t page, uint64_t seed)
 {
 	uint32_t *order = malloc(pages * sizeof *order);
 	if (!order)
@@ -38,7 +37,8 @@ static void **build(char *base, size_t pages, uint64_t seed)
 		order[i] = order[j];
 		order[j] = t;
 	}
-#define NODE(pg) ((void **)(base + (size_t)(pg) * PAGE + ((pg) % 64) * 64))
+	const size_t lines = page / 64;
+#define NODE(pg) ((void **)(base + (size_t)(pg) * page + ((pg) % lines) * 64))
 	for (size_t i = 0; i < pages; i++)
 		*NODE(order[i]) = NODE(order[(i + 1) % pages]);
 	void **start = NODE(order[0]);
@@ -48,11 +48,13 @@ static void **build(char *base, size_t pages, uint64_t seed)
 
 static int one(struct hw_ctx *c, size_t ws, int huge)
 {
-	char name[48];
-	snprintf(name, sizeof name, "%s_%zuMiB", huge ? "thp" : "4k", ws >> 20);
+	const size_t page = hw_pages()->base;
+	char name[48], tag[16], per[96], words[32];
+	snprintf(name, sizeof name, "%s_%zuMiB", huge ? "thp" : hw_size_tag(page, tag, sizeof tag),
+		 ws >> 20);
 	if (c->subcase && strcmp(c->subcase, name))
 		return 0;
-	size_t pages = ws / PAGE;
+	size_t pages = ws / page;
 	char *p = hw_map(ws, huge);
 	if (!p) {
 		hw_sub_begin(c, name);
@@ -60,7 +62,7 @@ static int one(struct hw_ctx *c, size_t ws, int huge)
 		return -1;
 	}
 	memset(p, 0, ws); /* fault everything in first: this measures walks, not faults */
-	struct chase ch = {build(p, pages, 0x9e3779b97f4a7c15ull ^ ws)};
+	struct chase ch = {build(p, pages, page, 0x9e3779b97f4a7c15ull ^ ws)};
 	if (!ch.p) {
 		hw_unmap(p, ws);
 		return -1;
@@ -76,13 +78,18 @@ static int one(struct hw_ctx *c, size_t ws, int huge)
 	hw_sub_begin(c, name);
 	hw_json_open(c, "params", '{');
 	hw_json_u64(c, "working_set_bytes", ws);
-	hw_json_u64(c, "pages_4k", pages);
+	hw_json_u64(c, "page_bytes", page);
+	hw_json_u64(c, "pages", pages);
+	if (page == 4096)
+		hw_json_u64(c, "pages_4k", pages); /* the name older readers know */
 	hw_json_str(c, "madvise", huge ? "MADV_HUGEPAGE" : "MADV_NOHUGEPAGE");
 	hw_json_u64(c, "anon_huge_kib", huge_kib);
 	hw_json_u64(c, "steps_per_sample", iters);
 	hw_json_close(c, '}');
 	hw_json_open(c, "metrics", '[');
-	hw_metric(c, "access", hw_timer_unit(), "dependent load, one page per node", s.v, s.n);
+	snprintf(per, sizeof per, "dependent load, one %s page per node",
+		 hw_size_words(page, words, sizeof words));
+	hw_metric(c, "access", hw_timer_unit(), per, s.v, s.n);
 	hw_json_close(c, ']');
 	hw_sub_end(c, "ok", NULL);
 	struct hw_summary sum = hw_summarize(s.v, s.n);

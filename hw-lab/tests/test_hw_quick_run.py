@@ -1,4 +1,6 @@
 """hw-lab/run --quick on this machine: schema-valid and physically plausible."""
+import os
+
 import jsonschema
 import pytest
 
@@ -32,6 +34,15 @@ def test_every_benchmark_ran(quick_result):
     for n in ("cpuid_exit", "memtouch", "ptrchase", "ctxswitch"):
         assert names.get(n) == "ok", (n, names)
     assert names.get("kvm_exits") == ("ok" if kvm_usable() else "skipped")
+    # every benchmark and module is in the result, run or skipped with a reason
+    assert list(names) == ["cpuid_exit", "memtouch", "ptrchase", "ctxswitch", "kvm_exits",
+                           "ptwalk", "vmcall_bench"]
+    for b in doc["benchmarks"]:
+        assert b["status"] != "skipped" or len(b["reason"]) > 20, b
+    mods = doc["probe"]["modules"]
+    if not os.path.exists("/proc/modules"):
+        assert not mods["loadable"] and "no loadable-module support" in mods["reason"]
+        assert bench(doc, "ptwalk")["reason"] == bench(doc, "vmcall_bench")["reason"] == mods["reason"]
     # progress goes to stderr, one line per benchmark at least
     for n in names:
         assert "%s: running" % n in stderr or names[n] == "skipped"
@@ -68,15 +79,29 @@ def test_cpuid_exits_in_this_vm(quick_result):
 def test_memtouch_first_touch_costs_a_fault(quick_result):
     b = bench(quick_result[0], "memtouch")
     c = case(b, "4k")
+    p = c["params"]
     first, second = metric(c, "first_touch"), metric(c, "second_touch")
-    assert first["count"] == second["count"] == c["params"]["pages_4k"] == 64 * 256
+    assert p["pages_4k"] == p["pages"] == 64 * 256 and p["page_bytes"] == 4096
+    assert 3 <= p["runs"] <= p["runs_max"] == 5
+    assert first["count"] == second["count"] == p["runs"] * p["pages"]
+    assert metric(c, "first_pass")["count"] == p["runs"] == len(p["first_pass_s_runs"])
+    assert p["first_pass_s"] == min(p["first_pass_s_runs"])
     assert first["median"] > 5 * second["median"]
     assert second["median"] < 2000
-    assert c["params"]["anon_huge_kib"] == 0   # MADV_NOHUGEPAGE held
+    # timed as one loop, a warm write costs less than one timed sample (the timer's cost)
+    assert metric(c, "warm_touch_batched")["median"] < second["median"]
+    assert second["median"] < 3 * metric(c, "timer_overhead")["median"] + 100
+    assert p["anon_huge_kib"] == 0   # MADV_NOHUGEPAGE held
     thp = case(b, "thp")
+    assert thp["params"]["region_bytes"] == 2 << 20 and thp["params"]["regions"] == 32
+    region = metric(thp, "region_first_touch")
+    assert region["count"] == thp["params"]["runs"] * 32
     if thp["params"]["anon_huge_kib"]:
-        # one fault per 2 MiB: the median page does not fault at all
+        # one fault per 2 MiB: the median page does not fault at all; the first write into
+        # each 2 MiB region does, and it costs more than a 4 KiB fault (it zeroes 2 MiB)
         assert metric(thp, "first_touch")["median"] < first["median"] / 5
+        assert region["median"] > 5 * metric(thp, "first_touch")["median"]
+        assert region["min"] > first["min"]
 
 
 def test_ptrchase_curve_rises(quick_result):
@@ -106,3 +131,10 @@ def test_probe_matches_cpuinfo(quick_result):
         assert "[%s]" % p["memory"]["thp_enabled"] in f.read()
     assert p["memory"]["base_page_bytes"] == 4096
     assert p["kvm"]["dev_kvm"] == kvm_usable() or p["kvm"]["dev_kvm"]
+    mods = os.listdir("/sys/module")
+    want = next((b for b in ("kvm_intel", "kvm_amd", "kvm_pvm") if b in mods),
+                "unknown" if os.path.exists("/dev/kvm") else "none")
+    assert p["kvm"]["backend"] == want and p["kvm"]["backend_note"]
+    if want == "kvm_pvm":
+        kvm = bench(quick_result[0], "kvm_exits")
+        assert any("cr3_invlpg on kvm_pvm" in n for n in kvm["notes"])

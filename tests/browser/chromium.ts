@@ -1,33 +1,23 @@
-/* One way to start the browser for every end-to-end test: Debian's chromium driven by
- * playwright-core, with the flags this machine's closed network needs (no background
- * connections, no component updates) and a fresh profile. */
+/* Every end-to-end test starts the browser one way (web/scripts/chromium.mjs, shared with
+ * the benchmarks) and talks to the real class server (web/scripts/class-server.mjs). */
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
-import { chromium, type Browser } from 'playwright-core';
-import { preview } from 'vite';
+import type { Browser } from 'playwright-core';
+import { CHROMIUM, launchChromium } from '../../web/scripts/chromium.mjs';
+import { startClassServer } from '../../web/scripts/class-server.mjs';
 
-export const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+export { CHROMIUM, launchChromium };
 
-export function launchChromium(): Promise<Browser> {
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-}
-
-/** The built app (web/dist) served by vite preview on a free port, for one test file. */
-export async function serveApp(): Promise<{ url: string; close: () => Promise<void> }> {
+/** The built app served by the real class server (web/server/main.mjs, SQLite in a temp
+ * folder) on a free port, for one test file: the compression, cache headers and CSP a
+ * learner gets. */
+export async function serveApp(env: Record<string, string> = {}): Promise<{ url: string; close: () => Promise<void> }> {
   const root = join(__dirname, '..', '..');
   if (!existsSync(join(root, 'web', 'dist', 'index.html'))) throw new Error('build the app first: make build');
   if (!existsSync(CHROMIUM)) throw new Error('install Debian chromium (make setup does)');
-  const server = await preview({ configFile: join(root, 'web', 'vite.config.ts'),
-    preview: { port: 0, host: '127.0.0.1', strictPort: false }, logLevel: 'silent' });
-  return {
-    url: server.resolvedUrls!.local[0],
-    close: () => new Promise<void>((r) => server.httpServer.close(() => r())),
-  };
+  const server = await startClassServer({ env });
+  return { url: server.url, close: server.close };
 }
 
 /** Where the browser tests put their screenshots. */
@@ -46,6 +36,6 @@ export function appInChromium(): { readonly url: string; readonly browser: Brows
   afterAll(async () => {
     await browser?.close();
     await app?.close();
-  });
+  }, 30_000);
   return { get url() { return app!.url; }, get browser() { return browser!; } };
 }

@@ -1,19 +1,19 @@
 /* The Live guest tab in headless Chromium: it loads only when opened, restores the guest
  * from the saved state, the terminal shows a prompt and runs a typed command, and the
  * marked-page program's address is walked through the real guest tables (native and EPT).
- * Needs `make build` (web/dist) and the guest (public/guest, copied to web/dist/guest). */
-import { cpSync, existsSync, mkdirSync } from 'node:fs';
+ * Needs `make build` (web/dist and public/guest); served by the real class server, which
+ * serves public/guest at /guest/. */
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { preview, type PreviewServer } from 'vite';
 import { type Browser, type Page } from 'playwright-core';
-import { CHROMIUM, launchChromium } from '../browser/chromium';
+import { CHROMIUM, launchChromium, serveApp } from '../browser/chromium';
 
 const root = join(__dirname, '..', '..');
 const dist = join(root, 'web', 'dist');
 const ready = existsSync(join(dist, 'index.html')) && existsSync(join(root, 'public', 'guest', 'state.bin.zst')) && existsSync(CHROMIUM);
 
-let server: PreviewServer;
+let server: Awaited<ReturnType<typeof serveApp>>;
 let browser: Browser;
 let page: Page;
 const errors: string[] = [];
@@ -21,13 +21,7 @@ const requests: string[] = [];
 
 describe.skipIf(!ready)('Live guest tab in Chromium', () => {
   beforeAll(async () => {
-    // the guest assets are served next to the app (the top Makefile copies them after vite build)
-    for (const d of ['guest', 'guest/pae']) {
-      if (existsSync(join(dist, d, 'state.bin.zst')) || !existsSync(join(root, 'public', d, 'state.bin.zst'))) continue;
-      mkdirSync(join(dist, d), { recursive: true });
-      for (const f of ['bios.bin', 'state.bin.zst', 'vmlinuz', 'initramfs.cpio.gz']) cpSync(join(root, 'public', d, f), join(dist, d, f));
-    }
-    server = await preview({ configFile: join(root, 'web', 'vite.config.ts'), preview: { port: 0, host: '127.0.0.1', strictPort: false }, logLevel: 'silent' });
+    server = await serveApp();
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1300, height: 1000 } });
     page.on('pageerror', (e) => errors.push(e.message));
@@ -35,11 +29,11 @@ describe.skipIf(!ready)('Live guest tab in Chromium', () => {
   }, 60_000);
   afterAll(async () => {
     await browser?.close();
-    await new Promise<void>((r) => (server ? server.httpServer.close(() => r()) : r()));
+    await server?.close();
   });
 
   it('loads nothing of the guest until the tab opens, then restores it to a prompt', async () => {
-    const url = server.resolvedUrls!.local[0];
+    const url = server.url;
     await page.goto(url);
     await page.waitForSelector('#counter, [data-testid="walk-view"]');
     expect(requests.filter((r) => /guest\/|v86|LiveView/.test(r))).toEqual([]);
@@ -79,7 +73,7 @@ describe.skipIf(!ready)('Live guest tab in Chromium', () => {
   it.skipIf(!existsSync(join(root, 'public', 'guest/pae', 'state.bin.zst')))('runs the PAE kernel and walks its 3-level tables', async () => {
     const p = await browser.newPage({ viewport: { width: 1300, height: 1000 } });
     p.on('pageerror', (e) => errors.push(e.message));
-    await p.goto(server.resolvedUrls!.local[0] + '?view=live&kernel=pae');
+    await p.goto(server.url + '?view=live&kernel=pae');
     await p.waitForSelector('body[data-live-ready="1"]', { timeout: 30_000 });
     await expect.poll(() => p.locator('#live-paging').innerText(), { timeout: 5_000 }).toContain('PAE');
     await p.click('#live-markpage');
@@ -89,4 +83,23 @@ describe.skipIf(!ready)('Live guest tab in Chromium', () => {
     await p.screenshot({ path: join(root, 'tests', 'artifacts', 'live-guest-pae.png'), fullPage: true });
     expect(errors).toEqual([]);
   }, 60_000);
+
+  it('a cold boot shows the kernel booting, with the seconds so far and the measured figure', async () => {
+    const p = await browser.newPage({ viewport: { width: 1300, height: 1000 } });
+    p.on('pageerror', (e) => errors.push(e.message));
+    await p.goto(server.url + '?view=live&boot=cold');
+    const progress = p.locator('.live-progress[role="status"]');
+    await expect.poll(() => progress.innerText(), { timeout: 20_000 }).toMatch(/^Cold boot: \d+ s so far.*Measured: \d+ s to the prompt in Chromium/);
+    // the kernel's own messages scroll in the console while it boots, long before the prompt
+    const term = p.getByTestId('live-terminal');
+    await expect.poll(() => term.innerText(), { timeout: 30_000 }).toMatch(/Linux version 6\.1\./);
+    expect(await p.evaluate(() => document.body.dataset.liveReady)).toBeUndefined();
+    const first = Number((await progress.innerText()).match(/(\d+) s so far/)![1]);
+    await p.waitForTimeout(1600);
+    if (await progress.count()) expect(Number((await progress.innerText()).match(/(\d+) s so far/)![1])).toBeGreaterThan(first);
+    await p.waitForSelector('body[data-live-ready="1"]', { timeout: 120_000 });
+    expect(await term.innerText()).toContain('vmemlab#');
+    await p.close();
+    expect(errors).toEqual([]);
+  }, 180_000);
 });

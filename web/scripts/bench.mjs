@@ -1,56 +1,43 @@
-// Web benchmark: what the first visit transfers (JS + CSS + WASM, gzip) and how long the
-// walk view takes to appear, in headless Chromium against `vite preview` on localhost;
-// then the long tasks (> 50 ms) seen while the ept-4k walk plays. Needs web/dist
-// (make build). Prints one line per figure; `--json` prints them as one JSON object.
-import { readFileSync, existsSync } from 'node:fs';
-import { gzipSync } from 'node:zlib';
+// Web benchmark, as a learner meets the page: the real class server (web/server/main.mjs,
+// with its build-time brotli/gzip copies) and headless Chromium. What the first visit
+// transfers over the wire (HTML + scripts + styles + the engine's wasm, compressed bytes
+// plus headers as Chromium counts them), how long the walk view takes to appear, then the
+// long tasks (> 50 ms) seen while the ept-4k walk plays. Needs web/dist (make build).
+// Prints one line per figure; `--json` prints them as one JSON object.
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join, extname } from 'node:path';
-import { preview } from 'vite';
-import { chromium } from 'playwright-core';
+import { startClassServer } from './class-server.mjs';
+import { launchChromium, wireBytes } from './chromium.mjs';
 
 const web = fileURLToPath(new URL('..', import.meta.url));
-const dist = join(web, 'dist');
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const RUNS = Number(process.env.BENCH_RUNS ?? 7);
 const BUDGET_KB = 300;
 const BUDGET_MS = 1000;
 
-if (!existsSync(join(dist, 'index.html'))) {
-  console.error('web/dist is missing: run `make build` (or npx vite build --config web/vite.config.ts) first');
+if (!existsSync(join(web, 'dist', 'index.html'))) {
+  console.error('web/dist is missing: run `make build` first');
   process.exit(2);
 }
 
-const server = await preview({
-  configFile: join(web, 'vite.config.ts'),
-  preview: { port: 0, host: '127.0.0.1', strictPort: false },
-  logLevel: 'silent',
-});
-const base = server.resolvedUrls.local[0];
-const browser = await chromium.launch({
-  executablePath: CHROMIUM,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
+const server = await startClassServer();
+const base = server.url;
+const browser = await launchChromium();
 
 try {
-  // 1. Initial transfer: every file the first visit fetches, gzip-compressed as a server would.
+  // 1. Initial transfer: every response of the first visit, as received over the wire.
   const page = await browser.newPage();
-  const fetched = new Set();
-  page.on('request', (r) => { const u = new URL(r.url()); if (u.origin === new URL(base).origin) fetched.add(u.pathname); });
+  const bytes = await wireBytes(page);
   await page.goto(base + '?example=ept-4k&access=0&step=0');
   await page.waitForSelector('body[data-ready="1"]');
   await page.waitForLoadState('networkidle');
   await page.close();
   const byKind = {};
   let total = 0;
-  for (const p of fetched) {
-    const file = join(dist, p === '/' ? 'index.html' : decodeURIComponent(p));
-    if (!existsSync(file)) continue;
-    const gz = gzipSync(readFileSync(file), { level: 9 }).length;
-    const kind = extname(file).slice(1) || 'html';
-    byKind[kind] = (byKind[kind] ?? 0) + gz;
-    total += gz;
+  for (const [p, n] of bytes) {
+    const kind = extname(p).slice(1) || 'html';
+    byKind[kind] = (byKind[kind] ?? 0) + n;
+    total += n;
   }
 
   // 2. Time to first render of the walk view: navigation start to the app's mark, fresh context each run.
@@ -85,8 +72,8 @@ try {
 
   const kb = (b) => (b / 1024).toFixed(1);
   const res = {
-    initial_transfer_gzip_bytes: total,
-    initial_transfer_by_kind_gzip_bytes: byKind,
+    initial_transfer_wire_bytes: total,
+    initial_transfer_by_kind_wire_bytes: byKind,
     first_render_ms_median: Math.round(median),
     first_render_ms_runs: times.map(Math.round),
     playback_steps: total_steps,
@@ -96,11 +83,11 @@ try {
   };
   if (process.argv.includes('--json')) console.log(JSON.stringify(res, null, 2));
   else {
-    console.log(`web: initial transfer ${kb(total)} KiB gzip (${Object.entries(byKind).map(([k, v]) => `${k} ${kb(v)}`).join(', ')}); budget ${BUDGET_KB} KiB: ${total / 1024 < BUDGET_KB ? 'ok' : 'OVER'}`);
+    console.log(`web: first page over the wire from the class server ${kb(total)} KiB (${Object.entries(byKind).map(([k, v]) => `${k} ${kb(v)}`).join(', ')}); budget ${BUDGET_KB} KiB: ${total / 1024 < BUDGET_KB ? 'ok' : 'OVER'}`);
     console.log(`web: first render of the walk view ${res.first_render_ms_median} ms median of ${RUNS} (${res.first_render_ms_runs.join(', ')}); budget ${BUDGET_MS} ms: ${median < BUDGET_MS ? 'ok' : 'OVER'}`);
     console.log(`web: playback of ${total_steps} steps at 4x in ${playMs} ms: ${long.length} long tasks (max ${res.long_task_ms_max} ms)`);
   }
 } finally {
   await browser.close();
-  await new Promise((r) => server.httpServer.close(r));
+  await server.close();
 }

@@ -17,6 +17,7 @@ const CODE_RE = /^[A-Za-z0-9][A-Za-z0-9_-]{1,63}$/;
 const ID_RE = /^[A-Za-z0-9_-]{1,32}$/;
 const CODE_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
 const distDir = fileURLToPath(new URL('../dist/', import.meta.url));
+const guestDir = fileURLToPath(new URL('../../public/guest/', import.meta.url));
 
 const resultSchema = JSON.parse(readFileSync(new URL('../../hw-lab/schema/result.schema.json', import.meta.url), 'utf8'));
 const ajv = new Ajv2020({ allErrors: true, strict: false });
@@ -95,6 +96,9 @@ export async function buildServer(opts = {}) {
   if (rl) {
     await app.register(rateLimit, {
       global: true, max: rl.max, timeWindow: rl.timeWindow,
+      // The app's own files are not limited: a classroom behind one address loads them
+      // thirty times over in the first minute of a lab.
+      allowList: (req) => !req.url.startsWith('/api/'),
       errorResponseBuilder: (_req, ctx) => ({ statusCode: 429, error: 'Too Many Requests', message: `rate limit: at most ${ctx.max} requests per ${ctx.after} from one client; try again in ${Math.ceil(ctx.ttl / 1000)} s` }),
     });
   }
@@ -261,7 +265,16 @@ export async function buildServer(opts = {}) {
   });
 
   if (opts.serveApp !== false && existsSync(distDir)) {
-    await app.register(fastifyStatic, { root: distDir, prefix: '/', index: ['index.html'], wildcard: true });
+    // Build-time brotli/gzip copies (web/scripts/compress.mjs) go out as they are. Hashed
+    // assets never change under their name: cached for a year; the rest is revalidated.
+    const statics = (root, prefix, extra) => app.register(fastifyStatic, {
+      root, prefix, preCompressed: true, cacheControl: false, wildcard: true, ...extra,
+      setHeaders: (reply, path) => reply.header('Cache-Control', /\/assets\/[^/]+-[\w-]{8}\.\w+(\.br|\.gz)?$/.test(path)
+        ? 'public, max-age=31536000, immutable' : 'no-cache'),
+    });
+    await statics(distDir, '/', { index: ['index.html'] });
+    // The live guest (make -C public guest): served from where it is built, not copied.
+    if (existsSync(guestDir)) await statics(guestDir, '/guest/', { decorateReply: false, index: false });
   }
   return app;
 }

@@ -22,6 +22,11 @@ try {
 }
 const addr = app.server.address();
 console.log(`vmemlab class server at http://${host}:${addr.port}/ (storage: ${app.store.kind}${app.store.file ? ' ' + app.store.file : ''}; Ctrl-C to stop)`);
-const stop = () => app.close().then(() => process.exit(0), () => process.exit(1));
+// Stop: finish the requests in flight, then exit. A client that never reads its response
+// would hold the server forever: after 3 s its connection is cut.
+const stop = () => {
+  setTimeout(() => app.server.closeAllConnections(), 3000).unref();
+  app.close().then(() => process.exit(0), () => process.exit(1));
+};
 process.on('SIGINT', stop);
 process.on('SIGTERM', stop);

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import tempfile
 
+from . import modules as modlib
 from . import probe as probelib
 from . import upload as uploadlib
 
@@ -14,9 +15,9 @@ VERSION = "0.1.0"
 SCHEMA_VERSION = 1
 HERE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCHEMA = os.path.join(HERE, "schema", "result.schema.json")
-PROC_VMCALL = "/proc/vmcall_bench"
 
 EXIT_OK, EXIT_BENCH_FAILED, EXIT_USAGE, EXIT_UPLOAD, EXIT_OUTPUT = 0, 1, 2, 3, 4
+OUT_DEFAULT = "hwlab-result.json"
 
 
 def say(msg):
@@ -50,11 +51,17 @@ def parse_args(argv):
     p.add_argument("--quick", action="store_true", help="a short run (seconds)")
     p.add_argument("--only", action="append", metavar="NAME[:SUBCASE]",
                    help="run only this benchmark (repeatable); see --list")
-    p.add_argument("--out", metavar="FILE", default="hwlab-result.json",
+    p.add_argument("--out", metavar="FILE", default=OUT_DEFAULT,
                    help="where to write the result (default: ./hwlab-result.json)")
     p.add_argument("--upload", metavar="URL", help="POST the result to a class server")
     p.add_argument("--class", dest="class_code", metavar="CODE",
                    help="class code for --upload (from your teacher)")
+    p.add_argument("--from", dest="from_file", metavar="FILE",
+                   help="upload this existing result file instead of measuring (with "
+                        "--upload URL --class CODE)")
+    p.add_argument("--name", metavar="NAME",
+                   help="your display name in the class (optional, at most %d characters; "
+                        "sent with --upload, not written into the result)" % uploadlib.NAME_MAX)
     p.add_argument("--mem-mib", type=positive_int(1 << 20), metavar="N",
                    help="memtouch size and largest ptrchase working set (default 1024, "
                         "quick 64)")
@@ -71,10 +78,23 @@ def parse_args(argv):
         p.error("--upload needs --class CODE (the class code your teacher gave you)")
     if a.class_code and not a.upload:
         p.error("--class only makes sense with --upload URL")
+    if a.name is not None and not a.upload:
+        p.error("--name only makes sense with --upload URL")
+    if a.from_file is not None:
+        if not a.upload:
+            p.error("--from FILE uploads an existing result: give --upload URL --class CODE")
+        measuring = [f for f, on in (("--quick", a.quick), ("--only", a.only),
+                                     ("--mem-mib", a.mem_mib), ("--kvm-iters", a.kvm_iters),
+                                     ("--list", a.list), ("--bin", a.bin),
+                                     ("--out", a.out != OUT_DEFAULT)) if on]
+        if measuring:
+            p.error("--from uploads without measuring; %s would have no effect: leave it out"
+                    % ", ".join(measuring))
     try:
         if a.upload:
             uploadlib.check_url(a.upload)
             uploadlib.check_class(a.class_code)
+            uploadlib.check_name(a.name)
     except uploadlib.UploadError as e:
         p.error(str(e))
     return a
@@ -134,27 +154,6 @@ def run_bench(binary, args, only):
         return None, r.returncode or 1
 
 
-def vmcall_from_module():
-    """Numbers from the vmcall_bench kernel module when a learner has loaded it."""
-    try:
-        with open(PROC_VMCALL) as f:
-            text = f.read()
-    except OSError:
-        return None
-    kv = dict(line.split(None, 1) for line in text.splitlines() if " " in line)
-    try:
-        m = {k: float(kv[k]) for k in ("min", "median", "mean", "max")}
-        m.update(name="round_trip", unit="tsc_cycles",
-                 per="%s with an unknown hypercall number" % kv.get("insn", "vmcall"),
-                 count=int(kv["count"]))
-    except (KeyError, ValueError):
-        return None
-    return {"name": "vmcall_bench", "status": "ok", "notes": [],
-            "teaches": "a no-op hypercall from the guest kernel: the cost of one exit "
-                       "that the hypervisor handles in the kernel",
-            "cases": [{"name": kv.get("insn", "vmcall"), "status": "ok", "metrics": [m]}]}
-
-
 def validate(doc):
     try:
         import jsonschema
@@ -195,8 +194,63 @@ def headline(doc):
                     b["name"], c["name"], m["name"], m["min"], m["median"], m["unit"]))
 
 
+def send(args, data, where):
+    """Upload the bytes, then print the receipt and how to delete with it (stdout)."""
+    try:
+        info = uploadlib.upload(args.upload, args.class_code, data, version=VERSION,
+                                name=args.name)
+    except uploadlib.UploadError as e:
+        print("hw-lab/run: error: upload failed: %s (the result is still in %s)"
+              % (e, where), file=sys.stderr)
+        return EXIT_UPLOAD
+    say("uploaded %s to %s (HTTP %d)%s" % (where, args.upload, info["status"], "".join(
+        " %s=%s" % (k, info[k]) for k in ("id", "url", "message") if k in info)))
+    print("\n".join(uploadlib.receipt_lines(args.upload, args.class_code, info)), flush=True)
+    return EXIT_OK
+
+
+def read_result(path):
+    """An existing result file for --from: its exact bytes, after checking what it is."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read((4 << 20) + 1)
+    except OSError as e:
+        raise ValueError("cannot read --from %s: %s" % (path, e.strerror))
+    if len(data) > 4 << 20:
+        raise ValueError("--from %s is larger than 4 MiB: not a hw-lab result" % path)
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise ValueError("--from %s is not JSON (%s); give a file that hw-lab/run wrote"
+                         % (path, e))
+    if not isinstance(doc, dict) or doc.get("format") != "vmemlab-hw-lab-result":
+        raise ValueError("--from %s is not a hw-lab result (no \"format\": "
+                         "\"vmemlab-hw-lab-result\"); give a file that hw-lab/run wrote" % path)
+    try:
+        validate(doc)
+    except ValueError as e:
+        raise ValueError("--from %s: %s" % (path, e))
+    return data, doc
+
+
+def upload_existing(args):
+    try:
+        data, doc = read_result(args.from_file)
+    except ValueError as e:
+        print("hw-lab/run: error: %s" % e, file=sys.stderr)
+        return EXIT_USAGE
+    if doc.get("class_code") not in (None, args.class_code):
+        say("note: %s was measured for class %s; uploading it to class %s as asked "
+            "(the file is sent unchanged)" % (args.from_file, doc["class_code"], args.class_code))
+    say("uploading %s (%s run of %s, no new measurement)" % (
+        args.from_file, doc.get("mode", "?"), doc.get("created_utc", "?")))
+    return send(args, data, args.from_file)
+
+
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.from_file is not None:
+        return upload_existing(args)
     binary = os.path.abspath(args.bin or os.path.join(HERE, "build", "hwlab"))
     if not args.no_build and not args.bin:
         build(binary)
@@ -205,8 +259,9 @@ def main(argv=None):
         return EXIT_BENCH_FAILED
     names = listed(binary)
     if args.list:
-        print("\n".join(names))
+        print("\n".join(names + list(modlib.NAMES)))
         return EXIT_OK
+    names += list(modlib.NAMES)
     for o in args.only or []:
         if o.split(":", 1)[0] not in names:
             print("hw-lab/run: error: --only %s: no such benchmark on this machine; "
@@ -220,21 +275,29 @@ def main(argv=None):
     say("probing %s" % os.uname().nodename)
     probe = probelib.probe(binary)
     v = probe["virtualization"]
-    say("%s, %s; %s" % (probe["arch"], probe["cpu"]["model_name"],
-                        "in a VM (%s)" % (v["hypervisor"] or "unknown hypervisor")
-                        if v["in_vm"] else "bare metal as far as CPUID and DMI tell"))
+    say("%s, %s; %s; KVM here: %s" % (
+        probe["arch"], probe["cpu"]["model_name"],
+        "in a VM (%s)" % ", ".join(x for x in (v["hypervisor"] or "unknown hypervisor",
+                                              v.get("platform")) if x)
+        if v["in_vm"] else "bare metal as far as CPUID and DMI tell",
+        probe["kvm"]["backend"]))
 
     timer, benches, rc = None, [], 0
-    for only in (args.only or [None]):
+    wanted = [o for o in (args.only or [None]) if o is None or o.split(":")[0] not in modlib.NAMES]
+    for only in wanted:
         out, code = run_bench(binary, args, only)
         if out is None:
             return EXIT_BENCH_FAILED
         timer = timer or out["timer"]
         benches += out["benchmarks"]
         rc |= code
-    vm = vmcall_from_module()
-    if vm and not args.only:
-        benches.append(vm)
+    if timer is None:   # only modules were asked for
+        r = subprocess.run([binary, "timer"], capture_output=True, text=True)
+        timer = json.loads(r.stdout)["timer"]
+    mods = modlib.entries(probe, None if not args.only else
+                          {o.split(":")[0] for o in args.only})
+    benches += mods
+    rc |= any(m["status"] == "error" for m in mods)
 
     doc = {
         "format": "vmemlab-hw-lab-result",
@@ -247,6 +310,7 @@ def main(argv=None):
         "timer": timer,
         "benchmarks": benches,
     }
+    modlib.annotate(doc)
     if args.class_code:
         doc["class_code"] = args.class_code
     try:
@@ -266,12 +330,7 @@ def main(argv=None):
     headline(doc)
     say("wrote %s" % os.path.abspath(args.out))
     if args.upload:
-        try:
-            info = uploadlib.upload(args.upload, args.class_code, data, version=VERSION)
-        except uploadlib.UploadError as e:
-            print("hw-lab/run: error: upload failed: %s (the result is still in %s)"
-                  % (e, args.out), file=sys.stderr)
-            return EXIT_UPLOAD
-        say("uploaded to %s (HTTP %d)%s" % (args.upload, info["status"],
-            "".join(" %s=%s" % (k, info[k]) for k in ("id", "url", "message") if k in info)))
+        code = send(args, data, args.out)
+        if code:
+            return code
     return EXIT_BENCH_FAILED if rc else EXIT_OK

@@ -13,7 +13,7 @@ import '@xterm/xterm/css/xterm.css';
 import type { Result } from '../../../wasm-core/js/types';
 import type { Vmsim } from '../../../wasm-core/js/vmsim';
 import { WalkView } from '../views/WalkView';
-import { CMDLINE, MEMORY_SIZE, PROMPT, readRegs, SerialConsole, stripAnsi, type CpuRegs, type V86Emulator } from './guestDriver';
+import { CMDLINE, MEMORY_SIZE, VGA_MEMORY_SIZE, PROMPT, readRegs, SerialConsole, stripAnsi, type CpuRegs, type V86Emulator } from './guestDriver';
 import type { Backing, HostMode } from './liveTables';
 import { build, pages, snapshot, type LiveSnap } from './liveSnap';
 import { BACKINGS, hex, LiveError, MODES, noteText, outcomeLine, PhaseLine, Registers, shadowNote, snapText, type Kernel, type Note, type Phase, type ShadowFacts, type SnapSource } from './liveText';
@@ -23,7 +23,8 @@ import './live.css';
 async function fetchWithProgress(url: string, onBytes: (n: number, total: number) => void): Promise<ArrayBuffer> {
   const res = await fetch(url);
   if (!res.ok || !res.body) throw new LiveError('error.http', { url, status: res.status }, `${url}: HTTP ${res.status}`);
-  const total = Number(res.headers.get('content-length') ?? 0);
+  // A compressed response's length is not the length of what the reader yields.
+  const total = res.headers.get('content-encoding') ? 0 : Number(res.headers.get('content-length') ?? 0);
   const reader = res.body.getReader();
   const parts: Uint8Array[] = [];
   let got = 0;
@@ -73,13 +74,13 @@ export default function LiveView({ engine, onOpen }: { engine: Vmsim; onOpen?: (
           bufs[f] = await fetchWithProgress(`${dir}/${f}`, (n, total) => !disposed && setPhase({ kind: 'loading', file: f, frac: (i + (total ? n / total : 0.5)) / files.length }));
         }
         if (disposed) return;
-        setPhase({ kind: 'booting', cold });
         const t0 = performance.now();
+        setPhase({ kind: 'booting', cold, since: t0 });
         const emu = new (V86 as any)({
           wasm_path: v86WasmUrl,
           bios: { buffer: bufs['bios.bin'] },
           ...(cold ? { bzimage: { buffer: bufs['vmlinuz'] }, initrd: { buffer: bufs['initramfs.cpio.gz'] }, cmdline: CMDLINE } : { initial_state: { buffer: bufs['state.bin.zst'] } }),
-          memory_size: MEMORY_SIZE, vga_memory_size: 2 * 1024 * 1024,
+          memory_size: MEMORY_SIZE, vga_memory_size: VGA_MEMORY_SIZE,
           autostart: true, disable_keyboard: true, disable_mouse: true, disable_speaker: true,
         }) as V86Emulator;
         emuRef.current = emu;

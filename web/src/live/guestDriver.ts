@@ -1,12 +1,15 @@
 /* Drives the v86 guest over its serial console: boot or restore, wait for the shell
  * prompt, run a command and read its output. Shared by the page, the Node tests and the
- * build's state maker (public/make-state.mjs has the same cmdline; keep them in step).
+ * build's state maker: the machine (cmdline, memory) is public/guest.json for all of them.
  * v86 is pinned to an exact version because the lab reads its internal fields:
  * emulator.v86.cpu.cr (Int32Array: CR0..CR4), cpu.mem8, cpu.translate_address_system_read. */
 
-export const CMDLINE = 'console=ttyS0 nokaslr tsc=reliable mitigations=off random.trust_cpu=on cryptomgr.notests noisapnp quiet rdinit=/init';
-export const MEMORY_SIZE = 96 * 1024 * 1024;
-export const PROMPT = 'vmemlab# ';
+import guest from '../../../public/guest.json';
+
+export const CMDLINE = guest.cmdline;
+export const MEMORY_SIZE = guest.memory_size;
+export const VGA_MEMORY_SIZE = guest.vga_memory_size;
+export const PROMPT = guest.prompt;
 export const END_MARK = '__END__';
 
 // The emulator's own object: only the fields the lab uses, typed loosely on purpose.

@@ -16,6 +16,7 @@ import i18n, { resources, type T } from '../i18n';
 import { testEngine } from '../test/engine';
 import { englishRuns } from '../test/english';
 import { SerialTimeout, type CpuRegs } from './guestDriver';
+import timings from './boot-timings.json';
 import { BACKINGS, errorText, LiveError, MODES, outcomeLine, pagingText, PhaseLine, Registers, shadowNote, snapText, type Phase } from './liveText';
 import LiveView from './LiveView';
 
@@ -222,12 +223,35 @@ const OUTCOMES: Record<Outcome, true> = {
   vmfunc_exit: true, invalid_opcode: true, vmcall_exit: true, shadow_unmapped: true,
 };
 
+describe('boot progress', () => {
+  it('shows the seconds so far beside the figure bench-guest.mjs measured, in every language', async () => {
+    for (const lang of ['en', 'ja', 'zh']) {
+      await setLang(lang);
+      for (const cold of [true, false]) {
+        const { container, unmount } = render(<PhaseLine phase={{ kind: 'booting', cold, since: performance.now() - 3200 }} cold={cold} kernel="guest" />);
+        const text = container.textContent!;
+        expect(text).toMatch(/\b3\b/);                       // elapsed, whole seconds
+        const measured = cold ? timings.cold_boot_s.toFixed(0) : timings.restore_s.toFixed(1);
+        expect(text).toContain(measured);
+        expect(text).toContain(String(timings.cores));
+        expect(text).toContain(timings.date);
+        unmount();
+      }
+    }
+  });
+  it('was measured, not written by hand', () => {
+    expect(timings.date).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+    expect(timings.cold_boot_s).toBeGreaterThan(timings.restore_s);
+    expect(timings.browser).toMatch(/^Chromium /);
+  });
+});
+
 describe('live text pieces', () => {
   const tIn = (l: string) => i18n.getFixedT(l, 'live') as unknown as T;
   const regs: CpuRegs = { cr0: 0x80050033, cr3: 0x1234000, cr4: 0x690, paging: '32bit' };
   const phases: Phase[] = [
     { kind: 'loading', file: null, frac: 0 }, { kind: 'loading', file: 'state.bin.zst', frac: 0.5 },
-    { kind: 'booting', cold: true }, { kind: 'booting', cold: false }, { kind: 'ready', ms: 1234 },
+    { kind: 'booting', cold: true, since: 0 }, { kind: 'booting', cold: false, since: 0 }, { kind: 'ready', ms: 1234 },
     { kind: 'error', error: new LiveError('error.http', { url: 'guest/bios.bin', status: 404 }, 'guest/bios.bin: HTTP 404') },
     { kind: 'error', error: new SerialTimeout(15000, 'vmemlab# ') },
   ];

@@ -23,6 +23,7 @@ export function showHypervisor(t: T, v: string | null | undefined): string {
 export function showTdp(t: T, v: string | null | undefined): string {
   if (!v || v === 'unknown') return t('summary.unknown');
   if (v === 'not visible') return t('summary.tdpHidden');
+  if (v === 'shadow paging (kvm_pvm)') return t('summary.tdpPvm');
   const m = /^(EPT|NPT|EPT\/NPT) (on|off)$/.exec(v);
   return m ? t(m[2] === 'on' ? 'summary.tdpOn' : 'summary.tdpOff', { name: m[1] }) : v;
 }

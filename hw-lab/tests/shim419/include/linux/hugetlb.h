@@ -1,0 +1,1 @@
+#include <shim419.h>
