@@ -635,6 +635,77 @@ def _make_flat(rng: random.Random, sc: dict) -> bool:
     return True
 
 
+def random_shadow_scenario(rng: random.Random) -> dict:
+    """A seeded random valid scenario in mode shadow (model.md 1, "Shadow paging") for a
+    4level or 5level guest: a 2-D scenario of random_scenario made shadow. The nested
+    mappings of the data become the VMM's memory slots (4 KiB frames); the guest table
+    window (4 MiB from table_base rounded down to 2 MiB) is one slot into the upper half
+    of the 8 MiB host window the nested tables would have used, whose lower half takes
+    the shadow tables. One to three address spaces, CR3-target values and the
+    paravirtual CR3 cache at random, and events among the accesses: guest page-table
+    writes (on mapped pages, at any level of their path; some of them clear P or RW or
+    set A/D), mov cr3 and invlpg."""
+    for _ in range(100):
+        sc = random_scenario(rng)
+        if sc["mode"] != "native" and sc["guest"]["paging"] in ("4level", "5level") \
+                and _make_shadow(rng, sc):
+            return sc
+    raise GeneratorError("no 2-D 4level/5level scenario that works shadow in 100 draws")
+
+
+def _make_shadow(rng: random.Random, sc: dict) -> bool:
+    n = sc.pop("nested")
+    sc["mode"] = "shadow"
+    sc["name"] = sc["name"].replace("-ept-", "-shadow-").replace("-npt-", "-shadow-")
+    g = sc["guest"]
+    table_base = int(g.get("table_base", "0x100000"), 16)
+    win = table_base // M2 * M2
+    ntb = int(n.get("table_base", "0x10000000"), 16)
+    slots = [{"gpa": hex(win), "hpa": hex(ntb + M4), "pages": M4 // K4}]
+    for m in n["mappings"]:
+        size = NESTED_SIZES[m.get("page", "4K")]
+        gpa, pages = int(m["gpa"], 16), m.get("pages", 1)
+        if gpa < win + M4 and win < gpa + size * pages:
+            continue                                    # the table window has its slot
+        slots.append({"gpa": m["gpa"], "hpa": m["hpa"], "pages": pages * (size // K4)})
+    sh = {"mappings": slots}
+    if ntb != 0x20000000 or rng.random() < 0.3:
+        sh["table_base"] = hex(ntb)
+    spaces = rng.choice([1, 1, 2, 3])
+    if spaces > 1:
+        g["address_spaces"] = spaces
+        if rng.random() < 0.6:
+            sh["cr3_targets"] = rng.randrange(0, spaces + 1)
+        if rng.random() < 0.5:
+            sh["paravirt_cr3_cache"] = rng.random() < 0.8
+    sc["shadow"] = sh
+    # kernel-like settings the shadow model runs under
+    g.pop("cr0_wp", None)
+    maps = g.get("mappings", [])
+    top = 5 if g["paging"] == "5level" else 4
+    out = []
+    for a in sc["accesses"]:
+        p = rng.random()
+        if maps and p < 0.1:
+            m = rng.choice(maps)
+            leaf = {"4K": 1, "2M": 2, "1G": 3}[m.get("page", "4K")]
+            bit = rng.choice([("0x0", "0x2"), ("0x0", "0x1"), ("0x20", "0x0"),
+                              ("0x40", "0x0"), ("0x2", "0x0"), ("0x0", "0x4")])
+            out.append({"pte_write": {"gva": m["gva"], "level": rng.randint(leaf, top),
+                                      "set": bit[0], "clear": bit[1]}})
+        elif spaces > 1 and p < 0.18:
+            out.append({"mov_cr3": rng.randrange(0, spaces)})
+        elif p < 0.21:
+            out.append({"invlpg": a["gva"]})
+        out.append(a)
+    sc["accesses"] = out
+    try:
+        rw.run(sc)
+    except rw.ScenarioError:
+        return False      # a page-table write whose tables lie in no slot: draw again
+    return True
+
+
 def random_raw_scenario(rng: random.Random) -> dict:
     """A seeded random valid scenario whose guest page tables are given as they are in
     guest memory (guest.tables with guest.cr3, model.md 2 "Given tables") instead of

@@ -7,6 +7,11 @@ This file is written from wasm-core/docs/model.md (the contract), the Intel SDM 
 (test_differential.py) runs both on random scenarios and compares the results field by
 field, so a bug in either shows up as a difference.
 
+Modes: native, ept, npt, flat (x86 guests) and shadow (4level/5level guests, with
+address spaces, mov cr3, invlpg and guest page-table writes). Not modelled here: the
+Sunway guest format, the PAE-format shadow of 32bit/pae guests, caches, VMFUNC and
+VMCALL (scenarios with them are rejected as not modelled, or by unknown keys).
+
     run(scenario_dict) -> result_dict           (model.md section 5)
     python3 refwalk.py run FILE                 prints the result JSON
 
@@ -160,6 +165,7 @@ class GuestConfig:
     overrides: list
     tables: Optional[list] = None     # guest.tables (then cr3 is given, no mappings)
     cr3: Optional[int] = None         # guest.cr3, with guest.tables
+    address_spaces: int = 1           # copies of the tables built from mappings
 
 
 @dataclass
@@ -195,6 +201,29 @@ class FlatConfig:
 
 
 @dataclass
+class ShadowConfig:
+    """Mode shadow (model.md 1, "Shadow paging"): the VMM's memory slots, where its
+    shadow tables go, and the CR3-exit savers."""
+    table_base: int
+    mappings: list
+    cr3_targets: int
+    pv_cache: bool
+
+
+@dataclass
+class Event:
+    """An access-list entry that is no memory access: mov_cr3 (arg: address space),
+    invlpg (gva), pte_write (gva, level, set, clear)."""
+    op: str
+    gva: Optional[int] = None
+    space: int = 0
+    level: int = 0
+    set: int = 0
+    clear: int = 0
+    user: bool = False
+
+
+@dataclass
 class Scenario:
     name: str
     mode: str
@@ -203,6 +232,8 @@ class Scenario:
     nested: Optional[NestedConfig]
     accesses: list
     flat: Optional[FlatConfig] = None
+    shadow: Optional[ShadowConfig] = None
+    address_spaces: int = 1
 
 
 _REQUIRED = object()
@@ -324,11 +355,11 @@ def parse_scenario(data) -> Scenario:
     Errors that need the built tables (overlaps, unreachable overrides, unbacked guest
     tables, bad PAE PDPTEs) are raised while building (section 3 below)."""
     top = _Fields(data, "", {"name", "description", "mode", "machine", "guest", "nested",
-                             "flat", "accesses"})
+                             "flat", "shadow", "accesses"})
     name = top.string("name")
     if top.has("description"):
         top.string("description")
-    mode = top.string("mode", choices=("native", "ept", "npt", "flat"))
+    mode = top.string("mode", choices=("native", "ept", "npt", "flat", "shadow"))
 
     maxphyaddr = 46
     if top.has("machine"):
@@ -338,11 +369,11 @@ def parse_scenario(data) -> Scenario:
     guest = _parse_guest(_Fields(top.raw("guest"), "guest",
                                  {"paging", "table_base", "cr0_wp", "efer_nxe", "cr4_pse",
                                   "cr4_smep", "cr4_smap", "mappings", "overrides", "tables",
-                                  "cr3"}),
+                                  "cr3", "address_spaces"}),
                          maxphyaddr)
 
-    nested = flat = None
-    if mode in ("native", "flat"):
+    nested = flat = shadow = None
+    if mode in ("native", "flat", "shadow"):
         if top.has("nested"):
             raise ScenarioError(f"nested: not allowed in {mode} mode")
     else:
@@ -351,19 +382,65 @@ def parse_scenario(data) -> Scenario:
         flat = _parse_flat(top.raw("flat"), maxphyaddr, guest)
     elif top.has("flat"):
         raise ScenarioError("flat: only in flat mode")
+    if mode == "shadow":
+        shadow = _parse_shadow(top.raw("shadow"), maxphyaddr)
+        if guest.paging not in ("4level", "5level"):
+            raise ScenarioError("guest.paging: this reference models shadow paging for "
+                                "4level and 5level guests (not the PAE-format shadow)")
+    elif top.has("shadow"):
+        raise ScenarioError("shadow: only in shadow mode")
 
     accesses_raw = top.array("accesses")
     if len(accesses_raw) > 4096:
         raise ScenarioError("accesses: at most 4096 entries")
     accesses = []
     for i, a in enumerate(accesses_raw):
+        if isinstance(a, dict) and a.keys() & {"mov_cr3", "invlpg", "pte_write"}:
+            accesses.append(_parse_event(a, f"accesses[{i}]", guest))
+            continue
         f = _Fields(a, f"accesses[{i}]", {"gva", "op", "user"})
         gva = f.hex("gva")
         if not gva_is_canonical(gva, guest.paging):
             raise ScenarioError(f"{f.at('gva')}: not a canonical {guest.paging} address")
         accesses.append(Access(gva, f.string("op", choices=("read", "write", "fetch")),
                                f.boolean("user", False)))
-    return Scenario(name, mode, maxphyaddr, guest, nested, accesses, flat)
+    return Scenario(name, mode, maxphyaddr, guest, nested, accesses, flat, shadow,
+                    guest.address_spaces)
+
+
+def _parse_event(a, path: str, guest: GuestConfig) -> Event:
+    key = next(k for k in ("mov_cr3", "invlpg", "pte_write") if k in a)
+    f = _Fields(a, path, {key})
+    if key == "mov_cr3":
+        n = f.integer("mov_cr3", 0, 63)
+        if n >= guest.address_spaces:
+            raise ScenarioError(f"{f.at('mov_cr3')}: no address space {n}")
+        return Event("mov_cr3", space=n)
+    if key == "invlpg":
+        gva = f.hex("invlpg")
+        if not gva_is_canonical(gva, guest.paging):
+            raise ScenarioError(f"{f.at('invlpg')}: not a canonical {guest.paging} address")
+        return Event("invlpg", gva=gva)
+    pf = _Fields(f.raw("pte_write"), f.at("pte_write"), {"gva", "level", "set", "clear"})
+    gva = pf.hex("gva")
+    if not gva_is_canonical(gva, guest.paging):
+        raise ScenarioError(f"{pf.at('gva')}: not a canonical {guest.paging} address")
+    level = pf.integer("level", 1, GUEST_TOP_LEVEL[guest.paging])
+    set_, clear = pf.hex("set", "0x0"), pf.hex("clear", "0x0")
+    if set_ & clear:
+        raise ScenarioError(f"{pf.at('set')}: set and clear share bits")
+    return Event("pte_write", gva=gva, level=level, set=set_, clear=clear)
+
+
+def _parse_shadow(value, maxphyaddr: int) -> ShadowConfig:
+    f = _Fields(value, "shadow", {"table_base", "mappings", "cr3_targets",
+                                  "paravirt_cr3_cache"})
+    table_base = f.hex("table_base", "0x20000000")
+    if table_base % FRAME_SIZE:
+        raise ScenarioError("shadow.table_base: must be 4 KiB aligned")
+    _check_phys(table_base, "shadow.table_base", maxphyaddr)
+    return ShadowConfig(table_base, _parse_slots(f, "mappings", FRAME_SIZE, maxphyaddr, "shadow"),
+                        f.integer("cr3_targets", 0, 4, 0), f.boolean("paravirt_cr3_cache", False))
 
 
 def _parse_slots(f: "_Fields", key: str, frame: int, maxphyaddr: int, path: str) -> list:
@@ -426,7 +503,8 @@ def _parse_guest(f: _Fields, maxphyaddr: int) -> GuestConfig:
         paging=paging, table_base=table_base,
         cr0_wp=f.boolean("cr0_wp", True), efer_nxe=f.boolean("efer_nxe", True),
         cr4_pse=f.boolean("cr4_pse", True), cr4_smep=f.boolean("cr4_smep", False),
-        cr4_smap=f.boolean("cr4_smap", False), mappings=[], overrides=[])
+        cr4_smap=f.boolean("cr4_smap", False), mappings=[], overrides=[],
+        address_spaces=f.integer("address_spaces", 1, 64, 1))
 
     for i, m in enumerate(f.array("mappings")):
         mf = _Fields(m, f"guest.mappings[{i}]",
@@ -481,7 +559,7 @@ MAX_GIVEN_ENTRIES = 1 << 20
 
 
 def _parse_given_tables(f: _Fields, paging: str, maxphyaddr: int) -> GuestConfig:
-    for key in ("mappings", "overrides", "table_base"):
+    for key in ("mappings", "overrides", "table_base", "address_spaces"):
         if f.has(key):
             raise ScenarioError(f"{f.at(key)}: cannot be combined with guest.tables")
     g = GuestConfig(
@@ -714,6 +792,15 @@ class Machine:
     pdpte_hpas: list = field(default_factory=list)      # where they were loaded from
     guest_alloc: Allocator = None
     nested_alloc: Allocator = None
+    cr3s: list = field(default_factory=list)            # one CR3 per address space
+    asid: int = 0                                       # the active address space
+    # shadow paging: roots per address space, the shadow frame allocator, the guest
+    # page-table frames (gfns) the VMM write-protected, and the counters of model.md 5
+    sroots: list = field(default_factory=list)
+    shadow_alloc: Allocator = None
+    wp: set = field(default_factory=set)
+    pv_cache: list = field(default_factory=list)
+    counters: dict = field(default_factory=dict)
 
     @property
     def nested(self) -> Optional[NestedConfig]:
@@ -759,11 +846,27 @@ def build(sc: Scenario) -> Machine:
     else:
         build_guest_tables(m)
         apply_guest_overrides(m)
+    if not m.cr3s:
+        m.cr3s = [m.cr3]
     if sc.guest.paging == "pae":
         load_pdptes(m)
     if sc.nested:
         apply_nested_overrides(m)
+    if sc.shadow:
+        # one shadow root per address space, allocated first (model.md 1)
+        m.shadow_alloc = Allocator(sc.shadow.table_base, sc.maxphyaddr, "shadow.table_base")
+        m.counters = {"hidden_page_faults": 0, "pt_write_exits": 0, "cr3_write_exits": 0,
+                      "reflected_page_faults": 0, "shadow_pages": 0,
+                      "write_protected_pages": 0}
+        m.sroots = [new_shadow_table(m) for _ in m.cr3s]
     return m
+
+
+def new_shadow_table(m: Machine) -> int:
+    frame = m.shadow_alloc.next()
+    m.mem.frames.setdefault(frame >> 12, bytearray(FRAME_SIZE))
+    m.counters["shadow_pages"] += 1
+    return frame
 
 
 def build_nested_tables(m: Machine) -> None:
@@ -857,6 +960,11 @@ def nested_lookup(m: Machine, gpa: int) -> Optional[int]:
 
 def guest_phys(m: Machine, gpa: int, path: str) -> int:
     """Where a guest table byte lives in host memory (identity in native)."""
+    if m.sc.shadow:
+        hpa = slot_lookup(m.sc.shadow.mappings, gpa, FRAME_SIZE)
+        if hpa is None:
+            raise ScenarioError(f"{path}: guest table gpa {hx(gpa)} is in no memory slot")
+        return hpa
     if m.flat:
         hpa = slot_lookup(m.flat.mappings, gpa, m.flat.frame)
         if hpa is None:
@@ -882,6 +990,10 @@ def claim_guest_table_frame(m: Machine, gpa: int, path: str) -> int:
     """A guest table frame at gpa; in ept/npt it must be backed by its own host frame.
     Returns its hpa."""
     hpa = guest_phys(m, gpa, path)
+    if m.sc.shadow:
+        if hpa in m.guest_table_hpas:
+            raise ScenarioError(f"{path}: guest table {hx(gpa)} shares host frame {hx(hpa)}")
+        m.guest_table_hpas.add(hpa)
     if m.flat:
         fl = m.flat
         if fl.table_base <= hpa < fl.table_base + fl.guest_ram // fl.frame * 8:
@@ -925,7 +1037,16 @@ def build_guest_tables(m: Machine) -> None:
     # 32-bit non-leaf PDEs hold only address bits 31:12 (SDM 4.3).
     limit = 32 if g.paging == "32bit" else m.sc.maxphyaddr
     m.guest_alloc = Allocator(g.table_base, limit, "guest.table_base")
-    m.cr3 = new_guest_table(m, "guest.table_base")
+    for space in range(g.address_spaces):
+        m.cr3 = new_guest_table(m, "guest.table_base")
+        m.cr3s.append(m.cr3)
+        build_mappings(m)
+    m.cr3 = m.cr3s[0]
+
+
+def build_mappings(m: Machine) -> None:
+    """The mappings into the address space whose root is m.cr3 (model.md 3 step 2)."""
+    g, fmt = m.sc.guest, m.fmt
     for mp in g.mappings:
         leaf_level = GUEST_PAGES[g.paging][_size_name(mp.size)]
         for k in range(mp.pages):
@@ -1558,6 +1679,235 @@ def blocked_ad_fault(m: Machine, w: WalkedEntry, acc: Access) -> Fault:
                      0x7 | (1 << 33), w.gpa)
 
 
+# --- shadow paging (model.md 1, "Shadow paging") -------------------------------------
+
+def shadow_translate(m: Machine, acc: Access) -> dict:
+    """One access under shadow paging: the MMU walks the VMM's gva -> hpa table; a
+    missing entry, or a leaf without the rights the access needs, is a hidden page fault
+    (one exit): the VMM walks the guest's tables in software, reflects a guest #PF, or
+    sets the guest's A/D bits, write-protects the guest table frames it walked, fills
+    the 4 KiB shadow leaf and the walk is retried."""
+    t = Trace()
+    out = {"gva": hx(acc.gva), "op": acc.op, "user": acc.user, "eptp_index": None,
+           "outcome": "ok", "exit": False, "gpa": None, "hpa": None, "guest_page_size": None,
+           "nested_page_size": None}
+    fault = None
+    root = m.sroots[m.asid]
+    try:
+        hpa = shadow_walk(m, t, acc, root)
+        if hpa is None:
+            t.exits += 1
+            m.counters["hidden_page_faults"] += 1
+            t.step("vmexit", "nested", 1, 0, None, 0, 0, 0, 0, [], "hidden_page_fault")
+            gpa, size, rights = vmm_walk(m, t, acc)
+            shadow_fill(m, t, acc, root, gpa, rights)
+            out["gpa"], out["guest_page_size"] = hx(gpa), size
+            hpa = shadow_walk(m, t, acc, root)
+            if hpa is None:
+                raise AssertionError("the walk after the fill fails again")
+        out["hpa"] = hx(hpa)
+    except Fault as f:
+        out["outcome"], fault = f.outcome, f.info
+    out["exit"] = t.exits > 0
+    out.update({"memory_refs": t.guest_refs + t.nested_refs, "guest_refs": t.guest_refs,
+                "nested_refs": t.nested_refs, "ad_writes": t.ad_writes, "exits": t.exits,
+                "cache": None, "fault": fault, "steps": t.steps})
+    return out
+
+
+def shadow_walk(m: Machine, t: Trace, acc: Access, root: int) -> Optional[int]:
+    """The MMU's walk of the shadow table (steps in dim nested, stage 0): the hpa, or
+    None for a hidden page fault (a not-present entry, or rights the access lacks)."""
+    fmt, table = m.fmt, root
+    rw = us = True
+    xd = False
+    for level in range(fmt.top, 0, -1):
+        index = fmt.index(acc.gva, level)
+        addr = table + index * 8
+        entry = m.mem.read(addr, 8)
+        s = t.step("read", "nested", level, 0, None, table, index, addr, entry,
+                   x86_flags(entry, level, True))
+        if not entry & P:
+            s["result"] = "not_present"
+            return None
+        rw, us = rw and bool(entry & RW), us and bool(entry & US)
+        xd = xd or (m.sc.guest.efer_nxe and bool(entry & XD))
+        if level > 1:
+            s["result"] = "table"
+            table = entry & bits(m.sc.maxphyaddr - 1, 12)
+            continue
+        s["result"] = "page"
+        if not guest_permits(m, acc, rw, us, xd):
+            return None
+        return (entry & bits(m.sc.maxphyaddr - 1, 12)) | (acc.gva & 0xFFF)
+    raise AssertionError("level 1 is the shadow leaf")
+
+
+def vmm_walk(m: Machine, t: Trace, acc: Access):
+    """The VMM's software walk of the guest tables (vmm_read steps, no memory references
+    of the walk). A guest fault is reflected into the guest (same exit); otherwise the
+    guest's A (and D) bits are set, counted in ad_writes (model.md 4.2 order, decided
+    on memory), and every guest table frame walked is write-protected.
+    Returns (gpa, guest page size, (rw, us, xd) combined)."""
+    fmt, g = m.fmt, m.sc.guest
+    table = m.cr3
+    rw = us = True
+    xd = False
+    walked = []
+    for level in range(fmt.top, 0, -1):
+        index = fmt.index(acc.gva, level)
+        egpa = table + index * 8
+        ehpa = slot_lookup(m.sc.shadow.mappings, egpa, FRAME_SIZE)
+        if ehpa is None:
+            # a guest table outside every memory slot: the VMM cannot walk on
+            raise Fault("shadow_unmapped", {"dim": "guest", "level": level, "stage": level,
+                                            "reason": "unmapped",
+                                            "guest_physical_address": hx(egpa)})
+        entry = m.mem.read(ehpa, 8)
+        s = t.step("vmm_read", "guest", level, level, egpa, table, index, ehpa, entry,
+                   x86_flags(entry, level, True))
+        walked.append((egpa, ehpa))
+        if not entry & P:
+            s["result"] = "not_present"
+            raise reflect(m, t, "not_present", level, acc)
+        leaf = fmt.is_leaf(entry, level)
+        if guest_reserved(m, entry, level, leaf):
+            s["result"] = "reserved"
+            raise reflect(m, t, "reserved", level, acc)
+        rw, us = rw and bool(entry & RW), us and bool(entry & US)
+        xd = xd or (g.efer_nxe and bool(entry & XD))
+        if not leaf:
+            s["result"] = "table"
+            table = fmt.next_table(entry)
+            continue
+        s["result"] = "page"
+        if not guest_permits(m, acc, rw, us, xd):
+            raise reflect(m, t, "permission", level, acc)
+        for i, (_, ehpa2) in enumerate(walked):
+            cur = m.mem.read(ehpa2, 8)
+            new = cur | ACC | (DIRTY if i == len(walked) - 1 and acc.op == "write" else 0)
+            if new != cur:
+                m.mem.write(ehpa2, 8, new)
+                t.ad_writes += 1
+        for egpa2, _ in walked:
+            m.wp.add(egpa2 >> 12)
+        m.counters["write_protected_pages"] = len(m.wp)
+        size = fmt.page_size(level)
+        dirty = bool(m.mem.read(walked[-1][1], 8) & DIRTY)
+        gpa = fmt.page_frame(entry, level) | (acc.gva & (size - 1))
+        return gpa, size, (rw and dirty, us, xd)
+    raise AssertionError("level 1 is always a leaf")
+
+
+def reflect(m: Machine, t: Trace, reason: str, level: int, acc: Access) -> Fault:
+    m.counters["reflected_page_faults"] += 1
+    t.step("vmexit", "nested", 1, 0, None, 0, 0, 0, 0, [], "reflected_page_fault")
+    return guest_page_fault(m, reason, level, acc)
+
+
+def shadow_fill(m: Machine, t: Trace, acc: Access, root: int, gpa: int, rights) -> None:
+    """The shadow path for the access's 4 KiB page: tables allocated as needed (P, RW,
+    US), the leaf (a vmm_fill step): the data frame's hpa, P, US and XD from the guest,
+    RW only for a dirty guest page that is no write-protected guest table frame."""
+    fmt = m.fmt
+    rw, us, xd = rights
+    data = slot_lookup(m.sc.shadow.mappings, gpa & ~0xFFF, FRAME_SIZE)
+    if data is None:
+        raise Fault("shadow_unmapped", {"dim": "nested", "level": 1, "stage": 0,
+                                        "reason": "unmapped",
+                                        "guest_physical_address": hx(gpa)})
+    table = root
+    for level in range(fmt.top, 1, -1):
+        addr = table + fmt.index(acc.gva, level) * 8
+        entry = m.mem.read(addr, 8)
+        if not entry & P:
+            new = new_shadow_table(m)
+            m.mem.write(addr, 8, new | P | RW | US)
+            table = new
+        else:
+            table = entry & bits(m.sc.maxphyaddr - 1, 12)
+    index = fmt.index(acc.gva, 1)
+    value = data | P | (US if us else 0) | (XD if xd else 0)
+    if rw and (gpa >> 12) not in m.wp:
+        value |= RW
+    m.mem.write(table + index * 8, 8, value)
+    t.step("vmm_fill", "nested", 1, 0, None, table, index, table + index * 8, value,
+           x86_flags(value, 1, True), "written")
+
+
+# --- events: mov cr3, invlpg, guest page-table writes ---------------------------------
+
+def run_event(m: Machine, ev: Event) -> dict:
+    t = Trace()
+    out = {"gva": None if ev.gva is None else hx(ev.gva), "op": ev.op, "user": False,
+           "eptp_index": 0 if m.ept else None, "outcome": "ok", "exit": False, "gpa": None,
+           "hpa": None, "guest_page_size": None, "nested_page_size": None}
+    sh = m.sc.shadow
+    if ev.op == "mov_cr3":
+        if sh:
+            if ev.space < sh.cr3_targets:
+                exits = False                    # a VMX CR3-target value
+            elif sh.pv_cache:
+                exits = ev.space not in m.pv_cache
+                if not exits:
+                    m.pv_cache.remove(ev.space)
+                m.pv_cache.insert(0, ev.space)
+                del m.pv_cache[4:]
+            else:
+                exits = True
+            if exits:
+                t.exits += 1
+                m.counters["cr3_write_exits"] += 1
+                t.step("vmexit", "nested", 1, 0, None, 0, 0, 0, 0, [], "cr3_write")
+        m.asid, m.cr3 = ev.space, m.cr3s[ev.space]
+        if m.sc.guest.paging == "pae":
+            m.pdptes, m.pdpte_hpas = [], []
+            load_pdptes(m)
+    elif ev.op == "pte_write":
+        addr = pte_write_target(m, ev)
+        if addr is not None:
+            if sh and (addr >> 12) in m.wp:
+                # a write to a write-protected guest table frame exits; the VMM emulates it
+                t.exits += 1
+                m.counters["pt_write_exits"] += 1
+                t.step("vmexit", "nested", 1, 0, None, 0, 0, 0, 0, [], "pt_write")
+            entry = guest_read(m, addr, "accesses.pte_write")
+            guest_write(m, addr, (entry & ~ev.clear) | ev.set, "accesses.pte_write")
+            if sh:
+                # the shadow entry for that gva and level is zapped in every address
+                # space's shadow table (model.md 1: the VMM keeps no reverse map)
+                for root in m.sroots:
+                    shadow_zap(m, root, ev.gva, ev.level)
+    out["exit"] = t.exits > 0
+    out.update({"memory_refs": 0, "guest_refs": 0, "nested_refs": 0, "ad_writes": 0,
+                "exits": t.exits, "cache": None, "fault": None, "steps": t.steps})
+    return out
+
+
+def pte_write_target(m: Machine, ev: Event) -> Optional[int]:
+    """The gpa of the guest's level-`level` entry for gva in the active address space,
+    found as the guest kernel would: None when an entry above is not present or maps a
+    page (then there is no such entry and nothing is written)."""
+    fmt, table = m.fmt, m.cr3
+    for lvl in range(fmt.top, ev.level, -1):
+        entry = guest_read(m, table + fmt.index(ev.gva, lvl) * fmt.entry_size,
+                           "accesses.pte_write")
+        if not entry & P or fmt.is_leaf(entry, lvl):
+            return None
+        table = fmt.next_table(entry)
+    return table + fmt.index(ev.gva, ev.level) * fmt.entry_size
+
+
+def shadow_zap(m: Machine, root: int, gva: int, level: int) -> None:
+    fmt, table = m.fmt, root
+    for lvl in range(fmt.top, level, -1):
+        entry = m.mem.read(table + fmt.index(gva, lvl) * 8, 8)
+        if not entry & P:
+            return
+        table = entry & bits(m.sc.maxphyaddr - 1, 12)
+    m.mem.write(table + fmt.index(gva, level) * 8, 8, 0)
+
+
 # ---------------------------------------------------------------------------------------
 # 6. Result assembly and the CLI (model.md section 5)
 # ---------------------------------------------------------------------------------------
@@ -1570,7 +1920,9 @@ def run(scenario: dict) -> dict:
     """Scenario dict in, result dict out (raises ScenarioError when invalid)."""
     sc = parse_scenario(scenario)
     m = build(sc)
-    accesses = [translate(m, a) for a in sc.accesses]
+    accesses = [run_event(m, a) if isinstance(a, Event)
+                else shadow_translate(m, a) if sc.shadow else translate(m, a)
+                for a in sc.accesses]
     totals = {"accesses": len(accesses)}
     for key in ("memory_refs", "guest_refs", "nested_refs", "ad_writes"):
         totals[key] = sum(a[key] for a in accesses)
@@ -1581,12 +1933,12 @@ def run(scenario: dict) -> dict:
         "format": "vmsim-result/1", "name": sc.name, "mode": sc.mode,
         "guest_paging": sc.guest.paging,
         "nested_levels": sc.nested.levels if sc.nested else 0,
-        "cr3": hx(m.cr3),
+        "cr3": hx(m.cr3s[0]),
         "eptp": hx(eptp(m)) if sc.mode == "ept" else None,
         "ncr3": hx(m.nested_root) if sc.mode == "npt" else None,
         "flat_table_bytes": sc.flat.guest_ram // sc.flat.frame * 8 if sc.flat else None,
         "accesses": accesses, "totals": totals,
-        "shadow": None,                          # shadow paging is outside this reference
+        "shadow": dict(m.counters) if sc.shadow else None,
     }
 
 

@@ -8,7 +8,10 @@ saved to tests/artifacts/diff-fail-SEED.json (re-run it with
 `wasm-core/build/vmsim run FILE` and `python3 tests/reference/refwalk.py run FILE`).
 
 The same comparison runs on seeds 0..F-1 (F = $DIFF_FLAT_SCENARIOS, default 200) of
-gen.random_flat_scenario (mode flat; artifact diff-fail-flat-SEED.json), and on seeds 0..R-1 (R = $DIFF_RAW_SCENARIOS, default 500) of
+gen.random_flat_scenario (mode flat; artifact diff-fail-flat-SEED.json), on seeds 0..S-1
+(S = $DIFF_SHADOW_SCENARIOS, default 200) of gen.random_shadow_scenario (mode shadow,
+4level/5level guests, with page-table writes, mov cr3 and invlpg; diff-fail-shadow-SEED.json),
+and on seeds 0..R-1 (R = $DIFF_RAW_SCENARIOS, default 500) of
 gen.random_raw_scenario: guests whose page tables are given as they are (guest.tables
 with guest.cr3), random table graphs with shared subtrees, cycles, large pages,
 reserved bits and pointers to frames that hold no table (artifact
@@ -44,6 +47,7 @@ ARTIFACTS = os.path.join(REPO, "tests", "artifacts")
 N_SCENARIOS = int(os.environ.get("DIFF_SCENARIOS", "400"))
 N_RAW_SCENARIOS = int(os.environ.get("DIFF_RAW_SCENARIOS", "500"))
 N_FLAT_SCENARIOS = int(os.environ.get("DIFF_FLAT_SCENARIOS", "200"))
+N_SHADOW_SCENARIOS = int(os.environ.get("DIFF_SHADOW_SCENARIOS", "200"))
 CHUNK = 25
 TIMEOUT_S = 60
 
@@ -124,7 +128,7 @@ def check_seed(seed: int, tmpdir: str, raw=False):
     True for gen.random_raw_scenario (given guest tables), or the name of another
     generator ("flat": gen.random_flat_scenario)."""
     make = {False: gen.random_scenario, True: gen.random_raw_scenario,
-            "flat": gen.random_flat_scenario}[raw]
+            "flat": gen.random_flat_scenario, "shadow": gen.random_shadow_scenario}[raw]
     scenario = make(random.Random(seed))
     if raw:
         seed = f"{'raw' if raw is True else raw}-{seed}"
@@ -161,6 +165,7 @@ def chunks(n: int) -> list:
 CHUNKS = chunks(N_SCENARIOS)
 RAW_CHUNKS = chunks(N_RAW_SCENARIOS)
 FLAT_CHUNKS = chunks(N_FLAT_SCENARIOS)
+SHADOW_CHUNKS = chunks(N_SHADOW_SCENARIOS)
 
 
 @pytest.mark.parametrize("seeds", CHUNKS, ids=[f"seeds-{c[0]}-{c[-1]}" for c in CHUNKS])
@@ -176,6 +181,11 @@ def test_differential_raw_tables(seeds, tmp_path):
 @pytest.mark.parametrize("seeds", FLAT_CHUNKS, ids=[f"flat-{c[0]}-{c[-1]}" for c in FLAT_CHUNKS])
 def test_differential_flat(seeds, tmp_path):
     run_chunk(seeds, tmp_path, raw="flat")
+
+
+@pytest.mark.parametrize("seeds", SHADOW_CHUNKS, ids=[f"shadow-{c[0]}-{c[-1]}" for c in SHADOW_CHUNKS])
+def test_differential_shadow(seeds, tmp_path):
+    run_chunk(seeds, tmp_path, raw="shadow")
 
 
 def run_chunk(seeds, tmp_path, raw) -> None:

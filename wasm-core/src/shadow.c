@@ -218,11 +218,12 @@ static bool vmm_fill(machine *m, const vm_access *a, vm_result *r)
         }
         uint64_t e = mem_read(&m->mem, hpa, es);
         bool leaf = gf->is_leaf(s, e, level);
+        bool reserved = (e & 1) && gf->reserved(s, e, level, leaf);
         step(r, (vm_step){.kind = STEP_VMM_READ, .dim = DIM_GUEST, .level = (uint8_t)level, .stage = (uint8_t)level,
                           .gpa_valid = true, .gpa = egpa, .table = table, .index = gf->index(a->gva, level),
                           .entry_hpa = hpa, .entry = e,
-                          .result = !(e & 1) ? RES_NOT_PRESENT : leaf ? RES_PAGE : RES_TABLE});
-        if (!(e & 1) || gf->reserved(s, e, level, leaf)) {
+                          .result = !(e & 1) ? RES_NOT_PRESENT : reserved ? RES_RESERVED : leaf ? RES_PAGE : RES_TABLE});
+        if (!(e & 1) || reserved) {
             vm_exit(m, r, EXIT_REFLECTED);
             report_guest_fault(m, a, r, level, (e & 1) ? REASON_RESERVED : REASON_NOT_PRESENT, 0);
             return false;
