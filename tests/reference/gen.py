@@ -706,6 +706,109 @@ def _make_shadow(rng: random.Random, sc: dict) -> bool:
     return True
 
 
+K8 = 1 << 13
+
+
+def random_sunway_scenario(rng: random.Random) -> dict:
+    """A seeded random valid Sunway scenario (model.md 1, "Sunway guest paging") in mode
+    native or flat: 8 KiB pages with random rights (KRE/URE/KWE/UWE through writable and
+    user), ASM (global), FOE (nx); guest overrides that clear V, take rights away, set
+    fault-on bits, reserved bits (7:5, 11:10, 27:14) or a frame number beyond
+    MAXPHYADDR; accesses of every kind, user and kernel, mostly to mapped pages. In flat
+    mode the VMM's slots back the table window and the data pages (some left out), and
+    the flat table is filled lazily or prefilled."""
+    r = rng
+    mode = r.choice(["native", "flat"])
+    M = r.choice([40, 44, 46, 48])
+    flat = mode == "flat"
+    top_gpa = 1 << 32 if flat else 1 << (M - 1)
+    if r.random() < 0.3:
+        table_base = 0x100000
+    else:
+        table_base = r.randrange(1, top_gpa // (1 << 22) - 1) * (1 << 22)
+    win = (table_base, table_base + (1 << 22))
+    g = {"paging": "sunway"}
+    if table_base != 0x100000 or r.random() < 0.5:
+        g["table_base"] = hex(table_base)
+    maps, gmaps = [], []
+    for _ in range(r.randint(1, 6)):
+        pages = r.randint(1, 4)
+        gva = r.randrange(0, (1 << 53) // K8 - pages) * K8
+        if r.random() < 0.5 and gmaps:                 # near another: shared tables
+            gva = (gmaps[0][0] + r.randrange(1, 1 << 10) * K8 * 4) % ((1 << 53) - K8 * 8)
+        if any(gva < a + K8 * n and a < gva + K8 * pages for a, _, n in gmaps):
+            continue
+        for _ in range(20):
+            gpa = r.randrange(0, top_gpa // K8 - pages) * K8
+            if gpa + pages * K8 <= win[0] or gpa >= win[1]:
+                break
+        else:
+            continue
+        gmaps.append((gva, gpa, pages))
+        d = {"gva": hex(gva), "gpa": hex(gpa), "page": "8K"}
+        if pages > 1 or r.random() < 0.3:
+            d["pages"] = pages
+        for key, p in (("writable", 0.7), ("user", 0.6), ("nx", 0.25), ("global", 0.2)):
+            if r.random() < 0.7:
+                d[key] = r.random() < p
+        maps.append(d)
+    g["mappings"] = maps
+    bits = [(0, 0x1), (0, 0x100), (0, 0x200), (0, 0x1000), (0, 0x2000), (0x2, 0), (0x4, 0),
+            (0x8, 0), (0x20, 0), (0x400, 0), (0x4000, 0), (1 << (M - 13 + 28), 0),
+            (0x10, 0), (0x300, 0), (0x3000, 0)]
+    candidates = []
+    for _ in range(r.randint(0, 4)):
+        if not gmaps:
+            break
+        gva, _, n = r.choice(gmaps)
+        st, cl = r.choice(bits)
+        candidates.append({"gva": hex(gva + r.randrange(0, n) * K8), "level": r.randint(1, 4),
+                           "set": hex(st), "clear": hex(cl)})
+    acc = []
+    for _ in range(r.randint(20, 40)):
+        if gmaps and r.random() < 0.85:
+            gva, _, n = r.choice(gmaps)
+            va = gva + r.randrange(0, n * K8)
+        else:
+            va = r.randrange(0, 1 << 53)
+        a = {"gva": hex(va), "op": r.choices(["read", "write", "fetch"], [45, 35, 20])[0]}
+        if r.random() < 0.6:
+            a["user"] = r.random() < 0.5
+        acc.append(a)
+    sc = {"name": f"gen-{mode}-sunway", "mode": mode, "machine": {"maxphyaddr": M},
+          "guest": g, "accesses": acc}
+    if flat:
+        hpa = 0x40000000
+        slots = [{"gpa": hex(win[0]), "hpa": hex(hpa), "pages": (1 << 22) // K8}]
+        hpa += 1 << 22
+        for _, gpa, n in gmaps:
+            if r.random() < 0.85:
+                slots.append({"gpa": hex(gpa), "hpa": hex(hpa), "pages": n})
+            hpa += n * K8 + r.randrange(0, 3) * K8
+        f = {"guest_ram": hex(1 << 32), "mappings": slots}
+        if r.random() < 0.5:
+            f["prefill"] = r.random() < 0.5
+        sc["flat"] = f
+    # overrides one by one, each kept only if it still reaches its level (an earlier one
+    # may have cleared V above it)
+    kept = []
+    for o in candidates:
+        g["overrides"] = kept + [o]
+        try:
+            rw.run({**sc, "accesses": []})
+            kept.append(o)
+        except rw.ScenarioError:
+            pass
+    g.pop("overrides", None)
+    if kept:
+        g["overrides"] = kept
+    try:
+        rw.run(sc)
+    except rw.ScenarioError as e:
+        raise GeneratorError(f"generated an invalid Sunway scenario: {e}") from e
+    return sc
+
+
 def random_raw_scenario(rng: random.Random) -> dict:
     """A seeded random valid scenario whose guest page tables are given as they are in
     guest memory (guest.tables with guest.cr3, model.md 2 "Given tables") instead of

@@ -7,10 +7,10 @@ This file is written from wasm-core/docs/model.md (the contract), the Intel SDM 
 (test_differential.py) runs both on random scenarios and compares the results field by
 field, so a bug in either shows up as a difference.
 
-Modes: native, ept, npt, flat (x86 guests) and shadow (4level/5level guests, with
-address spaces, mov cr3, invlpg and guest page-table writes). Not modelled here: the
-Sunway guest format, the PAE-format shadow of 32bit/pae guests, caches, VMFUNC and
-VMCALL (scenarios with them are rejected as not modelled, or by unknown keys).
+Modes: native, ept, npt, flat (x86 and Sunway guests) and shadow (4level/5level guests,
+with address spaces, mov cr3, invlpg and guest page-table writes). Not modelled here:
+the PAE-format shadow of 32bit/pae guests, caches, VMFUNC and VMCALL (scenarios with
+them are rejected as not modelled, or by unknown keys).
 
     run(scenario_dict) -> result_dict           (model.md section 5)
     python3 refwalk.py run FILE                 prints the result JSON
@@ -39,7 +39,13 @@ from typing import Optional
 # ---------------------------------------------------------------------------------------
 
 FRAME_SIZE = 4096
-PAGE_SIZES = {"4K": 1 << 12, "2M": 1 << 21, "1G": 1 << 30, "4M": 1 << 22}
+PAGE_SIZES = {"4K": 1 << 12, "2M": 1 << 21, "1G": 1 << 30, "4M": 1 << 22, "8K": 1 << 13}
+# Sunway entries (model.md 1, "Sunway guest paging"): valid, fault-on read/write/execute,
+# address-space match, kernel/user read and write enables; the frame number at 63:28.
+SW_V, SW_FOR, SW_FOW, SW_FOE, SW_ASM = 1, 2, 4, 8, 16
+SW_KRE, SW_URE, SW_KWE, SW_UWE = 1 << 8, 1 << 9, 1 << 12, 1 << 13
+SW_FLAGS = [(0, "V"), (1, "FOR"), (2, "FOW"), (3, "FOE"), (4, "ASM"), (8, "KRE"),
+            (9, "URE"), (12, "KWE"), (13, "UWE")]
 
 # Bit positions shared by x86 paging entries (guest tables and NPT, SDM 4.5, APM 15.25.5).
 P, RW, US, PWT, PCD, ACC, DIRTY, PS, GLB = (1 << i for i in range(9))
@@ -319,12 +325,13 @@ def parse_hex(v, path: str) -> int:
 
 # --- guest paging formats -------------------------------------------------------------
 
-GUEST_TOP_LEVEL = {"4level": 4, "5level": 5, "pae": 3, "32bit": 2}
+GUEST_TOP_LEVEL = {"4level": 4, "5level": 5, "pae": 3, "32bit": 2, "sunway": 4}
 GUEST_PAGES = {                      # page size name -> leaf level, per format (model.md 3.2)
     "4level": {"4K": 1, "2M": 2, "1G": 3},
     "5level": {"4K": 1, "2M": 2, "1G": 3},
     "pae": {"4K": 1, "2M": 2},
     "32bit": {"4K": 1, "4M": 2},
+    "sunway": {"8K": 1},
 }
 NESTED_PAGES = {"4K": 1, "2M": 2, "1G": 3}
 
@@ -334,6 +341,8 @@ def gva_is_canonical(gva: int, paging: str) -> bool:
     32-bit paging and PAE translate 32-bit linear addresses."""
     if paging in ("pae", "32bit"):
         return gva < (1 << 32)
+    if paging == "sunway":
+        return gva < (1 << 53)
     width = 48 if paging == "4level" else 57
     upper = gva >> (width - 1)
     return upper == 0 or upper == (1 << (65 - width)) - 1
@@ -344,6 +353,8 @@ def gva_range_ok(gva: int, length: int, paging: str) -> bool:
     end = gva + length
     if paging in ("pae", "32bit"):
         return end <= 1 << 32
+    if paging == "sunway":
+        return end <= 1 << 53
     width = 48 if paging == "4level" else 57
     if gva < (1 << (width - 1)):
         return end <= 1 << (width - 1)
@@ -377,6 +388,8 @@ def parse_scenario(data) -> Scenario:
         if top.has("nested"):
             raise ScenarioError(f"nested: not allowed in {mode} mode")
     else:
+        if guest.paging == "sunway":
+            raise ScenarioError("guest.paging: Sunway guests run in native or flat mode")
         nested = _parse_nested(top.raw("nested"), mode, maxphyaddr, guest)
     if mode == "flat":
         flat = _parse_flat(top.raw("flat"), maxphyaddr, guest)
@@ -486,15 +499,16 @@ def _check_phys(value: int, path: str, maxphyaddr: int, limit_bits: Optional[int
 
 
 def _parse_guest(f: _Fields, maxphyaddr: int) -> GuestConfig:
-    paging = f.string("paging", choices=("4level", "5level", "pae", "32bit"))
+    paging = f.string("paging", choices=("4level", "5level", "pae", "32bit", "sunway"))
     if f.has("tables"):
         return _parse_given_tables(f, paging, maxphyaddr)
     if f.has("cr3"):
         raise ScenarioError(f"{f.at('cr3')}: only with guest.tables (otherwise the tables "
                             f"are built from mappings)")
     table_base = f.hex("table_base", "0x100000")
-    if table_base & 0xFFF:
-        raise ScenarioError(f"{f.at('table_base')}: must be 4 KiB aligned")
+    tsize = table_bytes(paging)
+    if table_base % tsize:
+        raise ScenarioError(f"{f.at('table_base')}: must be {tsize // 1024} KiB aligned")
     # 32-bit paging and PAE load CR3 as a 32-bit value (SDM 4.3, 4.4.1): the root table
     # must lie below 4 GiB.  (32-bit non-root tables are checked as they are allocated.)
     _check_phys(table_base, f.at("table_base"), maxphyaddr,
@@ -531,7 +545,7 @@ def _parse_guest(f: _Fields, maxphyaddr: int) -> GuestConfig:
         _check_phys(gpa, mf.at("gpa"), maxphyaddr, limit)
         _check_phys(gpa + size * pages - 1, mf.at("pages"), maxphyaddr, limit)
         nx = mf.boolean("nx", False)
-        if nx and (paging == "32bit" or not g.efer_nxe):
+        if nx and paging != "sunway" and (paging == "32bit" or not g.efer_nxe):
             raise ScenarioError(f"{mf.at('nx')}: needs efer_nxe and a 64-bit entry format")
         g.mappings.append(GuestMapping(gva, gpa, size, pages, mf.boolean("writable", True),
                                        mf.boolean("user", True), nx,
@@ -552,6 +566,11 @@ def _parse_guest(f: _Fields, maxphyaddr: int) -> GuestConfig:
     return g
 
 
+def table_bytes(paging: str) -> int:
+    """A guest table's frame: 8 KiB of 1024 entries for Sunway, 4 KiB for x86."""
+    return 8192 if paging == "sunway" else FRAME_SIZE
+
+
 # Given tables (model.md 2, "Given tables"): 4 KiB frames in every x86 format, with
 # 1024 4-byte entries (32-bit paging, SDM 4.3) or 512 8-byte entries (PAE, 4/5-level).
 MAX_GIVEN_TABLES = 4096               # the schema's maxItems
@@ -568,7 +587,8 @@ def _parse_given_tables(f: _Fields, paging: str, maxphyaddr: int) -> GuestConfig
         cr4_pse=f.boolean("cr4_pse", True), cr4_smep=f.boolean("cr4_smep", False),
         cr4_smap=f.boolean("cr4_smap", False), mappings=[], overrides=[], tables=[])
     entry_bytes = 4 if paging == "32bit" else 8
-    per_table = FRAME_SIZE // entry_bytes
+    tsize = table_bytes(paging)
+    per_table = tsize // entry_bytes
     raw_tables = f.array("tables")
     if len(raw_tables) > MAX_GIVEN_TABLES:
         raise ScenarioError(f"{f.at('tables')}: at most {MAX_GIVEN_TABLES} tables")
@@ -577,9 +597,9 @@ def _parse_given_tables(f: _Fields, paging: str, maxphyaddr: int) -> GuestConfig
     for i, t in enumerate(raw_tables):
         tf = _Fields(t, f"guest.tables[{i}]", {"gpa", "entries"})
         gpa = tf.hex("gpa")
-        if gpa % FRAME_SIZE:
-            raise ScenarioError(f"{tf.at('gpa')}: not aligned to a 4 KiB table frame")
-        _check_phys(gpa + FRAME_SIZE - 1, tf.at("gpa"), maxphyaddr)
+        if gpa % tsize:
+            raise ScenarioError(f"{tf.at('gpa')}: not aligned to a {tsize // 1024} KiB table frame")
+        _check_phys(gpa + tsize - 1, tf.at("gpa"), maxphyaddr)
         if gpa in seen:
             raise ScenarioError(f"{tf.at('gpa')}: {hx(gpa)} is also guest.tables[{seen[gpa]}]")
         seen[gpa] = i
@@ -606,12 +626,12 @@ def _parse_given_tables(f: _Fields, paging: str, maxphyaddr: int) -> GuestConfig
     cr3 = f.hex("cr3")
     # CR3 holds the root table's address: a whole frame, except PAE, where CR3 bits
     # 31:5 locate the 32-byte PDPT (SDM 4.4.1); 32-bit and PAE CR3 is 32 bits.
-    align = 32 if paging == "pae" else FRAME_SIZE
+    align = 32 if paging == "pae" else tsize
     if cr3 % align:
         raise ScenarioError(f"{f.at('cr3')}: not aligned to {align} bytes")
     if paging in ("pae", "32bit") and cr3 >> 32:
         raise ScenarioError(f"{f.at('cr3')}: {hx(cr3)} is above 4 GiB")
-    if cr3 & ~(FRAME_SIZE - 1) not in seen:
+    if cr3 & ~(tsize - 1) not in seen:
         raise ScenarioError(f"{f.at('cr3')}: {hx(cr3)} is in none of guest.tables")
     g.cr3 = cr3
     return g
@@ -714,9 +734,12 @@ class GuestFormat:
         self.entry_size = 4 if paging == "32bit" else 8
         self.maxphyaddr = maxphyaddr
         self.cr4_pse = cr4_pse
-        self.wide = paging != "32bit"       # 64-bit entries: XD exists (SDM 4.4, 4.5)
+        self.wide = paging not in ("32bit", "sunway")   # 64-bit x86 entries: XD exists
+        self.sunway = paging == "sunway"
 
     def index(self, gva: int, level: int) -> int:
+        if self.sunway:                     # 13 + 10 + 10 + 10 + 10
+            return (gva >> (13 + 10 * (level - 1))) & 0x3FF
         if self.paging == "32bit":          # 10 + 10 + 12 (SDM 4.3)
             return (gva >> (12 + 10 * (level - 1))) & 0x3FF
         if self.paging == "pae" and level == 3:
@@ -724,6 +747,8 @@ class GuestFormat:
         return (gva >> (12 + 9 * (level - 1))) & 0x1FF
 
     def page_size(self, level: int) -> int:
+        if self.sunway:
+            return 8192
         if self.paging == "32bit":
             return 1 << (12 + 10 * (level - 1))
         return 1 << (12 + 9 * (level - 1))
@@ -733,7 +758,7 @@ class GuestFormat:
         or 3 (4/5-level).  Level 1 is always a leaf.  Bit 7 at 4/5 is reserved."""
         if level == 1:
             return True
-        if not entry & PS:
+        if self.sunway or not entry & PS:
             return False
         if self.paging == "32bit":
             return level == 2 and self.cr4_pse
@@ -742,11 +767,15 @@ class GuestFormat:
         return level in (2, 3)
 
     def next_table(self, entry: int) -> int:
+        if self.sunway:
+            return (entry >> 28) << 13
         if self.paging == "32bit":
             return entry & 0xFFFFF000
         return entry & bits(self.maxphyaddr - 1, 12)
 
     def page_frame(self, entry: int, level: int) -> int:
+        if self.sunway:
+            return (entry >> 28) << 13
         size = self.page_size(level)
         if self.paging == "32bit" and level == 2:
             # PSE-36: bits 31:22 in place, bits 39:32 in entry bits 20:13 (SDM 4.3).
@@ -756,6 +785,11 @@ class GuestFormat:
         return entry & bits(self.maxphyaddr - 1, 12) & ~(size - 1)
 
     def leaf_entry(self, m: GuestMapping, gpa: int, level: int) -> int:
+        if self.sunway:
+            e = SW_V | SW_KRE | (SW_URE if m.user else 0)
+            e |= (SW_KWE | (SW_UWE if m.user else 0)) if m.writable else 0
+            e |= (SW_ASM if m.global_ else 0) | (SW_FOE if m.nx else 0)
+            return e | ((gpa >> 13) << 28)
         e = P | (RW if m.writable else 0) | (US if m.user else 0)
         e |= (PS if level > 1 else 0) | (GLB if m.global_ else 0) | (XD if m.nx else 0)
         if self.paging == "32bit" and level == 2:
@@ -766,11 +800,12 @@ class GuestFormat:
 class Allocator:
     """A bump allocator of table frames: base + k*4096 (model.md 3)."""
 
-    def __init__(self, base: int, limit_bits: int, path: str):
+    def __init__(self, base: int, limit_bits: int, path: str, step: int = FRAME_SIZE):
         self.base, self.count, self.limit_bits, self.path = base, 0, limit_bits, path
+        self.step = step
 
     def next(self) -> int:
-        frame = self.base + self.count * FRAME_SIZE
+        frame = self.base + self.count * self.step
         if frame >= 1 << self.limit_bits:
             raise ScenarioError(f"{self.path}: table frames run past 2^{self.limit_bits}")
         self.count += 1
@@ -1036,7 +1071,8 @@ def build_guest_tables(m: Machine) -> None:
     g, fmt = m.sc.guest, m.fmt
     # 32-bit non-leaf PDEs hold only address bits 31:12 (SDM 4.3).
     limit = 32 if g.paging == "32bit" else m.sc.maxphyaddr
-    m.guest_alloc = Allocator(g.table_base, limit, "guest.table_base")
+    m.guest_alloc = Allocator(g.table_base, limit, "guest.table_base",
+                              table_bytes(g.paging))
     for space in range(g.address_spaces):
         m.cr3 = new_guest_table(m, "guest.table_base")
         m.cr3s.append(m.cr3)
@@ -1057,9 +1093,13 @@ def build_mappings(m: Machine) -> None:
                 entry = guest_read(m, addr, mp.path)
                 if entry == 0:
                     table = new_guest_table(m, mp.path)
-                    # A PAE PDPTE has only P (bits 2:1 are reserved there, SDM 4.4.1).
-                    flags = P if (g.paging == "pae" and level == 3) else (P | RW | US)
-                    guest_write(m, addr, flags | table, mp.path)
+                    # A PAE PDPTE has only P (bits 2:1 are reserved there, SDM 4.4.1);
+                    # a Sunway pointer is V and the frame number at 63:28.
+                    if fmt.sunway:
+                        guest_write(m, addr, SW_V | ((table >> 13) << 28), mp.path)
+                    else:
+                        flags = P if (g.paging == "pae" and level == 3) else (P | RW | US)
+                        guest_write(m, addr, flags | table, mp.path)
                 elif fmt.is_leaf(entry, level):
                     raise ScenarioError(f"{mp.path}: overlaps an earlier guest mapping")
                 else:
@@ -1086,7 +1126,8 @@ def guest_entry_gpa(m: Machine, gva: int, level: int, path: str) -> tuple[int, i
             raise ScenarioError(f"{path}: level {lvl} entry on the way is not present")
         if fmt.is_leaf(entry, lvl):
             raise ScenarioError(f"{path}: level {lvl} entry on the way maps a page")
-        table = entry & BUILD_TABLE_BITS      # a 32-bit entry: bits 31:12
+        # a 32-bit entry: bits 31:12; Sunway: the frame number at 63:28
+        table = fmt.next_table(entry) if fmt.sunway else entry & BUILD_TABLE_BITS
     return table + fmt.index(gva, level) * fmt.entry_size, table
 
 
@@ -1458,6 +1499,11 @@ def guest_reserved(m: Machine, entry: int, level: int, leaf: bool) -> bool:
     """Reserved bits of a present guest entry (SDM 4.3 Fig. 4-4, 4.4.2 Table 4-8..,
     4.5 Tables 4-15..4-19), as the model lists them."""
     g, M = m.sc.guest, m.sc.maxphyaddr
+    if g.paging == "sunway":
+        # bits 7:5, 11:10, 27:14 and a frame number beyond MAXPHYADDR (model.md 1)
+        if entry & (bits(7, 5) | bits(11, 10) | bits(27, 14)):
+            return True
+        return ((entry >> 28) << 13) >= 1 << M
     if g.paging == "32bit":
         if leaf and level == 2:
             # PSE-36: bits 20:13 carry address bits 39:32; those above MAXPHYADDR
@@ -1483,9 +1529,35 @@ def guest_reserved(m: Machine, entry: int, level: int, leaf: bool) -> bool:
     return bool(entry & reserved)
 
 
+def guest_flags(fmt: GuestFormat, entry: int, level: int) -> list:
+    if fmt.sunway:
+        return [n for b, n in SW_FLAGS if entry >> b & 1]
+    return x86_flags(entry, level, fmt.wide)
+
+
+def sunway_rights(acc: Access, entry: int) -> Optional[str]:
+    """Sunway rights, leaf only (model.md 1): read and fetch need KRE (URE for a user
+    access), write KWE (UWE); then the fault-on bit of the access faults."""
+    need = {"write": SW_UWE if acc.user else SW_KWE}.get(acc.op, SW_URE if acc.user else SW_KRE)
+    if not entry & need:
+        return "permission"
+    if entry & {"read": SW_FOR, "write": SW_FOW, "fetch": SW_FOE}[acc.op]:
+        return "fault_on"
+    return None
+
+
 def guest_page_fault(m: Machine, reason: str, level: int, acc: Access) -> Fault:
-    """Guest #PF error code (SDM 4.7)."""
+    """Guest #PF error code (SDM 4.7); for a Sunway guest the memory-management code:
+    0 not valid, 1 access violation (rights or reserved bits), 2/3/4 fault on read,
+    write, execute (model.md 1)."""
     g = m.sc.guest
+    if m.fmt.sunway:
+        code = {"not_present": 0, "reserved": 1, "permission": 1}.get(reason)
+        if code is None:
+            code = {"read": 2, "write": 3, "fetch": 4}[acc.op]
+        return Fault("guest_page_fault", {
+            "dim": "guest", "level": level, "stage": level, "reason": reason, "vector": 14,
+            "error_code": hx(code), "cr2": hx(acc.gva)})
     code = 0 if reason == "not_present" else 1
     code |= 2 if acc.op == "write" else 0
     code |= 4 if acc.user else 0
@@ -1587,7 +1659,7 @@ def guest_walk(m: Machine, t: Trace, acc: Access) -> tuple[int, int]:
             entry_hpa = ntr.hpa
         entry = m.mem.read(entry_hpa, fmt.entry_size)
         s = t.step("read", "guest", level, level, None if native else entry_gpa, table,
-                   index, entry_hpa, entry, x86_flags(entry, level, fmt.wide))
+                   index, entry_hpa, entry, guest_flags(fmt, entry, level))
         walked.append(WalkedEntry(level, None if native else entry_gpa, table, index,
                                   entry_hpa, ntr))
         if not entry & P:
@@ -1604,9 +1676,14 @@ def guest_walk(m: Machine, t: Trace, acc: Access) -> tuple[int, int]:
             table = fmt.next_table(entry)
             continue
         s["result"] = "page"
-        if not guest_permits(m, acc, rw, us, xd):
+        if fmt.sunway:
+            why = sunway_rights(acc, entry)
+            if why:
+                raise guest_page_fault(m, why, level, acc)
+        elif not guest_permits(m, acc, rw, us, xd):
             raise guest_page_fault(m, "permission", level, acc)
-        update_guest_ad(m, t, acc, walked)
+        else:
+            update_guest_ad(m, t, acc, walked)      # Sunway has no hardware A/D
         size = fmt.page_size(level)
         return fmt.page_frame(entry, level) | (acc.gva & (size - 1)), size
     raise AssertionError("level 1 is always a leaf")

@@ -11,6 +11,8 @@ The same comparison runs on seeds 0..F-1 (F = $DIFF_FLAT_SCENARIOS, default 200)
 gen.random_flat_scenario (mode flat; artifact diff-fail-flat-SEED.json), on seeds 0..S-1
 (S = $DIFF_SHADOW_SCENARIOS, default 200) of gen.random_shadow_scenario (mode shadow,
 4level/5level guests, with page-table writes, mov cr3 and invlpg; diff-fail-shadow-SEED.json),
+on seeds 0..W-1 (W = $DIFF_SUNWAY_SCENARIOS, default 150) of gen.random_sunway_scenario
+(Sunway guests, native and flat; diff-fail-sunway-SEED.json),
 and on seeds 0..R-1 (R = $DIFF_RAW_SCENARIOS, default 500) of
 gen.random_raw_scenario: guests whose page tables are given as they are (guest.tables
 with guest.cr3), random table graphs with shared subtrees, cycles, large pages,
@@ -48,6 +50,7 @@ N_SCENARIOS = int(os.environ.get("DIFF_SCENARIOS", "400"))
 N_RAW_SCENARIOS = int(os.environ.get("DIFF_RAW_SCENARIOS", "500"))
 N_FLAT_SCENARIOS = int(os.environ.get("DIFF_FLAT_SCENARIOS", "200"))
 N_SHADOW_SCENARIOS = int(os.environ.get("DIFF_SHADOW_SCENARIOS", "200"))
+N_SUNWAY_SCENARIOS = int(os.environ.get("DIFF_SUNWAY_SCENARIOS", "150"))
 CHUNK = 25
 TIMEOUT_S = 60
 
@@ -128,7 +131,8 @@ def check_seed(seed: int, tmpdir: str, raw=False):
     True for gen.random_raw_scenario (given guest tables), or the name of another
     generator ("flat": gen.random_flat_scenario)."""
     make = {False: gen.random_scenario, True: gen.random_raw_scenario,
-            "flat": gen.random_flat_scenario, "shadow": gen.random_shadow_scenario}[raw]
+            "flat": gen.random_flat_scenario, "shadow": gen.random_shadow_scenario,
+            "sunway": gen.random_sunway_scenario}[raw]
     scenario = make(random.Random(seed))
     if raw:
         seed = f"{'raw' if raw is True else raw}-{seed}"
@@ -166,6 +170,7 @@ CHUNKS = chunks(N_SCENARIOS)
 RAW_CHUNKS = chunks(N_RAW_SCENARIOS)
 FLAT_CHUNKS = chunks(N_FLAT_SCENARIOS)
 SHADOW_CHUNKS = chunks(N_SHADOW_SCENARIOS)
+SUNWAY_CHUNKS = chunks(N_SUNWAY_SCENARIOS)
 
 
 @pytest.mark.parametrize("seeds", CHUNKS, ids=[f"seeds-{c[0]}-{c[-1]}" for c in CHUNKS])
@@ -186,6 +191,11 @@ def test_differential_flat(seeds, tmp_path):
 @pytest.mark.parametrize("seeds", SHADOW_CHUNKS, ids=[f"shadow-{c[0]}-{c[-1]}" for c in SHADOW_CHUNKS])
 def test_differential_shadow(seeds, tmp_path):
     run_chunk(seeds, tmp_path, raw="shadow")
+
+
+@pytest.mark.parametrize("seeds", SUNWAY_CHUNKS, ids=[f"sunway-{c[0]}-{c[-1]}" for c in SUNWAY_CHUNKS])
+def test_differential_sunway(seeds, tmp_path):
+    run_chunk(seeds, tmp_path, raw="sunway")
 
 
 def run_chunk(seeds, tmp_path, raw) -> None:
