@@ -636,8 +636,9 @@ def _make_flat(rng: random.Random, sc: dict) -> bool:
 
 
 def random_shadow_scenario(rng: random.Random) -> dict:
-    """A seeded random valid scenario in mode shadow (model.md 1, "Shadow paging") for a
-    4level or 5level guest: a 2-D scenario of random_scenario made shadow. The nested
+    """A seeded random valid scenario in mode shadow (model.md 1, "Shadow paging"), any
+    x86 guest (32bit and pae under a PAE-format shadow): a 2-D scenario of
+    random_scenario made shadow. The nested
     mappings of the data become the VMM's memory slots (4 KiB frames); the guest table
     window (4 MiB from table_base rounded down to 2 MiB) is one slot into the upper half
     of the 8 MiB host window the nested tables would have used, whose lower half takes
@@ -647,10 +648,9 @@ def random_shadow_scenario(rng: random.Random) -> dict:
     set A/D), mov cr3 and invlpg."""
     for _ in range(100):
         sc = random_scenario(rng)
-        if sc["mode"] != "native" and sc["guest"]["paging"] in ("4level", "5level") \
-                and _make_shadow(rng, sc):
+        if sc["mode"] != "native" and _make_shadow(rng, sc):
             return sc
-    raise GeneratorError("no 2-D 4level/5level scenario that works shadow in 100 draws")
+    raise GeneratorError("no 2-D scenario that works shadow in 100 draws")
 
 
 def _make_shadow(rng: random.Random, sc: dict) -> bool:
@@ -682,13 +682,13 @@ def _make_shadow(rng: random.Random, sc: dict) -> bool:
     # kernel-like settings the shadow model runs under
     g.pop("cr0_wp", None)
     maps = g.get("mappings", [])
-    top = 5 if g["paging"] == "5level" else 4
+    top = {"5level": 5, "4level": 4, "pae": 3, "32bit": 2}[g["paging"]]
     out = []
     for a in sc["accesses"]:
         p = rng.random()
         if maps and p < 0.1:
             m = rng.choice(maps)
-            leaf = {"4K": 1, "2M": 2, "1G": 3}[m.get("page", "4K")]
+            leaf = {"4K": 1, "2M": 2, "1G": 3, "4M": 2}[m.get("page", "4K")]
             bit = rng.choice([("0x0", "0x2"), ("0x0", "0x1"), ("0x20", "0x0"),
                               ("0x40", "0x0"), ("0x2", "0x0"), ("0x0", "0x4")])
             out.append({"pte_write": {"gva": m["gva"], "level": rng.randint(leaf, top),

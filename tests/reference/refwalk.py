@@ -7,10 +7,10 @@ This file is written from wasm-core/docs/model.md (the contract), the Intel SDM 
 (test_differential.py) runs both on random scenarios and compares the results field by
 field, so a bug in either shows up as a difference.
 
-Modes: native, ept, npt, flat (x86 and Sunway guests) and shadow (4level/5level guests,
-with address spaces, mov cr3, invlpg and guest page-table writes). Not modelled here:
-the PAE-format shadow of 32bit/pae guests, caches, VMFUNC and VMCALL (scenarios with
-them are rejected as not modelled, or by unknown keys).
+Modes: native, ept, npt, flat (x86 and Sunway guests) and shadow (x86 guests, 32bit and
+pae under a PAE-format shadow; address spaces, mov cr3, invlpg and guest page-table
+writes). Not modelled here: caches, VMFUNC and VMCALL (scenarios with them are rejected
+by unknown keys).
 
     run(scenario_dict) -> result_dict           (model.md section 5)
     python3 refwalk.py run FILE                 prints the result JSON
@@ -397,9 +397,8 @@ def parse_scenario(data) -> Scenario:
         raise ScenarioError("flat: only in flat mode")
     if mode == "shadow":
         shadow = _parse_shadow(top.raw("shadow"), maxphyaddr)
-        if guest.paging not in ("4level", "5level"):
-            raise ScenarioError("guest.paging: this reference models shadow paging for "
-                                "4level and 5level guests (not the PAE-format shadow)")
+        if guest.paging == "sunway":
+            raise ScenarioError("guest.paging: Sunway guests run in native or flat mode")
     elif top.has("shadow"):
         raise ScenarioError("shadow: only in shadow mode")
 
@@ -1792,23 +1791,52 @@ def shadow_translate(m: Machine, acc: Access) -> dict:
     return out
 
 
+def pae_shadow(m: Machine) -> bool:
+    """32-bit and PAE guests get a PAE-format shadow (KVM keeps CR4.PAE set)."""
+    return m.fmt.paging in ("32bit", "pae")
+
+
+def shadow_top(m: Machine) -> int:
+    return 3 if pae_shadow(m) else m.fmt.top
+
+
+def shadow_index(m: Machine, gva: int, level: int) -> int:
+    if pae_shadow(m):
+        return (gva >> 30) & 3 if level == 3 else (gva >> (12 + 9 * (level - 1))) & 0x1FF
+    return m.fmt.index(gva, level)
+
+
+def shadow_shift(m: Machine, level: int) -> int:
+    return 12 + 9 * (level - 1)
+
+
 def shadow_walk(m: Machine, t: Trace, acc: Access, root: int) -> Optional[int]:
     """The MMU's walk of the shadow table (steps in dim nested, stage 0): the hpa, or
-    None for a hidden page fault (a not-present entry, or rights the access lacks)."""
+    None for a hidden page fault (a not-present entry, or rights the access lacks).
+    Under a PAE-format shadow the PDPTE comes from a register (a pdpte step)."""
     fmt, table = m.fmt, root
     rw = us = True
     xd = False
-    for level in range(fmt.top, 0, -1):
-        index = fmt.index(acc.gva, level)
+    for level in range(shadow_top(m), 0, -1):
+        index = shadow_index(m, acc.gva, level)
         addr = table + index * 8
         entry = m.mem.read(addr, 8)
+        if pae_shadow(m) and level == 3:
+            s = t.step("pdpte", "nested", 3, 0, None, table, index, addr, entry,
+                       pdpte_flags(entry))
+            if not entry & P:
+                s["result"] = "not_present"
+                return None
+            s["result"] = "table"
+            table = entry & bits(m.sc.maxphyaddr - 1, 12)
+            continue
         s = t.step("read", "nested", level, 0, None, table, index, addr, entry,
                    x86_flags(entry, level, True))
         if not entry & P:
             s["result"] = "not_present"
             return None
         rw, us = rw and bool(entry & RW), us and bool(entry & US)
-        xd = xd or (m.sc.guest.efer_nxe and bool(entry & XD))
+        xd = xd or (fmt.wide and m.sc.guest.efer_nxe and bool(entry & XD))
         if level > 1:
             s["result"] = "table"
             table = entry & bits(m.sc.maxphyaddr - 1, 12)
@@ -1831,18 +1859,30 @@ def vmm_walk(m: Machine, t: Trace, acc: Access):
     rw = us = True
     xd = False
     walked = []
+    es = fmt.entry_size
     for level in range(fmt.top, 0, -1):
         index = fmt.index(acc.gva, level)
-        egpa = table + index * 8
+        if g.paging == "pae" and level == 3:
+            # the guest's PDPTE registers, as its last mov cr3 loaded them
+            entry = m.pdptes[index]
+            s = t.step("pdpte", "guest", 3, 3, m.cr3 + 8 * index, m.cr3, index,
+                       m.pdpte_hpas[index], entry, pdpte_flags(entry))
+            if not entry & P:
+                s["result"] = "not_present"
+                raise reflect(m, t, "not_present", 3, acc)
+            s["result"] = "table"
+            table = entry & bits(m.sc.maxphyaddr - 1, 12)
+            continue
+        egpa = table + index * es
         ehpa = slot_lookup(m.sc.shadow.mappings, egpa, FRAME_SIZE)
         if ehpa is None:
             # a guest table outside every memory slot: the VMM cannot walk on
             raise Fault("shadow_unmapped", {"dim": "guest", "level": level, "stage": level,
                                             "reason": "unmapped",
                                             "guest_physical_address": hx(egpa)})
-        entry = m.mem.read(ehpa, 8)
+        entry = m.mem.read(ehpa, es)
         s = t.step("vmm_read", "guest", level, level, egpa, table, index, ehpa, entry,
-                   x86_flags(entry, level, True))
+                   guest_flags(fmt, entry, level))
         walked.append((egpa, ehpa))
         if not entry & P:
             s["result"] = "not_present"
@@ -1852,7 +1892,7 @@ def vmm_walk(m: Machine, t: Trace, acc: Access):
             s["result"] = "reserved"
             raise reflect(m, t, "reserved", level, acc)
         rw, us = rw and bool(entry & RW), us and bool(entry & US)
-        xd = xd or (g.efer_nxe and bool(entry & XD))
+        xd = xd or (fmt.wide and g.efer_nxe and bool(entry & XD))
         if not leaf:
             s["result"] = "table"
             table = fmt.next_table(entry)
@@ -1861,16 +1901,16 @@ def vmm_walk(m: Machine, t: Trace, acc: Access):
         if not guest_permits(m, acc, rw, us, xd):
             raise reflect(m, t, "permission", level, acc)
         for i, (_, ehpa2) in enumerate(walked):
-            cur = m.mem.read(ehpa2, 8)
+            cur = m.mem.read(ehpa2, es)
             new = cur | ACC | (DIRTY if i == len(walked) - 1 and acc.op == "write" else 0)
             if new != cur:
-                m.mem.write(ehpa2, 8, new)
+                m.mem.write(ehpa2, es, new)
                 t.ad_writes += 1
         for egpa2, _ in walked:
             m.wp.add(egpa2 >> 12)
         m.counters["write_protected_pages"] = len(m.wp)
         size = fmt.page_size(level)
-        dirty = bool(m.mem.read(walked[-1][1], 8) & DIRTY)
+        dirty = bool(m.mem.read(walked[-1][1], es) & DIRTY)
         gpa = fmt.page_frame(entry, level) | (acc.gva & (size - 1))
         return gpa, size, (rw and dirty, us, xd)
     raise AssertionError("level 1 is always a leaf")
@@ -1894,16 +1934,17 @@ def shadow_fill(m: Machine, t: Trace, acc: Access, root: int, gpa: int, rights) 
                                         "reason": "unmapped",
                                         "guest_physical_address": hx(gpa)})
     table = root
-    for level in range(fmt.top, 1, -1):
-        addr = table + fmt.index(acc.gva, level) * 8
+    for level in range(shadow_top(m), 1, -1):
+        addr = table + shadow_index(m, acc.gva, level) * 8
         entry = m.mem.read(addr, 8)
         if not entry & P:
             new = new_shadow_table(m)
-            m.mem.write(addr, 8, new | P | RW | US)
+            # a shadow PDPTE has only P (bits 2:1 are reserved there)
+            m.mem.write(addr, 8, new | (P if pae_shadow(m) and level == 3 else P | RW | US))
             table = new
         else:
             table = entry & bits(m.sc.maxphyaddr - 1, 12)
-    index = fmt.index(acc.gva, 1)
+    index = shadow_index(m, acc.gva, 1)
     value = data | P | (US if us else 0) | (XD if xd else 0)
     if rw and (gpa >> 12) not in m.wp:
         value |= RW
@@ -1950,11 +1991,19 @@ def run_event(m: Machine, ev: Event) -> dict:
                 t.step("vmexit", "nested", 1, 0, None, 0, 0, 0, 0, [], "pt_write")
             entry = guest_read(m, addr, "accesses.pte_write")
             guest_write(m, addr, (entry & ~ev.clear) | ev.set, "accesses.pte_write")
-            if sh:
-                # the shadow entry for that gva and level is zapped in every address
-                # space's shadow table (model.md 1: the VMM keeps no reverse map)
-                for root in m.sroots:
-                    shadow_zap(m, root, ev.gva, ev.level)
+            if sh and not (m.sc.guest.paging == "pae" and ev.level == 3):
+                # the shadow entries for that gva and level are zapped in every address
+                # space's shadow table (model.md 1: the VMM keeps no reverse map); a
+                # 32-bit guest's 4 MiB directory entry stood for two 2 MiB shadow ones.
+                # (A PAE guest's PDPT write takes effect at its next mov cr3.)
+                gshift = 12 + (10 if m.fmt.paging == "32bit" else 9) * (ev.level - 1)
+                sl = ev.level
+                while sl > 1 and shadow_shift(m, sl) > gshift:
+                    sl -= 1
+                base = ev.gva & ~((1 << gshift) - 1)
+                for va in range(base, base + (1 << gshift), 1 << shadow_shift(m, sl)):
+                    for root in m.sroots:
+                        shadow_zap(m, root, va, sl)
     out["exit"] = t.exits > 0
     out.update({"memory_refs": 0, "guest_refs": 0, "nested_refs": 0, "ad_writes": 0,
                 "exits": t.exits, "cache": None, "fault": None, "steps": t.steps})
@@ -1976,13 +2025,13 @@ def pte_write_target(m: Machine, ev: Event) -> Optional[int]:
 
 
 def shadow_zap(m: Machine, root: int, gva: int, level: int) -> None:
-    fmt, table = m.fmt, root
-    for lvl in range(fmt.top, level, -1):
-        entry = m.mem.read(table + fmt.index(gva, lvl) * 8, 8)
+    table = root
+    for lvl in range(shadow_top(m), level, -1):
+        entry = m.mem.read(table + shadow_index(m, gva, lvl) * 8, 8)
         if not entry & P:
             return
         table = entry & bits(m.sc.maxphyaddr - 1, 12)
-    m.mem.write(table + fmt.index(gva, level) * 8, 8, 0)
+    m.mem.write(table + shadow_index(m, gva, level) * 8, 8, 0)
 
 
 # ---------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ saved to tests/artifacts/diff-fail-SEED.json (re-run it with
 The same comparison runs on seeds 0..F-1 (F = $DIFF_FLAT_SCENARIOS, default 200) of
 gen.random_flat_scenario (mode flat; artifact diff-fail-flat-SEED.json), on seeds 0..S-1
 (S = $DIFF_SHADOW_SCENARIOS, default 200) of gen.random_shadow_scenario (mode shadow,
-4level/5level guests, with page-table writes, mov cr3 and invlpg; diff-fail-shadow-SEED.json),
+every x86 guest, with page-table writes, mov cr3 and invlpg; diff-fail-shadow-SEED.json),
 on seeds 0..W-1 (W = $DIFF_SUNWAY_SCENARIOS, default 150) of gen.random_sunway_scenario
 (Sunway guests, native and flat; diff-fail-sunway-SEED.json),
 and on seeds 0..R-1 (R = $DIFF_RAW_SCENARIOS, default 500) of
