@@ -599,11 +599,11 @@ def random_flat_scenario(rng: random.Random) -> dict:
     tables would have used; guest_ram is mostly 4 GiB, sometimes less, so that some
     gpas fall beyond it; prefill half the time."""
     raw = rng.random() < 0.5
-    for _ in range(50):
+    for _ in range(400):
         sc = (random_raw_scenario if raw else random_scenario)(rng)
         if sc["mode"] != "native" and _make_flat(rng, sc):
             return sc
-    raise GeneratorError("no 2-D scenario that works flat in 50 draws")
+    raise GeneratorError("no 2-D scenario that works flat in 400 draws")
 
 
 def _make_flat(rng: random.Random, sc: dict) -> bool:

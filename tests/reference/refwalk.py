@@ -1991,9 +1991,10 @@ def run_event(m: Machine, ev: Event) -> dict:
                 t.step("vmexit", "nested", 1, 0, None, 0, 0, 0, 0, [], "pt_write")
             entry = guest_read(m, addr, "accesses.pte_write")
             guest_write(m, addr, (entry & ~ev.clear) | ev.set, "accesses.pte_write")
-            if sh and not (m.sc.guest.paging == "pae" and ev.level == 3):
-                # the shadow entries for that gva and level are zapped in every address
-                # space's shadow table (model.md 1: the VMM keeps no reverse map); a
+            if sh and (addr >> 12) in m.wp and not (m.sc.guest.paging == "pae" and ev.level == 3):
+                # the VMM saw the write: the shadow entries for that gva and level are
+                # zapped in every address space's shadow table (model.md 1: it keeps no
+                # reverse map); a
                 # 32-bit guest's 4 MiB directory entry stood for two 2 MiB shadow ones.
                 # (A PAE guest's PDPT write takes effect at its next mov cr3.)
                 gshift = 12 + (10 if m.fmt.paging == "32bit" else 9) * (ev.level - 1)

@@ -384,10 +384,14 @@ void shadow_event(machine *m, const vm_access *a, vm_result *r)
     uint64_t egpa, hpa;
     if (!guest_entry_addr(m, a->gva, (int)a->eptp_index, &egpa, &hpa))
         return;     /* nothing to write at that level: the guest would write elsewhere */
-    if (wp_contains(m, egpa >> 12))
+    bool seen = wp_contains(m, egpa >> 12);
+    if (seen)
         vm_exit(m, r, EXIT_PT_WRITE);   /* the page is write-protected: exit, emulate, resync */
     uint64_t e = mem_read(&m->mem, hpa, es);
     mem_write_existing(&m->mem, hpa, es, (e & ~a->clear) | a->set);
+    if (!seen)
+        return;     /* the VMM never walked this frame: no shadow entry came from it, and it
+                       does not see the write (zapping here zapped other address spaces' entries) */
     if (m->s->paging == PAGING_PAE && a->eptp_index == 3)
         return;     /* a PDPT write takes effect at the next mov cr3, which reloads the PDPTEs */
     zap(m, a->gva, (int)a->eptp_index);
