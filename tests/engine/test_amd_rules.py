@@ -158,3 +158,18 @@ def test_gpa_at_or_above_2_48_under_4level_ept_uses_bits_47_0():
     assert b["outcome"] == "ept_violation"             # 0x400000 is not mapped
     assert b["fault"]["guest_physical_address"] == "0x1000000400010"
     assert b["fault"]["qualification"] == "0x181"
+
+
+def test_pae_under_npt_walk_cache_hit_skips_the_pdpte():
+    """With the caches on, a directory entry in the guest walk cache stands for the path
+    above it, the PDPTE included: the second page of the same table reads only its PTE
+    (1 reference, its nested walk answered by the nested TLB), no PDPTE."""
+    sc = copy.deepcopy(PAE)
+    sc["caches"] = {"preset": "x86-server"}
+    sc["guest"]["tables"][2]["entries"]["1"] = "0x201007"
+    sc["accesses"].append({"gva": "0x1010", "op": "read"})
+    first, second = vmsim(sc)["accesses"]
+    assert [s["kind"] for s in first["steps"]][:4] == ["read"] * 4       # PDPTE read once
+    assert second["memory_refs"] == 1
+    assert second["steps"][0]["kind"] == "pwc_hit" and second["steps"][0]["level"] == 2
+    assert not any(s["dim"] == "guest" and s["level"] == 3 for s in second["steps"])

@@ -553,33 +553,7 @@ static inline __attribute__((always_inline)) void guest_walk(machine *m, const v
         tq = table_req(m, 0);
         nested_walk = nested_walk_for(m, record);
     }
-    if (!x64 && s->paging == PAGING_PAE && s->mode == MODE_NPT) {
-        /* AMD nested paging with a legacy-PAE guest has no PDPTE registers: the PDPTE is
-         * read on every walk, through the nested walk of its gpa (APM vol. 2, 15.25.10;
-         * KVM reloads the PDPTRs from memory when NPT is on). A reserved bit is a #PF. */
-        uint32_t idx = (uint32_t)(a->gva >> 30) & 3u;
-        uint64_t egpa = (m->cr3 & 0xFFFFFFE0u) + 8u * idx;
-        nested_out no = {0};
-        tq.stage = 3;
-        if (!nested_walk(m, r, egpa, &tq, &no))
-            return;
-        uint64_t e = mem_read(&m->mem, no.hpa, 8);
-        r->memory_refs++;
-        r->guest_refs++;
-        bool present = e & 1;
-        bool reserved = present && (e & (BIT(1) | BIT(2) | bits_range(8, 5) | bits_range(63, s->maxphyaddr)));
-        vm_step *st = record ? record_step(r) : NULL;
-        if (st)
-            *st = (vm_step){.kind = STEP_READ, .dim = DIM_GUEST, .level = 3, .stage = 3, .gpa_valid = true,
-                            .gpa = egpa, .table = m->cr3 & 0xFFFFFFE0u, .index = idx, .entry_hpa = no.hpa,
-                            .entry = e, .ref = (uint16_t)r->memory_refs,
-                            .result = !present ? RES_NOT_PRESENT : reserved ? RES_RESERVED : RES_TABLE};
-        if (!present || reserved) {
-            report_guest_fault(m, a, r, 3, present ? REASON_RESERVED : REASON_NOT_PRESENT, 0);
-            return;
-        }
-        table = e & bits_range(51, 12);
-    } else if (!x64 && s->paging == PAGING_PAE) {
+    if (!x64 && s->paging == PAGING_PAE && s->mode != MODE_NPT) {
         /* The PDPTE was loaded into a register with CR3: no memory reference now. */
         uint32_t idx = (uint32_t)(a->gva >> 30) & 3u;
         uint64_t e = m->pdpte[idx];
@@ -613,6 +587,34 @@ static inline __attribute__((always_inline)) void guest_walk(machine *m, const v
                                 .table = table, .entry = table, .result = RES_TABLE};
             break;
         }
+    }
+    if (!x64 && s->paging == PAGING_PAE && s->mode == MODE_NPT && top == gf->levels) {
+        /* (after the walk cache: a cached directory entry stands for its PDPTE too) */
+        /* AMD nested paging with a legacy-PAE guest has no PDPTE registers: the PDPTE is
+         * read on every walk, through the nested walk of its gpa (APM vol. 2, 15.25.10;
+         * KVM reloads the PDPTRs from memory when NPT is on). A reserved bit is a #PF. */
+        uint32_t idx = (uint32_t)(a->gva >> 30) & 3u;
+        uint64_t egpa = (m->cr3 & 0xFFFFFFE0u) + 8u * idx;
+        nested_out no = {0};
+        tq.stage = 3;
+        if (!nested_walk(m, r, egpa, &tq, &no))
+            return;
+        uint64_t e = mem_read(&m->mem, no.hpa, 8);
+        r->memory_refs++;
+        r->guest_refs++;
+        bool present = e & 1;
+        bool reserved = present && (e & (BIT(1) | BIT(2) | bits_range(8, 5) | bits_range(63, s->maxphyaddr)));
+        vm_step *st = record ? record_step(r) : NULL;
+        if (st)
+            *st = (vm_step){.kind = STEP_READ, .dim = DIM_GUEST, .level = 3, .stage = 3, .gpa_valid = true,
+                            .gpa = egpa, .table = m->cr3 & 0xFFFFFFE0u, .index = idx, .entry_hpa = no.hpa,
+                            .entry = e, .ref = (uint16_t)r->memory_refs,
+                            .result = !present ? RES_NOT_PRESENT : reserved ? RES_RESERVED : RES_TABLE};
+        if (!present || reserved) {
+            report_guest_fault(m, a, r, 3, present ? REASON_RESERVED : REASON_NOT_PRESENT, 0);
+            return;
+        }
+        table = e & bits_range(51, 12);
     }
     for (int level = top; level >= 1; level--) {
         uint32_t idx = GUEST_FN(x64, x86_64_index(a->gva, level), gf->index(a->gva, level));
