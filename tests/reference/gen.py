@@ -591,6 +591,224 @@ class _Builder:
 
 # --- raw guest tables: guest.tables + guest.cr3 -------------------------------------------
 
+def random_flat_scenario(rng: random.Random) -> dict:
+    """A seeded random valid scenario in mode flat (model.md 1, "Flat nested tables"):
+    a 2-D scenario of either generator (mappings, or given tables) made flat. Its nested
+    mappings become the VMM's memory slots, in 4 KiB frames (nested permissions and
+    overrides have no flat counterpart); the flat table goes in the window the nested
+    tables would have used; guest_ram is mostly 4 GiB, sometimes less, so that some
+    gpas fall beyond it; prefill half the time."""
+    raw = rng.random() < 0.5
+    for _ in range(400):
+        sc = (random_raw_scenario if raw else random_scenario)(rng)
+        if sc["mode"] != "native" and _make_flat(rng, sc):
+            return sc
+    raise GeneratorError("no 2-D scenario that works flat in 400 draws")
+
+
+def _make_flat(rng: random.Random, sc: dict) -> bool:
+    n = sc.pop("nested")
+    sc["mode"] = "flat"
+    sc["name"] = sc["name"].replace("-ept-", "-flat-").replace("-npt-", "-flat-")
+    slots = []
+    for m in n["mappings"]:
+        size = NESTED_SIZES[m.get("page", "4K")]
+        slots.append({"gpa": m["gpa"], "hpa": m["hpa"],
+                      "pages": m.get("pages", 1) * (size // K4)})
+    table_base = int(n.get("table_base", "0x10000000"), 16)
+    maxphy = sc.get("machine", {}).get("maxphyaddr", 46)
+    # slots must lie below guest_ram (model.md 1): those beyond it are dropped, so
+    # that the gpas there fault; the table (ram / 4 KiB x 8 bytes, at most 8 MiB) fits
+    # the 8 MiB window the nested tables would have used
+    ram = min(rng.choice([1 << 32, 1 << 32, 1 << 30, 1 << 28]), 1 << (maxphy - 1))
+    slots = [sl for sl in slots if int(sl["gpa"], 16) + sl["pages"] * K4 <= ram]
+    f = {"guest_ram": hex(ram), "mappings": slots}
+    if table_base != 0x10000000 or rng.random() < 0.5:
+        f["table_base"] = hex(table_base)
+    if rng.random() < 0.5:
+        f["prefill"] = rng.random() < 0.9
+    sc["flat"] = f
+    try:
+        rw.run(sc)
+    except rw.ScenarioError:
+        return False          # a guest table beyond guest_ram: draw again
+    return True
+
+
+def random_shadow_scenario(rng: random.Random) -> dict:
+    """A seeded random valid scenario in mode shadow (model.md 1, "Shadow paging"), any
+    x86 guest (32bit and pae under a PAE-format shadow): a 2-D scenario of
+    random_scenario made shadow. The nested
+    mappings of the data become the VMM's memory slots (4 KiB frames); the guest table
+    window (4 MiB from table_base rounded down to 2 MiB) is one slot into the upper half
+    of the 8 MiB host window the nested tables would have used, whose lower half takes
+    the shadow tables. One to three address spaces, CR3-target values and the
+    paravirtual CR3 cache at random, and events among the accesses: guest page-table
+    writes (on mapped pages, at any level of their path; some of them clear P or RW or
+    set A/D), mov cr3 and invlpg."""
+    for _ in range(100):
+        sc = random_scenario(rng)
+        if sc["mode"] != "native" and _make_shadow(rng, sc):
+            return sc
+    raise GeneratorError("no 2-D scenario that works shadow in 100 draws")
+
+
+def _make_shadow(rng: random.Random, sc: dict) -> bool:
+    n = sc.pop("nested")
+    sc["mode"] = "shadow"
+    sc["name"] = sc["name"].replace("-ept-", "-shadow-").replace("-npt-", "-shadow-")
+    g = sc["guest"]
+    table_base = int(g.get("table_base", "0x100000"), 16)
+    win = table_base // M2 * M2
+    ntb = int(n.get("table_base", "0x10000000"), 16)
+    slots = [{"gpa": hex(win), "hpa": hex(ntb + M4), "pages": M4 // K4}]
+    for m in n["mappings"]:
+        size = NESTED_SIZES[m.get("page", "4K")]
+        gpa, pages = int(m["gpa"], 16), m.get("pages", 1)
+        if gpa < win + M4 and win < gpa + size * pages:
+            continue                                    # the table window has its slot
+        slots.append({"gpa": m["gpa"], "hpa": m["hpa"], "pages": pages * (size // K4)})
+    sh = {"mappings": slots}
+    if ntb != 0x20000000 or rng.random() < 0.3:
+        sh["table_base"] = hex(ntb)
+    spaces = rng.choice([1, 1, 2, 3])
+    if spaces > 1:
+        g["address_spaces"] = spaces
+        if rng.random() < 0.6:
+            sh["cr3_targets"] = rng.randrange(0, spaces + 1)
+        if rng.random() < 0.5:
+            sh["paravirt_cr3_cache"] = rng.random() < 0.8
+    sc["shadow"] = sh
+    # kernel-like settings the shadow model runs under
+    g.pop("cr0_wp", None)
+    maps = g.get("mappings", [])
+    top = {"5level": 5, "4level": 4, "pae": 3, "32bit": 2}[g["paging"]]
+    out = []
+    for a in sc["accesses"]:
+        p = rng.random()
+        if maps and p < 0.1:
+            m = rng.choice(maps)
+            leaf = {"4K": 1, "2M": 2, "1G": 3, "4M": 2}[m.get("page", "4K")]
+            bit = rng.choice([("0x0", "0x2"), ("0x0", "0x1"), ("0x20", "0x0"),
+                              ("0x40", "0x0"), ("0x2", "0x0"), ("0x0", "0x4")])
+            out.append({"pte_write": {"gva": m["gva"], "level": rng.randint(leaf, top),
+                                      "set": bit[0], "clear": bit[1]}})
+        elif spaces > 1 and p < 0.18:
+            out.append({"mov_cr3": rng.randrange(0, spaces)})
+        elif p < 0.21:
+            out.append({"invlpg": a["gva"]})
+        out.append(a)
+    sc["accesses"] = out
+    try:
+        rw.run(sc)
+    except rw.ScenarioError:
+        return False      # a page-table write whose tables lie in no slot: draw again
+    return True
+
+
+K8 = 1 << 13
+
+
+def random_sunway_scenario(rng: random.Random) -> dict:
+    """A seeded random valid Sunway scenario (model.md 1, "Sunway guest paging") in mode
+    native or flat: 8 KiB pages with random rights (KRE/URE/KWE/UWE through writable and
+    user), ASM (global), FOE (nx); guest overrides that clear V, take rights away, set
+    fault-on bits, reserved bits (7:5, 11:10, 27:14) or a frame number beyond
+    MAXPHYADDR; accesses of every kind, user and kernel, mostly to mapped pages. In flat
+    mode the VMM's slots back the table window and the data pages (some left out), and
+    the flat table is filled lazily or prefilled."""
+    r = rng
+    mode = r.choice(["native", "flat"])
+    M = r.choice([40, 44, 46, 48])
+    flat = mode == "flat"
+    top_gpa = 1 << 32 if flat else 1 << (M - 1)
+    if r.random() < 0.3:
+        table_base = 0x100000
+    else:
+        table_base = r.randrange(1, top_gpa // (1 << 22) - 1) * (1 << 22)
+    win = (table_base, table_base + (1 << 22))
+    g = {"paging": "sunway"}
+    if table_base != 0x100000 or r.random() < 0.5:
+        g["table_base"] = hex(table_base)
+    maps, gmaps = [], []
+    for _ in range(r.randint(1, 6)):
+        pages = r.randint(1, 4)
+        gva = r.randrange(0, (1 << 53) // K8 - pages) * K8
+        if r.random() < 0.5 and gmaps:                 # near another: shared tables
+            gva = (gmaps[0][0] + r.randrange(1, 1 << 10) * K8 * 4) % ((1 << 53) - K8 * 8)
+        if any(gva < a + K8 * n and a < gva + K8 * pages for a, _, n in gmaps):
+            continue
+        for _ in range(20):
+            gpa = r.randrange(0, top_gpa // K8 - pages) * K8
+            if gpa + pages * K8 <= win[0] or gpa >= win[1]:
+                break
+        else:
+            continue
+        gmaps.append((gva, gpa, pages))
+        d = {"gva": hex(gva), "gpa": hex(gpa), "page": "8K"}
+        if pages > 1 or r.random() < 0.3:
+            d["pages"] = pages
+        for key, p in (("writable", 0.7), ("user", 0.6), ("nx", 0.25), ("global", 0.2)):
+            if r.random() < 0.7:
+                d[key] = r.random() < p
+        maps.append(d)
+    g["mappings"] = maps
+    bits = [(0, 0x1), (0, 0x100), (0, 0x200), (0, 0x1000), (0, 0x2000), (0x2, 0), (0x4, 0),
+            (0x8, 0), (0x20, 0), (0x400, 0), (0x4000, 0), (1 << (M - 13 + 28), 0),
+            (0x10, 0), (0x300, 0), (0x3000, 0)]
+    candidates = []
+    for _ in range(r.randint(0, 4)):
+        if not gmaps:
+            break
+        gva, _, n = r.choice(gmaps)
+        st, cl = r.choice(bits)
+        candidates.append({"gva": hex(gva + r.randrange(0, n) * K8), "level": r.randint(1, 4),
+                           "set": hex(st), "clear": hex(cl)})
+    acc = []
+    for _ in range(r.randint(20, 40)):
+        if gmaps and r.random() < 0.85:
+            gva, _, n = r.choice(gmaps)
+            va = gva + r.randrange(0, n * K8)
+        else:
+            va = r.randrange(0, 1 << 53)
+        a = {"gva": hex(va), "op": r.choices(["read", "write", "fetch"], [45, 35, 20])[0]}
+        if r.random() < 0.6:
+            a["user"] = r.random() < 0.5
+        acc.append(a)
+    sc = {"name": f"gen-{mode}-sunway", "mode": mode, "machine": {"maxphyaddr": M},
+          "guest": g, "accesses": acc}
+    if flat:
+        hpa = 0x40000000
+        slots = [{"gpa": hex(win[0]), "hpa": hex(hpa), "pages": (1 << 22) // K8}]
+        hpa += 1 << 22
+        for _, gpa, n in gmaps:
+            if r.random() < 0.85:
+                slots.append({"gpa": hex(gpa), "hpa": hex(hpa), "pages": n})
+            hpa += n * K8 + r.randrange(0, 3) * K8
+        f = {"guest_ram": hex(1 << 32), "mappings": slots}
+        if r.random() < 0.5:
+            f["prefill"] = r.random() < 0.5
+        sc["flat"] = f
+    # overrides one by one, each kept only if it still reaches its level (an earlier one
+    # may have cleared V above it)
+    kept = []
+    for o in candidates:
+        g["overrides"] = kept + [o]
+        try:
+            rw.run({**sc, "accesses": []})
+            kept.append(o)
+        except rw.ScenarioError:
+            pass
+    g.pop("overrides", None)
+    if kept:
+        g["overrides"] = kept
+    try:
+        rw.run(sc)
+    except rw.ScenarioError as e:
+        raise GeneratorError(f"generated an invalid Sunway scenario: {e}") from e
+    return sc
+
+
 def random_raw_scenario(rng: random.Random) -> dict:
     """A seeded random valid scenario whose guest page tables are given as they are in
     guest memory (guest.tables with guest.cr3, model.md 2 "Given tables") instead of

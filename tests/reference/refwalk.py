@@ -7,6 +7,11 @@ This file is written from wasm-core/docs/model.md (the contract), the Intel SDM 
 (test_differential.py) runs both on random scenarios and compares the results field by
 field, so a bug in either shows up as a difference.
 
+Modes: native, ept, npt, flat (x86 and Sunway guests) and shadow (x86 guests, 32bit and
+pae under a PAE-format shadow; address spaces, mov cr3, invlpg and guest page-table
+writes). Not modelled here: caches, VMFUNC and VMCALL (scenarios with them are rejected
+by unknown keys).
+
     run(scenario_dict) -> result_dict           (model.md section 5)
     python3 refwalk.py run FILE                 prints the result JSON
 
@@ -34,7 +39,13 @@ from typing import Optional
 # ---------------------------------------------------------------------------------------
 
 FRAME_SIZE = 4096
-PAGE_SIZES = {"4K": 1 << 12, "2M": 1 << 21, "1G": 1 << 30, "4M": 1 << 22}
+PAGE_SIZES = {"4K": 1 << 12, "2M": 1 << 21, "1G": 1 << 30, "4M": 1 << 22, "8K": 1 << 13}
+# Sunway entries (model.md 1, "Sunway guest paging"): valid, fault-on read/write/execute,
+# address-space match, kernel/user read and write enables; the frame number at 63:28.
+SW_V, SW_FOR, SW_FOW, SW_FOE, SW_ASM = 1, 2, 4, 8, 16
+SW_KRE, SW_URE, SW_KWE, SW_UWE = 1 << 8, 1 << 9, 1 << 12, 1 << 13
+SW_FLAGS = [(0, "V"), (1, "FOR"), (2, "FOW"), (3, "FOE"), (4, "ASM"), (8, "KRE"),
+            (9, "URE"), (12, "KWE"), (13, "UWE")]
 
 # Bit positions shared by x86 paging entries (guest tables and NPT, SDM 4.5, APM 15.25.5).
 P, RW, US, PWT, PCD, ACC, DIRTY, PS, GLB = (1 << i for i in range(9))
@@ -160,6 +171,7 @@ class GuestConfig:
     overrides: list
     tables: Optional[list] = None     # guest.tables (then cr3 is given, no mappings)
     cr3: Optional[int] = None         # guest.cr3, with guest.tables
+    address_spaces: int = 1           # copies of the tables built from mappings
 
 
 @dataclass
@@ -176,6 +188,48 @@ class NestedConfig:
 
 
 @dataclass
+class SlotMapping:
+    """A memory slot of the VMM (mode flat or shadow): pages frames of gpa -> hpa."""
+    gpa: int
+    hpa: int
+    pages: int
+    path: str
+
+
+@dataclass
+class FlatConfig:
+    """Mode flat (model.md 1, "Flat nested tables"): one table indexed by gfn."""
+    table_base: int
+    guest_ram: int
+    prefill: bool
+    mappings: list
+    frame: int                        # 8 KiB for a sunway guest, 4 KiB for x86
+
+
+@dataclass
+class ShadowConfig:
+    """Mode shadow (model.md 1, "Shadow paging"): the VMM's memory slots, where its
+    shadow tables go, and the CR3-exit savers."""
+    table_base: int
+    mappings: list
+    cr3_targets: int
+    pv_cache: bool
+
+
+@dataclass
+class Event:
+    """An access-list entry that is no memory access: mov_cr3 (arg: address space),
+    invlpg (gva), pte_write (gva, level, set, clear)."""
+    op: str
+    gva: Optional[int] = None
+    space: int = 0
+    level: int = 0
+    set: int = 0
+    clear: int = 0
+    user: bool = False
+
+
+@dataclass
 class Scenario:
     name: str
     mode: str
@@ -183,6 +237,9 @@ class Scenario:
     guest: GuestConfig
     nested: Optional[NestedConfig]
     accesses: list
+    flat: Optional[FlatConfig] = None
+    shadow: Optional[ShadowConfig] = None
+    address_spaces: int = 1
 
 
 _REQUIRED = object()
@@ -268,12 +325,13 @@ def parse_hex(v, path: str) -> int:
 
 # --- guest paging formats -------------------------------------------------------------
 
-GUEST_TOP_LEVEL = {"4level": 4, "5level": 5, "pae": 3, "32bit": 2}
+GUEST_TOP_LEVEL = {"4level": 4, "5level": 5, "pae": 3, "32bit": 2, "sunway": 4}
 GUEST_PAGES = {                      # page size name -> leaf level, per format (model.md 3.2)
     "4level": {"4K": 1, "2M": 2, "1G": 3},
     "5level": {"4K": 1, "2M": 2, "1G": 3},
     "pae": {"4K": 1, "2M": 2},
     "32bit": {"4K": 1, "4M": 2},
+    "sunway": {"8K": 1},
 }
 NESTED_PAGES = {"4K": 1, "2M": 2, "1G": 3}
 
@@ -283,6 +341,8 @@ def gva_is_canonical(gva: int, paging: str) -> bool:
     32-bit paging and PAE translate 32-bit linear addresses."""
     if paging in ("pae", "32bit"):
         return gva < (1 << 32)
+    if paging == "sunway":
+        return gva < (1 << 53)
     width = 48 if paging == "4level" else 57
     upper = gva >> (width - 1)
     return upper == 0 or upper == (1 << (65 - width)) - 1
@@ -293,6 +353,8 @@ def gva_range_ok(gva: int, length: int, paging: str) -> bool:
     end = gva + length
     if paging in ("pae", "32bit"):
         return end <= 1 << 32
+    if paging == "sunway":
+        return end <= 1 << 53
     width = 48 if paging == "4level" else 57
     if gva < (1 << (width - 1)):
         return end <= 1 << (width - 1)
@@ -304,11 +366,11 @@ def parse_scenario(data) -> Scenario:
     Errors that need the built tables (overlaps, unreachable overrides, unbacked guest
     tables, bad PAE PDPTEs) are raised while building (section 3 below)."""
     top = _Fields(data, "", {"name", "description", "mode", "machine", "guest", "nested",
-                             "accesses"})
+                             "flat", "shadow", "accesses"})
     name = top.string("name")
     if top.has("description"):
         top.string("description")
-    mode = top.string("mode", choices=("native", "ept", "npt"))
+    mode = top.string("mode", choices=("native", "ept", "npt", "flat", "shadow"))
 
     maxphyaddr = 46
     if top.has("machine"):
@@ -318,28 +380,115 @@ def parse_scenario(data) -> Scenario:
     guest = _parse_guest(_Fields(top.raw("guest"), "guest",
                                  {"paging", "table_base", "cr0_wp", "efer_nxe", "cr4_pse",
                                   "cr4_smep", "cr4_smap", "mappings", "overrides", "tables",
-                                  "cr3"}),
+                                  "cr3", "address_spaces"}),
                          maxphyaddr)
 
-    nested = None
-    if mode == "native":
+    nested = flat = shadow = None
+    if mode in ("native", "flat", "shadow"):
         if top.has("nested"):
-            raise ScenarioError("nested: not allowed in native mode")
+            raise ScenarioError(f"nested: not allowed in {mode} mode")
     else:
+        if guest.paging == "sunway":
+            raise ScenarioError("guest.paging: Sunway guests run in native or flat mode")
         nested = _parse_nested(top.raw("nested"), mode, maxphyaddr, guest)
+    if mode == "flat":
+        flat = _parse_flat(top.raw("flat"), maxphyaddr, guest)
+    elif top.has("flat"):
+        raise ScenarioError("flat: only in flat mode")
+    if mode == "shadow":
+        shadow = _parse_shadow(top.raw("shadow"), maxphyaddr)
+        if guest.paging == "sunway":
+            raise ScenarioError("guest.paging: Sunway guests run in native or flat mode")
+    elif top.has("shadow"):
+        raise ScenarioError("shadow: only in shadow mode")
 
     accesses_raw = top.array("accesses")
     if len(accesses_raw) > 4096:
         raise ScenarioError("accesses: at most 4096 entries")
     accesses = []
     for i, a in enumerate(accesses_raw):
+        if isinstance(a, dict) and a.keys() & {"mov_cr3", "invlpg", "pte_write"}:
+            accesses.append(_parse_event(a, f"accesses[{i}]", guest))
+            continue
         f = _Fields(a, f"accesses[{i}]", {"gva", "op", "user"})
         gva = f.hex("gva")
         if not gva_is_canonical(gva, guest.paging):
             raise ScenarioError(f"{f.at('gva')}: not a canonical {guest.paging} address")
         accesses.append(Access(gva, f.string("op", choices=("read", "write", "fetch")),
                                f.boolean("user", False)))
-    return Scenario(name, mode, maxphyaddr, guest, nested, accesses)
+    return Scenario(name, mode, maxphyaddr, guest, nested, accesses, flat, shadow,
+                    guest.address_spaces)
+
+
+def _parse_event(a, path: str, guest: GuestConfig) -> Event:
+    key = next(k for k in ("mov_cr3", "invlpg", "pte_write") if k in a)
+    f = _Fields(a, path, {key})
+    if key == "mov_cr3":
+        n = f.integer("mov_cr3", 0, 63)
+        if n >= guest.address_spaces:
+            raise ScenarioError(f"{f.at('mov_cr3')}: no address space {n}")
+        return Event("mov_cr3", space=n)
+    if key == "invlpg":
+        gva = f.hex("invlpg")
+        if not gva_is_canonical(gva, guest.paging):
+            raise ScenarioError(f"{f.at('invlpg')}: not a canonical {guest.paging} address")
+        return Event("invlpg", gva=gva)
+    pf = _Fields(f.raw("pte_write"), f.at("pte_write"), {"gva", "level", "set", "clear"})
+    gva = pf.hex("gva")
+    if not gva_is_canonical(gva, guest.paging):
+        raise ScenarioError(f"{pf.at('gva')}: not a canonical {guest.paging} address")
+    level = pf.integer("level", 1, GUEST_TOP_LEVEL[guest.paging])
+    set_, clear = pf.hex("set", "0x0"), pf.hex("clear", "0x0")
+    if set_ & clear:
+        raise ScenarioError(f"{pf.at('set')}: set and clear share bits")
+    return Event("pte_write", gva=gva, level=level, set=set_, clear=clear)
+
+
+def _parse_shadow(value, maxphyaddr: int) -> ShadowConfig:
+    f = _Fields(value, "shadow", {"table_base", "mappings", "cr3_targets",
+                                  "paravirt_cr3_cache"})
+    table_base = f.hex("table_base", "0x20000000")
+    if table_base % FRAME_SIZE:
+        raise ScenarioError("shadow.table_base: must be 4 KiB aligned")
+    _check_phys(table_base, "shadow.table_base", maxphyaddr)
+    return ShadowConfig(table_base, _parse_slots(f, "mappings", FRAME_SIZE, maxphyaddr, "shadow"),
+                        f.integer("cr3_targets", 0, 4, 0), f.boolean("paravirt_cr3_cache", False))
+
+
+def _parse_slots(f: "_Fields", key: str, frame: int, maxphyaddr: int, path: str) -> list:
+    """Memory slots: gpa -> hpa in frames of `frame` bytes, both aligned, below
+    2^maxphyaddr."""
+    out = []
+    for i, m in enumerate(f.array(key)):
+        mf = _Fields(m, f"{path}.{key}[{i}]", {"gpa", "hpa", "pages"})
+        gpa, hpa = mf.hex("gpa"), mf.hex("hpa")
+        pages = mf.integer("pages", 1, 1048576, 1)
+        for k, addr in (("gpa", gpa), ("hpa", hpa)):
+            if addr % frame:
+                raise ScenarioError(f"{mf.at(k)}: not aligned to a {frame // 1024} KiB frame")
+            _check_phys(addr, mf.at(k), maxphyaddr)
+            _check_phys(addr + frame * pages - 1, mf.at("pages"), maxphyaddr)
+        out.append(SlotMapping(gpa, hpa, pages, mf.path))
+    return out
+
+
+def _parse_flat(value, maxphyaddr: int, guest: GuestConfig) -> FlatConfig:
+    f = _Fields(value, "flat", {"table_base", "guest_ram", "prefill", "mappings"})
+    frame = 8192 if guest.paging == "sunway" else FRAME_SIZE
+    table_base = f.hex("table_base", "0x10000000")
+    if table_base % FRAME_SIZE:
+        raise ScenarioError("flat.table_base: must be 4 KiB aligned")
+    _check_phys(table_base, "flat.table_base", maxphyaddr)
+    guest_ram = f.hex("guest_ram")
+    if guest_ram == 0 or guest_ram % frame:
+        raise ScenarioError(f"flat.guest_ram: a non-zero multiple of {frame // 1024} KiB")
+    _check_phys(guest_ram - 1, "flat.guest_ram", maxphyaddr)
+    _check_phys(table_base + guest_ram // frame * 8 - 1, "flat.guest_ram", maxphyaddr)
+    slots = _parse_slots(f, "mappings", frame, maxphyaddr, "flat")
+    for sl in slots:
+        if sl.gpa + sl.pages * frame > guest_ram:
+            raise ScenarioError(f"{sl.path}.gpa: the slot runs past flat.guest_ram")
+    return FlatConfig(table_base, guest_ram, f.boolean("prefill", False), slots, frame)
 
 
 def _check_phys(value: int, path: str, maxphyaddr: int, limit_bits: Optional[int] = None):
@@ -349,15 +498,16 @@ def _check_phys(value: int, path: str, maxphyaddr: int, limit_bits: Optional[int
 
 
 def _parse_guest(f: _Fields, maxphyaddr: int) -> GuestConfig:
-    paging = f.string("paging", choices=("4level", "5level", "pae", "32bit"))
+    paging = f.string("paging", choices=("4level", "5level", "pae", "32bit", "sunway"))
     if f.has("tables"):
         return _parse_given_tables(f, paging, maxphyaddr)
     if f.has("cr3"):
         raise ScenarioError(f"{f.at('cr3')}: only with guest.tables (otherwise the tables "
                             f"are built from mappings)")
     table_base = f.hex("table_base", "0x100000")
-    if table_base & 0xFFF:
-        raise ScenarioError(f"{f.at('table_base')}: must be 4 KiB aligned")
+    tsize = table_bytes(paging)
+    if table_base % tsize:
+        raise ScenarioError(f"{f.at('table_base')}: must be {tsize // 1024} KiB aligned")
     # 32-bit paging and PAE load CR3 as a 32-bit value (SDM 4.3, 4.4.1): the root table
     # must lie below 4 GiB.  (32-bit non-root tables are checked as they are allocated.)
     _check_phys(table_base, f.at("table_base"), maxphyaddr,
@@ -366,7 +516,8 @@ def _parse_guest(f: _Fields, maxphyaddr: int) -> GuestConfig:
         paging=paging, table_base=table_base,
         cr0_wp=f.boolean("cr0_wp", True), efer_nxe=f.boolean("efer_nxe", True),
         cr4_pse=f.boolean("cr4_pse", True), cr4_smep=f.boolean("cr4_smep", False),
-        cr4_smap=f.boolean("cr4_smap", False), mappings=[], overrides=[])
+        cr4_smap=f.boolean("cr4_smap", False), mappings=[], overrides=[],
+        address_spaces=f.integer("address_spaces", 1, 64, 1))
 
     for i, m in enumerate(f.array("mappings")):
         mf = _Fields(m, f"guest.mappings[{i}]",
@@ -393,7 +544,7 @@ def _parse_guest(f: _Fields, maxphyaddr: int) -> GuestConfig:
         _check_phys(gpa, mf.at("gpa"), maxphyaddr, limit)
         _check_phys(gpa + size * pages - 1, mf.at("pages"), maxphyaddr, limit)
         nx = mf.boolean("nx", False)
-        if nx and (paging == "32bit" or not g.efer_nxe):
+        if nx and paging != "sunway" and (paging == "32bit" or not g.efer_nxe):
             raise ScenarioError(f"{mf.at('nx')}: needs efer_nxe and a 64-bit entry format")
         g.mappings.append(GuestMapping(gva, gpa, size, pages, mf.boolean("writable", True),
                                        mf.boolean("user", True), nx,
@@ -414,6 +565,11 @@ def _parse_guest(f: _Fields, maxphyaddr: int) -> GuestConfig:
     return g
 
 
+def table_bytes(paging: str) -> int:
+    """A guest table's frame: 8 KiB of 1024 entries for Sunway, 4 KiB for x86."""
+    return 8192 if paging == "sunway" else FRAME_SIZE
+
+
 # Given tables (model.md 2, "Given tables"): 4 KiB frames in every x86 format, with
 # 1024 4-byte entries (32-bit paging, SDM 4.3) or 512 8-byte entries (PAE, 4/5-level).
 MAX_GIVEN_TABLES = 4096               # the schema's maxItems
@@ -421,7 +577,7 @@ MAX_GIVEN_ENTRIES = 1 << 20
 
 
 def _parse_given_tables(f: _Fields, paging: str, maxphyaddr: int) -> GuestConfig:
-    for key in ("mappings", "overrides", "table_base"):
+    for key in ("mappings", "overrides", "table_base", "address_spaces"):
         if f.has(key):
             raise ScenarioError(f"{f.at(key)}: cannot be combined with guest.tables")
     g = GuestConfig(
@@ -430,7 +586,8 @@ def _parse_given_tables(f: _Fields, paging: str, maxphyaddr: int) -> GuestConfig
         cr4_pse=f.boolean("cr4_pse", True), cr4_smep=f.boolean("cr4_smep", False),
         cr4_smap=f.boolean("cr4_smap", False), mappings=[], overrides=[], tables=[])
     entry_bytes = 4 if paging == "32bit" else 8
-    per_table = FRAME_SIZE // entry_bytes
+    tsize = table_bytes(paging)
+    per_table = tsize // entry_bytes
     raw_tables = f.array("tables")
     if len(raw_tables) > MAX_GIVEN_TABLES:
         raise ScenarioError(f"{f.at('tables')}: at most {MAX_GIVEN_TABLES} tables")
@@ -439,9 +596,9 @@ def _parse_given_tables(f: _Fields, paging: str, maxphyaddr: int) -> GuestConfig
     for i, t in enumerate(raw_tables):
         tf = _Fields(t, f"guest.tables[{i}]", {"gpa", "entries"})
         gpa = tf.hex("gpa")
-        if gpa % FRAME_SIZE:
-            raise ScenarioError(f"{tf.at('gpa')}: not aligned to a 4 KiB table frame")
-        _check_phys(gpa + FRAME_SIZE - 1, tf.at("gpa"), maxphyaddr)
+        if gpa % tsize:
+            raise ScenarioError(f"{tf.at('gpa')}: not aligned to a {tsize // 1024} KiB table frame")
+        _check_phys(gpa + tsize - 1, tf.at("gpa"), maxphyaddr)
         if gpa in seen:
             raise ScenarioError(f"{tf.at('gpa')}: {hx(gpa)} is also guest.tables[{seen[gpa]}]")
         seen[gpa] = i
@@ -468,12 +625,12 @@ def _parse_given_tables(f: _Fields, paging: str, maxphyaddr: int) -> GuestConfig
     cr3 = f.hex("cr3")
     # CR3 holds the root table's address: a whole frame, except PAE, where CR3 bits
     # 31:5 locate the 32-byte PDPT (SDM 4.4.1); 32-bit and PAE CR3 is 32 bits.
-    align = 32 if paging == "pae" else FRAME_SIZE
+    align = 32 if paging == "pae" else tsize
     if cr3 % align:
         raise ScenarioError(f"{f.at('cr3')}: not aligned to {align} bytes")
     if paging in ("pae", "32bit") and cr3 >> 32:
         raise ScenarioError(f"{f.at('cr3')}: {hx(cr3)} is above 4 GiB")
-    if cr3 & ~(FRAME_SIZE - 1) not in seen:
+    if cr3 & ~(tsize - 1) not in seen:
         raise ScenarioError(f"{f.at('cr3')}: {hx(cr3)} is in none of guest.tables")
     g.cr3 = cr3
     return g
@@ -576,9 +733,12 @@ class GuestFormat:
         self.entry_size = 4 if paging == "32bit" else 8
         self.maxphyaddr = maxphyaddr
         self.cr4_pse = cr4_pse
-        self.wide = paging != "32bit"       # 64-bit entries: XD exists (SDM 4.4, 4.5)
+        self.wide = paging not in ("32bit", "sunway")   # 64-bit x86 entries: XD exists
+        self.sunway = paging == "sunway"
 
     def index(self, gva: int, level: int) -> int:
+        if self.sunway:                     # 13 + 10 + 10 + 10 + 10
+            return (gva >> (13 + 10 * (level - 1))) & 0x3FF
         if self.paging == "32bit":          # 10 + 10 + 12 (SDM 4.3)
             return (gva >> (12 + 10 * (level - 1))) & 0x3FF
         if self.paging == "pae" and level == 3:
@@ -586,6 +746,8 @@ class GuestFormat:
         return (gva >> (12 + 9 * (level - 1))) & 0x1FF
 
     def page_size(self, level: int) -> int:
+        if self.sunway:
+            return 8192
         if self.paging == "32bit":
             return 1 << (12 + 10 * (level - 1))
         return 1 << (12 + 9 * (level - 1))
@@ -595,7 +757,7 @@ class GuestFormat:
         or 3 (4/5-level).  Level 1 is always a leaf.  Bit 7 at 4/5 is reserved."""
         if level == 1:
             return True
-        if not entry & PS:
+        if self.sunway or not entry & PS:
             return False
         if self.paging == "32bit":
             return level == 2 and self.cr4_pse
@@ -604,11 +766,15 @@ class GuestFormat:
         return level in (2, 3)
 
     def next_table(self, entry: int) -> int:
+        if self.sunway:
+            return (entry >> 28) << 13
         if self.paging == "32bit":
             return entry & 0xFFFFF000
         return entry & bits(self.maxphyaddr - 1, 12)
 
     def page_frame(self, entry: int, level: int) -> int:
+        if self.sunway:
+            return (entry >> 28) << 13
         size = self.page_size(level)
         if self.paging == "32bit" and level == 2:
             # PSE-36: bits 31:22 in place, bits 39:32 in entry bits 20:13 (SDM 4.3).
@@ -618,6 +784,11 @@ class GuestFormat:
         return entry & bits(self.maxphyaddr - 1, 12) & ~(size - 1)
 
     def leaf_entry(self, m: GuestMapping, gpa: int, level: int) -> int:
+        if self.sunway:
+            e = SW_V | SW_KRE | (SW_URE if m.user else 0)
+            e |= (SW_KWE | (SW_UWE if m.user else 0)) if m.writable else 0
+            e |= (SW_ASM if m.global_ else 0) | (SW_FOE if m.nx else 0)
+            return e | ((gpa >> 13) << 28)
         e = P | (RW if m.writable else 0) | (US if m.user else 0)
         e |= (PS if level > 1 else 0) | (GLB if m.global_ else 0) | (XD if m.nx else 0)
         if self.paging == "32bit" and level == 2:
@@ -628,11 +799,12 @@ class GuestFormat:
 class Allocator:
     """A bump allocator of table frames: base + k*4096 (model.md 3)."""
 
-    def __init__(self, base: int, limit_bits: int, path: str):
+    def __init__(self, base: int, limit_bits: int, path: str, step: int = FRAME_SIZE):
         self.base, self.count, self.limit_bits, self.path = base, 0, limit_bits, path
+        self.step = step
 
     def next(self) -> int:
-        frame = self.base + self.count * FRAME_SIZE
+        frame = self.base + self.count * self.step
         if frame >= 1 << self.limit_bits:
             raise ScenarioError(f"{self.path}: table frames run past 2^{self.limit_bits}")
         self.count += 1
@@ -654,6 +826,15 @@ class Machine:
     pdpte_hpas: list = field(default_factory=list)      # where they were loaded from
     guest_alloc: Allocator = None
     nested_alloc: Allocator = None
+    cr3s: list = field(default_factory=list)            # one CR3 per address space
+    asid: int = 0                                       # the active address space
+    # shadow paging: roots per address space, the shadow frame allocator, the guest
+    # page-table frames (gfns) the VMM write-protected, and the counters of model.md 5
+    sroots: list = field(default_factory=list)
+    shadow_alloc: Allocator = None
+    wp: set = field(default_factory=set)
+    pv_cache: list = field(default_factory=list)
+    counters: dict = field(default_factory=dict)
 
     @property
     def nested(self) -> Optional[NestedConfig]:
@@ -662,6 +843,15 @@ class Machine:
     @property
     def ept(self) -> bool:
         return self.sc.mode == "ept"
+
+    @property
+    def flat(self) -> Optional[FlatConfig]:
+        return self.sc.flat
+
+    @property
+    def two_d(self) -> bool:
+        """Guest tables in guest-physical memory, translated per access (ept, npt, flat)."""
+        return self.sc.nested is not None or self.sc.flat is not None
 
 
 def nested_index(gpa: int, level: int) -> int:
@@ -683,16 +873,34 @@ def build(sc: Scenario) -> Machine:
     m.fmt = GuestFormat(sc.guest.paging, sc.maxphyaddr, sc.guest.cr4_pse)
     if sc.nested:
         build_nested_tables(m)
+    if sc.flat:
+        build_flat_table(m)
     if sc.guest.tables is not None:
         place_given_tables(m)           # replaces steps 2 and 3
     else:
         build_guest_tables(m)
         apply_guest_overrides(m)
+    if not m.cr3s:
+        m.cr3s = [m.cr3]
     if sc.guest.paging == "pae":
         load_pdptes(m)
     if sc.nested:
         apply_nested_overrides(m)
+    if sc.shadow:
+        # one shadow root per address space, allocated first (model.md 1)
+        m.shadow_alloc = Allocator(sc.shadow.table_base, sc.maxphyaddr, "shadow.table_base")
+        m.counters = {"hidden_page_faults": 0, "pt_write_exits": 0, "cr3_write_exits": 0,
+                      "reflected_page_faults": 0, "shadow_pages": 0,
+                      "write_protected_pages": 0}
+        m.sroots = [new_shadow_table(m) for _ in m.cr3s]
     return m
+
+
+def new_shadow_table(m: Machine) -> int:
+    frame = m.shadow_alloc.next()
+    m.mem.frames.setdefault(frame >> 12, bytearray(FRAME_SIZE))
+    m.counters["shadow_pages"] += 1
+    return frame
 
 
 def build_nested_tables(m: Machine) -> None:
@@ -721,6 +929,29 @@ def build_nested_tables(m: Machine) -> None:
             if m.mem.read(addr, 8) != 0:
                 raise ScenarioError(f"{mp.path}: overlaps an earlier nested mapping")
             m.mem.write(addr, 8, nested_leaf_entry(m, mp, hpa, leaf_level))
+
+
+def slot_lookup(slots: list, gpa: int, frame: int) -> Optional[int]:
+    """The VMM's memory slots: gpa -> hpa, None outside every slot."""
+    for sl in slots:
+        if sl.gpa <= gpa < sl.gpa + sl.pages * frame:
+            return sl.hpa + (gpa - sl.gpa)
+    return None
+
+
+def build_flat_table(m: Machine) -> None:
+    """Mode flat: the table starts empty (zero: every entry invalid); with prefill every
+    slot frame inside guest_ram is entered now (model.md 1)."""
+    fl = m.flat
+    m.mem.frames.setdefault(fl.table_base >> 12, bytearray(FRAME_SIZE))
+    if not fl.prefill:
+        return
+    for sl in fl.mappings:
+        for k in range(sl.pages):
+            gpa = sl.gpa + k * fl.frame
+            if gpa < fl.guest_ram:
+                m.mem.write(fl.table_base + 8 * (gpa // fl.frame), 8,
+                            (sl.hpa + k * fl.frame) | 1)
 
 
 def new_nested_table(m: Machine) -> int:
@@ -763,6 +994,16 @@ def nested_lookup(m: Machine, gpa: int) -> Optional[int]:
 
 def guest_phys(m: Machine, gpa: int, path: str) -> int:
     """Where a guest table byte lives in host memory (identity in native)."""
+    if m.sc.shadow:
+        hpa = slot_lookup(m.sc.shadow.mappings, gpa, FRAME_SIZE)
+        if hpa is None:
+            raise ScenarioError(f"{path}: guest table gpa {hx(gpa)} is in no memory slot")
+        return hpa
+    if m.flat:
+        hpa = slot_lookup(m.flat.mappings, gpa, m.flat.frame)
+        if hpa is None:
+            raise ScenarioError(f"{path}: guest table gpa {hx(gpa)} is in no memory slot")
+        return hpa
     if not m.nested:
         return gpa
     hpa = nested_lookup(m, gpa)
@@ -783,6 +1024,17 @@ def claim_guest_table_frame(m: Machine, gpa: int, path: str) -> int:
     """A guest table frame at gpa; in ept/npt it must be backed by its own host frame.
     Returns its hpa."""
     hpa = guest_phys(m, gpa, path)
+    if m.sc.shadow:
+        if hpa in m.guest_table_hpas:
+            raise ScenarioError(f"{path}: guest table {hx(gpa)} shares host frame {hx(hpa)}")
+        m.guest_table_hpas.add(hpa)
+    if m.flat:
+        fl = m.flat
+        if fl.table_base <= hpa < fl.table_base + fl.guest_ram // fl.frame * 8:
+            raise ScenarioError(f"{path}: guest table {hx(gpa)} sits on the flat table")
+        if hpa in m.guest_table_hpas:
+            raise ScenarioError(f"{path}: guest table {hx(gpa)} shares host frame {hx(hpa)}")
+        m.guest_table_hpas.add(hpa)
     if m.nested:
         if hpa in m.nested_frames:
             raise ScenarioError(f"{path}: guest table {hx(gpa)} sits on nested table {hx(hpa)}")
@@ -818,8 +1070,18 @@ def build_guest_tables(m: Machine) -> None:
     g, fmt = m.sc.guest, m.fmt
     # 32-bit non-leaf PDEs hold only address bits 31:12 (SDM 4.3).
     limit = 32 if g.paging == "32bit" else m.sc.maxphyaddr
-    m.guest_alloc = Allocator(g.table_base, limit, "guest.table_base")
-    m.cr3 = new_guest_table(m, "guest.table_base")
+    m.guest_alloc = Allocator(g.table_base, limit, "guest.table_base",
+                              table_bytes(g.paging))
+    for space in range(g.address_spaces):
+        m.cr3 = new_guest_table(m, "guest.table_base")
+        m.cr3s.append(m.cr3)
+        build_mappings(m)
+    m.cr3 = m.cr3s[0]
+
+
+def build_mappings(m: Machine) -> None:
+    """The mappings into the address space whose root is m.cr3 (model.md 3 step 2)."""
+    g, fmt = m.sc.guest, m.fmt
     for mp in g.mappings:
         leaf_level = GUEST_PAGES[g.paging][_size_name(mp.size)]
         for k in range(mp.pages):
@@ -830,9 +1092,13 @@ def build_guest_tables(m: Machine) -> None:
                 entry = guest_read(m, addr, mp.path)
                 if entry == 0:
                     table = new_guest_table(m, mp.path)
-                    # A PAE PDPTE has only P (bits 2:1 are reserved there, SDM 4.4.1).
-                    flags = P if (g.paging == "pae" and level == 3) else (P | RW | US)
-                    guest_write(m, addr, flags | table, mp.path)
+                    # A PAE PDPTE has only P (bits 2:1 are reserved there, SDM 4.4.1);
+                    # a Sunway pointer is V and the frame number at 63:28.
+                    if fmt.sunway:
+                        guest_write(m, addr, SW_V | ((table >> 13) << 28), mp.path)
+                    else:
+                        flags = P if (g.paging == "pae" and level == 3) else (P | RW | US)
+                        guest_write(m, addr, flags | table, mp.path)
                 elif fmt.is_leaf(entry, level):
                     raise ScenarioError(f"{mp.path}: overlaps an earlier guest mapping")
                 else:
@@ -859,7 +1125,8 @@ def guest_entry_gpa(m: Machine, gva: int, level: int, path: str) -> tuple[int, i
             raise ScenarioError(f"{path}: level {lvl} entry on the way is not present")
         if fmt.is_leaf(entry, lvl):
             raise ScenarioError(f"{path}: level {lvl} entry on the way maps a page")
-        table = entry & BUILD_TABLE_BITS      # a 32-bit entry: bits 31:12
+        # a 32-bit entry: bits 31:12; Sunway: the frame number at 63:28
+        table = fmt.next_table(entry) if fmt.sunway else entry & BUILD_TABLE_BITS
     return table + fmt.index(gva, level) * fmt.entry_size, table
 
 
@@ -880,7 +1147,9 @@ def load_pdptes(m: Machine) -> None:
         gpa = m.cr3 + 8 * i
         hpa = guest_phys(m, gpa, "guest.cr3" if given else "guest.table_base")
         entry = m.mem.read(hpa, 8)
-        if entry & P and entry & reserved:
+        # AMD nested paging (mode npt) has no PDPTE registers: the walk reads the PDPTE
+        # and a reserved bit is a #PF then (APM vol. 2, 15.25.10), not a #GP here.
+        if entry & P and entry & reserved and m.sc.mode != "npt":
             raise ScenarioError(f"{'guest.tables' if given else 'guest.overrides'}: PDPTE {i} "
                                 f"at {hx(gpa)} has reserved bits set "
                                 f"({hx(entry)}); mov cr3 would raise #GP")
@@ -959,6 +1228,7 @@ class Trace:
     def __init__(self) -> None:
         self.steps: list[dict] = []
         self.guest_refs = self.nested_refs = self.ad_writes = 0
+        self.exits = 0                    # VM exits besides the one a fault ends with
 
     def step(self, kind, dim, level, stage, gpa, table, index, entry_hpa, entry, flags,
              result="") -> dict:
@@ -1095,6 +1365,43 @@ def nested_walk(m: Machine, t: Trace, gpa: int, kind: str, stage: int, gva: int,
     raise AssertionError("level 1 is always a leaf")
 
 
+def flat_walk(m: Machine, t: "Trace", gpa: int, stage: int) -> NestedTranslation:
+    """Mode flat (model.md 1): one reference per gpa, entry = host frame | 1 (valid). An
+    invalid entry is a miss: one exit to the VMM, which finds the frame in its memory
+    slots, writes the entry (a vmm_fill step) and re-enters; the read is repeated. A gpa
+    in no slot is a flat_fault after that exit; a gpa at or beyond guest_ram has no entry
+    in the table at all: the miss exits without a read (the table ends there)."""
+    fl = m.flat
+    gfn = gpa // fl.frame
+    addr = fl.table_base + 8 * gfn
+
+    def unmapped() -> Fault:
+        return Fault("flat_fault", {"dim": "nested", "level": 1, "stage": stage,
+                                    "reason": "unmapped", "guest_physical_address": hx(gpa)})
+
+    if gpa >= fl.guest_ram:
+        t.exits += 1
+        raise unmapped()
+    for attempt in (0, 1):
+        entry = m.mem.read(addr, 8)
+        s = t.step("read", "nested", 1, stage, gpa, fl.table_base, gfn, addr, entry,
+                   ["V"] if entry & 1 else [])
+        if entry & 1:
+            s["result"] = "page"
+            frame = entry & bits(51, 12) & ~(fl.frame - 1)
+            return NestedTranslation(frame | (gpa % fl.frame), 1, fl.frame, EPT_RWX, True)
+        s["result"] = "not_present"
+        t.exits += 1
+        hpa = slot_lookup(fl.mappings, gpa, fl.frame)
+        if hpa is None or attempt:
+            raise unmapped()
+        fill = t.step("vmm_fill", "nested", 1, stage, gpa, fl.table_base, gfn, addr, entry,
+                      ["V"] if entry & 1 else [])
+        fill["result"] = "written"
+        m.mem.write(addr, 8, (hpa & ~(fl.frame - 1)) | 1)
+    raise AssertionError("the second read finds the entry just written")
+
+
 def ept_rwx(entries: list) -> int:
     """AND of the R/W/X bits over EPT entries: the access rights of the translation."""
     acc = EPT_RWX
@@ -1191,6 +1498,11 @@ def guest_reserved(m: Machine, entry: int, level: int, leaf: bool) -> bool:
     """Reserved bits of a present guest entry (SDM 4.3 Fig. 4-4, 4.4.2 Table 4-8..,
     4.5 Tables 4-15..4-19), as the model lists them."""
     g, M = m.sc.guest, m.sc.maxphyaddr
+    if g.paging == "sunway":
+        # bits 7:5, 11:10, 27:14 and a frame number beyond MAXPHYADDR (model.md 1)
+        if entry & (bits(7, 5) | bits(11, 10) | bits(27, 14)):
+            return True
+        return ((entry >> 28) << 13) >= 1 << M
     if g.paging == "32bit":
         if leaf and level == 2:
             # PSE-36: bits 20:13 carry address bits 39:32; those above MAXPHYADDR
@@ -1203,6 +1515,10 @@ def guest_reserved(m: Machine, entry: int, level: int, leaf: bool) -> bool:
         reserved = bits(51, M)
         if level >= 4:
             reserved |= PS
+            if m.sc.mode == "npt":
+                # AMD: PML4E/PML5E bits 8:7 are MBZ (APM vol. 2, 5.3.3; KVM's
+                # nonleaf_bit8_rsvd for AMD guests); Intel ignores bit 8
+                reserved |= GLB
     if not g.efer_nxe:
         reserved |= XD
     if leaf and level == 3:
@@ -1212,9 +1528,35 @@ def guest_reserved(m: Machine, entry: int, level: int, leaf: bool) -> bool:
     return bool(entry & reserved)
 
 
+def guest_flags(fmt: GuestFormat, entry: int, level: int) -> list:
+    if fmt.sunway:
+        return [n for b, n in SW_FLAGS if entry >> b & 1]
+    return x86_flags(entry, level, fmt.wide)
+
+
+def sunway_rights(acc: Access, entry: int) -> Optional[str]:
+    """Sunway rights, leaf only (model.md 1): read and fetch need KRE (URE for a user
+    access), write KWE (UWE); then the fault-on bit of the access faults."""
+    need = {"write": SW_UWE if acc.user else SW_KWE}.get(acc.op, SW_URE if acc.user else SW_KRE)
+    if not entry & need:
+        return "permission"
+    if entry & {"read": SW_FOR, "write": SW_FOW, "fetch": SW_FOE}[acc.op]:
+        return "fault_on"
+    return None
+
+
 def guest_page_fault(m: Machine, reason: str, level: int, acc: Access) -> Fault:
-    """Guest #PF error code (SDM 4.7)."""
+    """Guest #PF error code (SDM 4.7); for a Sunway guest the memory-management code:
+    0 not valid, 1 access violation (rights or reserved bits), 2/3/4 fault on read,
+    write, execute (model.md 1)."""
     g = m.sc.guest
+    if m.fmt.sunway:
+        code = {"not_present": 0, "reserved": 1, "permission": 1}.get(reason)
+        if code is None:
+            code = {"read": 2, "write": 3, "fetch": 4}[acc.op]
+        return Fault("guest_page_fault", {
+            "dim": "guest", "level": level, "stage": level, "reason": reason, "vector": 14,
+            "error_code": hx(code), "cr2": hx(acc.gva)})
     code = 0 if reason == "not_present" else 1
     code |= 2 if acc.op == "write" else 0
     code |= 4 if acc.user else 0
@@ -1268,14 +1610,20 @@ def translate(m: Machine, acc: Access) -> dict:
         if m.nested:
             final = nested_walk(m, t, gpa, acc.op, 0, acc.gva, acc.op)
             out["hpa"], out["nested_page_size"] = hx(final.hpa), final.page_size
+        elif m.flat:
+            final = flat_walk(m, t, gpa, 0)
+            out["hpa"], out["nested_page_size"] = hx(final.hpa), final.page_size
         else:
             out["hpa"] = hx(gpa)
     except Fault as f:
-        out["outcome"], out["exit"], fault = f.outcome, f.outcome != "guest_page_fault", f.info
+        out["outcome"], fault = f.outcome, f.info
+        # a nested fault is one VM exit (a flat miss counted its own, in the walk)
+        if f.outcome not in ("guest_page_fault", "flat_fault"):
+            t.exits += 1
+    out["exit"] = t.exits > 0
     out.update({"memory_refs": t.guest_refs + t.nested_refs, "guest_refs": t.guest_refs,
                 "nested_refs": t.nested_refs, "ad_writes": t.ad_writes,
-                # every fault this model raises in the nested dimension is one VM exit
-                "exits": 1 if out["exit"] else 0, "cache": None,   # no TLB or walk caches here
+                "exits": t.exits, "cache": None,   # no TLB or walk caches here
                 "fault": fault,
                 "steps": t.steps})
     return out
@@ -1284,29 +1632,33 @@ def translate(m: Machine, acc: Access) -> dict:
 def guest_walk(m: Machine, t: Trace, acc: Access) -> tuple[int, int]:
     """The guest dimension (model.md 4.2): returns (final gpa, guest page size)."""
     fmt, g = m.fmt, m.sc.guest
-    native = m.nested is None
+    native = not m.two_d
     # Guest paging-structure accesses: reads, but writes for EPT A/D (SDM 29.3.5) and
     # user writes under NPT (APM 15.25.5).
-    table_kind = "write" if (not native and (not m.ept or m.nested.ad)) else "read"
+    table_kind = "write" if (m.nested and (not m.ept or m.nested.ad)) else "read"
     table = m.cr3
     rw = us = True
     xd = False
     walked: list[WalkedEntry] = []
     for level in range(fmt.top, 0, -1):
         index = fmt.index(acc.gva, level)
-        if g.paging == "pae" and level == 3:
+        if g.paging == "pae" and level == 3 and m.sc.mode != "npt":
             table = pae_pdpte_step(m, t, acc, index)
+            continue
+        if g.paging == "pae" and level == 3:
+            table = npt_pdpte_read(m, t, acc, index)
             continue
         entry_gpa = table + index * fmt.entry_size
         ntr = None
         if native:
             entry_hpa = entry_gpa
         else:
-            ntr = nested_walk(m, t, entry_gpa, table_kind, level, acc.gva, None)
+            ntr = (flat_walk(m, t, entry_gpa, level) if m.flat else
+                   nested_walk(m, t, entry_gpa, table_kind, level, acc.gva, None))
             entry_hpa = ntr.hpa
         entry = m.mem.read(entry_hpa, fmt.entry_size)
         s = t.step("read", "guest", level, level, None if native else entry_gpa, table,
-                   index, entry_hpa, entry, x86_flags(entry, level, fmt.wide))
+                   index, entry_hpa, entry, guest_flags(fmt, entry, level))
         walked.append(WalkedEntry(level, None if native else entry_gpa, table, index,
                                   entry_hpa, ntr))
         if not entry & P:
@@ -1323,19 +1675,44 @@ def guest_walk(m: Machine, t: Trace, acc: Access) -> tuple[int, int]:
             table = fmt.next_table(entry)
             continue
         s["result"] = "page"
-        if not guest_permits(m, acc, rw, us, xd):
+        if fmt.sunway:
+            why = sunway_rights(acc, entry)
+            if why:
+                raise guest_page_fault(m, why, level, acc)
+        elif not guest_permits(m, acc, rw, us, xd):
             raise guest_page_fault(m, "permission", level, acc)
-        update_guest_ad(m, t, acc, walked)
+        else:
+            update_guest_ad(m, t, acc, walked)      # Sunway has no hardware A/D
         size = fmt.page_size(level)
         return fmt.page_frame(entry, level) | (acc.gva & (size - 1)), size
     raise AssertionError("level 1 is always a leaf")
+
+
+def npt_pdpte_read(m: Machine, t: Trace, acc: Access, index: int) -> int:
+    """PAE guest under AMD NPT: no PDPTE registers (APM vol. 2, 15.25.10 legacy PAE with
+    nested paging); the PDPTE is read on every walk, through the nested walk of its gpa,
+    and checked there: not present or reserved bits (2:1, 8:5, 63:MAXPHYADDR) are a #PF.
+    It has no access rights and no A bit."""
+    gpa = m.cr3 + 8 * index
+    ntr = nested_walk(m, t, gpa, "write", 3, acc.gva, None)
+    entry = m.mem.read(ntr.hpa, 8)
+    s = t.step("read", "guest", 3, 3, gpa, m.cr3, index, ntr.hpa, entry,
+               x86_flags(entry, 3, True))
+    if not entry & P:
+        s["result"] = "not_present"
+        raise guest_page_fault(m, "not_present", 3, acc)
+    if entry & (bits(2, 1) | bits(8, 5) | bits(63, m.sc.maxphyaddr)):
+        s["result"] = "reserved"
+        raise guest_page_fault(m, "reserved", 3, acc)
+    s["result"] = "table"
+    return entry & bits(m.sc.maxphyaddr - 1, 12)
 
 
 def pae_pdpte_step(m: Machine, t: Trace, acc: Access, index: int) -> int:
     """PAE: the PDPTE comes from the register loaded at mov cr3 (SDM 4.4.1): no memory
     reference, no nested walk, no access rights, no A bit."""
     entry = m.pdptes[index]
-    native = m.nested is None
+    native = not m.two_d
     s = t.step("pdpte", "guest", 3, 3, None if native else m.cr3 + index * 8, m.cr3, index,
                m.pdpte_hpas[index], entry, pdpte_flags(entry))
     if not entry & P:
@@ -1378,6 +1755,286 @@ def blocked_ad_fault(m: Machine, w: WalkedEntry, acc: Access) -> Fault:
                      0x7 | (1 << 33), w.gpa)
 
 
+# --- shadow paging (model.md 1, "Shadow paging") -------------------------------------
+
+def shadow_translate(m: Machine, acc: Access) -> dict:
+    """One access under shadow paging: the MMU walks the VMM's gva -> hpa table; a
+    missing entry, or a leaf without the rights the access needs, is a hidden page fault
+    (one exit): the VMM walks the guest's tables in software, reflects a guest #PF, or
+    sets the guest's A/D bits, write-protects the guest table frames it walked, fills
+    the 4 KiB shadow leaf and the walk is retried."""
+    t = Trace()
+    out = {"gva": hx(acc.gva), "op": acc.op, "user": acc.user, "eptp_index": None,
+           "outcome": "ok", "exit": False, "gpa": None, "hpa": None, "guest_page_size": None,
+           "nested_page_size": None}
+    fault = None
+    root = m.sroots[m.asid]
+    try:
+        hpa = shadow_walk(m, t, acc, root)
+        if hpa is None:
+            t.exits += 1
+            m.counters["hidden_page_faults"] += 1
+            t.step("vmexit", "nested", 1, 0, None, 0, 0, 0, 0, [], "hidden_page_fault")
+            gpa, size, rights = vmm_walk(m, t, acc)
+            shadow_fill(m, t, acc, root, gpa, rights)
+            out["gpa"], out["guest_page_size"] = hx(gpa), size
+            hpa = shadow_walk(m, t, acc, root)
+            if hpa is None:
+                raise AssertionError("the walk after the fill fails again")
+        out["hpa"] = hx(hpa)
+    except Fault as f:
+        out["outcome"], fault = f.outcome, f.info
+    out["exit"] = t.exits > 0
+    out.update({"memory_refs": t.guest_refs + t.nested_refs, "guest_refs": t.guest_refs,
+                "nested_refs": t.nested_refs, "ad_writes": t.ad_writes, "exits": t.exits,
+                "cache": None, "fault": fault, "steps": t.steps})
+    return out
+
+
+def pae_shadow(m: Machine) -> bool:
+    """32-bit and PAE guests get a PAE-format shadow (KVM keeps CR4.PAE set)."""
+    return m.fmt.paging in ("32bit", "pae")
+
+
+def shadow_top(m: Machine) -> int:
+    return 3 if pae_shadow(m) else m.fmt.top
+
+
+def shadow_index(m: Machine, gva: int, level: int) -> int:
+    if pae_shadow(m):
+        return (gva >> 30) & 3 if level == 3 else (gva >> (12 + 9 * (level - 1))) & 0x1FF
+    return m.fmt.index(gva, level)
+
+
+def shadow_shift(m: Machine, level: int) -> int:
+    return 12 + 9 * (level - 1)
+
+
+def shadow_walk(m: Machine, t: Trace, acc: Access, root: int) -> Optional[int]:
+    """The MMU's walk of the shadow table (steps in dim nested, stage 0): the hpa, or
+    None for a hidden page fault (a not-present entry, or rights the access lacks).
+    Under a PAE-format shadow the PDPTE comes from a register (a pdpte step)."""
+    fmt, table = m.fmt, root
+    rw = us = True
+    xd = False
+    for level in range(shadow_top(m), 0, -1):
+        index = shadow_index(m, acc.gva, level)
+        addr = table + index * 8
+        entry = m.mem.read(addr, 8)
+        if pae_shadow(m) and level == 3:
+            s = t.step("pdpte", "nested", 3, 0, None, table, index, addr, entry,
+                       pdpte_flags(entry))
+            if not entry & P:
+                s["result"] = "not_present"
+                return None
+            s["result"] = "table"
+            table = entry & bits(m.sc.maxphyaddr - 1, 12)
+            continue
+        s = t.step("read", "nested", level, 0, None, table, index, addr, entry,
+                   x86_flags(entry, level, True))
+        if not entry & P:
+            s["result"] = "not_present"
+            return None
+        rw, us = rw and bool(entry & RW), us and bool(entry & US)
+        xd = xd or (fmt.wide and m.sc.guest.efer_nxe and bool(entry & XD))
+        if level > 1:
+            s["result"] = "table"
+            table = entry & bits(m.sc.maxphyaddr - 1, 12)
+            continue
+        s["result"] = "page"
+        if not guest_permits(m, acc, rw, us, xd):
+            return None
+        return (entry & bits(m.sc.maxphyaddr - 1, 12)) | (acc.gva & 0xFFF)
+    raise AssertionError("level 1 is the shadow leaf")
+
+
+def vmm_walk(m: Machine, t: Trace, acc: Access):
+    """The VMM's software walk of the guest tables (vmm_read steps, no memory references
+    of the walk). A guest fault is reflected into the guest (same exit); otherwise the
+    guest's A (and D) bits are set, counted in ad_writes (model.md 4.2 order, decided
+    on memory), and every guest table frame walked is write-protected.
+    Returns (gpa, guest page size, (rw, us, xd) combined)."""
+    fmt, g = m.fmt, m.sc.guest
+    table = m.cr3
+    rw = us = True
+    xd = False
+    walked = []
+    es = fmt.entry_size
+    for level in range(fmt.top, 0, -1):
+        index = fmt.index(acc.gva, level)
+        if g.paging == "pae" and level == 3:
+            # the guest's PDPTE registers, as its last mov cr3 loaded them
+            entry = m.pdptes[index]
+            s = t.step("pdpte", "guest", 3, 3, m.cr3 + 8 * index, m.cr3, index,
+                       m.pdpte_hpas[index], entry, pdpte_flags(entry))
+            if not entry & P:
+                s["result"] = "not_present"
+                raise reflect(m, t, "not_present", 3, acc)
+            s["result"] = "table"
+            table = entry & bits(m.sc.maxphyaddr - 1, 12)
+            continue
+        egpa = table + index * es
+        ehpa = slot_lookup(m.sc.shadow.mappings, egpa, FRAME_SIZE)
+        if ehpa is None:
+            # a guest table outside every memory slot: the VMM cannot walk on
+            raise Fault("shadow_unmapped", {"dim": "guest", "level": level, "stage": level,
+                                            "reason": "unmapped",
+                                            "guest_physical_address": hx(egpa)})
+        entry = m.mem.read(ehpa, es)
+        s = t.step("vmm_read", "guest", level, level, egpa, table, index, ehpa, entry,
+                   guest_flags(fmt, entry, level))
+        walked.append((egpa, ehpa))
+        if not entry & P:
+            s["result"] = "not_present"
+            raise reflect(m, t, "not_present", level, acc)
+        leaf = fmt.is_leaf(entry, level)
+        if guest_reserved(m, entry, level, leaf):
+            s["result"] = "reserved"
+            raise reflect(m, t, "reserved", level, acc)
+        rw, us = rw and bool(entry & RW), us and bool(entry & US)
+        xd = xd or (fmt.wide and g.efer_nxe and bool(entry & XD))
+        if not leaf:
+            s["result"] = "table"
+            table = fmt.next_table(entry)
+            continue
+        s["result"] = "page"
+        if not guest_permits(m, acc, rw, us, xd):
+            raise reflect(m, t, "permission", level, acc)
+        for i, (_, ehpa2) in enumerate(walked):
+            cur = m.mem.read(ehpa2, es)
+            new = cur | ACC | (DIRTY if i == len(walked) - 1 and acc.op == "write" else 0)
+            if new != cur:
+                m.mem.write(ehpa2, es, new)
+                t.ad_writes += 1
+        for egpa2, _ in walked:
+            m.wp.add(egpa2 >> 12)
+        m.counters["write_protected_pages"] = len(m.wp)
+        size = fmt.page_size(level)
+        dirty = bool(m.mem.read(walked[-1][1], es) & DIRTY)
+        gpa = fmt.page_frame(entry, level) | (acc.gva & (size - 1))
+        return gpa, size, (rw and dirty, us, xd)
+    raise AssertionError("level 1 is always a leaf")
+
+
+def reflect(m: Machine, t: Trace, reason: str, level: int, acc: Access) -> Fault:
+    m.counters["reflected_page_faults"] += 1
+    t.step("vmexit", "nested", 1, 0, None, 0, 0, 0, 0, [], "reflected_page_fault")
+    return guest_page_fault(m, reason, level, acc)
+
+
+def shadow_fill(m: Machine, t: Trace, acc: Access, root: int, gpa: int, rights) -> None:
+    """The shadow path for the access's 4 KiB page: tables allocated as needed (P, RW,
+    US), the leaf (a vmm_fill step): the data frame's hpa, P, US and XD from the guest,
+    RW only for a dirty guest page that is no write-protected guest table frame."""
+    fmt = m.fmt
+    rw, us, xd = rights
+    data = slot_lookup(m.sc.shadow.mappings, gpa & ~0xFFF, FRAME_SIZE)
+    if data is None:
+        raise Fault("shadow_unmapped", {"dim": "nested", "level": 1, "stage": 0,
+                                        "reason": "unmapped",
+                                        "guest_physical_address": hx(gpa)})
+    table = root
+    for level in range(shadow_top(m), 1, -1):
+        addr = table + shadow_index(m, acc.gva, level) * 8
+        entry = m.mem.read(addr, 8)
+        if not entry & P:
+            new = new_shadow_table(m)
+            # a shadow PDPTE has only P (bits 2:1 are reserved there)
+            m.mem.write(addr, 8, new | (P if pae_shadow(m) and level == 3 else P | RW | US))
+            table = new
+        else:
+            table = entry & bits(m.sc.maxphyaddr - 1, 12)
+    index = shadow_index(m, acc.gva, 1)
+    value = data | P | (US if us else 0) | (XD if xd else 0)
+    if rw and (gpa >> 12) not in m.wp:
+        value |= RW
+    m.mem.write(table + index * 8, 8, value)
+    t.step("vmm_fill", "nested", 1, 0, None, table, index, table + index * 8, value,
+           x86_flags(value, 1, True), "written")
+
+
+# --- events: mov cr3, invlpg, guest page-table writes ---------------------------------
+
+def run_event(m: Machine, ev: Event) -> dict:
+    t = Trace()
+    out = {"gva": None if ev.gva is None else hx(ev.gva), "op": ev.op, "user": False,
+           "eptp_index": 0 if m.ept else None, "outcome": "ok", "exit": False, "gpa": None,
+           "hpa": None, "guest_page_size": None, "nested_page_size": None}
+    sh = m.sc.shadow
+    if ev.op == "mov_cr3":
+        if sh:
+            if ev.space < sh.cr3_targets:
+                exits = False                    # a VMX CR3-target value
+            elif sh.pv_cache:
+                exits = ev.space not in m.pv_cache
+                if not exits:
+                    m.pv_cache.remove(ev.space)
+                m.pv_cache.insert(0, ev.space)
+                del m.pv_cache[4:]
+            else:
+                exits = True
+            if exits:
+                t.exits += 1
+                m.counters["cr3_write_exits"] += 1
+                t.step("vmexit", "nested", 1, 0, None, 0, 0, 0, 0, [], "cr3_write")
+        m.asid, m.cr3 = ev.space, m.cr3s[ev.space]
+        if m.sc.guest.paging == "pae":
+            m.pdptes, m.pdpte_hpas = [], []
+            load_pdptes(m)
+    elif ev.op == "pte_write":
+        addr = pte_write_target(m, ev)
+        if addr is not None:
+            if sh and (addr >> 12) in m.wp:
+                # a write to a write-protected guest table frame exits; the VMM emulates it
+                t.exits += 1
+                m.counters["pt_write_exits"] += 1
+                t.step("vmexit", "nested", 1, 0, None, 0, 0, 0, 0, [], "pt_write")
+            entry = guest_read(m, addr, "accesses.pte_write")
+            guest_write(m, addr, (entry & ~ev.clear) | ev.set, "accesses.pte_write")
+            if sh and (addr >> 12) in m.wp and not (m.sc.guest.paging == "pae" and ev.level == 3):
+                # the VMM saw the write: the shadow entries for that gva and level are
+                # zapped in every address space's shadow table (model.md 1: it keeps no
+                # reverse map); a
+                # 32-bit guest's 4 MiB directory entry stood for two 2 MiB shadow ones.
+                # (A PAE guest's PDPT write takes effect at its next mov cr3.)
+                gshift = 12 + (10 if m.fmt.paging == "32bit" else 9) * (ev.level - 1)
+                sl = ev.level
+                while sl > 1 and shadow_shift(m, sl) > gshift:
+                    sl -= 1
+                base = ev.gva & ~((1 << gshift) - 1)
+                for va in range(base, base + (1 << gshift), 1 << shadow_shift(m, sl)):
+                    for root in m.sroots:
+                        shadow_zap(m, root, va, sl)
+    out["exit"] = t.exits > 0
+    out.update({"memory_refs": 0, "guest_refs": 0, "nested_refs": 0, "ad_writes": 0,
+                "exits": t.exits, "cache": None, "fault": None, "steps": t.steps})
+    return out
+
+
+def pte_write_target(m: Machine, ev: Event) -> Optional[int]:
+    """The gpa of the guest's level-`level` entry for gva in the active address space,
+    found as the guest kernel would: None when an entry above is not present or maps a
+    page (then there is no such entry and nothing is written)."""
+    fmt, table = m.fmt, m.cr3
+    for lvl in range(fmt.top, ev.level, -1):
+        entry = guest_read(m, table + fmt.index(ev.gva, lvl) * fmt.entry_size,
+                           "accesses.pte_write")
+        if not entry & P or fmt.is_leaf(entry, lvl):
+            return None
+        table = fmt.next_table(entry)
+    return table + fmt.index(ev.gva, ev.level) * fmt.entry_size
+
+
+def shadow_zap(m: Machine, root: int, gva: int, level: int) -> None:
+    table = root
+    for lvl in range(shadow_top(m), level, -1):
+        entry = m.mem.read(table + shadow_index(m, gva, lvl) * 8, 8)
+        if not entry & P:
+            return
+        table = entry & bits(m.sc.maxphyaddr - 1, 12)
+    m.mem.write(table + shadow_index(m, gva, level) * 8, 8, 0)
+
+
 # ---------------------------------------------------------------------------------------
 # 6. Result assembly and the CLI (model.md section 5)
 # ---------------------------------------------------------------------------------------
@@ -1390,23 +2047,25 @@ def run(scenario: dict) -> dict:
     """Scenario dict in, result dict out (raises ScenarioError when invalid)."""
     sc = parse_scenario(scenario)
     m = build(sc)
-    accesses = [translate(m, a) for a in sc.accesses]
+    accesses = [run_event(m, a) if isinstance(a, Event)
+                else shadow_translate(m, a) if sc.shadow else translate(m, a)
+                for a in sc.accesses]
     totals = {"accesses": len(accesses)}
     for key in ("memory_refs", "guest_refs", "nested_refs", "ad_writes"):
         totals[key] = sum(a[key] for a in accesses)
-    totals["exits"] = sum(1 for a in accesses if a["exit"])
+    totals["exits"] = sum(a["exits"] for a in accesses)
     for outcome in OUTCOMES:
         totals[outcome] = sum(1 for a in accesses if a["outcome"] == outcome)
     return {
         "format": "vmsim-result/1", "name": sc.name, "mode": sc.mode,
         "guest_paging": sc.guest.paging,
         "nested_levels": sc.nested.levels if sc.nested else 0,
-        "cr3": hx(m.cr3),
+        "cr3": hx(m.cr3s[0]),
         "eptp": hx(eptp(m)) if sc.mode == "ept" else None,
         "ncr3": hx(m.nested_root) if sc.mode == "npt" else None,
-        "flat_table_bytes": None,                # flat nested tables are outside this reference
+        "flat_table_bytes": sc.flat.guest_ram // sc.flat.frame * 8 if sc.flat else None,
         "accesses": accesses, "totals": totals,
-        "shadow": None,                          # shadow paging is outside this reference
+        "shadow": dict(m.counters) if sc.shadow else None,
     }
 
 

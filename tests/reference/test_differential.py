@@ -7,7 +7,13 @@ the seed, the JSON path of the first difference and both values, and the scenari
 saved to tests/artifacts/diff-fail-SEED.json (re-run it with
 `wasm-core/build/vmsim run FILE` and `python3 tests/reference/refwalk.py run FILE`).
 
-The same comparison runs on seeds 0..R-1 (R = $DIFF_RAW_SCENARIOS, default 500) of
+The same comparison runs on seeds 0..F-1 (F = $DIFF_FLAT_SCENARIOS, default 200) of
+gen.random_flat_scenario (mode flat; artifact diff-fail-flat-SEED.json), on seeds 0..S-1
+(S = $DIFF_SHADOW_SCENARIOS, default 200) of gen.random_shadow_scenario (mode shadow,
+every x86 guest, with page-table writes, mov cr3 and invlpg; diff-fail-shadow-SEED.json),
+on seeds 0..W-1 (W = $DIFF_SUNWAY_SCENARIOS, default 150) of gen.random_sunway_scenario
+(Sunway guests, native and flat; diff-fail-sunway-SEED.json),
+and on seeds 0..R-1 (R = $DIFF_RAW_SCENARIOS, default 500) of
 gen.random_raw_scenario: guests whose page tables are given as they are (guest.tables
 with guest.cr3), random table graphs with shared subtrees, cycles, large pages,
 reserved bits and pointers to frames that hold no table (artifact
@@ -42,6 +48,9 @@ VMSIM = os.environ.get("VMSIM", os.path.join(REPO, "wasm-core", "build", "vmsim"
 ARTIFACTS = os.path.join(REPO, "tests", "artifacts")
 N_SCENARIOS = int(os.environ.get("DIFF_SCENARIOS", "400"))
 N_RAW_SCENARIOS = int(os.environ.get("DIFF_RAW_SCENARIOS", "500"))
+N_FLAT_SCENARIOS = int(os.environ.get("DIFF_FLAT_SCENARIOS", "200"))
+N_SHADOW_SCENARIOS = int(os.environ.get("DIFF_SHADOW_SCENARIOS", "200"))
+N_SUNWAY_SCENARIOS = int(os.environ.get("DIFF_SUNWAY_SCENARIOS", "150"))
 CHUNK = 25
 TIMEOUT_S = 60
 
@@ -117,13 +126,16 @@ def save_artifact(seed, scenario: dict) -> str:
     return path
 
 
-def check_seed(seed: int, tmpdir: str, raw: bool = False):
+def check_seed(seed: int, tmpdir: str, raw=False):
     """None when vmsim and refwalk agree on this seed, else a failure message.  raw:
-    the seed is one of gen.random_raw_scenario (given guest tables)."""
-    make = gen.random_raw_scenario if raw else gen.random_scenario
+    True for gen.random_raw_scenario (given guest tables), or the name of another
+    generator ("flat": gen.random_flat_scenario)."""
+    make = {False: gen.random_scenario, True: gen.random_raw_scenario,
+            "flat": gen.random_flat_scenario, "shadow": gen.random_shadow_scenario,
+            "sunway": gen.random_sunway_scenario}[raw]
     scenario = make(random.Random(seed))
     if raw:
-        seed = f"raw-{seed}"
+        seed = f"{'raw' if raw is True else raw}-{seed}"
     try:
         ref = refwalk.run(scenario)
     except refwalk.ScenarioError as e:
@@ -156,6 +168,9 @@ def chunks(n: int) -> list:
 
 CHUNKS = chunks(N_SCENARIOS)
 RAW_CHUNKS = chunks(N_RAW_SCENARIOS)
+FLAT_CHUNKS = chunks(N_FLAT_SCENARIOS)
+SHADOW_CHUNKS = chunks(N_SHADOW_SCENARIOS)
+SUNWAY_CHUNKS = chunks(N_SUNWAY_SCENARIOS)
 
 
 @pytest.mark.parametrize("seeds", CHUNKS, ids=[f"seeds-{c[0]}-{c[-1]}" for c in CHUNKS])
@@ -168,7 +183,22 @@ def test_differential_raw_tables(seeds, tmp_path):
     run_chunk(seeds, tmp_path, raw=True)
 
 
-def run_chunk(seeds, tmp_path, raw: bool) -> None:
+@pytest.mark.parametrize("seeds", FLAT_CHUNKS, ids=[f"flat-{c[0]}-{c[-1]}" for c in FLAT_CHUNKS])
+def test_differential_flat(seeds, tmp_path):
+    run_chunk(seeds, tmp_path, raw="flat")
+
+
+@pytest.mark.parametrize("seeds", SHADOW_CHUNKS, ids=[f"shadow-{c[0]}-{c[-1]}" for c in SHADOW_CHUNKS])
+def test_differential_shadow(seeds, tmp_path):
+    run_chunk(seeds, tmp_path, raw="shadow")
+
+
+@pytest.mark.parametrize("seeds", SUNWAY_CHUNKS, ids=[f"sunway-{c[0]}-{c[-1]}" for c in SUNWAY_CHUNKS])
+def test_differential_sunway(seeds, tmp_path):
+    run_chunk(seeds, tmp_path, raw="sunway")
+
+
+def run_chunk(seeds, tmp_path, raw) -> None:
     require_vmsim()
     # vmsim runs in a subprocess, so two threads overlap it with refwalk's Python work.
     with ThreadPoolExecutor(max_workers=2) as pool:

@@ -1,6 +1,7 @@
 /* vmsim: command-line front end of the translation engine.
  *   vmsim run FILE|-       print the result JSON
  *   vmsim explain FILE|-   print the walk as a table
+ *   vmsim image FILE|-     print the built machine's memory and registers (JSON)
  * Exit status: 0 ok, 1 usage or I/O error, 2 bad scenario (one line on stderr). */
 #include "vmsim.h"
 #include "../src/experiment.h"
@@ -15,6 +16,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: vmsim run FILE        translate the scenario's accesses, print the result JSON\n"
                "       vmsim explain FILE    print each walk as a readable table\n"
+               "       vmsim image FILE      print the built machine (memory words, CR3s, EPTP) as JSON\n"
                "       vmsim experiment [--workload NAME] [--accesses N] [--seed N] [--footprint MIB]\n"
                "                        [--spaces N] [--cr3-targets N] [--paravirt-cr3] [--format table|json|csv]\n"
                "                        [--cycles-per-access C] [--cycles-per-ref C] [--cycles-per-exit C]\n"
@@ -166,7 +168,7 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    if (argc != 3 || (strcmp(argv[1], "run") != 0 && strcmp(argv[1], "explain") != 0)) {
+    if (argc != 3 || (strcmp(argv[1], "run") != 0 && strcmp(argv[1], "explain") != 0 && strcmp(argv[1], "image") != 0)) {
         usage(stderr);
         return 1;
     }
@@ -175,7 +177,9 @@ int main(int argc, char **argv)
     if (!text)
         return 1;
     char *out = NULL;
-    int rc = strcmp(argv[1], "run") == 0 ? vmsim_run(text, len, &out) : vmsim_explain(text, len, &out);
+    int rc = strcmp(argv[1], "run") == 0     ? vmsim_run(text, len, &out)
+             : strcmp(argv[1], "image") == 0 ? vmsim_image(text, len, &out)
+                                             : vmsim_explain(text, len, &out);
     free(text);
     if (rc == 0) {
         fputs(out, stdout);

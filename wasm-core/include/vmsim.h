@@ -19,6 +19,9 @@ extern "C" {
 int vmsim_run(const char *scenario_json, size_t len, char **out);
 /* The same walk as a readable table. */
 int vmsim_explain(const char *scenario_json, size_t len, char **out);
+/* The built machine before any access (memory words, CR3s, EPTP, EPTP list, PDPTEs) as
+ * JSON: what tests/bochs loads into an executing CPU. */
+int vmsim_image(const char *scenario_json, size_t len, char **out);
 void vmsim_free(void *p);
 const char *vmsim_version(void);
 

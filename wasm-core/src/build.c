@@ -297,7 +297,9 @@ static bool load_pdptes(bctx *b)
         if (!guest_table_hpa(b, gpa, &m->pdpte_hpa[i]))
             return false;
         m->pdpte[i] = mem_read(&m->mem, m->pdpte_hpa[i], 8);
-        if ((m->pdpte[i] & 1) && (m->pdpte[i] & rsvd))
+        /* AMD nested paging has no PDPTE registers (the walk reads and checks them): a
+         * reserved bit there is a guest #PF at access time, not a #GP at mov cr3 */
+        if ((m->pdpte[i] & 1) && (m->pdpte[i] & rsvd) && b->s->mode != MODE_NPT)
             return berr(b, "%s: PDPTE %d = 0x%llx sets reserved bits 0x%llx; loading CR3 would raise #GP",
                         b->s->n_gtables ? "guest.tables" : "guest.overrides", i,
                         (unsigned long long)m->pdpte[i], (unsigned long long)(m->pdpte[i] & rsvd));

@@ -24,7 +24,8 @@ static inline uint64_t x86_64_reserved(const scenario *s, uint64_t e, int level,
     if (!s->efer_nxe)
         r |= BIT(63);
     if (level >= 4)
-        r |= BIT(7);                    /* no large pages at PML4E/PML5E */
+        r |= BIT(7) | (s->mode == MODE_NPT ? BIT(8) : 0);   /* no large pages at PML4E/PML5E; on
+                                           AMD (mode npt) bits 8:7 are both MBZ (APM vol. 2, 5.3.3) */
     if (leaf && level == 3)
         r |= bits_range(29, 13);        /* 1 GiB page: address bits below 30 (bit 12 is PAT) */
     if (leaf && level == 2)
@@ -40,10 +41,17 @@ static inline uint64_t x86_64_table_reserved(const scenario *s)
     return s->above_maxphyaddr | BIT(7) | (s->efer_nxe ? 0 : BIT(63));
 }
 
-/* True only for a present entry that points to the next table with no reserved bits. */
-static inline bool x86_64_is_table(uint64_t table_reserved, uint64_t e, int level)
+/* Bits reserved at levels 4 and 5 only: bit 8 of a PML4E/PML5E on AMD (mode npt, where
+ * KVM's nonleaf_bit8_rsvd holds for AMD guests); Intel ignores it. */
+static inline uint64_t x86_64_top_reserved(const scenario *s)
 {
-    return level > 1 && (e & 1) && !(e & table_reserved);
+    return s->mode == MODE_NPT ? BIT(8) : 0;
+}
+
+/* True only for a present entry that points to the next table with no reserved bits. */
+static inline bool x86_64_is_table(uint64_t table_reserved, uint64_t top_reserved, uint64_t e, int level)
+{
+    return level > 1 && (e & 1) && !(e & table_reserved) && !(level >= 4 && (e & top_reserved));
 }
 
 static inline uint64_t x86_64_table_addr(uint64_t e)

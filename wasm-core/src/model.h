@@ -323,6 +323,7 @@ void result_json_access(struct strbuf *sb, const machine *m, const vm_access *a,
 void result_json_end(struct strbuf *sb, const machine *m, const vm_result *totals, const uint32_t counts[OUT_COUNT],
                      uint32_t n);
 void step_flags(const machine *m, const vm_step *st, char *out, size_t outlen, bool json);
+void image_json(struct strbuf *sb, const machine *m);
 void explain_access(struct strbuf *sb, const machine *m, const vm_access *a, const vm_result *r, uint32_t i);
 
 extern const char *const op_names[];

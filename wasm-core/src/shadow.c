@@ -218,11 +218,12 @@ static bool vmm_fill(machine *m, const vm_access *a, vm_result *r)
         }
         uint64_t e = mem_read(&m->mem, hpa, es);
         bool leaf = gf->is_leaf(s, e, level);
+        bool reserved = (e & 1) && gf->reserved(s, e, level, leaf);
         step(r, (vm_step){.kind = STEP_VMM_READ, .dim = DIM_GUEST, .level = (uint8_t)level, .stage = (uint8_t)level,
                           .gpa_valid = true, .gpa = egpa, .table = table, .index = gf->index(a->gva, level),
                           .entry_hpa = hpa, .entry = e,
-                          .result = !(e & 1) ? RES_NOT_PRESENT : leaf ? RES_PAGE : RES_TABLE});
-        if (!(e & 1) || gf->reserved(s, e, level, leaf)) {
+                          .result = !(e & 1) ? RES_NOT_PRESENT : reserved ? RES_RESERVED : leaf ? RES_PAGE : RES_TABLE});
+        if (!(e & 1) || reserved) {
             vm_exit(m, r, EXIT_REFLECTED);
             report_guest_fault(m, a, r, level, (e & 1) ? REASON_RESERVED : REASON_NOT_PRESENT, 0);
             return false;
@@ -383,10 +384,14 @@ void shadow_event(machine *m, const vm_access *a, vm_result *r)
     uint64_t egpa, hpa;
     if (!guest_entry_addr(m, a->gva, (int)a->eptp_index, &egpa, &hpa))
         return;     /* nothing to write at that level: the guest would write elsewhere */
-    if (wp_contains(m, egpa >> 12))
+    bool seen = wp_contains(m, egpa >> 12);
+    if (seen)
         vm_exit(m, r, EXIT_PT_WRITE);   /* the page is write-protected: exit, emulate, resync */
     uint64_t e = mem_read(&m->mem, hpa, es);
     mem_write_existing(&m->mem, hpa, es, (e & ~a->clear) | a->set);
+    if (!seen)
+        return;     /* the VMM never walked this frame: no shadow entry came from it, and it
+                       does not see the write (zapping here zapped other address spaces' entries) */
     if (m->s->paging == PAGING_PAE && a->eptp_index == 3)
         return;     /* a PDPT write takes effect at the next mov cr3, which reloads the PDPTEs */
     zap(m, a->gva, (int)a->eptp_index);

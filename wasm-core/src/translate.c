@@ -259,8 +259,16 @@ static bool flat_walk(machine *m, vm_result *r, uint64_t gpa, const nested_req *
     const uint64_t entries = flat_table_bytes(s) / 8;
     uint64_t gfn = gpa >> __builtin_ctzll(m->flat_page);      /* frames are 4 or 8 KiB */
     uint64_t table = s->flat_table_base, ea = table + 8 * gfn;
+    if (gfn >= entries) {
+        /* beyond guest_ram the table has no entry: the miss exits with no reference */
+        r->exits++;
+        r->outcome = OUT_FLAT_FAULT;
+        r->fault = (vm_fault){.dim = DIM_NESTED, .level = 1, .stage = (uint8_t)q->stage,
+                              .reason = REASON_UNMAPPED, .fault_gpa = gpa};
+        return false;
+    }
     for (int attempt = 0;; attempt++) {
-        uint64_t e = gfn < entries ? mem_read(&m->mem, ea, 8) : 0;
+        uint64_t e = mem_read(&m->mem, ea, 8);
         r->memory_refs++;
         r->nested_refs++;
         vm_step *st = NULL;
@@ -281,7 +289,7 @@ static bool flat_walk(machine *m, vm_result *r, uint64_t gpa, const nested_req *
             st->result = RES_NOT_PRESENT;
         uint64_t hpa;
         r->exits++;
-        if (attempt > 0 || gfn >= entries || !flat_memslot(s, gpa & ~(m->flat_page - 1), &hpa)) {
+        if (attempt > 0 || !flat_memslot(s, gpa & ~(m->flat_page - 1), &hpa)) {
             r->outcome = OUT_FLAT_FAULT;
             r->fault = (vm_fault){.dim = DIM_NESTED, .level = 1, .stage = (uint8_t)q->stage,
                                   .reason = REASON_UNMAPPED, .fault_gpa = gpa};
@@ -534,11 +542,18 @@ static inline __attribute__((always_inline)) void guest_walk(machine *m, const v
     uint64_t rwus = BIT(1) | BIT(2);
     const bool xd_on = has_xd && s->efer_nxe;
     const uint64_t table_reserved = x64 ? x86_64_table_reserved(s) : 0;
+    const uint64_t top_reserved = x64 ? x86_64_top_reserved(s) : 0;
     bool xd = false;
     uint64_t page = 0, size = 0;
     unsigned final_perms = 0;
 
-    if (!x64 && s->paging == PAGING_PAE) {
+    nested_req tq = {0};
+    nested_walk_fn *nested_walk = NULL;
+    if (two_d) {
+        tq = table_req(m, 0);
+        nested_walk = nested_walk_for(m, record);
+    }
+    if (!x64 && s->paging == PAGING_PAE && s->mode != MODE_NPT) {
         /* The PDPTE was loaded into a register with CR3: no memory reference now. */
         uint32_t idx = (uint32_t)(a->gva >> 30) & 3u;
         uint64_t e = m->pdpte[idx];
@@ -573,11 +588,33 @@ static inline __attribute__((always_inline)) void guest_walk(machine *m, const v
             break;
         }
     }
-    nested_req tq = {0};
-    nested_walk_fn *nested_walk = NULL;
-    if (two_d) {
-        tq = table_req(m, 0);
-        nested_walk = nested_walk_for(m, record);
+    if (!x64 && s->paging == PAGING_PAE && s->mode == MODE_NPT && top == gf->levels) {
+        /* (after the walk cache: a cached directory entry stands for its PDPTE too) */
+        /* AMD nested paging with a legacy-PAE guest has no PDPTE registers: the PDPTE is
+         * read on every walk, through the nested walk of its gpa (APM vol. 2, 15.25.10;
+         * KVM reloads the PDPTRs from memory when NPT is on). A reserved bit is a #PF. */
+        uint32_t idx = (uint32_t)(a->gva >> 30) & 3u;
+        uint64_t egpa = (m->cr3 & 0xFFFFFFE0u) + 8u * idx;
+        nested_out no = {0};
+        tq.stage = 3;
+        if (!nested_walk(m, r, egpa, &tq, &no))
+            return;
+        uint64_t e = mem_read(&m->mem, no.hpa, 8);
+        r->memory_refs++;
+        r->guest_refs++;
+        bool present = e & 1;
+        bool reserved = present && (e & (BIT(1) | BIT(2) | bits_range(8, 5) | bits_range(63, s->maxphyaddr)));
+        vm_step *st = record ? record_step(r) : NULL;
+        if (st)
+            *st = (vm_step){.kind = STEP_READ, .dim = DIM_GUEST, .level = 3, .stage = 3, .gpa_valid = true,
+                            .gpa = egpa, .table = m->cr3 & 0xFFFFFFE0u, .index = idx, .entry_hpa = no.hpa,
+                            .entry = e, .ref = (uint16_t)r->memory_refs,
+                            .result = !present ? RES_NOT_PRESENT : reserved ? RES_RESERVED : RES_TABLE};
+        if (!present || reserved) {
+            report_guest_fault(m, a, r, 3, present ? REASON_RESERVED : REASON_NOT_PRESENT, 0);
+            return;
+        }
+        table = e & bits_range(51, 12);
     }
     for (int level = top; level >= 1; level--) {
         uint32_t idx = GUEST_FN(x64, x86_64_index(a->gva, level), gf->index(a->gva, level));
@@ -594,7 +631,7 @@ static inline __attribute__((always_inline)) void guest_walk(machine *m, const v
         r->memory_refs++;
         r->guest_refs++;
         bool present = e & 1, leaf = false, reserved = false;
-        if (!(x64 && x86_64_is_table(table_reserved, e, level))) {      /* the common case needs no more checks */
+        if (!(x64 && x86_64_is_table(table_reserved, top_reserved, e, level))) {      /* the common case needs no more checks */
             leaf = present && GUEST_FN(x64, x86_64_is_leaf(e, level), gf->is_leaf(s, e, level));
             reserved = present && GUEST_FN(x64, x86_64_reserved(s, e, level, leaf), gf->reserved(s, e, level, leaf));
         }

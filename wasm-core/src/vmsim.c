@@ -21,8 +21,9 @@ static int fail_with(char **out, int status, const char *msg)
     return status;
 }
 
-static int run(const char *json, size_t len, char **out, bool explain)
+static int run(const char *json, size_t len, char **out, int what)
 {
+    bool explain = what == 1;
     char err[512];
     scenario s;
     machine m;
@@ -32,6 +33,15 @@ static int run(const char *json, size_t len, char **out, bool explain)
     if (!machine_build(&m, &s, err, sizeof err)) {
         scenario_free(&s);
         return fail_with(out, VMSIM_BAD_SCENARIO, err);
+    }
+    if (what == 2) {
+        strbuf ib;
+        sb_init(&ib);
+        image_json(&ib, &m);
+        machine_free(&m);
+        scenario_free(&s);
+        *out = sb_take(&ib);
+        return *out ? VMSIM_OK : fail_with(out, VMSIM_NO_MEMORY, "out of memory while writing the image");
     }
     vm_result *r = malloc(sizeof *r);
     if (!r) {
@@ -79,12 +89,17 @@ static int run(const char *json, size_t len, char **out, bool explain)
 
 EXPORT int vmsim_run(const char *json, size_t len, char **out)
 {
-    return run(json, len, out, false);
+    return run(json, len, out, 0);
 }
 
 EXPORT int vmsim_explain(const char *json, size_t len, char **out)
 {
-    return run(json, len, out, true);
+    return run(json, len, out, 1);
+}
+
+EXPORT int vmsim_image(const char *json, size_t len, char **out)
+{
+    return run(json, len, out, 2);
 }
 
 EXPORT void vmsim_free(void *p)

@@ -221,7 +221,7 @@ static void test_quick_table_tests(void)
     static const int maxphy[] = {36, 46, 52};
     uint32_t mismatches = 0, cases = 0;
     for (int mp = 0; mp < 3; mp++)
-        for (int flags = 0; flags < 8; flags++) {
+        for (int flags = 0; flags < 16; flags++) {
             scenario s = {0};
             s.maxphyaddr = maxphy[mp];
             s.above_maxphyaddr = bits_range(51, maxphy[mp]);
@@ -229,7 +229,8 @@ static void test_quick_table_tests(void)
             s.host_nxe = flags & 2;
             s.efer_nxe = flags & 4;
             table_test ept = ept_table_test(&s), npt = npt_table_test(&s);
-            uint64_t guest = x86_64_table_reserved(&s);
+            s.mode = (flags & 8) ? MODE_NPT : MODE_EPT;   /* PML4E bit 8: reserved on AMD only */
+            uint64_t guest = x86_64_table_reserved(&s), guest_top = x86_64_top_reserved(&s);
             for (int level = 1; level <= 5; level++)
                 for (size_t h = 0; h < sizeof high / sizeof *high; h++)
                     for (uint64_t low = 0; low < 4096; low++) {
@@ -241,7 +242,7 @@ static void test_quick_table_tests(void)
                         bool npt_table = npt_entry_check(&s, e, level, &detail) == NC_TABLE;
                         mismatches += ept_entry_is_table(ept, e, level) != ept_table;
                         mismatches += npt_entry_is_table(npt, e, level) != npt_table;
-                        mismatches += x86_64_is_table(guest, e, level) != guest_is_table;
+                        mismatches += x86_64_is_table(guest, guest_top, e, level) != guest_is_table;
                         cases += 3;
                     }
         }

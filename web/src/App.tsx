@@ -12,6 +12,7 @@ import { CachePanel } from './views/CachePanel';
 import { Controls } from './views/Controls';
 import { MemoryView } from './views/MemoryView';
 import { EntryPanel, WalkView } from './views/WalkView';
+import { BochsBadge, BochsReads } from './views/BochsVerified';
 import { ResultsTab } from './results/ResultsTab';
 import { stepAction, stepTo } from './views/keys';
 import { useTranslation } from 'react-i18next';
@@ -180,6 +181,7 @@ export function App({ engine }: { engine: Vmsim }) {
           <>
             {picker}
             {description && <p className="desc">{scenarioDescription(EXAMPLES[url.example], url.example, tv)}</p>}
+            {!url.scenario && <BochsBadge example={url.example} />}
             {run.error && <p className="error" role="alert">{tv(`app.${run.error}`, { name: url.example })}{run.detail && <> <span lang="en">{run.detail}</span></>}</p>}
             {result && access && (
               <>
@@ -191,7 +193,9 @@ export function App({ engine }: { engine: Vmsim }) {
                 )}
                 {url.view === 'walk' ? (
                   <>
-                    <WalkView result={result} access={access} step={step} onStep={(n) => { setPlaying(false); goStep(n); }} />
+                    <WalkView result={result} access={access} step={step} onStep={(n) => { setPlaying(false); goStep(n); }}>
+                      {!url.scenario && <BochsReads example={url.example} accessIndex={accessIndex} access={access} />}
+                    </WalkView>
                     <CachePanel result={result} accessIndex={accessIndex} onAccess={(i) => update({ access: i, step: 0 })} />
                   </>
                 ) : (

@@ -1,7 +1,7 @@
 /* The walk of one access: the address split into indices, the grid of references that
  * fills as steps play, the entry read at the current step, the outcome at the end, and
  * every step as a list (the fallback that draws any mode). Takes a trace, draws it. */
-import { Fragment, memo, useEffect, useMemo, useRef } from 'react';
+import { Fragment, memo, useEffect, useMemo, useRef, type ReactNode } from 'react';
 import { useTranslation } from 'react-i18next';
 import type { AccessResult, Result, Step } from '../../../wasm-core/js/types';
 import {
@@ -312,7 +312,8 @@ export const StepList = memo(function StepList({ result, access, step, onStep }:
   );
 });
 
-export function WalkView(props: WalkProps) {
+/** children: panels shown below the step list (the Bochs reference list). */
+export function WalkView(props: WalkProps & { children?: ReactNode }) {
   return (
     <div className="walk" data-testid="walk-view">
       <AddressSplit {...props} />
@@ -322,6 +323,7 @@ export function WalkView(props: WalkProps) {
       </div>
       <OutcomePanel {...props} />
       <StepList {...props} />
+      {props.children}
     </div>
   );
 }
