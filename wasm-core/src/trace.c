@@ -291,6 +291,7 @@ static size_t fail(trace_decoder *d, const char *fmt, ...)
 
 #define CODE_ESCAPE 30u
 #define CODE_CONTROL 31u
+#define MAX_RECORD 21u      /* tag + two 10-byte varints */
 
 /* One record from p: bytes used (> 0), 0 when the piece ends inside it, or -1 on corrupt
  * data (d->err set). *got is set when the record was an access. */
@@ -398,6 +399,65 @@ size_t trace_decode(trace_decoder *d, const uint8_t **pp, const uint8_t *end, tr
         d->ncarry = 0;
     }
     while (!d->ncarry && p < end && n < max) {
+        /* Access records with room for the longest one after them, decoded here with
+         * the stream state in locals (the stores to out[] would otherwise make the
+         * compiler reload it after every record). Anything else (the end record, a
+         * record near the end of the piece, a damaged one) goes to decode_one. */
+        uint64_t pg[2] = {d->page[0], d->page[1]};
+        int64_t of[2] = {d->off[0], d->off[1]};
+        size_t n0 = n;
+        const uint8_t *q = p;
+        if (!d->ended) {
+            while (end - q >= (ptrdiff_t)MAX_RECORD && n < max) {
+                uint8_t tag = q[0];
+                uint32_t code = tag >> 3, kind = tag & 3, s = kind == TRACE_FETCH;
+                if (code == CODE_CONTROL)
+                    break;
+                const uint8_t *r = q + 1;
+                uint64_t page = pg[s];
+                if (tag & 4) {
+                    uint64_t v;
+                    if (!(r[0] & 0x80)) {
+                        v = r[0];
+                        r++;
+                    } else {
+                        int k = varint(r, end, &v);
+                        if (k <= 0)
+                            break;
+                        r += k;
+                    }
+                    page += (uint64_t)unzigzag(v);
+                }
+                int64_t off;
+                if (code == CODE_ESCAPE) {
+                    uint64_t v;
+                    int k = varint(r, end, &v);
+                    if (k <= 0)
+                        break;
+                    r += k;
+                    off = of[s] + unzigzag(v);
+                } else {
+                    off = of[s] + unzigzag(code);
+                }
+                if (off < 0 || off >= (1 << TRACE_PAGE_SHIFT))
+                    break;
+                pg[s] = page;
+                of[s] = off;
+                out[n].addr = page << TRACE_PAGE_SHIFT | (uint64_t)off;
+                out[n].kind = (uint8_t)kind;
+                n++;
+                q = r;
+            }
+        }
+        d->page[0] = pg[0];
+        d->page[1] = pg[1];
+        d->off[0] = (uint32_t)of[0];
+        d->off[1] = (uint32_t)of[1];
+        d->count += n - n0;
+        d->consumed += (uint64_t)(q - p);
+        p = q;
+        if (p >= end || n >= max)
+            break;
         bool got;
         int used = decode_one(d, p, end, &out[n], &got);
         if (used < 0)
@@ -416,6 +476,109 @@ size_t trace_decode(trace_decoder *d, const uint8_t **pp, const uint8_t *end, tr
         n += got;
         d->consumed += (uint64_t)used;
         p += used;
+    }
+    *pp = p;
+    return n;
+}
+
+size_t trace_scan(trace_decoder *d, const uint8_t **pp, const uint8_t *end, trace_page *out, size_t max)
+{
+    const uint8_t *p = *pp;
+    size_t n = 0;
+    /* room for the reports of one record: the page left, and at the end both streams' */
+    while (!d->failed && !d->ended && (p < end || d->ncarry) && n + 3 <= max) {
+        if (!d->ncarry && end - p >= (ptrdiff_t)MAX_RECORD) {
+            /* whole records with room after them, the state in locals */
+            uint64_t pg[2] = {d->page[0], d->page[1]}, kinds[4] = {0};
+            int64_t of[2] = {d->off[0], d->off[1]};
+            uint8_t seen[2] = {d->seen[0], d->seen[1]};
+            const uint8_t *q = p;
+            while (end - q >= (ptrdiff_t)MAX_RECORD && n + 3 <= max) {
+                uint8_t tag = q[0];
+                uint32_t code = tag >> 3, kind = tag & 3, s = kind == TRACE_FETCH;
+                if (code == CODE_CONTROL)
+                    break;
+                const uint8_t *r = q + 1;
+                uint64_t page = pg[s];
+                if (tag & 4) {
+                    uint64_t v;
+                    int k = varint(r, end, &v);
+                    if (k <= 0)
+                        break;
+                    r += k;
+                    page += (uint64_t)unzigzag(v);
+                }
+                int64_t off = of[s];
+                if (code == CODE_ESCAPE) {
+                    uint64_t v;
+                    int k = varint(r, end, &v);
+                    if (k <= 0)
+                        break;
+                    r += k;
+                    off += unzigzag(v);
+                } else {
+                    off += unzigzag(code);
+                }
+                if (off < 0 || off >= (1 << TRACE_PAGE_SHIFT))
+                    break;
+                if (page != pg[s]) {
+                    if (seen[s])
+                        out[n++] = (trace_page){.page = pg[s], .kinds = seen[s]};
+                    seen[s] = 0;
+                    pg[s] = page;
+                }
+                seen[s] |= (uint8_t)(1u << kind);
+                of[s] = off;
+                kinds[kind]++;
+                q = r;
+            }
+            uint64_t done = kinds[0] + kinds[1] + kinds[2] + kinds[3];
+            for (int k = 0; k < 4; k++)
+                d->kinds[k] += kinds[k];
+            memcpy(d->page, pg, sizeof pg);
+            d->off[0] = (uint32_t)of[0];
+            d->off[1] = (uint32_t)of[1];
+            memcpy(d->seen, seen, sizeof seen);
+            d->count += done;
+            d->consumed += (uint64_t)(q - p);
+            p = q;
+            if (n + 3 > max)
+                break;
+            if (done && end - p >= (ptrdiff_t)MAX_RECORD && q[0] >> 3 != CODE_CONTROL)
+                continue;   /* stopped for another reason than a record the slow path must see */
+        }
+        /* one record the careful way (near the end of the piece, the end record, damage) */
+        trace_access a;
+        uint64_t before[2] = {d->page[0], d->page[1]};
+        bool was_ended = d->ended;
+        const uint8_t *q = p;
+        size_t got = trace_decode(d, &q, end, &a, 1);
+        if (d->failed)
+            break;
+        if (got) {
+            unsigned s = a.kind == TRACE_FETCH;
+            uint64_t page = a.addr >> TRACE_PAGE_SHIFT;
+            if (page != before[s]) {
+                if (d->seen[s])
+                    out[n++] = (trace_page){.page = before[s], .kinds = d->seen[s]};
+                d->seen[s] = 0;
+            }
+            d->seen[s] |= (uint8_t)(1u << a.kind);
+            d->kinds[a.kind]++;
+        }
+        if (d->ended && !was_ended)
+            for (int s = 0; s < 2; s++)
+                if (d->seen[s])
+                    out[n++] = (trace_page){.page = d->page[s], .kinds = d->seen[s]};
+        if (!got && q == p && !d->ended)
+            break;      /* the rest of the piece went into the carry */
+        p = q;
+        if (!got && !d->ended && p >= end)
+            break;
+    }
+    if (!d->failed && d->ended && p < end) {
+        trace_access a;
+        trace_decode(d, &p, end, &a, 1);    /* data after the end record: its error */
     }
     *pp = p;
     return n;

@@ -52,6 +52,8 @@ typedef struct trace_decoder {
     uint64_t page[2];       /* last page of each stream: 0 data, 1 instruction fetches */
     uint32_t off[2];        /* last offset in that page */
     uint64_t count;         /* accesses decoded */
+    uint64_t kinds[4];      /* trace_scan: accesses per kind */
+    uint8_t seen[2];        /* trace_scan: kinds seen on each stream's current page */
     uint64_t consumed;      /* body bytes consumed (for error messages) */
     bool ended;             /* the end record was read */
     bool failed;
@@ -66,6 +68,19 @@ void trace_decoder_init(trace_decoder *d);
  * (call again with the same *p) or the piece is used up. On corrupt data it returns what
  * it has decoded so far and sets d->failed and d->err. */
 size_t trace_decode(trace_decoder *d, const uint8_t **p, const uint8_t *end, trace_access *out, size_t max);
+/* A page touched, with the kinds of access it saw (bit 1 << trace_kind) since it was
+ * last reported. */
+typedef struct trace_page {
+    uint64_t page;
+    uint8_t kinds;
+} trace_page;
+
+/* The first pass's view of the same records: the pages each stream moves through, and
+ * the accesses of each kind counted in kinds[] (trace_decode would write every access).
+ * A page is reported when its stream leaves it, and the pages still current when the
+ * end record is read; a page may be reported more than once. Same returns and errors as
+ * trace_decode. */
+size_t trace_scan(trace_decoder *d, const uint8_t **p, const uint8_t *end, trace_page *out, size_t max);
 /* After the last piece: false with d->err when the body stopped before its end record. */
 bool trace_decoder_finish(trace_decoder *d);
 
