@@ -340,6 +340,14 @@ def test_oversized(tmp_path):
     acc = [(KIND["store"], i << 21) for i in range(1, 5000)]
     gz = gzip_bytes(encode_body(acc))
     refused(tmp_path, pack(make_header(acc, len(gz)), gz), "spread so thinly")
+    # 2 MiB pages for more regions than the guest memory the replay builds
+    acc = [(KIND["store"], 0x10000000000 + (i << 21)) for i in range(1100)]
+    gz = gzip_bytes(encode_body(acc))
+    f = tmp_path / "regions.vmtrace"
+    f.write_bytes(pack(make_header(acc, len(gz)), gz))
+    p = replay(f, "--guest-pages", "2m")
+    assert p.returncode == 2 and "raise --huge-min" in p.stderr, p.stderr
+    assert replay(f).returncode == 2     # with 4 KiB pages: 1,100 page tables, too thin
     # an address beyond the 47-bit user half
     acc = [(KIND["load"], 1 << 47)]
     gz = gzip_bytes(encode_body(acc))

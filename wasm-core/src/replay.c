@@ -29,7 +29,8 @@
 #define HOST_BASE 0x100000000ull            /* guest RAM at 4 GiB of host memory */
 #define HOST_TABLES 0x800000000ull          /* nested, shadow or flat tables */
 #define MAX_PAGES (1u << 18)                /* 1 GiB of distinct 4 KiB pages */
-#define MAX_TABLE_FRAMES 4096u              /* guest page tables per mode (16 MiB) */
+#define MAX_TABLE_FRAMES 1024u              /* guest page tables per mode (4 MiB) */
+#define MAX_GUEST_RAM (2ull << 30)          /* what the layout may need: the flat table stays 4 MiB */
 #define BATCH 2048u
 
 enum { M_NATIVE, M_EPT, M_NPT, M_SHADOW, M_FLAT, N_REPLAY_MODES };
@@ -432,6 +433,13 @@ static int build_machines(vmsim_replay *r)
                      "the trace's %u pages are spread so thinly that the guest's page tables would take %u frames "
                      "(%u MiB) per mode, more than the %u this replay allows: record a smaller run",
                      r->npages, r->table_frames, r->table_frames / 256, MAX_TABLE_FRAMES);
+    }
+    if (r->ram_bytes > MAX_GUEST_RAM) {
+        free(maps);
+        return failf(r, VMSIM_REPLAY_BAD_TRACE,
+                     "with 2 MiB pages the trace's %u regions need %llu MiB of guest memory, more than the %llu MiB this "
+                     "replay builds: raise --huge-min (regions with fewer touched pages keep 4 KiB pages) or use 4 KiB pages",
+                     r->n2m, (unsigned long long)(r->ram_bytes >> 20), (unsigned long long)(MAX_GUEST_RAM >> 20));
     }
     for (int mode = 0; mode < N_REPLAY_MODES; mode++) {
         if (!(r->o.modes & (1u << mode)))
