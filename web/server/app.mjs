@@ -11,6 +11,7 @@ import Ajv2020 from 'ajv/dist/2020.js';
 import { openStore } from './db.mjs';
 import { openapi } from './openapi.mjs';
 import { summarize, METRICS } from '../src/results/extract.mjs';
+import { traceRoutes } from './traces.mjs';
 
 export const BODY_LIMIT = 256 * 1024;
 const CODE_RE = /^[A-Za-z0-9][A-Za-z0-9_-]{1,63}$/;
@@ -258,6 +259,8 @@ export async function buildServer(opts = {}) {
     reply.type('text/csv; charset=utf-8').header('Content-Disposition', `attachment; filename="vmemlab-${cls.code}.csv"`);
     return lines.join('\r\n') + '\r\n';
   });
+
+  await app.register(traceRoutes, { store, rateLimit: rl });   // traces shared with a class (traces.mjs)
 
   app.setNotFoundHandler((req, reply) => {
     const api = req.url.startsWith('/api/');

@@ -6,6 +6,7 @@
  *   results      the Results tab and the class panel
  *   examples     the bundled example scenarios' descriptions (English = the files')
  *   live         the Live guest tab
+ *   trace        the "Your program" panel (trace replay; web/src/trace/)
  * English is complete by definition; a key missing in another language falls back to
  * English (never to blank), and src/test/i18n.test.ts fails the build when one is missing.
  * The chosen language is remembered in localStorage and can be given in the URL. */
@@ -13,7 +14,7 @@ import i18next from 'i18next';
 import { initReactI18next } from 'react-i18next';
 import type { Lang } from './lessons/content';
 
-export const NAMESPACES = ['translation', 'views', 'examples', 'exercises', 'results', 'live'] as const;
+export const NAMESPACES = ['translation', 'views', 'examples', 'exercises', 'results', 'live', 'trace'] as const;
 export type Namespace = (typeof NAMESPACES)[number];
 
 const files = import.meta.glob<{ default: Record<string, unknown> }>('./locales/*/*.json', { eager: true });

@@ -12,6 +12,7 @@ import { because, Said, type Saying } from './Said';
 import { addResult, deleteResult, listResults, putResult, type Stored } from './store';
 import { checkResult, type Problem } from './validate';
 import './results.css';
+import { YourProgram } from '../trace';
 
 type Msg = { kind: 'ok' | 'error'; say: Saying; details?: Problem[] } | null;
 
@@ -105,6 +106,7 @@ export function ResultsView() {
         </div>
       )}
       <ClassPanel mine={mine} />
+      <YourProgram where="results" />
       <h2>{t('published.heading')}</h2>
       <Published mine={mine} />
     </div>

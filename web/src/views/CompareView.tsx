@@ -7,6 +7,7 @@ import type { Vmsim } from '../../../wasm-core/js/vmsim';
 import { checkCompareInput, COMPARE_MODES, compareScenario, cycles, type CompareInput } from '../model/compare';
 import { outcomeWords } from '../model/decode';
 import { Term } from './Term';
+import { YourProgram } from '../trace';
 
 export interface CompareProps {
   engine: Pick<Vmsim, 'run'>;
@@ -73,6 +74,7 @@ export function CompareView({ engine, input, onInput, onOpen }: CompareProps) {
           </tbody>
         </table>
       </div>
+      <YourProgram where="compare" />
     </div>
   );
 }
