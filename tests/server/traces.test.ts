@@ -23,7 +23,8 @@ function writeTrace(name: string, accesses: [number, number][], fields: Record<s
   const path = join(work, name);
   execFileSync('python3', ['-c', `import sys, json; sys.path.insert(0, ${JSON.stringify(join(root, 'hw-lab', 'lib'))})
 from hwlab.tracefile import write_trace
-write_trace(sys.argv[1], json.loads(sys.argv[2]), **json.loads(sys.argv[3]))`, path, JSON.stringify(accesses), JSON.stringify(fields)]);
+d = json.load(sys.stdin)
+write_trace(sys.argv[1], d["accesses"], **d["fields"])`, path], { input: JSON.stringify({ accesses, fields }) });
   return path;
 }
 const report = (path: string) => JSON.parse(execFileSync(vmsim, ['replay', path, '--quiet', '--format', 'json'], { encoding: 'utf8' }));

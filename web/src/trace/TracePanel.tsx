@@ -130,7 +130,10 @@ export function TracePanel({ where, runner = workerRunner, exampleUrl = (n) => `
         }));
         return [...all, ...add];
       });
-    } catch (e) { setNote({ key: 'msg.classFailed', values: { code }, raw: (e as Error).message }); }
+    } catch (e) {
+      // an unknown class is the class panel's to report; anything else is said here
+      if ((e as { status?: number }).status !== 404) setNote({ key: 'msg.classFailed', values: { code }, raw: (e as Error).message });
+    }
   }, []);
   useEffect(() => {
     if (where !== 'results') return;
@@ -141,6 +144,16 @@ export function TracePanel({ where, runner = workerRunner, exampleUrl = (n) => `
       if (code) { setClassCode(code); void loadClass(code); }
     }, () => {});
   }, [where, loadClass]);
+
+  // A class joined in the class panel after this panel was shown: follow it.
+  useEffect(() => {
+    if (where !== 'results' || !server) return;
+    const timer = setInterval(() => {
+      const c = lastClass();
+      if (c && c !== classCode) { setClassCode(c); void loadClass(c); }
+    }, 1500);
+    return () => clearInterval(timer);
+  }, [where, server, classCode, loadClass]);
 
   const share = async (e: Entry) => {
     if (!classCode || !e.blob || !e.report) return;

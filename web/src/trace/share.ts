@@ -13,7 +13,7 @@ async function api<T>(path: string, init?: RequestInit): Promise<T> {
   const text = await r.text();
   let body: unknown = null;
   try { body = JSON.parse(text); } catch { /* not JSON */ }
-  if (!r.ok) throw new Error((body as { message?: string } | null)?.message ?? `HTTP ${r.status}`);
+  if (!r.ok) throw Object.assign(new Error((body as { message?: string } | null)?.message ?? `HTTP ${r.status}`), { status: r.status });
   return body as T;
 }
 
