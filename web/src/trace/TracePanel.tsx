@@ -6,7 +6,7 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { Trans, useTranslation } from 'react-i18next';
 import type { T } from '../i18n';
-import { fmt, groupedBars } from '../results/charts';
+import { modeBars } from './chart';
 import { lastClass } from '../results/store';
 import type { TraceHeader } from './format.mjs';
 import type { FailStage, FromWorker, ReplayOptions, ReplayProgress, ReplayReport } from './protocol';
@@ -274,19 +274,19 @@ function Say({ t, k, values, raw }: { t: T; k: string; values?: Record<string, u
 
 function TraceCharts({ entries, t, lang, settings }: { entries: Entry[]; t: T; lang: string; settings: Settings }) {
   const refs = useRef<Record<Metric, SVGSVGElement | null>>({ refs_per_access: null, tlb_miss_pct: null, exits_per_1k: null, overhead_pct: null });
-  const names = entries.map((e, i) => `${i + 1}. ${labelOf(t, e)}`.slice(0, 22));
+  const names = entries.map((e, i) => `${i + 1}. ${labelOf(t, e)}`);
+  const short = names.map((n) => (n.length > 24 ? n.slice(0, 23) + '…' : n));
   useEffect(() => {
     for (const m of METRICS) {
       const el = refs.current[m];
       if (!el) continue;
-      groupedBars(el, MODES.map((mode) => ({
+      modeBars(el, MODES.map((mode) => ({
         label: t(`mode.${mode}`),
-        values: entries.map((e, i) => {
+        values: entries.map((e) => {
           const row = e.report!.modes.find((x) => x.mode === mode);
-          const v = row ? (m === 'overhead_pct' ? row.overhead_pct ?? 0 : row[m]) : 0;
-          return { series: names[i], value: Math.max(0, v), text: m === 'overhead_pct' && v < 0 ? fmt(v, lang) : undefined };
+          return row ? (m === 'overhead_pct' ? row.overhead_pct ?? 0 : row[m]) : 0;
         }),
-      })), { title: t(`metric.${m}.title`, { settings: settingsWords(t, settings) }), unit: t(`metric.${m}.unit`), t, locale: lang });
+      })), names, { title: t(`metric.${m}.title`, { start: t(`startShort.${settings.start}`) }), unit: t(`metric.${m}.unit`), locale: lang });
     }
   });
   const cost = entries[0].report!.cost_model;
@@ -308,7 +308,7 @@ function TraceCharts({ entries, t, lang, settings }: { entries: Entry[]; t: T; l
           <tbody>
             {entries.flatMap((e, i) => e.report!.modes.map((r, j) => (
               <tr key={`${e.id}-${r.mode}`} data-trace={i + 1} data-mode={r.mode}>
-                {j === 0 && <th scope="rowgroup" rowSpan={e.report!.modes.length}>{names[i]}</th>}
+                {j === 0 && <th scope="rowgroup" rowSpan={e.report!.modes.length} title={names[i]}>{short[i]}</th>}
                 <th scope="row">{t(`mode.${r.mode}`)}</th>
                 <td className="num" data-field="refs_per_access">{r.refs_per_access.toFixed(3)}</td>
                 <td className="num" data-field="tlb_miss_pct">{r.tlb_miss_pct.toFixed(3)}</td>
