@@ -373,3 +373,36 @@ def test_bad_options(short):
     assert p.returncode == 2 and "give the trace as a file" in p.stderr
     p = subprocess.run([VMSIM, "replay", "/no/such.vmtrace"], capture_output=True, text=True)
     assert p.returncode == 1 and "cannot open /no/such.vmtrace" in p.stderr
+
+
+def test_lesson_4_your_own_program(tmp_path):
+    """What lesson 4's 'Your own program' section tells learners they will see: the pointer
+    chase suffers most under EPT (with every setting it names), the x86 server's caches on
+    2 MiB host pages hide most of it, 4 KiB host pages and the Sunway preset bring the 2-D walk
+    back, and shadow paging's cold-start exits are gone when warm."""
+    examples = ROOT / "hw-lab" / "build" / "traces"
+    chase, scan = examples / "pointer-chase.vmtrace", examples / "sequential-scan.vmtrace"
+    if not chase.exists() or not scan.exists():
+        pytest.skip("the example traces are recorded by make build")
+    if subprocess.run(["sh", "-c", "command -v valgrind"], capture_output=True).returncode:
+        pytest.skip("valgrind is not installed")
+    ls = tmp_path / "ls.vmtrace"
+    r = subprocess.run([sys.executable, str(ROOT / "hw-lab" / "run"), "trace", "--out", str(ls), "--", "ls", "/"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+
+    def modes(path, *args):
+        return {m["mode"]: m for m in replay_json(path, *args)["modes"]}
+
+    ept = {}
+    for args in [(), ("--host-pages", "4k"), ("--preset", "sunway-1621")]:
+        ept[args] = {name: modes(p, *args)["ept"]["overhead_pct"] for name, p in
+                     (("chase", chase), ("scan", scan), ("ls", ls))}
+        assert ept[args]["chase"] > ept[args]["scan"] and ept[args]["chase"] > ept[args]["ls"], (args, ept[args])
+    # the caches on 2 MiB host pages hide most of it; 4 KiB host pages bring the nested walks back
+    assert ept[()]["chase"] < 1 < ept[("--host-pages", "4k")]["chase"]
+    sunway = modes(chase, "--preset", "sunway-1621")
+    assert sunway["ept"]["refs_per_access"] > 3 * sunway["native"]["refs_per_access"]
+    for p in (chase, scan, ls):
+        assert modes(p)["shadow"]["exits_by_kind"]["hidden_page_fault"] > 0
+        assert modes(p, "--start", "warm")["shadow"]["exits"] == 0
