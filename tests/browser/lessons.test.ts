@@ -1,5 +1,6 @@
 /* The Lessons tab in headless Chromium: the index, a lesson with its live walk, an
- * exercise checked by the engine in the page, the language switch kept in the URL. */
+ * exercise checked by the engine in the page, the language switch kept in the URL, a
+ * lesson link and the teacher guide opening in place. */
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
@@ -43,7 +44,7 @@ describe('lessons tab', () => {
     expect(await ex.getByRole('status').textContent()).toMatch(/^Correct\./);
   });
 
-  it('switches to Japanese and back, keeps the choice in the URL, and falls back to English visibly', async () => {
+  it('switches to Japanese and back, keeps the choice in the URL, and opens other lessons and the teacher guide in place', async () => {
     await page.selectOption('.lang-picker select', 'ja');
     await page.waitForSelector('article.lesson[lang="ja"]');
     expect(new URL(page.url()).searchParams.get('lang')).toBe('ja');
@@ -52,8 +53,17 @@ describe('lessons tab', () => {
     await page.waitForSelector('article.lesson[lang="en"]');
     expect(await page.locator('article.lesson h1').first().textContent()).toContain('EPT and NPT');
     await page.goto(session.url + '?view=lessons&lesson=vmfunc&lang=ja');
-    await page.waitForSelector('article.lesson');
-    expect(await page.getByRole('note').textContent()).toContain('日本語');
+    await page.waitForSelector('article.lesson[lang="ja"] figure.embedded-walk');
+    expect(await page.getByRole('note').count()).toBe(0);   // translated: no English fallback
+    await page.locator('a.lesson-link[data-lesson="ept-and-npt"]').first().click();
+    await page.waitForSelector('figure.embedded-walk[data-scenario="ept-4k"]');
+    expect(new URL(page.url()).searchParams.get('lesson')).toBe('ept-and-npt');
+    await page.goto(session.url + '?view=lessons&lang=zh');
+    await page.getByRole('button', { name: '教师指南：用 vmemlab 开课' }).click();
+    await page.waitForSelector('article.lesson[lang="zh"] h1');
+    expect(new URL(page.url()).searchParams.get('lesson')).toBe('teacher-guide');
+    expect(await page.locator('article.lesson h1').first().textContent()).toBe('教师指南');
+    await page.screenshot({ path: join(ARTIFACTS, 'lessons-teacher-guide-zh.png'), fullPage: true });
     expect(errors).toEqual([]);
   });
 });

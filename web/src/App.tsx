@@ -17,7 +17,7 @@ import { EntryPanel, WalkView } from './views/WalkView';
 import { ResultsTab } from './results/ResultsTab';
 import { useTranslation } from 'react-i18next';
 import { LANG_NAMES, saveLang, savedLang } from './i18n';
-import { LANGS, type Lang } from './lessons/content';
+import { LANGS, type Lang } from './lessons/langs';
 
 // The live guest (v86, xterm.js, its assets) loads only when its tab opens.
 const LiveView = lazy(() => import('./live/LiveView'));

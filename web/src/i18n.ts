@@ -12,7 +12,7 @@
  * The chosen language is remembered in localStorage and can be given in the URL. */
 import i18next from 'i18next';
 import { initReactI18next } from 'react-i18next';
-import type { Lang } from './lessons/content';
+import type { Lang } from './lessons/langs';
 
 export const NAMESPACES = ['translation', 'views', 'examples', 'exercises', 'results', 'live', 'trace'] as const;
 export type Namespace = (typeof NAMESPACES)[number];

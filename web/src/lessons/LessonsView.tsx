@@ -1,6 +1,7 @@
 /* Lessons: an index with progress, and a lesson page whose prose, live walk views and
- * exercises come from lessons/<lang>/*.md. The lesson, the language and each exercise's
- * seed live in the URL so that a link reproduces what a learner saw. */
+ * exercises come from lessons/<lang>/*.md; the teacher guide (lessons/<lang>/teacher-guide.md)
+ * is linked from the index and shown the same way. The lesson, the language and each
+ * exercise's seed live in the URL so that a link reproduces what a learner saw. */
 import { useMemo, useState } from 'react';
 import { useTranslation } from 'react-i18next';
 import 'katex/dist/katex.min.css';
@@ -8,7 +9,7 @@ import './lessons.css';
 import type { Vmsim } from '../../../wasm-core/js/vmsim';
 import { WalkView } from '../views/WalkView';
 import { LANG_NAMES, saveLang } from '../i18n';
-import { LANGS, LESSONS, LESSON_ORDER, LESSON_SCENARIOS, lessonFor, type Lang, type Part } from './content';
+import { GUIDES, LANGS, LESSONS, LESSON_ORDER, LESSON_SCENARIOS, TEACHER_GUIDE, lessonFor, type Lang, type Part } from './content';
 import { check, generate, say, type Exercise, type Verdict } from './exercises';
 import { Markdown } from './Markdown';
 import { scenarioDescription } from '../model/examples';
@@ -56,7 +57,8 @@ export function LessonsView({ engine, lesson, seed, lang, onNavigate, onOpenWalk
     </label>
   );
 
-  if (!lesson || !LESSONS.en[lesson]) {
+  if (!lesson || !(LESSONS.en[lesson] || GUIDES.en[lesson])) {
+    const guide = lessonFor(TEACHER_GUIDE, lang).lesson;
     return (
       <section className="lessons-index" aria-label={t('index')}>
         <header className="lessons-head"><h2>{t('index')}</h2>{langPicker}</header>
@@ -73,12 +75,14 @@ export function LessonsView({ engine, lesson, seed, lang, onNavigate, onOpenWalk
             );
           })}
         </ol>
+        {guide && <p className="guide-link"><button className="linklike" onClick={() => onNavigate({ lesson: TEACHER_GUIDE })}>{guide.meta.title}</button></p>}
       </section>
     );
   }
 
   const { lesson: l, fallback } = lessonFor(lesson, lang);
-  const prereq = l!.meta.prerequisites;
+  const prereq = l!.meta.prerequisites ?? [];
+  const isGuide = !LESSONS.en[lesson];
   return (
     <article className="lesson" lang={fallback ? 'en' : lang}>
       <header className="lessons-head">
@@ -94,17 +98,21 @@ export function LessonsView({ engine, lesson, seed, lang, onNavigate, onOpenWalk
         </p>
       )}
       {l!.parts.map((part, i) => <LessonPart key={`${lesson}-${i}`} part={part} engine={engine} seed={seed} lang={fallback ? 'en' : lang}
-        onSeed={(s) => onNavigate({ seed: s })} onOpenWalk={onOpenWalk} onView={(v) => onNavigate({ view: v })} />)}
-      <p>
-        <label><input type="checkbox" checked={done.has(lesson)} onChange={() => toggle(lesson)} /> {t('markDone')}</label>
-      </p>
+        onSeed={(s) => onNavigate({ seed: s })} onOpenWalk={onOpenWalk} onView={(v) => onNavigate({ view: v })}
+        onLesson={(id) => onNavigate({ lesson: id })} />)}
+      {!isGuide && (
+        <p>
+          <label><input type="checkbox" checked={done.has(lesson)} onChange={() => toggle(lesson)} /> {t('markDone')}</label>
+        </p>
+      )}
     </article>
   );
 }
 
-function LessonPart({ part, engine, seed, lang, onSeed, onOpenWalk, onView }: { part: Part; engine: Vmsim; seed: number; lang: string;
-  onSeed: (s: number) => void; onOpenWalk?: (scenario: string, access: number) => void; onView?: (v: View) => void }) {
-  if (part.type === 'prose') return <Markdown text={part.text} lang={lang} onView={onView} />;
+function LessonPart({ part, engine, seed, lang, onSeed, onOpenWalk, onView, onLesson }: { part: Part; engine: Vmsim; seed: number; lang: string;
+  onSeed: (s: number) => void; onOpenWalk?: (scenario: string, access: number) => void; onView?: (v: View) => void;
+  onLesson?: (id: string) => void }) {
+  if (part.type === 'prose') return <Markdown text={part.text} lang={lang} onView={onView} onLesson={onLesson} />;
   if (part.type === 'view') return <EmbeddedWalk engine={engine} scenario={part.scenario} access={part.access} onOpenWalk={onOpenWalk} />;
   return <ExerciseCard engine={engine} part={part} seed={seed + part.index} onSeed={(s) => onSeed(s - part.index)} />;
 }

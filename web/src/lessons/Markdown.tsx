@@ -1,6 +1,7 @@
 /* Lesson prose: Markdown (marked) with $...$ formulas typeset by KaTeX. Lessons are the
- * project's own text, not user input; links to other lessons stay inside the app, and
- * [text](app:live) opens another tab of the app (the live guest, the Results tab, ...). */
+ * project's own text, not user input; [text](lesson:vmfunc) opens another lesson (or the
+ * teacher guide) in place, and [text](app:live) opens another tab of the app (the live
+ * guest, the Results tab, ...). */
 import { memo, useMemo } from 'react';
 import { Marked } from 'marked';
 import katex from 'katex';
@@ -18,6 +19,10 @@ function markedFor(lang: string) {
     renderer: {
       link({ href, tokens }) {
         const inner = this.parser.parseInline(tokens);
+        if (href.startsWith('lesson:')) {
+          const id = href.slice('lesson:'.length);
+          return `<a class="lesson-link" href="?view=lessons&amp;lesson=${escapeAttr(id)}" data-lesson="${escapeAttr(id)}">${inner}</a>`;
+        }
         if (href.startsWith('app:')) {
           const view = href.slice('app:'.length);
           if (!VIEWS.includes(view as View)) return inner;
@@ -44,14 +49,15 @@ export function renderMarkdown(text: string, lang = 'en'): string {
   return html.replace(/@@MATH(\d+)@@/g, (_, i: string) => formulas[Number(i)]);
 }
 
-export const Markdown = memo(function Markdown({ text, lang = 'en', onView }: { text: string; lang?: string; onView?: (v: View) => void }) {
+export const Markdown = memo(function Markdown({ text, lang = 'en', onView, onLesson }: { text: string; lang?: string;
+  onView?: (v: View) => void; onLesson?: (id: string) => void }) {
   const html = useMemo(() => renderMarkdown(text, lang), [text, lang]);
-  // Links into other tabs switch the tab in place (the URL keeps the state, so Back returns).
+  // Links into other tabs and lessons switch in place (the URL keeps the state, so Back returns).
   const onClick = (e: React.MouseEvent) => {
-    const a = (e.target as HTMLElement).closest?.('a[data-view]') as HTMLAnchorElement | null;
-    if (!a || !onView || e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;
-    e.preventDefault();
-    onView(a.dataset.view as View);
+    const a = (e.target as HTMLElement).closest?.('a[data-view], a[data-lesson]') as HTMLAnchorElement | null;
+    if (!a || e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;
+    if (a.dataset.view && onView) { e.preventDefault(); onView(a.dataset.view as View); }
+    if (a.dataset.lesson && onLesson) { e.preventDefault(); onLesson(a.dataset.lesson); }
   };
   return <div className="prose" onClick={onClick} dangerouslySetInnerHTML={{ __html: html }} />;
 });

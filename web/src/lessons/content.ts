@@ -4,9 +4,9 @@
 import { load as loadYaml } from 'js-yaml';
 import type { Scenario } from '../../../wasm-core/js/types';
 import type { ExerciseSpec } from './exercises';
+import { LANGS, type Lang } from './langs';
 
-export type Lang = 'en' | 'ja' | 'zh';
-export const LANGS: Lang[] = ['en', 'ja', 'zh'];
+export { LANGS, type Lang };
 
 export interface LessonMeta {
   id: string;
@@ -73,22 +73,26 @@ export function parseLesson(text: string): Lesson {
   return { meta, parts };
 }
 
-/** lessons[lang][id]; built once. */
+/** lessons[lang][id]; built once. Files named NN-id.md are the lessons; the others
+ * (teacher-guide.md) are guides: prose pages outside the sequence, with no progress. */
 export const LESSONS: Record<Lang, Record<string, Lesson>> = { en: {}, ja: {}, zh: {} };
+export const GUIDES: Record<Lang, Record<string, Lesson>> = { en: {}, ja: {}, zh: {} };
 for (const [path, text] of Object.entries(files)) {
-  const lang = path.split('/').slice(-2)[0] as Lang;
+  const [lang, file] = path.split('/').slice(-2) as [Lang, string];
   if (!LANGS.includes(lang)) continue;
   const lesson = parseLesson(text);
-  LESSONS[lang][lesson.meta.id] = lesson;
+  (/^\d+-/.test(file) ? LESSONS : GUIDES)[lang][lesson.meta.id] = lesson;
 }
+export const TEACHER_GUIDE = 'teacher-guide';
 
 export const LESSON_ORDER: string[] = Object.values(LESSONS.en)
   .sort((a, b) => a.meta.order - b.meta.order)
   .map((l) => l.meta.id);
 
-/** The lesson in the chosen language, or the English one with `fallback` set. */
+/** The lesson (or guide) in the chosen language, or the English one with `fallback` set. */
 export function lessonFor(id: string, lang: Lang): { lesson: Lesson | null; fallback: boolean } {
-  const translated = LESSONS[lang]?.[id];
+  const pages = LESSONS.en[id] ? LESSONS : GUIDES;
+  const translated = pages[lang]?.[id];
   if (translated) return { lesson: translated, fallback: false };
-  return { lesson: LESSONS.en[id] ?? null, fallback: lang !== 'en' };
+  return { lesson: pages.en[id] ?? null, fallback: lang !== 'en' };
 }

@@ -1,13 +1,16 @@
 // @vitest-environment jsdom
 /* The lessons view with the real engine: the index and progress, a lesson's prose,
- * embedded walk and exercises, the language switch with its visible English fallback. */
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+ * embedded walk and exercises, the language switch with its visible English fallback,
+ * every lesson and the teacher guide in Japanese and Chinese with no English prose left,
+ * and links to other lessons and to the guide. */
+import { afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { cleanup, fireEvent, render, screen, within } from '@testing-library/react';
 import type { Vmsim } from '../../../wasm-core/js/vmsim';
 import { testEngine } from '../test/engine';
 import '../i18n';
 import { LessonsView } from './LessonsView';
-import { LESSONS, LESSON_ORDER, parseLesson, lessonFor } from './content';
+import { GUIDES, LESSONS, LESSON_ORDER, TEACHER_GUIDE, parseLesson, lessonFor } from './content';
+import { englishRuns } from '../test/english';
 import { renderMarkdown } from './Markdown';
 import { App } from '../App';
 import i18n from '../i18n';
@@ -22,13 +25,15 @@ afterEach(() => {
 });
 
 describe('lesson content', () => {
-  it('has the seven English lessons in order, and 1, 3, 5 in Japanese and Chinese', () => {
+  it('has the seven lessons in order in English, Japanese and Chinese, and the teacher guide apart from them', () => {
     expect(LESSON_ORDER).toHaveLength(7);
     expect(LESSON_ORDER[0]).toBe('four-address-spaces');
-    for (const lang of ['ja', 'zh'] as const) {
-      expect(Object.values(LESSONS[lang]).map((l) => l.meta.order).sort()).toEqual([1, 3, 5]);
-      expect(lessonFor('shadow-paging', lang).fallback).toBe(true);
-      expect(lessonFor('ept-and-npt', lang).fallback).toBe(false);
+    expect(LESSON_ORDER).not.toContain(TEACHER_GUIDE);
+    for (const lang of ['en', 'ja', 'zh'] as const) {
+      expect(Object.values(LESSONS[lang]).map((l) => l.meta.order).sort()).toEqual([1, 2, 3, 4, 5, 6, 7]);
+      for (const id of LESSON_ORDER) expect(lessonFor(id, lang).fallback, `${lang} ${id}`).toBe(false);
+      expect(Object.keys(GUIDES[lang])).toEqual([TEACHER_GUIDE]);
+      expect(lessonFor(TEACHER_GUIDE, lang)).toMatchObject({ fallback: false, lesson: { meta: { language: lang } } });
     }
   });
 
@@ -95,10 +100,81 @@ describe('lessons view', () => {
     expect(document.body.textContent).toContain('2次元ウォーク');
     expect(screen.queryByRole('note')).toBeNull();
     unmount();
-    render(<LessonsView engine={engine} lesson="shadow-paging" seed={1} lang="zh" onNavigate={onNavigate} />);
-    expect(screen.getByRole('note').textContent).toContain('中文');
-    expect(document.querySelector('article.lesson')!.getAttribute('lang')).toBe('en');
+    // Every lesson is translated now; a lesson added in English only must still show its notice.
+    const zh = LESSONS.zh['shadow-paging'];
+    delete LESSONS.zh['shadow-paging'];
+    try {
+      render(<LessonsView engine={engine} lesson="shadow-paging" seed={1} lang="zh" onNavigate={onNavigate} />);
+      expect(screen.getByRole('note').textContent).toContain('中文');
+      expect(document.querySelector('article.lesson')!.getAttribute('lang')).toBe('en');
+    } finally {
+      LESSONS.zh['shadow-paging'] = zh;
+    }
   });
+
+  it('links the teacher guide from the index, and shows it without progress in every language', () => {
+    for (const lang of ['en', 'ja', 'zh'] as const) {
+      const got: Record<string, unknown>[] = [];
+      const { unmount } = render(<LessonsView engine={engine} lesson={null} seed={1} lang={lang} onNavigate={(p) => got.push(p)} />);
+      fireEvent.click(screen.getByRole('button', { name: GUIDES[lang][TEACHER_GUIDE].meta.title }));
+      expect(got).toEqual([{ lesson: TEACHER_GUIDE }]);
+      unmount();
+      const page = render(<LessonsView engine={engine} lesson={TEACHER_GUIDE} seed={1} lang={lang} onNavigate={() => {}} />);
+      const article = page.container.querySelector('article.lesson')!;
+      expect(article.getAttribute('lang')).toBe(lang);
+      expect(article.querySelector('h1')!.textContent).toBe(GUIDES[lang][TEACHER_GUIDE].parts[0].type === 'prose'
+        ? /^# (.+)$/m.exec((GUIDES[lang][TEACHER_GUIDE].parts[0] as { text: string }).text)![1] : '');
+      expect(article.querySelectorAll('input[type="checkbox"]')).toHaveLength(0);   // no "mark as done"
+      expect(article.querySelectorAll('a.lesson-link').length).toBeGreaterThanOrEqual(7);
+      page.unmount();
+    }
+  });
+
+  it('opens another lesson from a lesson link in place', () => {
+    const got: Record<string, unknown>[] = [];
+    const { container } = render(<LessonsView engine={engine} lesson="four-address-spaces" seed={1} lang="zh" onNavigate={(p) => got.push(p)} />);
+    const link = container.querySelector<HTMLAnchorElement>('a.lesson-link[data-lesson="shadow-paging"]')!;
+    expect(link.getAttribute('href')).toBe('?view=lessons&lesson=shadow-paging');
+    expect(link.textContent).toBe('第2课');
+    fireEvent.click(link);
+    expect(got).toEqual([{ lesson: 'shadow-paging' }]);
+  });
+});
+
+describe('every lesson and the teacher guide in Japanese and Chinese', () => {
+  /* What a reader sees: the text without lang="en" parts (English terms at first use, engine
+   * messages) and without code (commands stay as they are typed), plus titles and labels. */
+  const visible = (el: Element) => {
+    const c = el.cloneNode(true) as Element;
+    c.querySelectorAll('[lang="en"], code, pre').forEach((n) => n.remove());
+    const attrs = [...el.querySelectorAll('[title],[aria-label],[placeholder]')]
+      .filter((e) => !e.closest('[lang="en"]'))
+      .map((e) => ['title', 'aria-label', 'placeholder'].map((a) => e.getAttribute(a) ?? '').join(' | '));
+    return { text: c.textContent ?? '', attrs: attrs.join(' | ') };
+  };
+  for (const lang of ['ja', 'zh'] as const) {
+    it(`${lang}: all seven lessons and the guide render, embedded walks and exercises included, with no English prose`, async () => {
+      await i18n.changeLanguage(lang);   // as LessonsTab does for the lesson's language
+      onTestFinished(() => { void i18n.changeLanguage('en'); });
+      for (const id of [...LESSON_ORDER, TEACHER_GUIDE]) {
+        const { container, unmount } = render(<LessonsView engine={engine} lesson={id} seed={7} lang={lang} onNavigate={() => {}} />);
+        const article = container.querySelector('article.lesson')!;
+        expect(article.getAttribute('lang'), id).toBe(lang);
+        expect(container.querySelector('[role="note"]'), `${lang} ${id}: fallback notice`).toBeNull();
+        expect(container.querySelector('.error'), `${lang} ${id}: ${container.querySelector('.error')?.textContent}`).toBeNull();
+        const { text, attrs } = visible(article);
+        expect(text.length, id).toBeGreaterThan(2000);
+        expect(englishRuns(text), `${lang} ${id}`).toEqual([]);
+        expect(englishRuns(attrs), `${lang} ${id}: titles and labels`).toEqual([]);
+        if (id !== TEACHER_GUIDE) {
+          const l = LESSONS[lang][id];
+          expect(container.querySelectorAll('figure.embedded-walk').length, id).toBe(l.parts.filter((p) => p.type === 'view').length);
+          expect(container.querySelectorAll('section.exercise').length, id).toBe(l.parts.filter((p) => p.type === 'exercise').length);
+        }
+        unmount();
+      }
+    }, 120_000);
+  }
 });
 
 describe('the shell in three languages', () => {
