@@ -27,6 +27,8 @@ system-deps:
 	command -v zstd >/dev/null || missing="$$missing zstd"; \
 	command -v nasm >/dev/null || missing="$$missing nasm"; \
 	$(PYTHON) -c "import ensurepip, venv" >/dev/null 2>&1 || missing="$$missing python3-venv"; \
+	command -v valgrind >/dev/null || missing="$$missing valgrind"; \
+	[ -e /usr/include/zlib.h ] || missing="$$missing zlib1g-dev"; \
 	[ -e /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ] || missing="$$missing fonts-wqy-microhei"; \
 	command -v cc >/dev/null || missing="$$missing gcc make"; \
 	$(PYTHON) -m pytest --version >/dev/null 2>&1 || missing="$$missing python3 python3-pytest"; \
@@ -58,12 +60,23 @@ build: setup
 	$(MAKE) -C public guest guest-pae
 	$(MAKE) web/dist/.built
 
+# The two example traces the page offers (programs of ours recorded with hw-lab/run trace,
+# valgrind lackey); copied into web/dist/traces/ with the app, not committed.
+TRACE_EXAMPLES := hw-lab/build/traces/pointer-chase.vmtrace hw-lab/build/traces/sequential-scan.vmtrace
+TRACE_RECORDER := hw-lab/trace/tracepack.c hw-lab/run hw-lab/lib/hwlab/trace.py hw-lab/lib/hwlab/cli.py \
+	hw-lab/lib/hwlab/probe.py hw-lab/schema/trace.schema.json
+hw-lab/build/traces/%.vmtrace: hw-lab/trace/examples/%.c $(TRACE_RECORDER)
+	$(MAKE) -C hw-lab build/traces/$*.vmtrace
+	@touch $@
+
 $(VALIDATORS) &: web/server/gen-validator.mjs wasm-core/schema/scenario.schema.json hw-lab/schema/result.schema.json
 	node web/server/gen-validator.mjs >/dev/null
 
 # vite empties web/dist; the brotli/gzip copies the server sends are made right after.
-web/dist/.built: $(WEB_INPUTS) $(VALIDATORS) wasm-core/build/wasm/vmsim.mjs node_modules/.package-lock.json web/scripts/compress.mjs
+web/dist/.built: $(WEB_INPUTS) $(VALIDATORS) wasm-core/build/wasm/vmsim.mjs node_modules/.package-lock.json web/scripts/compress.mjs \
+		$(TRACE_EXAMPLES)
 	npx vite build --config web/vite.config.ts --logLevel warn
+	mkdir -p web/dist/traces && cp $(TRACE_EXAMPLES) web/dist/traces/
 	node web/scripts/compress.mjs web/dist
 	@touch $@
 

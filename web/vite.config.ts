@@ -8,6 +8,9 @@ export default defineConfig({
   root: here,
   base: './',
   plugins: [react()],
+  // the trace replay's Web Worker (web/src/trace/replay.worker.ts) is an ES module, so that it
+  // can load the engine's module and .wasm as the page does
+  worker: { format: 'es' },
   server: { host: '127.0.0.1', port: 8080, fs: { allow: [fileURLToPath(new URL('..', import.meta.url))] } },
   preview: { host: '127.0.0.1', port: 8080, strictPort: true },
   build: {

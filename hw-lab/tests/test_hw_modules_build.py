@@ -76,7 +76,7 @@ def test_modules_build_against_debian_headers():
     r = subprocess.run(["make", "-s", "-C", HW, "modules-debian", "KCFLAGS=-Werror"],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    krel = subprocess.run(["make", "-s", "-C", HW, "print-deb-krel"], capture_output=True,
+    krel = subprocess.run(["make", "-s", "--no-print-directory", "-C", HW, "print-deb-krel"], capture_output=True,
                           text=True).stdout.strip()
     for m in ("ptwalk", "vmcall_bench"):
         assert os.path.exists(os.path.join(HW, "build", "modules-" + krel, m + ".ko"))

@@ -10,12 +10,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 built = (ROOT / "web" / "dist" / ".built").exists() and (ROOT / "public" / "guest" / ".compressed").exists()
-HEAVY = ("emcc", "vite build", "make-state.mjs", "build-guest.sh", "compress.mjs", "npm ci", "gen-validator")
+HEAVY = ("emcc", "vite build", "make-state.mjs", "build-guest.sh", "compress.mjs", "npm ci", "gen-validator",
+         "run trace", "-C hw-lab build/traces")
 
 
-def make(*args):
+def make(*args, check=True):
     r = subprocess.run(["make", *args], cwd=ROOT, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 0 or not check, r.stderr
     return r.stdout
 
 
@@ -36,3 +37,23 @@ def test_a_changed_lesson_rebuilds_the_app_only(tmp_path):
         assert not [l for l in out.splitlines() if l.startswith("emcc ")]
     finally:
         os.utime(lesson, (st.st_atime, st.st_mtime))
+
+
+@pytest.mark.skipif(not built, reason="needs make build first")
+def test_a_changed_example_program_records_only_its_trace():
+    program = ROOT / "hw-lab" / "trace" / "examples" / "pointer-chase.c"
+    trace = ROOT / "hw-lab" / "build" / "traces" / "pointer-chase.vmtrace"
+    st = program.stat()
+    try:
+        os.utime(program, (st.st_atime, trace.stat().st_mtime + 10))
+        hw = lambda t: make("-n", "-C", "hw-lab", "build/traces/%s.vmtrace" % t)
+        assert "run trace --out build/traces/pointer-chase.vmtrace" in hw("pointer-chase")
+        assert "run trace" not in hw("sequential-scan")
+        # the app is built with the example traces (web/dist/traces/): they are its inputs
+        db = make("-p", "-q", "web/dist/.built", check=False)
+        line = next(l for l in db.splitlines() if l.startswith("web/dist/.built:"))
+        assert "hw-lab/build/traces/pointer-chase.vmtrace" in line and "hw-lab/build/traces/sequential-scan.vmtrace" in line
+        line = next(l for l in db.splitlines() if l.startswith("hw-lab/build/traces/%.vmtrace:"))
+        assert "hw-lab/trace/examples/%.c" in line and "hw-lab/lib/hwlab/trace.py" in line
+    finally:
+        os.utime(program, (st.st_atime, st.st_mtime))

@@ -4,6 +4,7 @@
  *   vmsim image FILE|-     print the built machine's memory and registers (JSON)
  * Exit status: 0 ok, 1 usage or I/O error, 2 bad scenario (one line on stderr). */
 #include "vmsim.h"
+#include "replay_cli.h"
 #include "../src/experiment.h"
 #include "../src/json.h"
 
@@ -22,6 +23,8 @@ static void usage(FILE *f)
                "                        [--cycles-per-access C] [--cycles-per-ref C] [--cycles-per-exit C]\n"
                "                        [--cycles-per-vmfunc C] [--refill-trap C]\n"
                "                             run a synthetic workload under every mode (default: all workloads)\n"
+               "       vmsim replay TRACE [--modes LIST] [--preset NAME] [--format table|json|csv] ...\n"
+               "                             replay a recorded program trace through every mode (vmsim replay --help)\n"
                "       vmsim --version\n"
                "FILE may be - for standard input. Scenario format: wasm-core/docs/model.md\n");
 }
@@ -160,6 +163,8 @@ int main(int argc, char **argv)
 {
     if (argc >= 2 && !strcmp(argv[1], "experiment"))
         return experiment_main(argc, argv);
+    if (argc >= 2 && !strcmp(argv[1], "replay"))
+        return replay_main(argc, argv);
     if (argc == 2 && (strcmp(argv[1], "--version") == 0)) {
         puts(vmsim_version());
         return 0;

@@ -3,6 +3,7 @@
  * module; under Node pass its bytes as `wasmBinary`. */
 import createVmsimModule from '../build/wasm/vmsim.mjs';
 import type { Result, Scenario } from './types';
+import { openReplay, type ReplayModule, type ReplayOptions, type TraceReplay } from './replay';
 
 export type * from './types';
 
@@ -14,7 +15,7 @@ export class ScenarioError extends Error {
   }
 }
 
-interface EmModule {
+interface EmModule extends ReplayModule {
   _vmsim_run(ptr: number, len: number, outPtr: number): number;
   _vmsim_explain(ptr: number, len: number, outPtr: number): number;
   _vmsim_free(ptr: number): void;
@@ -41,6 +42,8 @@ export interface Vmsim {
   runText(scenarioJson: string): string;
   /** The readable walk table of `vmsim explain`. */
   explain(scenario: Scenario | string): string;
+  /** Opens a recorded trace for replay (see replay.ts: replayBlob streams a file through it). */
+  openReplay(head: Uint8Array, fileSize: number, options?: ReplayOptions): TraceReplay;
 }
 
 const encoder = new TextEncoder();
@@ -74,5 +77,6 @@ export async function loadVmsim(options: LoadOptions = {}): Promise<Vmsim> {
     runText: (json) => call('run', json),
     run: (s) => JSON.parse(call('run', toText(s))) as Result,
     explain: (s) => call('explain', toText(s)),
+    openReplay: (head, fileSize, options) => openReplay(mod, head, fileSize, options),
   };
 }

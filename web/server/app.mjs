@@ -15,6 +15,7 @@ import { JSON_TYPE, checkJson, clientErrorHandler, displayName, idempotencyKey, 
 import { openapi } from './openapi.mjs';
 import { Pacer } from './pacer.mjs';
 import { summarize, METRICS } from '../src/results/extract.mjs';
+import { traceRoutes } from './traces.mjs';
 
 export const BODY_LIMIT = 256 * 1024;
 export const BODY_TIMEOUT_MS = 30_000;
@@ -332,6 +333,8 @@ export async function buildServer(opts = {}) {
     reply.type('text/csv; charset=utf-8').header('Content-Disposition', `attachment; filename="vmemlab-${cls.code}.csv"`);
     return lines.join('\r\n') + '\r\n';
   });
+
+  await app.register(traceRoutes, { store, rateLimit: rl });   // traces shared with a class (traces.mjs)
 
   app.setNotFoundHandler((req, reply) => {
     const api = req.url.startsWith('/api/');

@@ -1,6 +1,7 @@
 // The OpenAPI 3.1 description of the class server, served at /api/openapi.json and
 // used by the fuzz test to generate requests.
 import { readFileSync } from 'node:fs';
+import { traceOpenapi } from './traces.mjs';
 
 const resultSchema = JSON.parse(readFileSync(new URL('../../hw-lab/schema/result.schema.json', import.meta.url), 'utf8'));
 
@@ -37,6 +38,7 @@ export const openapi = {
     schemas: {
       Error: error,
       Result: resultSchema,
+      ...traceOpenapi.schemas,
       Class: {
         type: 'object', required: ['code', 'name', 'created_at', 'uploads'],
         properties: { code: { type: 'string' }, name: { type: 'string' }, created_at: { type: 'string' }, uploads: { type: 'integer' } },
@@ -107,5 +109,6 @@ export const openapi = {
       },
     },
     '/api/openapi.json': { get: { operationId: 'openapi', responses: { 200: { description: 'this document' } } } },
+    ...traceOpenapi.paths,
   },
 };

@@ -7,6 +7,7 @@
  *   examples     the bundled example scenarios' descriptions (English = the files')
  *   live         the Live guest tab
  *   bochs        the "verified on Bochs" badge and reference list (views/BochsVerified.tsx)
+ *   trace        the "Your program" panel (trace replay; web/src/trace/)
  * English is complete by definition; a key missing in another language falls back to
  * English (never to blank), and src/test/i18n.test.ts fails the build when one is missing.
  * The chosen language is remembered in localStorage and can be given in the URL. */
@@ -14,7 +15,7 @@ import i18next from 'i18next';
 import { initReactI18next } from 'react-i18next';
 import type { Lang } from './lessons/langs';
 
-export const NAMESPACES = ['translation', 'views', 'examples', 'exercises', 'results', 'live', 'bochs'] as const;
+export const NAMESPACES = ['translation', 'views', 'examples', 'exercises', 'results', 'live', 'bochs', 'trace'] as const;
 export type Namespace = (typeof NAMESPACES)[number];
 
 const files = import.meta.glob<{ default: Record<string, unknown> }>('./locales/*/*.json', { eager: true });

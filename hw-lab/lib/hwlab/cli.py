@@ -47,7 +47,8 @@ def parse_args(argv):
     p = Parser(prog="hw-lab/run", description=(
         "Measure this machine for vmemlab: probe (CPU, hypervisor, VMX/SVM/EPT/NPT, KVM "
         "parameters, THP) and benchmarks (cpuid_exit, memtouch, ptrchase, ctxswitch, "
-        "kvm_exits); write one result JSON."))
+        "kvm_exits); write one result JSON. `hw-lab/run trace --out FILE -- PROGRAM ARGS` "
+        "records a program's memory accesses instead (hw-lab/run trace --help)."))
     p.add_argument("--quick", action="store_true", help="a short run (seconds)")
     p.add_argument("--only", action="append", metavar="NAME[:SUBCASE]",
                    help="run only this benchmark (repeatable); see --list")
@@ -248,7 +249,11 @@ def upload_existing(args):
 
 
 def main(argv=None):
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["trace"]:
+        from . import trace
+        return trace.main(argv[1:], VERSION)
+    args = parse_args(argv)
     if args.from_file is not None:
         return upload_existing(args)
     binary = os.path.abspath(args.bin or os.path.join(HERE, "build", "hwlab"))

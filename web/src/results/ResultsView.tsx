@@ -12,6 +12,7 @@ import { because, Said, type Saying } from './Said';
 import { addResult, deleteResult, listResults, putResult, type Stored } from './store';
 import { checkResult, type Problem } from './validate';
 import './results.css';
+import { YourProgram } from '../trace';
 
 /** What became of one file: added or refused, with at most SHOWN problems listed and how
  * many more there were. */
@@ -137,6 +138,7 @@ export function ResultsView() {
         </div>
       )}
       <ClassPanel mine={mine} />
+      <YourProgram where="results" />
       <h2>{t('published.heading')}</h2>
       <Published mine={mine} />
     </div>

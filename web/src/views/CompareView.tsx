@@ -8,6 +8,7 @@ import type { Vmsim } from '../../../wasm-core/js/vmsim';
 import { checkCompareInput, COLD, COMPARE_MODES, compareScenario, cycles, ordering, WARM, type CompareInput } from '../model/compare';
 import { exitKinds, exitKindsWords, outcomeWords, refsSplit } from '../model/decode';
 import { Term } from './Term';
+import { YourProgram } from '../trace';
 
 export interface CompareProps {
   engine: Pick<Vmsim, 'run'>;
@@ -154,6 +155,7 @@ export function CompareView({ engine, input, onInput, onOpen }: CompareProps) {
           </p>
         </>
       )}
+      <YourProgram where="compare" />
     </div>
   );
 }

@@ -1,0 +1,359 @@
+"""hw-lab/run trace: record a program's memory accesses into a vmemlab trace.
+
+    hw-lab/run trace --out ls.vmtrace [--limit N] -- ls /
+
+valgrind's lackey tool reports every instruction fetch, load, store and modify of the
+program; build/tracepack turns that log into the trace body (page-number deltas and
+page offsets as varints, wasm-core/docs/replay.md), this module compresses it with gzip
+as it streams by and writes the file: prefix, JSON header (schema/trace.schema.json),
+body. Memory does not grow with the trace's length: the body goes to a temporary file
+next to --out and is copied behind the header at the end.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import zlib
+
+from . import probe as probelib
+
+MAGIC = b"\x89VMTRC\r\n"
+VERSION = 1
+HEADER_MAX = 65536
+LIMIT_DEFAULT = 20_000_000
+LIMIT_MAX = 1_000_000_000
+HERE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCHEMA = os.path.join(HERE, "schema", "trace.schema.json")
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_OUTPUT = 0, 1, 2, 4
+
+
+def say(msg):
+    print("hw-lab: " + msg, file=sys.stderr, flush=True)
+
+
+class Refused(Exception):
+    """A bad flag, program or input: exit 2 with this message."""
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        print("hw-lab/run trace: error: %s (see hw-lab/run trace --help)" % message, file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+
+
+def limit_arg(s):
+    try:
+        v = int(s.replace("_", ""), 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError("'%s' is not a whole number" % s)
+    if not 1 <= v <= LIMIT_MAX:
+        raise argparse.ArgumentTypeError("%d is out of range 1..%d" % (v, LIMIT_MAX))
+    return v
+
+
+def parse_args(argv):
+    p = Parser(prog="hw-lab/run trace", description=(
+        "Record every memory access of a program (valgrind lackey) into a vmemlab trace, "
+        "which the page's 'Your program' panel and `vmsim replay` run through native, EPT, "
+        "NPT, shadow paging and a flat nested table."),
+        epilog="Example: hw-lab/run trace --out ls.vmtrace -- ls /")
+    p.add_argument("--out", metavar="FILE", required=True, help="where to write the trace (.vmtrace)")
+    p.add_argument("--limit", type=limit_arg, default=LIMIT_DEFAULT, metavar="N",
+                   help="stop the program after N accesses (default 20,000,000); the trace is "
+                        "then marked partial")
+    p.add_argument("--label", metavar="TEXT", help="a short name for the trace (at most 80 characters)")
+    p.add_argument("--from-lackey", metavar="LOG",
+                   help="convert an existing `valgrind --tool=lackey --trace-mem=yes` log instead "
+                        "of running a program")
+    p.add_argument("--tracepack", metavar="PATH", help=argparse.SUPPRESS)
+    p.add_argument("command", nargs=argparse.REMAINDER,
+                   help="-- PROGRAM ARGS...: the program to record and its arguments")
+    a = p.parse_args(argv)
+    cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
+    if a.from_lackey and cmd:
+        p.error("--from-lackey converts a log; leave out the program (%s)" % " ".join(cmd))
+    if not a.from_lackey and not cmd:
+        p.error("name the program to record after --, for example: hw-lab/run trace --out ls.vmtrace -- ls /")
+    if a.label is not None and not 1 <= len(a.label) <= 80:
+        p.error("--label must be 1 to 80 characters")
+    a.command = cmd
+    return a
+
+
+def light_probe():
+    """The recording machine, in a few fields (no benchmark binary needed)."""
+    ci = probelib.parse_cpuinfo(probelib._read("/", "/proc/cpuinfo", ""))
+    k = probelib.kernel()
+    flags = set(ci.get("flags", "").split())
+    return {
+        "arch": probelib.normalize_arch(platform.machine()),
+        "cpu_model": (ci.get("model name") or ci.get("cpu model") or ci.get("cpu part") or "unknown").strip(),
+        "kernel": k.get("release"),
+        "os": k.get("os"),
+        "base_page_bytes": os.sysconf("SC_PAGE_SIZE"),
+        "in_vm": ("hypervisor" in flags) if flags else None,
+    }
+
+
+def tracepack_path(args):
+    if args.tracepack:
+        return args.tracepack
+    binary = os.path.join(HERE, "build", "tracepack")
+    if os.path.exists(os.path.join(HERE, "Makefile")):
+        r = subprocess.run(["make", "-s", "-C", HERE, "build/tracepack"], stdout=sys.stderr, stderr=sys.stderr)
+        if r.returncode != 0 and not os.path.exists(binary):
+            raise Refused("cannot build %s: is a C compiler installed? (Debian: apt-get install gcc make)" % binary)
+    return binary
+
+
+def resolve_program(name):
+    """The program as valgrind will run it; Refused when it cannot be."""
+    if os.sep in name:
+        if not os.path.exists(name):
+            raise Refused("%s: no such file" % name)
+        if os.path.isdir(name):
+            raise Refused("%s is a directory, not a program" % name)
+        if not os.access(name, os.X_OK):
+            raise Refused("%s is not executable (chmod +x it, or name the interpreter: -- python3 %s)" % (name, name))
+        return name
+    found = shutil.which(name)
+    if not found:
+        raise Refused("%s: no such program on PATH" % name)
+    return found
+
+
+def valgrind_version():
+    try:
+        r = subprocess.run(["valgrind", "--version"], capture_output=True, text=True, timeout=30)
+        return r.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+class BodyWriter:
+    """Compresses the body as it streams by into a temporary file next to the output."""
+
+    def __init__(self, out_path):
+        d = os.path.dirname(os.path.abspath(out_path))
+        fd, self.path = tempfile.mkstemp(prefix=".vmtrace-body-", dir=d)
+        self.f = os.fdopen(fd, "wb")
+        self.z = zlib.compressobj(6, zlib.DEFLATED, 31)    # wbits 31: a gzip member, mtime 0
+        self.raw = 0
+
+    def write(self, chunk):
+        self.raw += len(chunk)
+        self.f.write(self.z.compress(chunk))
+
+    def close(self):
+        self.f.write(self.z.flush())
+        self.f.close()
+        return os.path.getsize(self.path)
+
+    def discard(self):
+        try:
+            self.f.close()
+        except OSError:
+            pass
+        if os.path.exists(self.path):
+            os.unlink(self.path)
+
+
+def pump(src, body):
+    while True:
+        chunk = src.read(1 << 16)
+        if not chunk:
+            return
+        body.write(chunk)
+
+
+def run_valgrind(args, program, pack_cmd, body):
+    """valgrind | tracepack | gzip; returns (tracepack summary, valgrind status, interrupted)."""
+    r, w = os.pipe()
+    # tracepack ignores Ctrl-C: on an interrupt it still ends the body properly.
+    pack = subprocess.Popen(pack_cmd, stdin=r, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    os.close(r)
+    try:
+        vg = subprocess.Popen(["valgrind", "--tool=lackey", "--trace-mem=yes", "--log-fd=%d" % w,
+                               program] + args.command[1:], pass_fds=(w,))
+    except OSError as e:
+        os.close(w)
+        pack.kill()
+        pack.wait()
+        raise Refused("cannot start valgrind: %s" % e)
+    os.close(w)
+    interrupted = False
+    try:
+        pump(pack.stdout, body)
+    except KeyboardInterrupt:
+        interrupted = True
+        say("interrupted: ending the trace where the program was (it will be marked partial)")
+        vg.send_signal(signal.SIGKILL)
+        pump(pack.stdout, body)
+    err = pack.stderr.read().decode("utf-8", "replace")
+    pack.wait()
+    summary = None
+    for line in err.splitlines():
+        if line.startswith("{"):
+            summary = json.loads(line)
+        else:
+            print(line, file=sys.stderr)
+    if summary is None:
+        vg.kill()
+        vg.wait()
+        raise RuntimeError("tracepack ended without its summary (exit %d)" % pack.returncode)
+    if summary["limit_reached"]:
+        vg.kill()           # the program stops at the limit (valgrind runs it in its own process)
+    status = vg.wait()
+    return summary, status, interrupted
+
+
+def decide_partial(summary, status, interrupted, limit, source):
+    if summary["limit_reached"]:
+        return "stopped at the --limit of %d accesses; the program was ended there" % limit
+    if interrupted:
+        return "interrupted (Ctrl-C) after %d accesses" % summary["accesses"]
+    if summary["exit_code"] is None and summary["fatal_signal"] is None:
+        if source == "lackey-log":
+            return "the log ends before valgrind reported how the program ended"
+        return "valgrind stopped before the program ended (exit status %s)" % status
+    return None
+
+
+def validate(header):
+    try:
+        import jsonschema
+    except ImportError:
+        return
+    with open(SCHEMA) as f:
+        schema = json.load(f)
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(header), key=str)
+    if errors:
+        e = errors[0]
+        raise RuntimeError("BUG: the trace header does not match %s at %s: %s" % (
+            os.path.relpath(SCHEMA), "/".join(map(str, e.absolute_path)) or "(top)", e.message))
+
+
+def write_trace(out, header, body_path):
+    text = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    if len(text) > HEADER_MAX:
+        raise Refused("the command line is too long for a trace header (%d bytes of at most %d)"
+                      % (len(text), HEADER_MAX))
+    d = os.path.dirname(os.path.abspath(out))
+    fd, tmp = tempfile.mkstemp(prefix=".vmtrace-", dir=d)
+    try:
+        with os.fdopen(fd, "wb") as f, open(body_path, "rb") as b:
+            f.write(MAGIC + struct.pack("<HHI", VERSION, 0, len(text)) + text)
+            shutil.copyfileobj(b, f, 1 << 20)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, out)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def record(args, version):
+    from .cli import check_writable
+    why = check_writable(args.out)
+    if why:
+        print("hw-lab/run trace: error: " + why, file=sys.stderr)
+        return EXIT_OUTPUT
+    source = "lackey-log" if args.from_lackey else "valgrind"
+    if args.from_lackey:
+        if not os.path.isfile(args.from_lackey):
+            raise Refused("--from-lackey %s: no such file" % args.from_lackey)
+        program = None
+    else:
+        if shutil.which("valgrind") is None:
+            raise Refused("valgrind is not installed; it records the accesses (Debian/Ubuntu: sudo apt-get "
+                          "install valgrind, or make -C hw-lab setup)")
+        program = resolve_program(args.command[0])
+    pack = tracepack_path(args)
+    if not os.path.exists(pack):
+        raise Refused("no %s: run make -C hw-lab build/tracepack" % pack)
+    pack_cmd = [pack, "--limit", str(args.limit)]
+    body = BodyWriter(args.out)
+    try:
+        if args.from_lackey:
+            say("converting %s" % args.from_lackey)
+            p = subprocess.run(pack_cmd + ["--input", args.from_lackey], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+            body.write(p.stdout)
+            lines = p.stderr.decode("utf-8", "replace").splitlines()
+            summary = next((json.loads(x) for x in lines if x.startswith("{")), None)
+            if p.returncode or summary is None:
+                raise Refused("cannot convert %s: %s" % (args.from_lackey, "; ".join(lines) or "tracepack failed"))
+            if not summary["lackey_banner"] and not summary["accesses"]:
+                raise Refused("%s is not a valgrind lackey log (no lackey banner and no access lines)"
+                              % args.from_lackey)
+            status, interrupted = None, False
+            words = summary["command"].split()
+            program_name, prog_args = (words[0], words[1:]) if words else (os.path.basename(args.from_lackey), [])
+        else:
+            say("recording %s with valgrind lackey (about 50x slower than the program alone; at most %d accesses)"
+                % (" ".join(args.command), args.limit))
+            summary, status, interrupted = run_valgrind(args, program, pack_cmd, body)
+            program_name, prog_args = args.command[0], args.command[1:]
+            if summary["accesses"] == 0:
+                raise Refused("valgrind could not run %s (exit status %s)%s" % (
+                    args.command[0], status,
+                    ": " + summary["last_message"] if summary["last_message"] else ""))
+        body_bytes = body.close()
+        reason = decide_partial(summary, status, interrupted, args.limit, source)
+        header = {
+            "format": "vmemlab-trace",
+            "version": VERSION,
+            "program": program_name,
+            "args": prog_args,
+            "created_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "recorder": {"tool": "valgrind-lackey", "valgrind": valgrind_version(), "hw_lab": version,
+                         "limit": args.limit, "source": source},
+            "probe": light_probe(),
+            "page_size": 4096,
+            "accesses": summary["accesses"],
+            "pages": summary["pages"],
+            "counts": summary["counts"],
+            "partial": reason is not None,
+            "program_exit": {"code": summary["exit_code"], "signal": summary["fatal_signal"]},
+            "body": {"compression": "gzip", "bytes": body_bytes},
+        }
+        if args.label:
+            header["label"] = args.label
+        if reason:
+            header["partial_reason"] = reason
+        validate(header)
+        write_trace(args.out, header, body.path)
+    finally:
+        body.discard()
+    n = summary["accesses"]
+    c = summary["counts"]
+    size = os.path.getsize(args.out)
+    say("wrote %s: %d accesses (%d fetches, %d loads, %d stores, %d modifies) on %d pages of 4 KiB; "
+        "%d bytes, %.2f bytes per access" % (os.path.abspath(args.out), n, c["fetch"], c["load"], c["store"],
+                                              c["modify"], summary["pages"], size, size / n if n else 0))
+    if reason:
+        say("PARTIAL trace: " + reason)
+    if summary["fatal_signal"] is not None:
+        say("note: the program itself ended on signal %d; the trace covers its run up to there"
+            % summary["fatal_signal"])
+    say("replay it: drop it on the Compare view's 'Your program' panel, or "
+        "wasm-core/build/vmsim replay %s" % args.out)
+    return EXIT_FAILED if reason and not summary["limit_reached"] else EXIT_OK
+
+
+def main(argv, version):
+    args = parse_args(argv)
+    try:
+        return record(args, version)
+    except Refused as e:
+        print("hw-lab/run trace: error: %s" % e, file=sys.stderr)
+        return EXIT_USAGE

@@ -1,0 +1,157 @@
+"""hw-lab/run trace: the recorder. A program of ours whose accesses are known must come out
+exactly (its pages, in its order); the header must say what the body holds and match the
+schema; a limit marks the trace partial; bad programs, a missing valgrind and an
+unwritable output are refused with a clear message and the documented exit status. The
+traces are read back with hwlab.tracefile, written apart from the C encoder."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from hwlab_helpers import HW, run_cmd
+
+from hwlab.tracefile import KIND, read_trace
+
+TOUCH = os.path.join(HW, "build", "touch-pages")
+needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None,
+                                    reason="valgrind is not installed (make -C hw-lab setup installs it)")
+
+
+@pytest.fixture(scope="module")
+def built():
+    r = subprocess.run(["make", "-s", "-C", HW, "build/tracepack", "build/touch-pages"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.fixture(scope="module")
+def schema():
+    with open(os.path.join(HW, "schema", "trace.schema.json")) as f:
+        return json.load(f)
+
+
+def check_schema(header, schema):
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.Draft202012Validator(schema).validate(header)
+
+
+@needs_valgrind
+@pytest.mark.parametrize("n", [64, 300])
+def test_known_pages_in_known_order(n, built, tmp_path, schema):
+    out = tmp_path / "touch.vmtrace"
+    r = run_cmd(["trace", "--out", str(out), "--", TOUCH, str(n)], timeout=120)
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"base (0x[0-9a-f]+) pages (\d+)", r.stdout)
+    assert m, r.stdout          # the program's own output passes through
+    base = int(m.group(1), 16)
+    header, accesses = read_trace(str(out))
+    check_schema(header, schema)
+    region = [(k, a) for k, a in accesses if base <= a < base + n * 4096]
+    expect = [(KIND["store"], base + ((7 * i + 3) % n) * 4096 + (i % 64) * 64) for i in range(n)]
+    assert region == expect     # exactly these stores, in this order, nothing else there
+    # the header says what the body holds
+    assert header["accesses"] == len(accesses)
+    assert header["pages"] == len({a >> 12 for _, a in accesses})
+    for name, k in KIND.items():
+        assert header["counts"][name] == sum(1 for kk, _ in accesses if kk == k)
+    assert header["partial"] is False and "partial_reason" not in header
+    assert header["program_exit"] == {"code": 0, "signal": None}
+    assert header["program"] == TOUCH and header["args"] == [str(n)]
+    assert header["recorder"]["source"] == "valgrind"
+    assert header["body"]["bytes"] == os.path.getsize(out) - 16 - len(
+        json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode())
+
+
+@needs_valgrind
+def test_limit_marks_the_trace_partial(built, tmp_path, schema):
+    out = tmp_path / "lim.vmtrace"
+    r = run_cmd(["trace", "--out", str(out), "--limit", "5000", "--", TOUCH, "600"], timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "PARTIAL trace: stopped at the --limit of 5000 accesses" in r.stderr
+    header, accesses = read_trace(str(out))
+    check_schema(header, schema)
+    assert len(accesses) == header["accesses"] == 5000
+    assert header["partial"] is True
+    assert "--limit of 5000" in header["partial_reason"]
+    assert header["recorder"]["limit"] == 5000
+
+
+@needs_valgrind
+def test_ls_is_under_two_bytes_per_access(built, tmp_path):
+    out = tmp_path / "ls.vmtrace"
+    r = run_cmd(["trace", "--out", str(out), "--", "ls", "/"], timeout=180)
+    assert r.returncode == 0, r.stderr
+    header, accesses = read_trace(str(out))
+    assert header["accesses"] > 100_000
+    assert os.path.getsize(out) / header["accesses"] <= 2.0
+
+
+def test_lackey_log_conversion(built, tmp_path, schema):
+    log = tmp_path / "x.lackey"
+    log.write_text("==1== Lackey, an example Valgrind tool\n==1== Command: /bin/prog a b\n"
+                   "I  00401000,3\n L 7ffd0010,8\n S 7ffd0018,8\n M 00602000,4\nI  00401003,2\n"
+                   "==1== Exit code:       3\n")
+    out = tmp_path / "x.vmtrace"
+    r = run_cmd(["trace", "--out", str(out), "--from-lackey", str(log)])
+    assert r.returncode == 0, r.stderr
+    header, accesses = read_trace(str(out))
+    check_schema(header, schema)
+    assert accesses == [(2, 0x401000), (0, 0x7ffd0010), (1, 0x7ffd0018), (3, 0x602000), (2, 0x401003)]
+    assert header["program"] == "/bin/prog" and header["args"] == ["a", "b"]
+    assert header["program_exit"]["code"] == 3 and header["partial"] is False
+    assert header["recorder"]["source"] == "lackey-log"
+    # a log cut before valgrind said how the program ended is partial
+    log.write_text("I  00401000,3\n L 7ffd0010,8\n")
+    r = run_cmd(["trace", "--out", str(out), "--from-lackey", str(log)])
+    assert r.returncode == 1, r.stderr
+    header, _ = read_trace(str(out))
+    assert header["partial"] is True and "log ends before" in header["partial_reason"]
+
+
+def test_not_a_lackey_log(built, tmp_path):
+    log = tmp_path / "notes.txt"
+    log.write_text("hello\nworld\n")
+    r = run_cmd(["trace", "--out", str(tmp_path / "x.vmtrace"), "--from-lackey", str(log)])
+    assert r.returncode == 2
+    assert "is not a valgrind lackey log" in r.stderr
+    assert not (tmp_path / "x.vmtrace").exists()
+
+
+@pytest.mark.parametrize("cmd,needle", [
+    (["--", "no-such-program-here"], "no-such-program-here: no such program on PATH"),
+    (["--", "/no/such/file"], "/no/such/file: no such file"),
+    (["--", "NOEXEC"], "is not executable"),
+    (["--", "/"], "is a directory, not a program"),
+    ([], "name the program to record after --"),
+    (["--limit", "0", "--", "ls"], "0 is out of range"),
+    (["--limit", "many", "--", "ls"], "'many' is not a whole number"),
+])
+def test_bad_programs_and_flags(cmd, needle, built, tmp_path):
+    out = tmp_path / "x.vmtrace"
+    noexec = tmp_path / "data.txt"
+    noexec.write_text("not a program\n")
+    noexec.chmod(0o644)
+    cmd = [str(noexec) if c == "NOEXEC" else c for c in cmd]
+    r = run_cmd(["trace", "--out", str(out)] + cmd)
+    assert r.returncode == 2, r.stderr
+    assert needle in r.stderr
+    assert not out.exists()
+
+
+def test_valgrind_missing(built, tmp_path):
+    # a PATH without valgrind (the program is given by its path)
+    env = dict(os.environ, PATH=str(tmp_path))
+    r = subprocess.run([sys.executable, os.path.join(HW, "run"), "trace", "--out", str(tmp_path / "x.vmtrace"),
+                        "--", "/bin/ls"], capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert "valgrind is not installed" in r.stderr and "apt-get install valgrind" in r.stderr
+
+
+def test_unwritable_output(built):
+    r = run_cmd(["trace", "--out", "/nonexistent-dir/x.vmtrace", "--", "ls"])
+    assert r.returncode == 4
+    assert "directory /nonexistent-dir does not exist" in r.stderr

@@ -1,0 +1,106 @@
+/* The "Your program" panel in Chromium, served by the real class server: the example trace
+ * the build recorded is replayed in a Web Worker (the engine's wasm loaded there under the
+ * server's CSP) with the native CLI's figures; a long replay shows its progress and stops
+ * on Cancel; a damaged file is refused in words; in the Results tab a trace is shared with
+ * a class and comes back from the server for everyone. */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { appInChromium, ARTIFACTS } from './chromium';
+
+const session = appInChromium();
+const root = join(__dirname, '..', '..');
+const vmsim = join(root, 'wasm-core', 'build', 'vmsim');
+const chase = join(root, 'hw-lab', 'build', 'traces', 'pointer-chase.vmtrace');
+let work: string;
+let long: string;
+
+beforeAll(() => {
+  if (!existsSync(chase)) throw new Error('record the example traces first: make build');
+  work = mkdtempSync(join(tmpdir(), 'vmemlab-trace-browser-'));
+  // a long trace (3 million loads on random pages) written as a lackey log and converted
+  const log = join(work, 'long.lackey');
+  execFileSync('python3', ['-c', `import random, sys
+r = random.Random(5)
+with open(sys.argv[1], "w") as f:
+    f.write("==1== Lackey, an example Valgrind tool\\n==1== Command: long-random\\n")
+    f.writelines(" L %x,8\\n" % (0x10000000 + (r.randrange(60000) << 12)) for _ in range(3_000_000))
+    f.write("==1== Exit code:       0\\n")`, log]);
+  long = join(work, 'long.vmtrace');
+  execFileSync('python3', [join(root, 'hw-lab', 'run'), 'trace', '--out', long, '--from-lackey', log], { stdio: 'ignore' });
+}, 120_000);
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+async function watched(query: string) {
+  const page = await session.browser.newPage();
+  const problems: string[] = [];
+  page.on('console', (m) => { if (m.type() === 'error') problems.push(m.text()); });
+  page.on('pageerror', (e) => problems.push(e.message));
+  await page.goto(session.url + query);
+  return { page, problems };
+}
+
+const rows = (page: Page, trace: number) => page.$$eval(`[data-testid="trace-table"] tr[data-trace="${trace}"]`, (trs) => trs.map((tr) => ({
+  mode: tr.getAttribute('data-mode'),
+  refs: tr.querySelector('[data-field="refs_per_access"]')!.textContent,
+  overhead: tr.querySelector('[data-field="overhead_pct"]')!.textContent,
+})));
+const expected = (file: string) => (JSON.parse(execFileSync(vmsim, ['replay', file, '--quiet', '--format', 'json'], { encoding: 'utf8' })).modes as
+  { mode: string; refs_per_access: number; overhead_pct: number | null }[]).map((m) => ({
+  mode: m.mode, refs: m.refs_per_access.toFixed(3), overhead: m.overhead_pct === null ? '–' : `${m.overhead_pct.toFixed(2)} %`,
+}));
+
+describe('Your program, in Chromium', () => {
+  it('replays the example in a worker with the CLI\'s figures, refuses a damaged file, cancels a long replay', async () => {
+    const { page, problems } = await watched('?view=compare&example=ept-4k');
+    await page.waitForSelector('[data-testid="trace-panel"]');
+    await page.click('button[data-example="pointer-chase"]');
+    await page.waitForSelector('[data-testid="trace-charts"] svg rect', { timeout: 60_000 });
+    expect(await rows(page, 1)).toEqual(expected(chase));
+    await page.screenshot({ path: join(ARTIFACTS, 'trace-panel.png'), fullPage: true });
+
+    const bad = join(work, 'cut.vmtrace');
+    const bytes = readFileSync(chase);
+    writeFileSync(bad, bytes.subarray(0, bytes.length - 100));
+    await page.setInputFiles('[data-testid="trace-file"]', bad);
+    await page.waitForSelector('[data-testid="trace-list"] li[data-status="error"]');
+    expect(await page.textContent('[data-testid="trace-list"] li[data-status="error"] [role="alert"]')).toContain('the trace is truncated');
+
+    await page.setInputFiles('[data-testid="trace-file"]', long);
+    await page.waitForFunction(() => Number(document.querySelector('[data-testid="trace-progress"] progress')?.getAttribute('value') ?? 0) > 0, undefined, { timeout: 60_000 });
+    const text = await page.textContent('[data-testid="trace-progress"]');
+    expect(text).toMatch(/Replaying long-random: pass [12] of 2/);
+    await page.click('[data-testid="trace-cancel"]');
+    await page.waitForSelector('[data-testid="trace-list"] li[data-status="cancelled"]');
+    expect(await page.$('[data-testid="trace-progress"]')).toBeNull();
+    // the first trace's figures are still there
+    expect(await rows(page, 1)).toEqual(expected(chase));
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 180_000);
+
+  it('shares a trace with a class, which then shows it to everyone', async () => {
+    const created = await (await fetch(`${session.url}api/classes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'trace lab' }) })).json();
+    const { page, problems } = await watched(`?view=results&class=${created.code}`);
+    await page.waitForSelector('[data-testid="trace-panel"]');
+    await page.setInputFiles('[data-testid="trace-file"]', chase);
+    await page.waitForSelector('[data-testid="trace-charts"] svg rect', { timeout: 60_000 });
+    await page.click(`button:has-text("Share with class ${created.code}")`);
+    await page.waitForSelector(`text=shared with class ${created.code}`);
+    const list = await (await fetch(`${session.url}api/classes/${created.code}/traces`)).json();
+    expect(list.traces).toHaveLength(1);
+    expect(list.traces[0].label).toBe('pointer chase (8 MiB, 100,000 hops)');
+    // a classmate opens the class: the trace is there with its figures
+    const other = await session.browser.newPage();
+    await other.goto(`${session.url}?view=results&class=${created.code}`);
+    await other.waitForSelector('[data-testid="trace-list"] li[data-source="class"]');
+    await other.waitForSelector('[data-testid="trace-charts"] svg rect');
+    expect(await rows(other, 1)).toEqual(expected(chase));
+    await other.close();
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 180_000);
+});

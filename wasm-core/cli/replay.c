@@ -1,0 +1,255 @@
+/* vmsim replay FILE: a recorded trace (hw-lab/run trace) through every mode, one line per
+ * mode (docs/replay.md). The body is inflated with zlib in pieces and fed to the engine
+ * twice; nothing is held but the pieces. Exit status: 0 ok, 1 I/O error, 2 a refused
+ * trace or option (one line on stderr). */
+#define _POSIX_C_SOURCE 200809L
+#include "vmsim_replay.h"
+#include "replay_cli.h"
+#include "../src/json.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#define IN_CHUNK (256u << 10)
+#define OUT_CHUNK (1u << 20)
+
+static void replay_usage(FILE *f)
+{
+    fprintf(f, "usage: vmsim replay FILE [--modes native,ept,npt,shadow,flat] [--preset x86-server|sunway-1621]\n"
+               "                   [--guest-pages 4k|2m] [--huge-min N] [--host-pages 2m|4k] [--start cold|warm]\n"
+               "                   [--format table|json|csv] [--cycles-per-access C] [--cycles-per-ref C]\n"
+               "                   [--cycles-per-exit C] [--refill-trap C] [--quiet]\n"
+               "  replays a trace recorded with hw-lab/run trace through every mode and prints a row per mode\n"
+               "  (references per access, TLB misses, walks, exits by kind, modelled cycles); see\n"
+               "  wasm-core/docs/replay.md\n");
+}
+
+typedef int (*feed_fn)(vmsim_replay *, const uint8_t *, size_t);
+
+/* Inflates the gzip body from the file's body offset and feeds it to the engine. */
+static int pass(FILE *f, const char *name, vmsim_replay *r, feed_fn feed, int number, bool progress)
+{
+    if (fseek(f, (long)vmsim_replay_body_offset(r), SEEK_SET) != 0) {
+        fprintf(stderr, "vmsim replay: cannot seek in %s: %s\n", name, strerror(errno));
+        return 1;
+    }
+    unsigned char *in = malloc(IN_CHUNK), *out = malloc(OUT_CHUNK);
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    if (!in || !out || inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) {
+        free(in);
+        free(out);
+        fprintf(stderr, "vmsim replay: out of memory\n");
+        return 1;
+    }
+    int rc = 0, zr = Z_OK;
+    double total = vmsim_replay_accesses(r), shown = 0;
+    bool ended = false;
+    while (!rc && !ended) {
+        size_t got = fread(in, 1, IN_CHUNK, f);
+        if (ferror(f)) {
+            fprintf(stderr, "vmsim replay: cannot read %s: %s\n", name, strerror(errno));
+            rc = 1;
+            break;
+        }
+        if (got == 0) {
+            fprintf(stderr, "vmsim replay: %s: the trace is truncated: its compressed body ends before the gzip stream "
+                            "does (was the copy or download cut short?)\n", name);
+            rc = 2;
+            break;
+        }
+        zs.next_in = in;
+        zs.avail_in = (uInt)got;
+        while (zs.avail_in && !rc) {
+            zs.next_out = out;
+            zs.avail_out = OUT_CHUNK;
+            zr = inflate(&zs, Z_NO_FLUSH);
+            if (zr != Z_OK && zr != Z_STREAM_END && !(zr == Z_BUF_ERROR && zs.avail_out == 0)) {
+                fprintf(stderr, "vmsim replay: %s: the trace body is not valid gzip data (%s): the file is corrupt\n", name,
+                        zs.msg ? zs.msg : "inflate failed");
+                rc = 2;
+                break;
+            }
+            if (feed(r, out, OUT_CHUNK - zs.avail_out)) {
+                fprintf(stderr, "vmsim replay: %s: %s\n", name, vmsim_replay_error(r));
+                rc = 2;
+                break;
+            }
+            if (zr == Z_STREAM_END) {
+                ended = true;
+                if (zs.avail_in || fgetc(f) != EOF) {
+                    fprintf(stderr, "vmsim replay: %s: the trace is corrupt: data follows its compressed body\n", name);
+                    rc = 2;
+                }
+                break;
+            }
+        }
+        double done = vmsim_replay_done(r);
+        if (progress && total > 0 && done - shown >= total / 10) {
+            shown = done;
+            fprintf(stderr, "vmsim replay: pass %d: %.0f%%\n", number, 100.0 * done / total);
+        }
+    }
+    inflateEnd(&zs);
+    free(in);
+    free(out);
+    return rc;
+}
+
+static bool add_number(strbuf *o, const char *key, const char *flag, const char *v, double lo, double hi)
+{
+    char *end;
+    double d = v ? strtod(v, &end) : 0;
+    if (!v || *end || end == v || d < lo || d > hi) {
+        fprintf(stderr, "vmsim replay: %s needs a number from %g to %g (got %s)\n", flag, lo, hi, v ? v : "nothing");
+        return false;
+    }
+    sb_printf(o, "%s\"%s\":%.17g", o->len > 1 ? "," : "", key, d);
+    return true;
+}
+
+static bool add_choice(strbuf *o, const char *key, const char *flag, const char *v, const char *const *choices)
+{
+    for (int i = 0; choices[i]; i++)
+        if (v && !strcmp(v, choices[i])) {
+            sb_printf(o, "%s\"%s\":\"%s\"", o->len > 1 ? "," : "", key, v);
+            return true;
+        }
+    fprintf(stderr, "vmsim replay: %s must be one of:", flag);
+    for (int i = 0; choices[i]; i++)
+        fprintf(stderr, " %s", choices[i]);
+    fprintf(stderr, "\n");
+    return false;
+}
+
+int replay_main(int argc, char **argv)
+{
+    static const char *const presets[] = {"x86-server", "sunway-1621", NULL}, *const gp[] = {"4k", "2m", NULL},
+                             *const hp[] = {"2m", "4k", NULL}, *const st[] = {"cold", "warm", NULL},
+                             *const fm[] = {"table", "json", "csv", NULL},
+                             *const modes[] = {"native", "ept", "npt", "shadow", "flat", NULL};
+    const char *file = NULL;
+    bool progress = true, format_set = false;
+    strbuf o;
+    sb_init(&o);
+    sb_putc(&o, '{');
+    int rc = 2;
+    for (int i = 2; i < argc; i++) {
+        const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
+            replay_usage(stdout);
+            rc = 0;
+            goto out;
+        }
+        if (!strcmp(f, "--quiet")) {
+            progress = false;
+            continue;
+        }
+        if (f[0] != '-' || !f[1]) {
+            if (file) {
+                fprintf(stderr, "vmsim replay: one trace at a time (got %s and %s)\n", file, f);
+                goto out;
+            }
+            file = f;
+            continue;
+        }
+        i++;
+        bool ok;
+        if (!strcmp(f, "--modes")) {
+            ok = v != NULL;
+            sb_puts(&o, o.len > 1 ? ",\"modes\":[" : "\"modes\":[");
+            char buf[128];
+            snprintf(buf, sizeof buf, "%s", v ? v : "");
+            int n = 0;
+            for (char *tok = strtok(buf, ","); ok && tok; tok = strtok(NULL, ",")) {
+                bool known = false;
+                for (int k = 0; modes[k]; k++)
+                    known |= !strcmp(tok, modes[k]);
+                if (!known) {
+                    fprintf(stderr, "vmsim replay: --modes: %s is not a mode; use native, ept, npt, shadow, flat\n", tok);
+                    ok = false;
+                }
+                sb_printf(&o, "%s\"%s\"", n++ ? "," : "", tok);
+            }
+            if (ok && !n) {
+                fprintf(stderr, "vmsim replay: --modes needs a list such as native,ept\n");
+                ok = false;
+            }
+            sb_putc(&o, ']');
+        } else if (!strcmp(f, "--preset")) ok = add_choice(&o, "preset", f, v, presets);
+        else if (!strcmp(f, "--guest-pages")) ok = add_choice(&o, "guest_pages", f, v, gp);
+        else if (!strcmp(f, "--host-pages")) ok = add_choice(&o, "host_pages", f, v, hp);
+        else if (!strcmp(f, "--start")) ok = add_choice(&o, "start", f, v, st);
+        else if (!strcmp(f, "--format")) ok = format_set = add_choice(&o, "format", f, v, fm);
+        else if (!strcmp(f, "--huge-min")) ok = add_number(&o, "huge_min", f, v, 1, 512);
+        else if (!strcmp(f, "--cycles-per-access")) ok = add_number(&o, "cycles_per_access", f, v, 0, 1e6);
+        else if (!strcmp(f, "--cycles-per-ref")) ok = add_number(&o, "cycles_per_ref", f, v, 0, 1e6);
+        else if (!strcmp(f, "--cycles-per-exit")) ok = add_number(&o, "cycles_per_exit", f, v, 0, 1e9);
+        else if (!strcmp(f, "--refill-trap")) ok = add_number(&o, "refill_trap", f, v, 0, 1e6);
+        else {
+            fprintf(stderr, "vmsim replay: unknown option %s (see vmsim replay --help)\n", f);
+            ok = false;
+        }
+        if (!ok)
+            goto out;
+    }
+    if (!file) {
+        replay_usage(stderr);
+        goto out;
+    }
+    if (!strcmp(file, "-")) {
+        fprintf(stderr, "vmsim replay: give the trace as a file: the replay reads it twice\n");
+        goto out;
+    }
+    if (!format_set)
+        sb_puts(&o, o.len > 1 ? ",\"format\":\"table\"" : "\"format\":\"table\"");
+    sb_putc(&o, '}');
+    const char *opts = o.oom ? NULL : o.data;
+    FILE *fp = fopen(file, "rb");
+    if (!fp) {
+        fprintf(stderr, "vmsim replay: cannot open %s: %s\n", file, strerror(errno));
+        rc = 1;
+        goto out;
+    }
+    struct stat sbuf;
+    double size = fstat(fileno(fp), &sbuf) == 0 ? (double)sbuf.st_size : 0;
+    size_t cap = 16 + 65536;
+    uint8_t *head = malloc(cap);
+    size_t n = head ? fread(head, 1, cap, fp) : 0;
+    vmsim_replay *r = head && opts ? vmsim_replay_open(head, n, size, opts, strlen(opts)) : NULL;
+    free(head);
+    if (!r) {
+        fprintf(stderr, "vmsim replay: out of memory\n");
+        fclose(fp);
+        rc = 1;
+        goto out;
+    }
+    if (vmsim_replay_status(r)) {
+        fprintf(stderr, "vmsim replay: %s: %s\n", file, vmsim_replay_error(r));
+        rc = 2;
+    } else if (!(rc = pass(fp, file, r, vmsim_replay_scan, 1, progress))) {
+        if (vmsim_replay_scan_end(r)) {
+            fprintf(stderr, "vmsim replay: %s: %s\n", file, vmsim_replay_error(r));
+            rc = 2;
+        } else if (!(rc = pass(fp, file, r, vmsim_replay_feed, 2, progress))) {
+            char *text;
+            if (vmsim_replay_finish(r, &text)) {
+                fprintf(stderr, "vmsim replay: %s: %s\n", file, vmsim_replay_error(r));
+                rc = 2;
+            } else {
+                fputs(text, stdout);
+                rc = 0;
+            }
+            vmsim_replay_free_text(text);
+        }
+    }
+    vmsim_replay_close(r);
+    fclose(fp);
+out:
+    sb_free(&o);
+    return rc;
+}

@@ -1,0 +1,54 @@
+/* Replaying a recorded memory trace (hw-lab/run trace) through every mode of the engine:
+ * a trace in, per-mode counters out (docs/replay.md). Streaming: the body is fed in pieces
+ * of any size, twice (a first pass finds the pages the program touched, to build the
+ * guest's tables; the second replays), and memory does not grow with the trace's length.
+ * The caller decompresses the body (zlib in the CLI, DecompressionStream in the page).
+ * The same entry points serve the native CLI and the WebAssembly module. */
+#ifndef VMSIM_REPLAY_H
+#define VMSIM_REPLAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define VMSIM_REPLAY_OK 0
+#define VMSIM_REPLAY_BAD_TRACE 2        /* the trace (or an option) is refused: see vmsim_replay_error */
+#define VMSIM_REPLAY_NO_MEMORY 3
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct vmsim_replay vmsim_replay;
+
+/* Opens a replay. bytes: the first n bytes of the trace file (at least its 16-byte prefix
+ * and header; 65,552 bytes or the whole file always suffice); file_size: the whole file's
+ * length (0 = unknown); options: JSON text, {} for the defaults:
+ *   {"modes": ["native","ept","npt","shadow","flat"], "preset": "x86-server"|"sunway-1621",
+ *    "guest_pages": "4k"|"2m", "huge_min": 1..512, "host_pages": "2m"|"4k",
+ *    "start": "cold"|"warm", "format": "json"|"table"|"csv",
+ *    "cycles_per_access": 10, "cycles_per_ref": 40, "cycles_per_exit": 1700, "refill_trap": 20}
+ * Always returns a handle (NULL only when out of memory); check vmsim_replay_status. */
+vmsim_replay *vmsim_replay_open(const uint8_t *bytes, size_t n, double file_size, const char *options, size_t options_len);
+/* VMSIM_REPLAY_OK, or the first error; vmsim_replay_error says what was wrong. */
+int vmsim_replay_status(const vmsim_replay *r);
+const char *vmsim_replay_error(const vmsim_replay *r);
+/* Where the compressed body starts in the file. */
+double vmsim_replay_body_offset(const vmsim_replay *r);
+/* Accesses the header announces, and accesses done in the current pass. */
+double vmsim_replay_accesses(const vmsim_replay *r);
+double vmsim_replay_done(const vmsim_replay *r);
+/* Pass 1: feed the decompressed body, then end it (this checks the body and builds the
+ * machines). Pass 2: feed the same body again, then finish: *out is the report in the
+ * chosen format (free it with vmsim_replay_free_text). Each returns a status. */
+int vmsim_replay_scan(vmsim_replay *r, const uint8_t *body, size_t n);
+int vmsim_replay_scan_end(vmsim_replay *r);
+int vmsim_replay_feed(vmsim_replay *r, const uint8_t *body, size_t n);
+int vmsim_replay_finish(vmsim_replay *r, char **out);
+void vmsim_replay_free_text(char *text);
+void vmsim_replay_close(vmsim_replay *r);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,971 @@
+/* Replaying a recorded trace through every mode (docs/replay.md). Pass 1 decodes the body
+ * and collects the pages the program touched (with the kinds of access each saw); the
+ * guest's tables are then built for exactly those pages, once per mode, with the
+ * preset's caches; pass 2 decodes the body again and translates every access in every
+ * mode, counting what the engine reports. Memory depends on the pages touched, never on
+ * the trace's length, and nothing is allocated per access. */
+#include "vmsim_replay.h"
+#include "cache.h"
+#include "experiment.h"
+#include "json.h"
+#include "model.h"
+#include "trace.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef __EMSCRIPTEN__
+#include <emscripten.h>
+#define EXPORT EMSCRIPTEN_KEEPALIVE
+#else
+#define EXPORT
+#endif
+
+/* The layout of the guest (docs/replay.md, "The machine"). */
+#define GUEST_TABLE_BASE 0x1000000ull       /* 16 MiB: guest page tables */
+#define DATA_GPA 0x4000000ull               /* 64 MiB: the program's pages from here */
+#define HOST_BASE 0x100000000ull            /* guest RAM at 4 GiB of host memory */
+#define HOST_TABLES 0x800000000ull          /* nested, shadow or flat tables */
+#define MAX_PAGES (1u << 18)                /* 1 GiB of distinct 4 KiB pages */
+#define MAX_TABLE_FRAMES 1024u              /* guest page tables per mode (4 MiB) */
+#define MAX_GUEST_RAM (2ull << 30)          /* what the layout may need: the flat table stays 4 MiB */
+#define BATCH 2048u
+
+enum { M_NATIVE, M_EPT, M_NPT, M_SHADOW, M_FLAT, N_REPLAY_MODES };
+static const char *const replay_mode_names[] = {"native", "ept", "npt", "shadow", "flat"};
+static const char *const preset_names[] = {"x86-server", "sunway-1621"};
+static const char *const kind_names[] = {"load", "store", "fetch", "modify"};
+enum { EXIT_HPF, EXIT_PT_WRITE, EXIT_CR3, EXIT_REFLECTED, EXIT_EPT_VIOLATION, EXIT_EPT_MISCONFIG, EXIT_NPT_FAULT,
+       EXIT_FLAT_FILL, N_EXIT_KINDS };
+static const char *const exit_kind_names[] = {"hidden_page_fault", "pt_write", "cr3_write", "reflected_page_fault",
+                                              "ept_violation", "ept_misconfig", "npt_fault", "flat_fill"};
+
+enum { FMT_JSON, FMT_TABLE, FMT_CSV };
+
+typedef struct replay_opts {
+    unsigned modes;                 /* bit per mode */
+    int preset;                     /* 0 x86-server, 1 sunway-1621 */
+    bool guest_2m, host_4k, warm;
+    uint32_t huge_min;
+    int format;
+    double cycles_per_access, cycles_per_ref, cycles_per_exit, refill_trap;
+} replay_opts;
+
+/* Pages whose last access in a mode was answered by its TLB, and the TLB line that
+ * answered. Until that TLB is filled again (any access it does not answer may fill it),
+ * another access of the same kind to the page is answered by the same line: the replay
+ * then only marks the line used, as the lookup would, and counts a hit. This is the
+ * TLB's own behaviour, taken without a call per access (tests/engine/test_replay.py
+ * checks every counter against `vmsim run`). */
+#define MEMO_SLOTS 64u
+typedef struct tlb_memo {
+    uint64_t key;           /* page | gen << 36 (pages are below 2^35) */
+    uint32_t ops;           /* bit per vm_op that hit */
+    uint64_t *age;          /* the line's age in the TLB (cache.h) */
+} tlb_memo;
+#define MEMO_KEY(page, gen) ((page) | (uint64_t)(gen) << 36)
+
+typedef struct mode_memo {
+    uint32_t gen;           /* bumped whenever the TLB may have been filled */
+    tlb_memo slot[MEMO_SLOTS];
+} mode_memo;
+
+typedef struct mode_stats {
+    uint64_t accesses, refs, guest_refs, nested_refs, ad_writes, exits, exits_ok, tlb_misses, pwc_hits, ntlb_hits;
+    uint64_t outcomes[OUT_COUNT];
+} mode_stats;
+
+/* The pages touched: open addressing on page + 1, with the kinds each page saw
+ * (bit 0 read, 1 write, 2 fetch). */
+typedef struct page_set {
+    uint64_t *keys;
+    uint8_t *kinds;
+    uint32_t cap, used;
+} page_set;
+
+struct vmsim_replay {
+    int status;
+    char err[512];
+    replay_opts o;
+    trace_header h;
+    uint64_t body_offset;
+    trace_decoder dec;
+    int pass;                       /* 1 scanning, 2 replaying, 3 done */
+    page_set ps;
+    /* the layout */
+    uint64_t *pages;                /* sorted */
+    uint32_t npages, n2m, n4k, table_frames;
+    uint64_t ram_bytes;
+    /* the machines */
+    scenario sc[N_REPLAY_MODES];
+    machine m[N_REPLAY_MODES];
+    bool built[N_REPLAY_MODES];
+    uint32_t exit_base[N_REPLAY_MODES][4];
+    mode_stats st[N_REPLAY_MODES];
+    mode_memo memo[N_REPLAY_MODES];
+    vm_result *r;
+    trace_access batch[BATCH];
+    uint16_t run[BATCH];
+    uint64_t end_page[2];
+    uint32_t end_off[2];
+};
+
+static int failf(vmsim_replay *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int failf(vmsim_replay *r, int status, const char *fmt, ...)
+{
+    if (r->status)
+        return r->status;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->err, sizeof r->err, fmt, ap);
+    va_end(ap);
+    r->status = status;
+    return status;
+}
+
+/* ---- options ---- */
+
+static bool opt_enum(vmsim_replay *r, const json_value *root, const char *key, const char *const *names, int n, int *out)
+{
+    const json_value *v = json_get(root, key);
+    if (!v)
+        return true;
+    for (int i = 0; i < n; i++)
+        if (v->type == JSON_STRING && !strcmp(v->str, names[i])) {
+            *out = i;
+            return true;
+        }
+    char list[160] = "";
+    for (int i = 0; i < n; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
+    failf(r, VMSIM_REPLAY_BAD_TRACE, "option %s must be one of %s", key, list);
+    return false;
+}
+
+static bool opt_number(vmsim_replay *r, const json_value *root, const char *key, double lo, double hi, double *out)
+{
+    const json_value *v = json_get(root, key);
+    if (!v)
+        return true;
+    if (v->type != JSON_NUMBER || v->number < lo || v->number > hi) {
+        failf(r, VMSIM_REPLAY_BAD_TRACE, "option %s must be a number from %g to %g", key, lo, hi);
+        return false;
+    }
+    *out = v->number;
+    return true;
+}
+
+static bool parse_options(vmsim_replay *r, const char *text, size_t len)
+{
+    replay_opts *o = &r->o;
+    experiment_opts e;
+    experiment_defaults(&e);
+    *o = (replay_opts){.modes = (1u << N_REPLAY_MODES) - 1, .huge_min = 1, .format = FMT_JSON,
+                       .cycles_per_access = e.cycles_per_access, .cycles_per_ref = e.cycles_per_ref,
+                       .cycles_per_exit = e.cycles_per_exit, .refill_trap = e.refill_trap_cycles};
+    if (!text || !len)
+        return true;
+    json_doc doc;
+    if (!json_parse(text, len, &doc)) {
+        failf(r, VMSIM_REPLAY_BAD_TRACE, "the replay options are not valid JSON");
+        return false;
+    }
+    static const char *const keys[] = {"modes", "preset", "guest_pages", "huge_min", "host_pages", "start", "format",
+                                       "cycles_per_access", "cycles_per_ref", "cycles_per_exit", "refill_trap", NULL};
+    bool ok = false;
+    const json_value *root = doc.root;
+    if (root->type != JSON_OBJECT) {
+        failf(r, VMSIM_REPLAY_BAD_TRACE, "the replay options must be a JSON object");
+        goto out;
+    }
+    for (const json_value *c = root->first_child; c; c = c->next) {
+        bool known = false;
+        for (int i = 0; keys[i]; i++)
+            known |= !strcmp(c->key, keys[i]);
+        if (!known) {
+            failf(r, VMSIM_REPLAY_BAD_TRACE, "unknown replay option \"%.40s\"", c->key);
+            goto out;
+        }
+    }
+    const json_value *modes = json_get(root, "modes");
+    if (modes) {
+        if (modes->type != JSON_ARRAY || !modes->count) {
+            failf(r, VMSIM_REPLAY_BAD_TRACE, "option modes must be a non-empty list of native, ept, npt, shadow, flat");
+            goto out;
+        }
+        o->modes = 0;
+        for (const json_value *m = modes->first_child; m; m = m->next) {
+            int k = -1;
+            for (int i = 0; i < N_REPLAY_MODES; i++)
+                if (m->type == JSON_STRING && !strcmp(m->str, replay_mode_names[i]))
+                    k = i;
+            if (k < 0) {
+                failf(r, VMSIM_REPLAY_BAD_TRACE, "option modes: \"%.20s\" is not a mode; use native, ept, npt, shadow, flat",
+                      m->type == JSON_STRING ? m->str : "?");
+                goto out;
+            }
+            o->modes |= 1u << k;
+        }
+    }
+    static const char *const gp[] = {"4k", "2m"}, *const hp[] = {"2m", "4k"}, *const st[] = {"cold", "warm"},
+                             *const fm[] = {"json", "table", "csv"};
+    int g = 0, hpi = 0, s = 0;
+    double huge = 1;
+    if (!opt_enum(r, root, "preset", preset_names, 2, &o->preset) || !opt_enum(r, root, "guest_pages", gp, 2, &g) ||
+        !opt_enum(r, root, "host_pages", hp, 2, &hpi) || !opt_enum(r, root, "start", st, 2, &s) ||
+        !opt_enum(r, root, "format", fm, 3, &o->format) || !opt_number(r, root, "huge_min", 1, 512, &huge) ||
+        !opt_number(r, root, "cycles_per_access", 0, 1e6, &o->cycles_per_access) ||
+        !opt_number(r, root, "cycles_per_ref", 0, 1e6, &o->cycles_per_ref) ||
+        !opt_number(r, root, "cycles_per_exit", 0, 1e9, &o->cycles_per_exit) ||
+        !opt_number(r, root, "refill_trap", 0, 1e6, &o->refill_trap))
+        goto out;
+    o->guest_2m = g == 1;
+    o->host_4k = hpi == 1;
+    o->warm = s == 1;
+    o->huge_min = (uint32_t)huge;
+    ok = true;
+out:
+    json_free(&doc);
+    return ok;
+}
+
+/* ---- pass 1: the pages touched ---- */
+
+static uint32_t page_hash(uint64_t key, uint32_t cap)
+{
+    return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);
+}
+
+static bool ps_grow(page_set *ps)
+{
+    uint32_t ncap = ps->cap ? ps->cap * 2 : 1024;
+    uint64_t *nk = calloc(ncap, sizeof *nk);
+    uint8_t *nb = calloc(ncap, 1);
+    if (!nk || !nb) {
+        free(nk);
+        free(nb);
+        return false;
+    }
+    for (uint32_t i = 0; i < ps->cap; i++) {
+        if (!ps->keys[i])
+            continue;
+        uint32_t j = page_hash(ps->keys[i], ncap);
+        while (nk[j])
+            j = (j + 1) & (ncap - 1);
+        nk[j] = ps->keys[i];
+        nb[j] = ps->kinds[i];
+    }
+    free(ps->keys);
+    free(ps->kinds);
+    ps->keys = nk;
+    ps->kinds = nb;
+    ps->cap = ncap;
+    return true;
+}
+
+static int ps_add(vmsim_replay *r, uint64_t page, uint8_t bits)
+{
+    page_set *ps = &r->ps;
+    if ((ps->used + 1) * 2 > ps->cap) {
+        if (ps->used >= MAX_PAGES)
+            return failf(r, VMSIM_REPLAY_BAD_TRACE,
+                         "the trace touches more than %u distinct 4 KiB pages (%u MiB): too large to replay here; record "
+                         "a shorter run (hw-lab/run trace --limit N) or a smaller input",
+                         MAX_PAGES, MAX_PAGES / 256);
+        if (!ps_grow(ps))
+            return failf(r, VMSIM_REPLAY_NO_MEMORY, "out of memory collecting the trace's pages");
+    }
+    uint64_t key = page + 1;
+    uint32_t i = page_hash(key, ps->cap);
+    while (ps->keys[i] && ps->keys[i] != key)
+        i = (i + 1) & (ps->cap - 1);
+    if (!ps->keys[i]) {
+        ps->keys[i] = key;
+        ps->used++;
+    }
+    ps->kinds[i] |= bits;
+    return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* ---- the machines ---- */
+
+static char *skeleton_json(const vmsim_replay *r, int mode)
+{
+    strbuf sb;
+    sb_init(&sb);
+    sb_printf(&sb, "{\"name\":\"replay\",\"mode\":\"%s\",\"guest\":{\"paging\":\"4level\",\"table_base\":\"0x%llx\","
+                   "\"mappings\":[]}",
+              replay_mode_names[mode], (unsigned long long)GUEST_TABLE_BASE);
+    uint64_t frames = r->ram_bytes >> 12;
+    if (mode == M_EPT || mode == M_NPT) {
+        bool huge = !r->o.host_4k;
+        sb_printf(&sb, ",\"nested\":{\"table_base\":\"0x%llx\",\"mappings\":[{\"gpa\":\"0x0\",\"hpa\":\"0x%llx\","
+                       "\"page\":\"%s\",\"pages\":%llu}]}",
+                  (unsigned long long)HOST_TABLES, (unsigned long long)HOST_BASE, huge ? "2M" : "4K",
+                  (unsigned long long)(huge ? r->ram_bytes >> 21 : frames));
+    } else if (mode == M_FLAT) {
+        sb_printf(&sb, ",\"flat\":{\"table_base\":\"0x%llx\",\"guest_ram\":\"0x%llx\",\"prefill\":true,\"mappings\":"
+                       "[{\"gpa\":\"0x0\",\"hpa\":\"0x%llx\",\"pages\":%llu}]}",
+                  (unsigned long long)HOST_TABLES, (unsigned long long)r->ram_bytes, (unsigned long long)HOST_BASE,
+                  (unsigned long long)frames);
+    } else if (mode == M_SHADOW) {
+        sb_printf(&sb, ",\"shadow\":{\"table_base\":\"0x%llx\",\"mappings\":[{\"gpa\":\"0x0\",\"hpa\":\"0x%llx\",\"pages\":%llu}]}",
+                  (unsigned long long)HOST_TABLES, (unsigned long long)HOST_BASE, (unsigned long long)frames);
+    }
+    sb_printf(&sb, ",\"caches\":{\"preset\":\"%s\"},\"accesses\":[]}", preset_names[r->o.preset]);
+    return sb_take(&sb);
+}
+
+/* The guest mappings: 2 MiB pages (each touched region with at least huge_min touched
+ * pages, when asked for) at gpa DATA_GPA onward in gva order, then the remaining 4 KiB
+ * pages right after them in gva order; runs of consecutive pages are one mapping. */
+static guest_map *make_mappings(vmsim_replay *r, uint32_t *n_out)
+{
+    uint32_t n = r->npages;
+    guest_map *maps = malloc((n ? n : 1) * sizeof *maps);
+    bool *huge = calloc(n ? n : 1, sizeof *huge);
+    if (!maps || !huge) {
+        free(maps);
+        free(huge);
+        return NULL;
+    }
+    /* which pages lie in a huge region */
+    r->n2m = 0;
+    for (uint32_t i = 0; i < n;) {
+        uint32_t j = i;
+        while (j < n && r->pages[j] >> 9 == r->pages[i] >> 9)
+            j++;
+        if (r->o.guest_2m && j - i >= r->o.huge_min) {
+            for (uint32_t k = i; k < j; k++)
+                huge[k] = true;
+            r->n2m++;
+        }
+        i = j;
+    }
+    r->n4k = 0;
+    for (uint32_t i = 0; i < n; i++)
+        r->n4k += !huge[i];
+    uint64_t gpa2m = DATA_GPA, gpa4k = DATA_GPA + ((uint64_t)r->n2m << 21);
+    uint32_t nm = 0;
+    for (uint32_t i = 0; i < n;) {
+        if (huge[i]) {
+            uint64_t region = r->pages[i] >> 9;
+            guest_map *last = nm ? &maps[nm - 1] : NULL;
+            if (last && last->page == PAGE_2M && last->gva + ((uint64_t)last->pages << 21) == region << 21 &&
+                last->gpa + ((uint64_t)last->pages << 21) == gpa2m)
+                last->pages++;
+            else
+                maps[nm++] = (guest_map){.gva = region << 21, .gpa = gpa2m, .page = PAGE_2M, .pages = 1, .writable = true,
+                                         .user = true};
+            gpa2m += 1ull << 21;
+            while (i < n && r->pages[i] >> 9 == region)
+                i++;
+            continue;
+        }
+        uint64_t gva = r->pages[i] << 12;
+        guest_map *last = nm ? &maps[nm - 1] : NULL;
+        if (last && last->page == PAGE_4K && last->gva + ((uint64_t)last->pages << 12) == gva &&
+            last->gpa + ((uint64_t)last->pages << 12) == gpa4k)
+            last->pages++;
+        else
+            maps[nm++] = (guest_map){.gva = gva, .gpa = gpa4k, .page = PAGE_4K, .pages = 1, .writable = true, .user = true};
+        gpa4k += 4096;
+        i++;
+    }
+    free(huge);
+    r->ram_bytes = (gpa4k + (2ull << 20) - 1) & ~((2ull << 20) - 1);
+    *n_out = nm;
+    return maps;
+}
+
+/* Guest table frames the mappings need: the root, and one table per distinct 512 GiB,
+ * 1 GiB and (for 4 KiB pages) 2 MiB region. */
+static uint32_t count_tables(const vmsim_replay *r, const guest_map *maps, uint32_t nm)
+{
+    uint64_t last[3] = {~0ull, ~0ull, ~0ull};
+    uint32_t t = 1;
+    for (uint32_t i = 0; i < nm; i++) {
+        uint64_t size = maps[i].page == PAGE_2M ? 1ull << 21 : 1ull << 12;
+        for (uint32_t k = 0; k < maps[i].pages; k++) {
+            uint64_t gva = maps[i].gva + k * size;
+            uint64_t key[3] = {gva >> 39, gva >> 30, gva >> 21};
+            for (int l = 0; l < 3; l++) {
+                if (l == 2 && maps[i].page == PAGE_2M)
+                    break;
+                if (key[l] != last[l]) {
+                    last[l] = key[l];
+                    t++;
+                }
+            }
+        }
+    }
+    (void)r;
+    return t;
+}
+
+static int build_machines(vmsim_replay *r)
+{
+    uint32_t n = r->ps.used;
+    r->pages = malloc((n ? n : 1) * sizeof *r->pages);
+    if (!r->pages)
+        return failf(r, VMSIM_REPLAY_NO_MEMORY, "out of memory laying out the trace's pages");
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < r->ps.cap; i++)
+        if (r->ps.keys[i])
+            r->pages[k++] = r->ps.keys[i] - 1;
+    qsort(r->pages, n, sizeof *r->pages, cmp_u64);
+    r->npages = n;
+    uint32_t nm;
+    guest_map *maps = make_mappings(r, &nm);
+    if (!maps)
+        return failf(r, VMSIM_REPLAY_NO_MEMORY, "out of memory laying out the trace's pages");
+    r->table_frames = count_tables(r, maps, nm);
+    if (r->table_frames > MAX_TABLE_FRAMES) {
+        free(maps);
+        return failf(r, VMSIM_REPLAY_BAD_TRACE,
+                     "the trace's %u pages are spread so thinly that the guest's page tables would take %u frames "
+                     "(%u MiB) per mode, more than the %u this replay allows: record a smaller run",
+                     r->npages, r->table_frames, r->table_frames / 256, MAX_TABLE_FRAMES);
+    }
+    if (r->ram_bytes > MAX_GUEST_RAM) {
+        free(maps);
+        return failf(r, VMSIM_REPLAY_BAD_TRACE,
+                     "with 2 MiB pages the trace's %u regions need %llu MiB of guest memory, more than the %llu MiB this "
+                     "replay builds: raise --huge-min (regions with fewer touched pages keep 4 KiB pages) or use 4 KiB pages",
+                     r->n2m, (unsigned long long)(r->ram_bytes >> 20), (unsigned long long)(MAX_GUEST_RAM >> 20));
+    }
+    for (int mode = 0; mode < N_REPLAY_MODES; mode++) {
+        if (!(r->o.modes & (1u << mode)))
+            continue;
+        char *json = skeleton_json(r, mode);
+        char err[400];
+        if (!json || !scenario_parse(json, strlen(json), &r->sc[mode], err, sizeof err)) {
+            free(json);
+            free(maps);
+            return failf(r, VMSIM_REPLAY_NO_MEMORY, "building mode %s: %s", replay_mode_names[mode], json ? err : "out of memory");
+        }
+        free(json);
+        guest_map *copy = malloc((nm ? nm : 1) * sizeof *copy);
+        if (!copy) {
+            free(maps);
+            return failf(r, VMSIM_REPLAY_NO_MEMORY, "out of memory building mode %s", replay_mode_names[mode]);
+        }
+        memcpy(copy, maps, nm * sizeof *copy);
+        free(r->sc[mode].gmaps);
+        r->sc[mode].gmaps = copy;
+        r->sc[mode].n_gmaps = nm;
+        if (!machine_build(&r->m[mode], &r->sc[mode], err, sizeof err)) {
+            free(maps);
+            return failf(r, VMSIM_REPLAY_BAD_TRACE, "building the guest's tables for mode %s: %s", replay_mode_names[mode], err);
+        }
+        r->built[mode] = true;
+    }
+    free(maps);
+    return 0;
+}
+
+/* Warm start: every page once with each kind of access it saw (fetch, read, write), in
+ * gva order, before counting: A/D bits set, shadow entries filled, as after a first run. */
+static void warm_up(vmsim_replay *r)
+{
+    static const enum vm_op ops[3] = {OP_FETCH, OP_READ, OP_WRITE};
+    static const uint8_t bit[3] = {4, 1, 2};
+    for (int mode = 0; mode < N_REPLAY_MODES; mode++) {
+        if (!r->built[mode])
+            continue;
+        for (uint32_t i = 0; i < r->npages; i++) {
+            uint64_t key = r->pages[i] + 1;
+            uint32_t j = page_hash(key, r->ps.cap);
+            while (r->ps.keys[j] != key)
+                j = (j + 1) & (r->ps.cap - 1);
+            for (int o = 0; o < 3; o++)
+                if (r->ps.kinds[j] & bit[o]) {
+                    vm_access a = {.gva = r->pages[i] << 12, .op = ops[o], .user = true};
+                    r->r->record = false;
+                    translate(&r->m[mode], &a, r->r);
+                }
+        }
+    }
+}
+
+/* ---- the API ---- */
+
+EXPORT vmsim_replay *vmsim_replay_open(const uint8_t *bytes, size_t n, double file_size, const char *options,
+                                       size_t options_len)
+{
+    vmsim_replay *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->r = malloc(sizeof *r->r);
+    if (!r->r) {
+        failf(r, VMSIM_REPLAY_NO_MEMORY, "out of memory");
+        return r;
+    }
+    if (!parse_options(r, options, options_len))
+        return r;
+    char err[400];
+    if (!trace_open(bytes, n, file_size > 0 ? (uint64_t)file_size : 0, &r->h, &r->body_offset, err, sizeof err)) {
+        failf(r, VMSIM_REPLAY_BAD_TRACE, "%s", err);
+        return r;
+    }
+    trace_decoder_init(&r->dec);
+    r->pass = 1;
+    return r;
+}
+
+EXPORT int vmsim_replay_status(const vmsim_replay *r)
+{
+    return r ? r->status : VMSIM_REPLAY_NO_MEMORY;
+}
+
+EXPORT const char *vmsim_replay_error(const vmsim_replay *r)
+{
+    return !r ? "out of memory" : r->status ? r->err : "";
+}
+
+EXPORT double vmsim_replay_body_offset(const vmsim_replay *r)
+{
+    return r ? (double)r->body_offset : 0;
+}
+
+EXPORT double vmsim_replay_accesses(const vmsim_replay *r)
+{
+    return r ? (double)r->h.accesses : 0;
+}
+
+EXPORT double vmsim_replay_done(const vmsim_replay *r)
+{
+    return r ? (double)r->dec.count : 0;
+}
+
+static int decoder_failed(vmsim_replay *r)
+{
+    return failf(r, VMSIM_REPLAY_BAD_TRACE, "%s", r->dec.err);
+}
+
+/* More accesses than the header announced: refused as soon as it shows. */
+static int check_overrun(vmsim_replay *r)
+{
+    if (r->dec.count > r->h.accesses)
+        return failf(r, VMSIM_REPLAY_BAD_TRACE, "the trace is corrupt: its body holds more than the %llu accesses its "
+                                                "header announces", (unsigned long long)r->h.accesses);
+    return 0;
+}
+
+EXPORT int vmsim_replay_scan(vmsim_replay *r, const uint8_t *body, size_t n)
+{
+    if (!r || r->status)
+        return vmsim_replay_status(r);
+    if (r->pass != 1)
+        return failf(r, VMSIM_REPLAY_BAD_TRACE, "vmsim_replay_scan after the first pass ended");
+    /* kinds (bit per trace kind) -> what the page needs: read, write, fetch */
+    static uint8_t need[16];
+    for (unsigned k = 0; k < 16; k++)
+        need[k] = (uint8_t)(((k & 1) ? 1 : 0) | ((k & 2) ? 2 : 0) | ((k & 4) ? 4 : 0) | ((k & 8) ? 3 : 0));
+    const uint8_t *p = body, *end = body + n;
+    trace_page *pages = (trace_page *)r->batch;
+    size_t max = sizeof r->batch / sizeof *pages;
+    while (p < end || r->dec.ncarry) {
+        const uint8_t *before = p;
+        size_t got = trace_scan(&r->dec, &p, end, pages, max);
+        if (r->dec.failed)
+            return decoder_failed(r);
+        if (check_overrun(r))
+            return r->status;
+        for (size_t i = 0; i < got; i++) {
+            if (pages[i].page >= TRACE_USER_PAGES)
+                return failf(r, VMSIM_REPLAY_BAD_TRACE,
+                             "the trace has an access at 0x%llx, above the 47-bit user half of x86-64 4-level paging that "
+                             "the replay models", (unsigned long long)(pages[i].page << 12));
+            if (ps_add(r, pages[i].page, need[pages[i].kinds & 15]))
+                return r->status;
+        }
+        if (p == before && !got)
+            break;
+    }
+    return 0;
+}
+
+EXPORT int vmsim_replay_scan_end(vmsim_replay *r)
+{
+    if (!r || r->status)
+        return vmsim_replay_status(r);
+    if (r->pass != 1)
+        return failf(r, VMSIM_REPLAY_BAD_TRACE, "vmsim_replay_scan_end called twice");
+    if (!trace_decoder_finish(&r->dec))
+        return decoder_failed(r);
+    if (r->dec.count != r->h.accesses)
+        return failf(r, VMSIM_REPLAY_BAD_TRACE, "the trace is corrupt: its header announces %llu accesses, its body holds %llu",
+                     (unsigned long long)r->h.accesses, (unsigned long long)r->dec.count);
+    for (int k = 0; k < 4; k++)
+        if (r->dec.kinds[k] != r->h.counts[k])
+            return failf(r, VMSIM_REPLAY_BAD_TRACE, "the trace is corrupt: its header counts %llu %ss, its body holds %llu",
+                         (unsigned long long)r->h.counts[k], kind_names[k], (unsigned long long)r->dec.kinds[k]);
+    if (r->ps.used != r->h.pages)
+        return failf(r, VMSIM_REPLAY_BAD_TRACE, "the trace is corrupt: its header announces %llu distinct pages, its body "
+                     "touches %u", (unsigned long long)r->h.pages, r->ps.used);
+    memcpy(r->end_page, r->dec.page, sizeof r->end_page);
+    memcpy(r->end_off, r->dec.off, sizeof r->end_off);
+    if (build_machines(r))
+        return r->status;
+    if (r->o.warm)
+        warm_up(r);
+    for (int mode = 0; mode < N_REPLAY_MODES; mode++)
+        if (r->built[mode]) {
+            memcpy(r->exit_base[mode], r->m[mode].exit_counts, sizeof r->exit_base[mode]);
+            r->memo[mode].gen = 1;      /* every slot (gen 0) invalid */
+        }
+    trace_decoder_init(&r->dec);
+    r->pass = 2;
+    return 0;
+}
+
+static const enum vm_op op_of[4] = {OP_READ, OP_WRITE, OP_FETCH, OP_WRITE};
+
+/* The TLB line that just answered gva (the lookup of translate.c: page sizes smallest
+ * first, tagged by address space and EPTP index), or NULL. Finding it again only marks
+ * it used once more: it is already the most recently used line of its set. */
+static cache_line *hit_line(machine *m, uint64_t gva)
+{
+    uint32_t tag = (m->s->pcid ? m->asid : 0) | (m->eptp_index << 16);
+    for (uint32_t shifts = m->tlb_shifts & (uint32_t)bits_range(30, 12); shifts; shifts &= shifts - 1) {
+        uint32_t sh = (uint32_t)__builtin_ctz(shifts);
+        cache_line *c = cache_find(m->tlb, ((uint64_t)sh << 58) | (gva >> sh), tag);
+        if (c)
+            return c;
+    }
+    return NULL;
+}
+
+
+/* The slow path of one access in one mode: translate it, count, remember a TLB hit. */
+static void translate_one(machine *m, mode_memo *mm, vm_result *res, mode_stats *st, uint64_t gva, enum vm_op op,
+                          tlb_memo *e)
+{
+    vm_access a = {.gva = gva, .op = op, .user = true};
+    res->record = false;
+    translate(m, &a, res);
+    st->refs += res->memory_refs;
+    st->guest_refs += res->guest_refs;
+    st->nested_refs += res->nested_refs;
+    st->ad_writes += res->ad_writes;
+    st->exits += res->exits;
+    st->pwc_hits += res->pwc_hits;
+    st->ntlb_hits += res->ntlb_hits;
+    st->outcomes[res->outcome]++;
+    if (res->outcome == OUT_OK)
+        st->exits_ok += res->exits;
+    if (res->tlb_hit != 1) {
+        st->tlb_misses += res->tlb_hit == 0;
+        if (++mm->gen == 1u << 27) {     /* the key's 27 bits of generation wrap: forget every slot */
+            memset(mm->slot, 0, sizeof mm->slot);
+            mm->gen = 1;
+        }
+        return;
+    }
+    cache_line *line = hit_line(m, gva);
+    if (!line)
+        return;
+    uint64_t key = MEMO_KEY(gva >> 12, mm->gen);
+    if (e->key != key)
+        *e = (tlb_memo){.key = key};
+    e->ops |= 1u << op;
+    e->age = &m->tlb->age[line - m->tlb->lines];
+}
+
+/* One batch through one mode: the hot loop. Mode by mode rather than access by access:
+ * one mode's TLB and memo stay in the processor's caches for the whole batch (measured:
+ * the WebAssembly build gains most). The memo's generation and the TLB's tick live in
+ * locals between the calls that change them. */
+static void run_batch(vmsim_replay *r, int mode, const trace_access *b, const uint16_t *run, size_t n)
+{
+    machine *m = &r->m[mode];
+    mode_memo *mm = &r->memo[mode];
+    cache *tlb = m->tlb;
+    uint64_t ok = 0;
+    uint32_t gen = mm->gen, tick = tlb ? tlb->tick : 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t page = b[i].addr >> 12;
+        enum vm_op op = op_of[b[i].kind];
+        tlb_memo *e = &mm->slot[page & (MEMO_SLOTS - 1)];
+        if (e->key == MEMO_KEY(page, gen) && (e->ops >> op & 1)) {
+            /* this access and the run of same-page, same-kind ones after it all hit the
+             * same line: marked used as often, its last use is what the line keeps */
+            uint32_t k = run[i];
+            tick += k;
+            *e->age = (uint64_t)tick << 1 | 1;      /* what cache.c does to a line it finds */
+            ok += k;
+            i += k - 1;
+            continue;
+        }
+        if (tlb)
+            tlb->tick = tick;
+        translate_one(m, mm, r->r, &r->st[mode], b[i].addr, op, e);
+        gen = mm->gen;
+        if (tlb)
+            tick = tlb->tick;
+    }
+    if (tlb)
+        tlb->tick = tick;
+    r->st[mode].outcomes[OUT_OK] += ok;
+    r->st[mode].accesses += n;
+}
+
+static void run_all(vmsim_replay *r, const trace_access *b, size_t n)
+{
+    /* run[i]: how many accesses from i on go to the same page with the same kind of access */
+    uint16_t *run = r->run;
+    for (size_t i = n; i-- > 0;)
+        run[i] = i + 1 < n && b[i + 1].addr >> 12 == b[i].addr >> 12 && op_of[b[i + 1].kind] == op_of[b[i].kind]
+                     ? (uint16_t)(run[i + 1] + 1) : 1;
+    for (int mode = 0; mode < N_REPLAY_MODES; mode++)
+        if (r->built[mode])
+            run_batch(r, mode, b, run, n);
+}
+
+EXPORT int vmsim_replay_feed(vmsim_replay *r, const uint8_t *body, size_t n)
+{
+    if (!r || r->status)
+        return vmsim_replay_status(r);
+    if (r->pass != 2)
+        return failf(r, VMSIM_REPLAY_BAD_TRACE, "vmsim_replay_feed before vmsim_replay_scan_end");
+    const uint8_t *p = body, *end = body + n;
+    while (p < end || r->dec.ncarry) {
+        const uint8_t *before = p;
+        size_t got = trace_decode(&r->dec, &p, end, r->batch, BATCH);
+        if (r->dec.failed)
+            return decoder_failed(r);
+        if (check_overrun(r))
+            return r->status;
+        run_all(r, r->batch, got);
+        if (p == before && !got)
+            break;
+    }
+    return 0;
+}
+
+/* ---- the report ---- */
+
+typedef struct derived {
+    double rpa, miss_pct, exits_per_k, cycles, cpa, overhead;
+    bool has_overhead;
+    uint64_t walks, faults, kinds[N_EXIT_KINDS];
+} derived;
+
+static void derive(const vmsim_replay *r, int mode, derived *d)
+{
+    const mode_stats *s = &r->st[mode];
+    const replay_opts *o = &r->o;
+    memset(d, 0, sizeof *d);
+    double acc = s->accesses ? (double)s->accesses : 1;
+    for (int k = 0; k < 4; k++)
+        d->kinds[k] = r->m[mode].exit_counts[k] - r->exit_base[mode][k];
+    d->kinds[EXIT_EPT_VIOLATION] = s->outcomes[OUT_EPT_VIOLATION];
+    d->kinds[EXIT_EPT_MISCONFIG] = s->outcomes[OUT_EPT_MISCONFIG];
+    d->kinds[EXIT_NPT_FAULT] = s->outcomes[OUT_NPT_FAULT];
+    d->kinds[EXIT_FLAT_FILL] = mode == M_FLAT ? s->exits_ok : 0;
+    /* a hidden page fault is filled and the walk retried: one more walk */
+    d->walks = s->tlb_misses + (mode == M_SHADOW ? d->kinds[EXIT_HPF] : 0);
+    d->faults = s->accesses - s->outcomes[OUT_OK];
+    d->rpa = (double)s->refs / acc;
+    d->miss_pct = 100.0 * (double)s->tlb_misses / acc;
+    d->exits_per_k = 1000.0 * (double)s->exits / acc;
+    d->cycles = (double)s->accesses * o->cycles_per_access + (double)s->refs * o->cycles_per_ref +
+                (double)s->exits * o->cycles_per_exit + (r->o.preset == 1 ? (double)s->tlb_misses * o->refill_trap : 0);
+    d->cpa = d->cycles / acc;
+    if (r->built[M_NATIVE]) {
+        derived nd;
+        if (mode != M_NATIVE) {
+            derive(r, M_NATIVE, &nd);
+            d->overhead = nd.cycles > 0 ? 100.0 * (d->cycles - nd.cycles) / nd.cycles : 0;
+        }
+        d->has_overhead = true;
+    }
+}
+
+static void report_json(const vmsim_replay *r, strbuf *sb)
+{
+    const trace_header *h = &r->h;
+    const replay_opts *o = &r->o;
+    sb_puts(sb, "{\"format\":\"vmsim-replay/1\",\"trace\":{\"program\":");
+    sb_json_string(sb, h->program);
+    sb_printf(sb, ",\"args\":%s,\"accesses\":%llu,\"pages\":%llu,\"counts\":{", h->args_json,
+              (unsigned long long)h->accesses, (unsigned long long)h->pages);
+    for (int k = 0; k < 4; k++)
+        sb_printf(sb, "%s\"%s\":%llu", k ? "," : "", kind_names[k], (unsigned long long)h->counts[k]);
+    sb_printf(sb, "},\"partial\":%s,\"partial_reason\":", h->partial ? "true" : "false");
+    if (h->partial_reason)
+        sb_json_string(sb, h->partial_reason);
+    else
+        sb_puts(sb, "null");
+    const scenario *any = NULL;
+    for (int mode = 0; mode < N_REPLAY_MODES && !any; mode++)
+        if (r->built[mode])
+            any = &r->sc[mode];
+    sb_printf(sb, "},\"machine\":{\"preset\":\"%s\",\"guest_paging\":\"4level\",\"guest_pages\":\"%s\",\"huge_min\":%u,"
+                  "\"host_pages\":\"%s\",\"start\":\"%s\",\"guest_4k_pages\":%u,\"guest_2m_pages\":%u,"
+                  "\"guest_table_frames\":%u,\"guest_ram_bytes\":%llu,\"tlb_entries\":%u,\"pwc_entries\":%u,"
+                  "\"ntlb_entries\":%u},",
+              preset_names[o->preset], o->guest_2m ? "2m" : "4k", o->huge_min, o->host_4k ? "4k" : "2m",
+              o->warm ? "warm" : "cold", r->n4k, r->n2m, r->table_frames, (unsigned long long)r->ram_bytes,
+              any ? any->tlb_entries : 0, any ? any->pwc_entries : 0, any ? any->ntlb_entries : 0);
+    sb_printf(sb, "\"cost_model\":{\"cycles_per_access\":%g,\"cycles_per_ref\":%g,\"cycles_per_exit\":%g,\"refill_trap\":%g},"
+                  "\"modes\":[",
+              o->cycles_per_access, o->cycles_per_ref, o->cycles_per_exit, o->preset == 1 ? o->refill_trap : 0.0);
+    bool first = true;
+    for (int mode = 0; mode < N_REPLAY_MODES; mode++) {
+        if (!r->built[mode])
+            continue;
+        const mode_stats *s = &r->st[mode];
+        derived d;
+        derive(r, mode, &d);
+        sb_printf(sb, "%s{\"mode\":\"%s\",\"accesses\":%llu,\"refs\":%llu,\"guest_refs\":%llu,\"nested_refs\":%llu,"
+                      "\"refs_per_access\":%.4f,\"tlb_misses\":%llu,\"tlb_miss_pct\":%.4f,\"walks\":%llu,\"pwc_hits\":%llu,"
+                      "\"ntlb_hits\":%llu,\"ad_writes\":%llu,\"exits\":%llu,\"exits_per_1k\":%.4f,\"exits_by_kind\":{",
+                  first ? "" : ",", replay_mode_names[mode], (unsigned long long)s->accesses, (unsigned long long)s->refs,
+                  (unsigned long long)s->guest_refs, (unsigned long long)s->nested_refs, d.rpa,
+                  (unsigned long long)s->tlb_misses, d.miss_pct, (unsigned long long)d.walks,
+                  (unsigned long long)s->pwc_hits, (unsigned long long)s->ntlb_hits, (unsigned long long)s->ad_writes,
+                  (unsigned long long)s->exits, d.exits_per_k);
+        for (int k = 0; k < N_EXIT_KINDS; k++)
+            sb_printf(sb, "%s\"%s\":%llu", k ? "," : "", exit_kind_names[k], (unsigned long long)d.kinds[k]);
+        sb_printf(sb, "},\"faults\":%llu,\"cycles\":%.0f,\"cycles_per_access\":%.4f,\"overhead_pct\":",
+                  (unsigned long long)d.faults, d.cycles, d.cpa);
+        if (d.has_overhead)
+            sb_printf(sb, "%.4f}", d.overhead);
+        else
+            sb_puts(sb, "null}");
+        first = false;
+    }
+    sb_puts(sb, "]}\n");
+}
+
+static void report_table(const vmsim_replay *r, strbuf *sb)
+{
+    const trace_header *h = &r->h;
+    const replay_opts *o = &r->o;
+    sb_printf(sb, "trace: %s\n  %llu accesses (%llu fetches, %llu loads, %llu stores, %llu modifies) on %llu pages of 4 KiB%s%s\n",
+              h->command, (unsigned long long)h->accesses, (unsigned long long)h->counts[TRACE_FETCH],
+              (unsigned long long)h->counts[TRACE_LOAD], (unsigned long long)h->counts[TRACE_STORE],
+              (unsigned long long)h->counts[TRACE_MODIFY], (unsigned long long)h->pages,
+              h->partial ? "\n  PARTIAL: " : "", h->partial ? h->partial_reason : "");
+    sb_printf(sb, "machine: %s caches; guest 4-level paging, %u pages of 4 KiB and %u of 2 MiB; guest RAM on %s host pages; "
+                  "%s start\n",
+              preset_names[o->preset], r->n4k, r->n2m, o->host_4k ? "4 KiB" : "2 MiB", o->warm ? "warm" : "cold");
+    sb_printf(sb, "%-7s %9s %11s %10s %9s %9s %14s %9s\n", "mode", "refs/acc", "TLB miss %", "walks", "exits", "exits/1k",
+              "cycles/access", "overhead");
+    for (int mode = 0; mode < N_REPLAY_MODES; mode++) {
+        if (!r->built[mode])
+            continue;
+        derived d;
+        derive(r, mode, &d);
+        char over[32];
+        if (d.has_overhead)
+            snprintf(over, sizeof over, "%.2f%%", d.overhead);
+        else
+            snprintf(over, sizeof over, "-");
+        sb_printf(sb, "%-7s %9.3f %11.3f %10llu %9llu %9.3f %14.2f %9s\n", replay_mode_names[mode], d.rpa, d.miss_pct,
+                  (unsigned long long)d.walks, (unsigned long long)r->st[mode].exits, d.exits_per_k, d.cpa, over);
+    }
+    for (int mode = 0; mode < N_REPLAY_MODES; mode++) {
+        if (!r->built[mode] || !r->st[mode].exits)
+            continue;
+        derived d;
+        derive(r, mode, &d);
+        sb_printf(sb, "exits under %s:", replay_mode_names[mode]);
+        for (int k = 0; k < N_EXIT_KINDS; k++)
+            if (d.kinds[k])
+                sb_printf(sb, " %llu %s", (unsigned long long)d.kinds[k], exit_kind_names[k]);
+        sb_putc(sb, '\n');
+    }
+    sb_printf(sb, "cost model: %g cycles per access, %g per page-walk reference, %g per VM exit", o->cycles_per_access,
+              o->cycles_per_ref, o->cycles_per_exit);
+    if (o->preset == 1)
+        sb_printf(sb, ", %g per software TLB refill (Sunway)", o->refill_trap);
+    sb_puts(sb, "; overhead against native on the same machine\n");
+}
+
+static void report_csv(const vmsim_replay *r, strbuf *sb)
+{
+    sb_puts(sb, "mode,accesses,refs,guest_refs,nested_refs,refs_per_access,tlb_misses,tlb_miss_pct,walks,pwc_hits,ntlb_hits,"
+                "ad_writes,exits");
+    for (int k = 0; k < N_EXIT_KINDS; k++)
+        sb_printf(sb, ",%s", exit_kind_names[k]);
+    sb_puts(sb, ",faults,cycles,cycles_per_access,overhead_pct\n");
+    for (int mode = 0; mode < N_REPLAY_MODES; mode++) {
+        if (!r->built[mode])
+            continue;
+        const mode_stats *s = &r->st[mode];
+        derived d;
+        derive(r, mode, &d);
+        sb_printf(sb, "%s,%llu,%llu,%llu,%llu,%.4f,%llu,%.4f,%llu,%llu,%llu,%llu,%llu", replay_mode_names[mode],
+                  (unsigned long long)s->accesses, (unsigned long long)s->refs, (unsigned long long)s->guest_refs,
+                  (unsigned long long)s->nested_refs, d.rpa, (unsigned long long)s->tlb_misses, d.miss_pct,
+                  (unsigned long long)d.walks, (unsigned long long)s->pwc_hits, (unsigned long long)s->ntlb_hits,
+                  (unsigned long long)s->ad_writes, (unsigned long long)s->exits);
+        for (int k = 0; k < N_EXIT_KINDS; k++)
+            sb_printf(sb, ",%llu", (unsigned long long)d.kinds[k]);
+        sb_printf(sb, ",%llu,%.0f,%.4f,", (unsigned long long)d.faults, d.cycles, d.cpa);
+        if (d.has_overhead)
+            sb_printf(sb, "%.4f", d.overhead);
+        sb_putc(sb, '\n');
+    }
+}
+
+EXPORT int vmsim_replay_finish(vmsim_replay *r, char **out)
+{
+    *out = NULL;
+    if (!r || r->status)
+        return vmsim_replay_status(r);
+    if (r->pass != 2)
+        return failf(r, VMSIM_REPLAY_BAD_TRACE, "vmsim_replay_finish before vmsim_replay_scan_end");
+    if (!trace_decoder_finish(&r->dec))
+        return decoder_failed(r);
+    if (r->dec.count != r->h.accesses || memcmp(r->dec.page, r->end_page, sizeof r->end_page) ||
+        memcmp(r->dec.off, r->end_off, sizeof r->end_off))
+        return failf(r, VMSIM_REPLAY_BAD_TRACE, "the trace's body differed between the two passes (was the file changed "
+                                                "while it was replayed?)");
+    r->pass = 3;
+    strbuf sb;
+    sb_init(&sb);
+    if (r->o.format == FMT_TABLE)
+        report_table(r, &sb);
+    else if (r->o.format == FMT_CSV)
+        report_csv(r, &sb);
+    else
+        report_json(r, &sb);
+    *out = sb_take(&sb);
+    if (!*out)
+        return failf(r, VMSIM_REPLAY_NO_MEMORY, "out of memory writing the report");
+    return 0;
+}
+
+EXPORT void vmsim_replay_free_text(char *text)
+{
+    free(text);
+}
+
+EXPORT void vmsim_replay_close(vmsim_replay *r)
+{
+    if (!r)
+        return;
+    for (int mode = 0; mode < N_REPLAY_MODES; mode++) {
+        if (r->built[mode])
+            machine_free(&r->m[mode]);
+        scenario_free(&r->sc[mode]);
+    }
+    trace_header_free(&r->h);
+    free(r->ps.keys);
+    free(r->ps.kinds);
+    free(r->pages);
+    free(r->r);
+    free(r);
+}

@@ -1,0 +1,597 @@
+/* The trace format (docs/replay.md): prefix and header checks, and the streaming body
+ * decoder. Every refusal says what is wrong with the file and what to do about it. */
+#include "trace.h"
+#include "json.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool errf(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+static uint32_t le16(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8;
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static char *dup_str(const char *s, size_t n)
+{
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, s, n);
+        d[n] = 0;
+    }
+    return d;
+}
+
+/* A header field that must be a whole number in [0, max]. */
+static bool header_uint(const json_value *root, const char *path, const char *key, uint64_t max, uint64_t *out,
+                        char *err, size_t errlen)
+{
+    const json_value *v = json_get(root, key);
+    if (!v)
+        return errf(err, errlen, "the trace header has no \"%s%s\": the file is corrupt or was not written by hw-lab/run trace",
+                    path, key);
+    if (v->type != JSON_NUMBER || !v->is_integer || v->integer < 0 || (uint64_t)v->integer > max)
+        return errf(err, errlen, "the trace header's \"%s%s\" must be a whole number from 0 to %llu: the file is corrupt",
+                    path, key, (unsigned long long)max);
+    *out = (uint64_t)v->integer;
+    return true;
+}
+
+/* Printable: control characters of a recorded command line become '?' in tables. */
+static void clean_line(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            *s = '?';
+}
+
+static bool parse_header(const char *text, size_t len, trace_header *h, char *err, size_t errlen)
+{
+    json_doc doc;
+    if (!json_parse(text, len, &doc)) {
+        const char *why = doc.error;
+        const char *colon = strstr(why, "JSON: ");
+        errf(err, errlen, "the trace header is not valid JSON (%s): the file is corrupt", colon ? colon + 6 : why);
+        return false;
+    }
+    const json_value *root = doc.root;
+    bool ok = false;
+    const json_value *v;
+    if (!root || root->type != JSON_OBJECT) {
+        errf(err, errlen, "the trace header is not a JSON object: the file is corrupt");
+        goto out;
+    }
+    v = json_get(root, "format");
+    if (!v || v->type != JSON_STRING || strcmp(v->str, "vmemlab-trace") != 0) {
+        errf(err, errlen, "the trace header's \"format\" is not \"vmemlab-trace\": not a vmemlab trace");
+        goto out;
+    }
+    uint64_t version;
+    if (!header_uint(root, "", "version", 1u << 30, &version, err, errlen))
+        goto out;
+    if (version != TRACE_VERSION) {
+        errf(err, errlen, "the trace header says format version %llu; this vmsim reads version %u "
+                          "(record the trace again with this vmemlab's hw-lab/run trace)",
+             (unsigned long long)version, TRACE_VERSION);
+        goto out;
+    }
+    uint64_t page_size;
+    if (!header_uint(root, "", "page_size", 1u << 30, &page_size, err, errlen))
+        goto out;
+    if (page_size != 1u << TRACE_PAGE_SHIFT) {
+        errf(err, errlen, "the trace header's \"page_size\" is %llu; version 1 traces split addresses at 4096-byte pages",
+             (unsigned long long)page_size);
+        goto out;
+    }
+    v = json_get(root, "program");
+    if (!v || v->type != JSON_STRING || !v->str_len) {
+        errf(err, errlen, "the trace header has no \"program\" (a non-empty string): the file is corrupt");
+        goto out;
+    }
+    h->program = dup_str(v->str, v->str_len);
+    const json_value *args = json_get(root, "args");
+    if (!args || args->type != JSON_ARRAY) {
+        errf(err, errlen, "the trace header has no \"args\" (an array of strings): the file is corrupt");
+        goto out;
+    }
+    strbuf cmd, aj;
+    sb_init(&cmd);
+    sb_init(&aj);
+    sb_puts(&cmd, v->str);
+    sb_putc(&aj, '[');
+    for (const json_value *a = args->first_child; a; a = a->next) {
+        if (a->type != JSON_STRING) {
+            sb_free(&cmd);
+            sb_free(&aj);
+            errf(err, errlen, "the trace header's \"args\" must hold strings only: the file is corrupt");
+            goto out;
+        }
+        sb_putc(&cmd, ' ');
+        sb_puts(&cmd, a->str);
+        if (a != args->first_child)
+            sb_putc(&aj, ',');
+        sb_json_string(&aj, a->str);
+    }
+    sb_putc(&aj, ']');
+    h->command = sb_take(&cmd);
+    h->args_json = sb_take(&aj);
+    if (!h->program || !h->command || !h->args_json) {
+        errf(err, errlen, "out of memory reading the trace header");
+        goto out;
+    }
+    clean_line(h->command);
+    if (!header_uint(root, "", "accesses", TRACE_MAX_ACCESSES, &h->accesses, err, errlen) ||
+        !header_uint(root, "", "pages", TRACE_USER_PAGES, &h->pages, err, errlen))
+        goto out;
+    const json_value *counts = json_get(root, "counts");
+    static const char *const kinds[] = {"load", "store", "fetch", "modify"};
+    if (!counts || counts->type != JSON_OBJECT) {
+        errf(err, errlen, "the trace header has no \"counts\" object (load, store, fetch, modify): the file is corrupt");
+        goto out;
+    }
+    uint64_t sum = 0;
+    for (int k = 0; k < 4; k++) {
+        if (!header_uint(counts, "counts.", kinds[k], TRACE_MAX_ACCESSES, &h->counts[k], err, errlen))
+            goto out;
+        sum += h->counts[k];
+    }
+    if (sum != h->accesses) {
+        errf(err, errlen, "the trace header's counts add up to %llu accesses, its \"accesses\" says %llu: the file is corrupt",
+             (unsigned long long)sum, (unsigned long long)h->accesses);
+        goto out;
+    }
+    v = json_get(root, "partial");
+    if (!v || v->type != JSON_BOOL) {
+        errf(err, errlen, "the trace header has no \"partial\" (true or false): the file is corrupt");
+        goto out;
+    }
+    h->partial = v->boolean;
+    v = json_get(root, "partial_reason");
+    if (h->partial) {
+        if (!v || v->type != JSON_STRING) {
+            errf(err, errlen, "the trace header marks the trace partial without a \"partial_reason\": the file is corrupt");
+            goto out;
+        }
+        h->partial_reason = dup_str(v->str, v->str_len);
+        if (h->partial_reason)
+            clean_line(h->partial_reason);
+    }
+    const json_value *body = json_get(root, "body");
+    v = json_get(body, "compression");
+    if (!body || !v || v->type != JSON_STRING) {
+        errf(err, errlen, "the trace header has no \"body\": {\"compression\", \"bytes\"}: the file is corrupt");
+        goto out;
+    }
+    if (strcmp(v->str, "gzip") != 0) {
+        errf(err, errlen, "the trace body is compressed with \"%.20s\"; version 1 traces use gzip", v->str);
+        goto out;
+    }
+    if (!header_uint(body, "body.", "bytes", 1ull << 48, &h->body_bytes, err, errlen))
+        goto out;
+    ok = true;
+out:
+    json_free(&doc);
+    return ok;
+}
+
+bool trace_open(const uint8_t *b, size_t n, uint64_t file_size, trace_header *h, uint64_t *body_offset, char *err,
+                size_t errlen)
+{
+    memset(h, 0, sizeof *h);
+    if (n < TRACE_PREFIX_BYTES)
+        return errf(err, errlen, "the file is %zu bytes long, shorter than the 16-byte prefix of a trace: not a vmemlab "
+                                 "trace (record one with hw-lab/run trace)", n);
+    if (memcmp(b, TRACE_MAGIC, 8) != 0) {
+        if (b[0] == 0x1f && b[1] == 0x8b)
+            return errf(err, errlen, "this is a plain gzip file, not a vmemlab trace (a trace starts with its own "
+                                     "prefix and header); record one with hw-lab/run trace");
+        if (b[0] == '=' || (b[0] == 'I' && b[1] == ' ') || (b[0] == ' ' && (b[1] == 'L' || b[1] == 'S' || b[1] == 'M')))
+            return errf(err, errlen, "this looks like a valgrind lackey log, not a vmemlab trace: convert it with "
+                                     "hw-lab/run trace --from-lackey LOG --out FILE");
+        if (b[0] == '{')
+            return errf(err, errlen, "this is a JSON file, not a vmemlab trace: give a .vmtrace file that hw-lab/run trace wrote");
+        return errf(err, errlen, "not a vmemlab trace: the file does not start with the trace prefix; record one with "
+                                 "hw-lab/run trace");
+    }
+    uint32_t version = le16(b + 8), reserved = le16(b + 10), hlen = le32(b + 12);
+    if (version != TRACE_VERSION)
+        return errf(err, errlen, "this trace is format version %u; this vmsim reads version %u (record the trace again "
+                                 "with this vmemlab's hw-lab/run trace)", version, TRACE_VERSION);
+    if (reserved != 0 || hlen == 0 || hlen > TRACE_HEADER_MAX)
+        return errf(err, errlen, "the trace prefix is corrupt (header length %u, reserved field %u): the file is damaged",
+                    hlen, reserved);
+    if (n < TRACE_PREFIX_BYTES + hlen) {
+        if (file_size && file_size < TRACE_PREFIX_BYTES + hlen)
+            return errf(err, errlen, "the trace is truncated: its header is %u bytes, the file ends after %llu (was the "
+                                     "copy or download cut short?)", hlen, (unsigned long long)file_size - TRACE_PREFIX_BYTES);
+        return errf(err, errlen, "the trace header is %u bytes; pass at least %u bytes of the file", hlen,
+                    TRACE_PREFIX_BYTES + hlen);
+    }
+    if (!parse_header((const char *)b + TRACE_PREFIX_BYTES, hlen, h, err, errlen)) {
+        trace_header_free(h);
+        return false;
+    }
+    *body_offset = TRACE_PREFIX_BYTES + hlen;
+    if (file_size && file_size != *body_offset + h->body_bytes) {
+        bool short_ = file_size < *body_offset + h->body_bytes;
+        errf(err, errlen, short_ ? "the trace is truncated: its header announces a %llu-byte body, the file holds %llu "
+                                   "bytes after the header (was the copy or download cut short?)"
+                                 : "the trace is corrupt: its header announces a %llu-byte body, the file holds %llu "
+                                   "bytes after the header",
+             (unsigned long long)h->body_bytes, (unsigned long long)(file_size - *body_offset));
+        trace_header_free(h);
+        return false;
+    }
+    return true;
+}
+
+void trace_header_free(trace_header *h)
+{
+    free(h->program);
+    free(h->command);
+    free(h->args_json);
+    free(h->partial_reason);
+    memset(h, 0, sizeof *h);
+}
+
+void trace_decoder_init(trace_decoder *d)
+{
+    memset(d, 0, sizeof *d);
+}
+
+/* A LEB128 varint of at most 10 bytes: bytes used, 0 if the piece ends first, -1 if too long. */
+static inline int varint(const uint8_t *p, const uint8_t *end, uint64_t *v)
+{
+    uint64_t x = 0;
+    for (int i = 0; i < 10; i++) {
+        if (p + i >= end)
+            return 0;
+        x |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+        if (!(p[i] & 0x80)) {
+            if (i == 9 && p[i] > 1)
+                return -1;
+            *v = x;
+            return i + 1;
+        }
+    }
+    return -1;
+}
+
+static inline int64_t unzigzag(uint64_t v)
+{
+    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+static size_t fail(trace_decoder *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static size_t fail(trace_decoder *d, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(d->err, sizeof d->err, fmt, ap);
+    va_end(ap);
+    d->failed = true;
+    return 0;
+}
+
+#define CODE_ESCAPE 30u
+#define CODE_CONTROL 31u
+#define MAX_RECORD 21u      /* tag + two 10-byte varints */
+
+/* One record from p: bytes used (> 0), 0 when the piece ends inside it, or -1 on corrupt
+ * data (d->err set). *got is set when the record was an access. */
+static int decode_one(trace_decoder *d, const uint8_t *p, const uint8_t *end, trace_access *a, bool *got)
+{
+    *got = false;
+    if (p >= end)
+        return 0;
+    if (d->ended) {
+        fail(d, "the trace is corrupt: data follows its end record (at body byte %llu)", (unsigned long long)d->consumed);
+        return -1;
+    }
+    uint8_t tag = p[0];
+    uint32_t code = tag >> 3;
+    const uint8_t *q = p + 1;
+    if (code == CODE_CONTROL) {
+        if ((tag & 7) != 0) {
+            fail(d, "the trace is corrupt: unknown record type 0x%02x at body byte %llu", tag, (unsigned long long)d->consumed);
+            return -1;
+        }
+        uint64_t total;
+        int k = varint(q, end, &total);
+        if (k == 0)
+            return 0;
+        if (k < 0 || total != d->count) {
+            fail(d, "the trace is corrupt: its end record counts %llu accesses where the body holds %llu",
+                 k < 0 ? 0ull : (unsigned long long)total, (unsigned long long)d->count);
+            return -1;
+        }
+        d->ended = true;
+        return (int)(q + k - p);
+    }
+    uint32_t kind = tag & 3, s = kind == TRACE_FETCH;
+    uint64_t page = d->page[s];
+    int64_t od;
+    if (tag & 4) {
+        uint64_t zz;
+        int k = varint(q, end, &zz);
+        if (k == 0)
+            return 0;
+        if (k < 0)
+            goto bad_varint;
+        q += k;
+        page += (uint64_t)unzigzag(zz);
+    }
+    if (code == CODE_ESCAPE) {
+        uint64_t zz;
+        int k = varint(q, end, &zz);
+        if (k == 0)
+            return 0;
+        if (k < 0)
+            goto bad_varint;
+        q += k;
+        od = unzigzag(zz);
+    } else {
+        od = unzigzag(code);
+    }
+    int64_t off = (int64_t)d->off[s] + od;
+    if (off < 0 || off >= (1 << TRACE_PAGE_SHIFT)) {
+        fail(d, "the trace is corrupt: access %llu has a page offset of %lld (at body byte %llu)",
+             (unsigned long long)d->count + 1, (long long)off, (unsigned long long)d->consumed);
+        return -1;
+    }
+    d->page[s] = page;
+    d->off[s] = (uint32_t)off;
+    a->addr = page << TRACE_PAGE_SHIFT | (uint64_t)off;
+    a->kind = (uint8_t)kind;
+    d->count++;
+    *got = true;
+    return (int)(q - p);
+bad_varint:
+    fail(d, "the trace is corrupt: a number longer than 64 bits in access %llu (at body byte %llu)",
+         (unsigned long long)d->count + 1, (unsigned long long)d->consumed);
+    return -1;
+}
+
+size_t trace_decode(trace_decoder *d, const uint8_t **pp, const uint8_t *end, trace_access *out, size_t max)
+{
+    const uint8_t *p = *pp;
+    size_t n = 0;
+    if (d->failed)
+        return 0;
+    /* A record split between the last piece and this one. It is shorter than the carry,
+     * so the bytes added here complete it unless this piece ends first too. */
+    while (d->ncarry && p < end && n < max) {
+        uint32_t old = d->ncarry;
+        size_t take = TRACE_CARRY - old;
+        if (take > (size_t)(end - p))
+            take = (size_t)(end - p);
+        memcpy(d->carry + old, p, take);
+        bool got;
+        int used = decode_one(d, d->carry, d->carry + old + take, &out[n], &got);
+        if (used < 0) {
+            *pp = p;
+            return n;
+        }
+        if (used == 0) {
+            d->ncarry = old + (uint32_t)take;     /* the piece ended inside the record again */
+            p += take;
+            break;
+        }
+        n += got;
+        d->consumed += (uint64_t)used;
+        p += (uint32_t)used - old;
+        d->ncarry = 0;
+    }
+    while (!d->ncarry && p < end && n < max) {
+        /* Access records with room for the longest one after them, decoded here with
+         * the stream state in locals (the stores to out[] would otherwise make the
+         * compiler reload it after every record). Anything else (the end record, a
+         * record near the end of the piece, a damaged one) goes to decode_one. */
+        uint64_t pg[2] = {d->page[0], d->page[1]};
+        int64_t of[2] = {d->off[0], d->off[1]};
+        size_t n0 = n;
+        const uint8_t *q = p;
+        if (!d->ended) {
+            while (end - q >= (ptrdiff_t)MAX_RECORD && n < max) {
+                uint8_t tag = q[0];
+                uint32_t code = tag >> 3, kind = tag & 3, s = kind == TRACE_FETCH;
+                if (code == CODE_CONTROL)
+                    break;
+                const uint8_t *r = q + 1;
+                uint64_t page = pg[s];
+                if (tag & 4) {
+                    uint64_t v;
+                    if (!(r[0] & 0x80)) {
+                        v = r[0];
+                        r++;
+                    } else {
+                        int k = varint(r, end, &v);
+                        if (k <= 0)
+                            break;
+                        r += k;
+                    }
+                    page += (uint64_t)unzigzag(v);
+                }
+                int64_t off;
+                if (code == CODE_ESCAPE) {
+                    uint64_t v;
+                    int k = varint(r, end, &v);
+                    if (k <= 0)
+                        break;
+                    r += k;
+                    off = of[s] + unzigzag(v);
+                } else {
+                    off = of[s] + unzigzag(code);
+                }
+                if (off < 0 || off >= (1 << TRACE_PAGE_SHIFT))
+                    break;
+                pg[s] = page;
+                of[s] = off;
+                out[n].addr = page << TRACE_PAGE_SHIFT | (uint64_t)off;
+                out[n].kind = (uint8_t)kind;
+                n++;
+                q = r;
+            }
+        }
+        d->page[0] = pg[0];
+        d->page[1] = pg[1];
+        d->off[0] = (uint32_t)of[0];
+        d->off[1] = (uint32_t)of[1];
+        d->count += n - n0;
+        d->consumed += (uint64_t)(q - p);
+        p = q;
+        if (p >= end || n >= max)
+            break;
+        bool got;
+        int used = decode_one(d, p, end, &out[n], &got);
+        if (used < 0)
+            break;
+        if (used == 0) {
+            size_t rest = (size_t)(end - p);
+            if (rest >= TRACE_CARRY) {
+                fail(d, "the trace is corrupt at body byte %llu", (unsigned long long)d->consumed);
+                break;
+            }
+            memcpy(d->carry, p, rest);
+            d->ncarry = (uint32_t)rest;
+            p = end;
+            break;
+        }
+        n += got;
+        d->consumed += (uint64_t)used;
+        p += used;
+    }
+    *pp = p;
+    return n;
+}
+
+size_t trace_scan(trace_decoder *d, const uint8_t **pp, const uint8_t *end, trace_page *out, size_t max)
+{
+    const uint8_t *p = *pp;
+    size_t n = 0;
+    /* room for the reports of one record: the page left, and at the end both streams' */
+    while (!d->failed && !d->ended && (p < end || d->ncarry) && n + 3 <= max) {
+        if (!d->ncarry && end - p >= (ptrdiff_t)MAX_RECORD) {
+            /* whole records with room after them, the state in locals */
+            uint64_t pg[2] = {d->page[0], d->page[1]}, kinds[4] = {0};
+            int64_t of[2] = {d->off[0], d->off[1]};
+            uint8_t seen[2] = {d->seen[0], d->seen[1]};
+            const uint8_t *q = p;
+            while (end - q >= (ptrdiff_t)MAX_RECORD && n + 3 <= max) {
+                uint8_t tag = q[0];
+                uint32_t code = tag >> 3, kind = tag & 3, s = kind == TRACE_FETCH;
+                if (code == CODE_CONTROL)
+                    break;
+                const uint8_t *r = q + 1;
+                uint64_t page = pg[s];
+                if (tag & 4) {
+                    uint64_t v;
+                    int k = varint(r, end, &v);
+                    if (k <= 0)
+                        break;
+                    r += k;
+                    page += (uint64_t)unzigzag(v);
+                }
+                int64_t off = of[s];
+                if (code == CODE_ESCAPE) {
+                    uint64_t v;
+                    int k = varint(r, end, &v);
+                    if (k <= 0)
+                        break;
+                    r += k;
+                    off += unzigzag(v);
+                } else {
+                    off += unzigzag(code);
+                }
+                if (off < 0 || off >= (1 << TRACE_PAGE_SHIFT))
+                    break;
+                if (page != pg[s]) {
+                    if (seen[s])
+                        out[n++] = (trace_page){.page = pg[s], .kinds = seen[s]};
+                    seen[s] = 0;
+                    pg[s] = page;
+                }
+                seen[s] |= (uint8_t)(1u << kind);
+                of[s] = off;
+                kinds[kind]++;
+                q = r;
+            }
+            uint64_t done = kinds[0] + kinds[1] + kinds[2] + kinds[3];
+            for (int k = 0; k < 4; k++)
+                d->kinds[k] += kinds[k];
+            memcpy(d->page, pg, sizeof pg);
+            d->off[0] = (uint32_t)of[0];
+            d->off[1] = (uint32_t)of[1];
+            memcpy(d->seen, seen, sizeof seen);
+            d->count += done;
+            d->consumed += (uint64_t)(q - p);
+            p = q;
+            if (n + 3 > max)
+                break;
+            if (done && end - p >= (ptrdiff_t)MAX_RECORD && q[0] >> 3 != CODE_CONTROL)
+                continue;   /* stopped for another reason than a record the slow path must see */
+        }
+        /* one record the careful way (near the end of the piece, the end record, damage) */
+        trace_access a;
+        uint64_t before[2] = {d->page[0], d->page[1]};
+        bool was_ended = d->ended;
+        const uint8_t *q = p;
+        size_t got = trace_decode(d, &q, end, &a, 1);
+        if (d->failed)
+            break;
+        if (got) {
+            unsigned s = a.kind == TRACE_FETCH;
+            uint64_t page = a.addr >> TRACE_PAGE_SHIFT;
+            if (page != before[s]) {
+                if (d->seen[s])
+                    out[n++] = (trace_page){.page = before[s], .kinds = d->seen[s]};
+                d->seen[s] = 0;
+            }
+            d->seen[s] |= (uint8_t)(1u << a.kind);
+            d->kinds[a.kind]++;
+        }
+        if (d->ended && !was_ended)
+            for (int s = 0; s < 2; s++)
+                if (d->seen[s])
+                    out[n++] = (trace_page){.page = d->page[s], .kinds = d->seen[s]};
+        if (!got && q == p && !d->ended)
+            break;      /* the rest of the piece went into the carry */
+        p = q;
+        if (!got && !d->ended && p >= end)
+            break;
+    }
+    if (!d->failed && d->ended && p < end) {
+        trace_access a;
+        trace_decode(d, &p, end, &a, 1);    /* data after the end record: its error */
+    }
+    *pp = p;
+    return n;
+}
+
+bool trace_decoder_finish(trace_decoder *d)
+{
+    if (d->failed)
+        return false;
+    if (!d->ended) {
+        fail(d, "the trace is truncated: its body stops after %llu accesses without the end record (was the copy or "
+                "download cut short?)", (unsigned long long)d->count);
+        return false;
+    }
+    return true;
+}

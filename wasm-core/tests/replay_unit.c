@@ -1,0 +1,254 @@
+/* Unit tests of the trace decoder and the replay API (docs/replay.md): a body cut into
+ * pieces of every size from 1 to 40 bytes decodes to the same accesses and replays to
+ * the same report as the whole body; every kind of damage is refused with its message.
+ * The bodies are written by a small encoder here, from the format's description. */
+#include "vmsim_replay.h"
+#include "trace.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures, checks;
+
+#define CHECK(cond, ...)                                                                                               \
+    do {                                                                                                               \
+        checks++;                                                                                                      \
+        if (!(cond)) {                                                                                                 \
+            failures++;                                                                                                \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                                \
+            printf(__VA_ARGS__);                                                                                       \
+            printf("\n");                                                                                              \
+        }                                                                                                              \
+    } while (0)
+
+typedef struct buf {
+    uint8_t b[1 << 16];
+    size_t n;
+} buf;
+
+static void put(buf *o, uint8_t v)
+{
+    o->b[o->n++] = v;
+}
+
+static void varint(buf *o, uint64_t v)
+{
+    while (v >= 0x80) {
+        put(o, (uint8_t)(v | 0x80));
+        v >>= 7;
+    }
+    put(o, (uint8_t)v);
+}
+
+static uint64_t zz(int64_t v)
+{
+    return v >= 0 ? (uint64_t)v << 1 : ((uint64_t)(-v) << 1) - 1;
+}
+
+/* The body of these accesses, with the end record. */
+static void encode(buf *o, const trace_access *a, size_t n)
+{
+    uint64_t page[2] = {0, 0};
+    int64_t off[2] = {0, 0};
+    o->n = 0;
+    for (size_t i = 0; i < n; i++) {
+        int s = a[i].kind == TRACE_FETCH;
+        uint64_t p = a[i].addr >> 12;
+        int64_t f = (int64_t)(a[i].addr & 0xfff);
+        int64_t dp = (int64_t)(p - page[s]);
+        uint64_t od = zz(f - off[s]);
+        put(o, (uint8_t)(a[i].kind | (dp ? 4 : 0) | ((od < 30 ? od : 30) << 3)));
+        if (dp)
+            varint(o, zz(dp));
+        if (od >= 30)
+            varint(o, od);
+        page[s] = p;
+        off[s] = f;
+    }
+    put(o, 31 << 3);
+    varint(o, n);
+}
+
+/* A file: prefix, header, then (for the replay API) nothing: the body is fed apart. */
+static size_t file_prefix(uint8_t *out, const trace_access *a, size_t n, uint16_t version, const char *extra)
+{
+    uint64_t counts[4] = {0};
+    uint64_t pages[4096];
+    size_t np = 0;
+    for (size_t i = 0; i < n; i++) {
+        counts[a[i].kind]++;
+        size_t k = 0;
+        while (k < np && pages[k] != a[i].addr >> 12)
+            k++;
+        if (k == np)
+            pages[np++] = a[i].addr >> 12;
+    }
+    char h[2048];
+    int hl = snprintf(h, sizeof h,
+                      "{\"format\":\"vmemlab-trace\",\"version\":1,\"program\":\"unit\",\"args\":[\"a b\",\"c\"],"
+                      "\"page_size\":4096,\"accesses\":%zu,\"pages\":%zu,\"counts\":{\"load\":%llu,\"store\":%llu,"
+                      "\"fetch\":%llu,\"modify\":%llu},\"partial\":false,\"body\":{\"compression\":\"gzip\",\"bytes\":0}%s}",
+                      n, np, (unsigned long long)counts[0], (unsigned long long)counts[1], (unsigned long long)counts[2],
+                      (unsigned long long)counts[3], extra);
+    memcpy(out, TRACE_MAGIC, 8);
+    out[8] = (uint8_t)version;
+    out[9] = (uint8_t)(version >> 8);
+    out[10] = out[11] = 0;
+    out[12] = (uint8_t)hl;
+    out[13] = (uint8_t)(hl >> 8);
+    out[14] = out[15] = 0;
+    memcpy(out + 16, h, (size_t)hl);
+    return 16 + (size_t)hl;
+}
+
+static size_t sample(trace_access *a, size_t max)
+{
+    uint64_t s = 88172645463325252ull;
+    size_t n = 0;
+    for (; n < max; n++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        uint8_t kind = (uint8_t)(s % 4);
+        uint64_t base = kind == TRACE_FETCH ? 0x400000 : (s >> 8) % 3 == 0 ? 0x7ffd12340000ull : 0x555555560000ull;
+        a[n].kind = kind;
+        a[n].addr = base + ((s >> 20) % 24) * 4096 + (s >> 40) % 4096;
+    }
+    return n;
+}
+
+static void test_pieces(void)
+{
+    static trace_access in[3000], out[3000];
+    static buf body;
+    size_t n = sample(in, 3000);
+    encode(&body, in, n);
+    for (size_t piece = 1; piece <= 40; piece++) {
+        trace_decoder d;
+        trace_decoder_init(&d);
+        size_t got = 0;
+        for (size_t at = 0; at < body.n; at += piece) {
+            const uint8_t *p = body.b + at, *end = body.b + (at + piece < body.n ? at + piece : body.n);
+            while (p < end) {
+                size_t k = trace_decode(&d, &p, end, out + got, 7);   /* a small out: the batch-full path too */
+                got += k;
+                if (d.failed || (!k && p < end && !d.ncarry))
+                    break;
+            }
+        }
+        CHECK(!d.failed, "pieces of %zu: %s", piece, d.err);
+        CHECK(trace_decoder_finish(&d), "pieces of %zu: %s", piece, d.err);
+        CHECK(got == n, "pieces of %zu: %zu accesses decoded of %zu", piece, got, n);
+        bool same = got == n;
+        for (size_t i = 0; same && i < n; i++)
+            same = out[i].addr == in[i].addr && out[i].kind == in[i].kind;
+        CHECK(same, "pieces of %zu: the accesses differ", piece);
+    }
+}
+
+static char *replay_in_pieces(const uint8_t *prefix, size_t plen, const buf *body, size_t piece, const char *opts,
+                              char *err, size_t errlen)
+{
+    vmsim_replay *r = vmsim_replay_open(prefix, plen, 0, opts, strlen(opts));
+    char *text = NULL;
+    for (int pass = 1; pass <= 2 && !vmsim_replay_status(r); pass++) {
+        for (size_t at = 0; at < body->n; at += piece) {
+            size_t k = at + piece < body->n ? piece : body->n - at;
+            if ((pass == 1 ? vmsim_replay_scan : vmsim_replay_feed)(r, body->b + at, k))
+                break;
+        }
+        if (pass == 1 && !vmsim_replay_status(r))
+            vmsim_replay_scan_end(r);
+    }
+    if (!vmsim_replay_status(r))
+        vmsim_replay_finish(r, &text);
+    snprintf(err, errlen, "%s", vmsim_replay_error(r));
+    vmsim_replay_close(r);
+    return text;
+}
+
+static void test_replay_pieces(void)
+{
+    static trace_access in[3000];
+    static buf body;
+    static uint8_t prefix[4096];
+    size_t n = sample(in, 3000);
+    encode(&body, in, n);
+    size_t plen = file_prefix(prefix, in, n, 1, "");
+    char err[512];
+    const char *opts = "{\"format\":\"json\",\"start\":\"warm\"}";
+    char *whole = replay_in_pieces(prefix, plen, &body, body.n, opts, err, sizeof err);
+    CHECK(whole != NULL, "whole body: %s", err);
+    CHECK(whole && strstr(whole, "\"args\":[\"a b\",\"c\"]"), "the args come back as JSON");
+    for (size_t piece = 1; whole && piece <= 33; piece += 4) {
+        char *t = replay_in_pieces(prefix, plen, &body, piece, opts, err, sizeof err);
+        CHECK(t && !strcmp(t, whole), "pieces of %zu: another report (%s)", piece, t ? "differs" : err);
+        free(t);
+    }
+    free(whole);
+}
+
+/* The file as given, with the body (the replay API's errors). */
+static void expect_refused(const uint8_t *file, size_t n, const buf *body, const char *needle, const char *what)
+{
+    vmsim_replay *r = vmsim_replay_open(file, n, 0, "{}", 2);
+    if (!vmsim_replay_status(r) && body) {
+        if (!vmsim_replay_scan(r, body->b, body->n))
+            vmsim_replay_scan_end(r);
+    }
+    const char *e = vmsim_replay_error(r);
+    CHECK(vmsim_replay_status(r) == VMSIM_REPLAY_BAD_TRACE && strstr(e, needle), "%s: got \"%s\"", what, e);
+    vmsim_replay_close(r);
+}
+
+static void test_refusals(void)
+{
+    static trace_access in[100];
+    static buf body, bad;
+    static uint8_t file[4096];
+    size_t n = sample(in, 100);
+    encode(&body, in, n);
+    size_t plen = file_prefix(file, in, n, 1, "");
+    expect_refused(file, 10, NULL, "shorter than the 16-byte prefix", "short");
+    expect_refused(file, 40, NULL, "pass at least", "cut header");
+    static uint8_t v2[4096];
+    memcpy(v2, file, plen);
+    v2[8] = 2;
+    expect_refused(v2, plen, NULL, "format version 2", "version 2");
+    memcpy(v2, file, plen);
+    v2[0] = 0x1f, v2[1] = 0x8b;
+    expect_refused(v2, plen, NULL, "plain gzip file", "gzip");
+    memcpy(v2, file, plen);
+    v2[12] = 0, v2[13] = 0;
+    expect_refused(v2, plen, NULL, "prefix is corrupt", "zero header length");
+    /* a body that stops early, one that runs on, one that miscounts */
+    bad = body;
+    bad.n -= 2;
+    expect_refused(file, plen, &bad, "without the end record", "no end record");
+    bad = body;
+    put(&bad, 0);
+    expect_refused(file, plen, &bad, "data follows its end record", "after the end");
+    bad = body;
+    bad.b[bad.n - 1] ^= 1;
+    expect_refused(file, plen, &bad, "end record counts", "end count");
+    /* the header's counts must match */
+    size_t plen2 = file_prefix(file, in, n - 1, 1, "");
+    expect_refused(file, plen2, &body, "more than the", "more accesses than announced");
+    /* options */
+    vmsim_replay *r = vmsim_replay_open(file, plen, 0, "{\"modes\":[\"ept\",\"x\"]}", 21);
+    CHECK(vmsim_replay_status(r) == 2 && strstr(vmsim_replay_error(r), "\"x\" is not a mode"), "bad mode: %s",
+          vmsim_replay_error(r));
+    vmsim_replay_close(r);
+    r = vmsim_replay_open(file, plen, 0, "{\"speed\":1}", 11);
+    CHECK(vmsim_replay_status(r) == 2 && strstr(vmsim_replay_error(r), "unknown replay option \"speed\""), "%s",
+          vmsim_replay_error(r));
+    vmsim_replay_close(r);
+}
+
+int main(void)
+{
+    test_pieces();
+    test_replay_pieces();
+    test_refusals();
+    printf("replay unit tests: %d checks, %d failures\n", checks, failures);
+    return failures != 0;
+}

@@ -1,0 +1,333 @@
+/* "Your program": a trace recorded with hw-lab/run trace (or one of the two examples the
+ * build records) replayed through native, EPT, NPT, shadow paging and a flat nested table
+ * by the engine in a Web Worker, with a progress bar and a cancel button; the per-mode
+ * figures drawn side by side for every trace replayed with the same settings. In the
+ * Results tab, traces go to the class server with their report and come back from it. */
+import { useCallback, useEffect, useRef, useState } from 'react';
+import { Trans, useTranslation } from 'react-i18next';
+import type { T } from '../i18n';
+import { modeBars } from './chart';
+import { lastClass } from '../results/store';
+import type { TraceHeader } from './format.mjs';
+import type { FailStage, FromWorker, ReplayOptions, ReplayProgress, ReplayReport } from './protocol';
+import { workerRunner, type Runner, type Running } from './runner';
+import { listClassTraces, fetchClassTrace, shareTrace, TRACE_UPLOAD_MAX, type ClassTrace } from './share';
+import './trace.css';
+
+export const EXAMPLES = ['pointer-chase', 'sequential-scan'] as const;
+type Example = (typeof EXAMPLES)[number];
+const MODES = ['native', 'ept', 'npt', 'shadow', 'flat'] as const;
+const METRICS = ['refs_per_access', 'tlb_miss_pct', 'exits_per_1k', 'overhead_pct'] as const;
+type Metric = (typeof METRICS)[number];
+
+export interface Settings {
+  preset: 'x86-server' | 'sunway-1621';
+  start: 'cold' | 'warm';
+  guest_pages: '4k' | '2m';
+  host_pages: '2m' | '4k';
+}
+const DEFAULTS: Settings = { preset: 'x86-server', start: 'cold', guest_pages: '4k', host_pages: '2m' };
+const same = (a: Settings, b: Settings) => a.preset === b.preset && a.start === b.start && a.guest_pages === b.guest_pages && a.host_pages === b.host_pages;
+
+interface Entry {
+  id: number;
+  name: string;                       // the file's name, an example's key, or the class upload's label
+  source: 'file' | 'example' | 'class';
+  blob: Blob | null;                  // null for a class upload not fetched yet
+  classId?: string;
+  header?: TraceHeader;
+  settings: Settings;
+  status: 'queued' | 'running' | 'done' | 'error' | 'cancelled';
+  progress?: ReplayProgress;
+  report?: ReplayReport;
+  error?: { stage: FailStage; message: string };
+  shared?: string;                    // the class it was shared with
+}
+
+export interface TracePanelProps {
+  /** compare: next to the compare table; results: with the class's traces. */
+  where: 'compare' | 'results';
+  /** How replays run (a Web Worker by default; tests run them in the same thread). */
+  runner?: Runner;
+  /** Where the example traces are (the built app's traces/ folder by default). */
+  exampleUrl?: (name: Example) => string;
+}
+
+let nextId = 1;
+
+export function TracePanel({ where, runner = workerRunner, exampleUrl = (n) => `traces/${n}.vmtrace` }: TracePanelProps) {
+  const { t, i18n } = useTranslation('trace');
+  const lang = i18n.language;
+  const [settings, setSettings] = useState<Settings>(DEFAULTS);
+  const [entries, setEntries] = useState<Entry[]>([]);
+  const [over, setOver] = useState(false);
+  const [note, setNote] = useState<{ key: string; values?: Record<string, unknown>; raw?: string } | null>(null);
+  const running = useRef<{ id: number; job: Running } | null>(null);
+  const [classCode, setClassCode] = useState<string | null>(null);
+  const [server, setServer] = useState(false);
+
+  const update = (id: number, f: (e: Entry) => Entry) => setEntries((all) => all.map((e) => (e.id === id ? f(e) : e)));
+
+  // One replay at a time: the next queued entry starts when none runs.
+  useEffect(() => {
+    if (running.current) return;
+    const next = entries.find((e) => e.status === 'queued' && e.blob);
+    if (!next) return;
+    const id = next.id;
+    update(id, (e) => ({ ...e, status: 'running', progress: undefined, error: undefined }));
+    const options: ReplayOptions = { ...next.settings };
+    const job = runner(next.blob!, options, (m: FromWorker) => {
+      if (m.type === 'header') update(id, (e) => ({ ...e, header: m.header }));
+      else if (m.type === 'progress') update(id, (e) => ({ ...e, progress: m.progress }));
+      else {
+        running.current = null;
+        if (m.type === 'done') update(id, (e) => ({ ...e, status: 'done', report: m.report }));
+        else update(id, (e) => ({ ...e, status: 'error', error: { stage: m.stage, message: m.message } }));
+      }
+    });
+    running.current = { id, job };
+  }, [entries, runner]);
+  useEffect(() => () => { running.current?.job.cancel(); running.current = null; }, []);
+
+  const add = (name: string, blob: Blob, source: Entry['source'], extra: Partial<Entry> = {}) =>
+    setEntries((all) => [...all, { id: nextId++, name, source, blob, settings, status: 'queued', ...extra }]);
+
+  const addFiles = (files: FileList | File[] | null) => {
+    for (const f of Array.from(files ?? [])) add(f.name, f, 'file');
+  };
+
+  const addExample = async (name: Example) => {
+    try {
+      const r = await fetch(exampleUrl(name));
+      if (!r.ok) throw new Error(`HTTP ${r.status}`);
+      add(name, await r.blob(), 'example');
+      setNote(null);
+    } catch (e) {
+      setNote({ key: 'msg.exampleMissing', values: { name: t(`example.${name}`) }, raw: (e as Error).message });
+    }
+  };
+
+  const cancel = (id: number) => {
+    if (running.current?.id === id) { running.current.job.cancel(); running.current = null; }
+    update(id, (e) => ({ ...e, status: 'cancelled', progress: undefined }));
+  };
+  const remove = (id: number) => {
+    if (running.current?.id === id) { running.current.job.cancel(); running.current = null; }
+    setEntries((all) => all.filter((e) => e.id !== id));
+  };
+  const again = () => setEntries((all) => all.map((e) => (e.blob && (e.status !== 'done' || !same(e.settings, settings)) && e.status !== 'running'
+    ? { ...e, settings, status: 'queued', report: undefined, error: undefined } : e)));
+
+  // The class (Results tab): the server answers /api/health, a class was joined there.
+  const loadClass = useCallback(async (code: string) => {
+    try {
+      const list = await listClassTraces(code);
+      setEntries((all) => {
+        const have = new Set(all.filter((e) => e.classId).map((e) => e.classId));
+        const add = list.filter((c) => !have.has(c.id)).map((c: ClassTrace): Entry => ({
+          id: nextId++, name: c.label, source: 'class', blob: null, classId: c.id, header: c.header,
+          settings: settingsOf(c.report), status: 'done', report: c.report,
+        }));
+        return [...all, ...add];
+      });
+    } catch (e) {
+      // an unknown class is the class panel's to report; anything else is said here
+      if ((e as { status?: number }).status !== 404) setNote({ key: 'msg.classFailed', values: { code }, raw: (e as Error).message });
+    }
+  }, []);
+  useEffect(() => {
+    if (where !== 'results') return;
+    fetch('/api/health').then((r) => (r.ok && r.headers.get('content-type')?.includes('json') ? r.json() : null)).then((j) => {
+      if (!j?.ok) return;
+      setServer(true);
+      const code = new URLSearchParams(location.search).get('class')?.toUpperCase() ?? lastClass();
+      if (code) { setClassCode(code); void loadClass(code); }
+    }, () => {});
+  }, [where, loadClass]);
+
+  // A class joined in the class panel after this panel was shown: follow it.
+  useEffect(() => {
+    if (where !== 'results' || !server) return;
+    const timer = setInterval(() => {
+      const c = lastClass();
+      if (c && c !== classCode) { setClassCode(c); void loadClass(c); }
+    }, 1500);
+    return () => clearInterval(timer);
+  }, [where, server, classCode, loadClass]);
+
+  const share = async (e: Entry) => {
+    if (!classCode || !e.blob || !e.report) return;
+    try {
+      await shareTrace(classCode, e.blob, e.report, labelOf(t, e));
+      update(e.id, (x) => ({ ...x, shared: classCode }));
+      setNote({ key: 'msg.shared', values: { label: labelOf(t, e), code: classCode } });
+    } catch (err) { setNote({ key: 'msg.shareFailed', raw: (err as Error).message }); }
+  };
+  const replayHere = async (e: Entry) => {
+    if (!classCode || !e.classId) return;
+    try {
+      const blob = await fetchClassTrace(classCode, e.classId);
+      add(e.name, blob, 'file');
+    } catch (err) { setNote({ key: 'msg.classFailed', values: { code: classCode }, raw: (err as Error).message }); }
+  };
+
+  const fair = entries.filter((e) => e.status === 'done' && e.report && same(settingsOf(e.report), settings));
+  const stale = entries.filter((e) => e.status === 'done' && e.report && !same(settingsOf(e.report), settings));
+  const busy = entries.find((e) => e.status === 'running');
+
+  return (
+    <section className="trace-panel" data-testid="trace-panel" aria-labelledby={`trace-heading-${where}`}>
+      <h2 id={`trace-heading-${where}`}>{t('heading')}</h2>
+      <p className="muted"><Trans t={t} i18nKey="intro" components={{ code: <code /> }} /></p>
+      <div className={over ? 'dropzone over' : 'dropzone'} data-testid="trace-dropzone"
+        onDragOver={(e) => { e.preventDefault(); setOver(true); }} onDragLeave={() => setOver(false)}
+        onDrop={(e) => { e.preventDefault(); setOver(false); addFiles(e.dataTransfer.files); }}>
+        <p>{t('drop')}</p>
+        <label className="filebtn">{t('pick')} <input type="file" accept=".vmtrace,application/octet-stream" multiple data-testid="trace-file"
+          onChange={(e) => { addFiles(e.target.files); e.target.value = ''; }} /></label>
+        <span className="examples">{t('examples')} {EXAMPLES.map((n) => (
+          <button type="button" key={n} data-example={n} onClick={() => void addExample(n)}>{t(`example.${n}`)}</button>
+        ))}</span>
+      </div>
+      <fieldset className="trace-settings">
+        <legend>{t('settings.legend')}</legend>
+        <label>{t('settings.preset')} <select value={settings.preset} onChange={(e) => setSettings({ ...settings, preset: e.target.value as Settings['preset'] })}>
+          <option value="x86-server">{t('preset.x86-server')}</option><option value="sunway-1621">{t('preset.sunway-1621')}</option></select></label>
+        <label>{t('settings.start')} <select value={settings.start} data-setting="start" onChange={(e) => setSettings({ ...settings, start: e.target.value as Settings['start'] })}>
+          <option value="cold">{t('start.cold')}</option><option value="warm">{t('start.warm')}</option></select></label>
+        <label>{t('settings.guestPages')} <select value={settings.guest_pages} onChange={(e) => setSettings({ ...settings, guest_pages: e.target.value as Settings['guest_pages'] })}>
+          <option value="4k">{t('pages.4k')}</option><option value="2m">{t('pages.2m')}</option></select></label>
+        <label>{t('settings.hostPages')} <select value={settings.host_pages} onChange={(e) => setSettings({ ...settings, host_pages: e.target.value as Settings['host_pages'] })}>
+          <option value="2m">{t('pages.2mHost')}</option><option value="4k">{t('pages.4k')}</option></select></label>
+        {entries.some((e) => e.blob && e.status !== 'running' && (e.status !== 'done' || !same(e.settings, settings))) && (
+          <button type="button" onClick={again} data-testid="trace-again">{t('again')}</button>
+        )}
+      </fieldset>
+      <p className="muted small">{t(`startNote.${settings.start}`)}</p>
+      {busy && (
+        <div className="trace-progress" role="status" data-testid="trace-progress">
+          <span>{t('running', { label: labelOf(t, busy), pass: busy.progress?.pass ?? 1 })}</span>
+          <progress max={1} value={busy.progress?.fraction ?? 0} aria-label={t('progressLabel')} />
+          <span className="num">{Math.floor(100 * (busy.progress?.fraction ?? 0))} %</span>
+          <button type="button" onClick={() => cancel(busy.id)} data-testid="trace-cancel">{t('cancel')}</button>
+        </div>
+      )}
+      {note && <p className={note.key === 'msg.shared' ? 'okmsg' : 'error'} role={note.key === 'msg.shared' ? 'status' : 'alert'}><Say t={t} k={note.key} values={note.values} raw={note.raw} /></p>}
+      {entries.length > 0 && (
+        <ul className="trace-list" data-testid="trace-list">
+          {entries.map((e) => (
+            <li key={e.id} data-status={e.status} data-source={e.source}>
+              <strong>{labelOf(t, e)}</strong>
+              {e.header && <span className="muted small"> · {t('facts', { accesses: e.header.accesses.toLocaleString(lang), pages: e.header.pages.toLocaleString(lang) })}</span>}
+              {e.header?.partial && <span className="partial small"> · {t('partial')} <span lang="en">{e.header.partial_reason}</span></span>}
+              {e.source === 'class' && <span className="muted small"> · {t('fromClass')}</span>}
+              {e.status === 'queued' && <span className="muted small"> · {t('status.queued')}</span>}
+              {e.status === 'cancelled' && <span className="muted small"> · {t('status.cancelled')}</span>}
+              {e.status === 'done' && e.report && !same(settingsOf(e.report), settings) && <span className="muted small"> · {t('status.otherSettings', { settings: settingsWords(t, settingsOf(e.report)) })}</span>}
+              {e.status === 'error' && e.error && <div className="error" role="alert"><Say t={t} k={`fail.${e.error.stage}`} raw={e.error.message} /></div>}
+              <span className="trace-actions">
+                {where === 'results' && server && classCode && e.status === 'done' && e.blob && e.source === 'file' && !e.shared && (
+                  e.blob.size <= TRACE_UPLOAD_MAX
+                    ? <button type="button" onClick={() => void share(e)}>{t('share', { code: classCode })}</button>
+                    : <span className="muted small">{t('tooLarge', { mib: TRACE_UPLOAD_MAX / 2 ** 20 })}</span>
+                )}
+                {e.shared && <span className="muted small">{t('sharedWith', { code: e.shared })}</span>}
+                {e.source === 'class' && <button type="button" onClick={() => void replayHere(e)}>{t('replayHere')}</button>}
+                <button type="button" onClick={() => remove(e.id)} aria-label={t('removeOne', { label: labelOf(t, e) })}>{t('remove')}</button>
+              </span>
+            </li>
+          ))}
+        </ul>
+      )}
+      {fair.length > 0 && <TraceCharts entries={fair} t={t} lang={lang} settings={settings} />}
+      {stale.length > 0 && fair.length === 0 && <p className="muted">{t('noneWithThese')}</p>}
+      {where === 'results' && server && !classCode && <p className="muted small">{t('joinToShare')}</p>}
+    </section>
+  );
+}
+
+function settingsOf(r: ReplayReport): Settings {
+  return { preset: r.machine.preset, start: r.machine.start, guest_pages: r.machine.guest_pages, host_pages: r.machine.host_pages };
+}
+
+function settingsWords(t: T, s: Settings) {
+  return [t(`preset.${s.preset}`), t(`start.${s.start}`), `${t('settings.guestPages')} ${t(`pages.${s.guest_pages}`)}`,
+    `${t('settings.hostPages')} ${t(s.host_pages === '2m' ? 'pages.2mHost' : 'pages.4k')}`].join(' · ');
+}
+
+function labelOf(t: T, e: Entry): string {
+  if (e.source === 'example') return t(`example.${e.name}`);
+  const h = e.header;
+  if (h?.label) return h.label;
+  if (h) return [h.program, ...h.args].join(' ').slice(0, 60);
+  return e.name;
+}
+
+/** A translated sentence with someone else's words (the engine's, the browser's, the
+ * server's) where {{error}} stands, marked lang="en". */
+function Say({ t, k, values, raw }: { t: T; k: string; values?: Record<string, unknown>; raw?: string }) {
+  if (raw === undefined) return <>{t(k, values)}</>;
+  const MARK = '\uE000';
+  const [before, after = ''] = t(k, { ...values, error: MARK }).split(MARK);
+  return <>{before}<span lang="en">{raw}</span>{after}</>;
+}
+
+function TraceCharts({ entries, t, lang, settings }: { entries: Entry[]; t: T; lang: string; settings: Settings }) {
+  const refs = useRef<Record<Metric, SVGSVGElement | null>>({ refs_per_access: null, tlb_miss_pct: null, exits_per_1k: null, overhead_pct: null });
+  const names = entries.map((e, i) => `${i + 1}. ${labelOf(t, e)}`);
+  const short = names.map((n) => (n.length > 24 ? n.slice(0, 23) + '…' : n));
+  useEffect(() => {
+    for (const m of METRICS) {
+      const el = refs.current[m];
+      if (!el) continue;
+      modeBars(el, MODES.map((mode) => ({
+        label: t(`mode.${mode}`),
+        values: entries.map((e) => {
+          const row = e.report!.modes.find((x) => x.mode === mode);
+          return row ? (m === 'overhead_pct' ? row.overhead_pct ?? 0 : row[m]) : 0;
+        }),
+      })), names, { title: t(`metric.${m}.title`, { start: t(`startShort.${settings.start}`) }), unit: t(`metric.${m}.unit`), locale: lang });
+    }
+  });
+  const cost = entries[0].report!.cost_model;
+  return (
+    <div className="trace-charts" data-testid="trace-charts">
+      <p className="muted">{t('fair', { settings: settingsWords(t, settings) })}</p>
+      <div className="trace-chart-grid">
+        {METRICS.map((m) => (
+          <figure key={m} data-metric={m}>
+            <svg ref={(el) => { refs.current[m] = el; }} />
+            <figcaption className="muted small">{t(`metric.${m}.what`)}</figcaption>
+          </figure>
+        ))}
+      </div>
+      <div className="table-scroll">
+        <table className="trace-table" data-testid="trace-table">
+          <caption>{t('table.caption', { settings: settingsWords(t, settings) })}</caption>
+          <thead><tr>{(['trace', 'mode', 'refs', 'miss', 'walks', 'exits', 'exitsPer1k', 'cycles', 'overhead'] as const).map((c) => <th key={c} scope="col">{t(`table.${c}`)}</th>)}</tr></thead>
+          <tbody>
+            {entries.flatMap((e, i) => e.report!.modes.map((r, j) => (
+              <tr key={`${e.id}-${r.mode}`} data-trace={i + 1} data-mode={r.mode}>
+                {j === 0 && <th scope="rowgroup" rowSpan={e.report!.modes.length} title={names[i]}>{short[i]}</th>}
+                <th scope="row">{t(`mode.${r.mode}`)}</th>
+                <td className="num" data-field="refs_per_access">{r.refs_per_access.toFixed(3)}</td>
+                <td className="num" data-field="tlb_miss_pct">{r.tlb_miss_pct.toFixed(3)}</td>
+                <td className="num">{r.walks.toLocaleString(lang)}</td>
+                <td className="num" data-field="exits" title={exitWords(t, r.exits_by_kind)}>{r.exits.toLocaleString(lang)}</td>
+                <td className="num">{r.exits_per_1k.toFixed(3)}</td>
+                <td className="num">{r.cycles_per_access.toFixed(2)}</td>
+                <td className="num" data-field="overhead_pct">{r.overhead_pct === null ? '–' : `${r.overhead_pct.toFixed(2)} %`}</td>
+              </tr>
+            )))}
+          </tbody>
+        </table>
+      </div>
+      <p className="muted small">{t('cost', { access: cost.cycles_per_access, ref: cost.cycles_per_ref, exit: cost.cycles_per_exit.toLocaleString(lang), trap: cost.refill_trap })}</p>
+    </div>
+  );
+}
+
+function exitWords(t: T, kinds: Record<string, number>): string {
+  const parts = Object.entries(kinds).filter(([, n]) => n > 0).map(([k, n]) => t(`exit.${k}`, { n }));
+  return parts.length ? parts.join(', ') : t('exit.none');
+}
