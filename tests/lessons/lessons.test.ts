@@ -150,6 +150,9 @@ describe('lessons', () => {
         expect(blocks(l.content, 'exercise')).toEqual(blocks(original.content, 'exercise'));
         expect(l.data.title).not.toEqual(original.data.title);   // translated, not copied
         expect(missingNumbers(original.content, l.content), `${lang}/${l.file}: numbers`).toEqual([]);
+        // Every section is translated: as many second-level headings as the English page.
+        const h2 = (text: string) => (text.match(/^## /gm) ?? []).length;
+        expect(h2(l.content), `${lang}/${l.file}: sections`).toBe(h2(original.content));
       }
     }
   });
