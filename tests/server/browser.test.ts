@@ -1,31 +1,44 @@
-/* The Results tab in headless Chromium, served by the class server (with its CSP): a broken
+/* The Results tab in headless Chromium, served by the real class server (main.mjs in a
+ * child process, SQLite in a temp folder, with its CSP and compression): a broken
  * file is refused with a message, a valid one is kept across a reload, a CPU model that
  * contains HTML is shown as text (no element, no dialog), and the class view draws its plots
  * with the student's own point marked. */
-import { mkdtempSync, rmSync } from 'node:fs';
 import { existsSync, mkdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Browser, type Page } from 'playwright-core';
 import { CHROMIUM, launchChromium } from '../browser/chromium';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildServer } from '../../web/server/app.mjs';
+import { startClassServer } from '../../web/scripts/class-server.mjs';
 import { resultWith, root } from './helpers';
 
 const XSS = '<img src=x onerror=alert(1)>';
-type App = Awaited<ReturnType<typeof buildServer>>;
-let app: App; let browser: Browser; let base: string; let dir: string;
+let server: Awaited<ReturnType<typeof startClassServer>>; let browser: Browser; let base: string;
 const pageErrors: string[] = []; const dialogs: string[] = [];
 
 beforeAll(async () => {
   expect(existsSync(join(root, 'web', 'dist', 'index.html')), 'build the app first: make build').toBe(true);
-  dir = mkdtempSync(join(tmpdir(), 'vmemlab-e2e-'));
-  app = await buildServer({ dataDir: dir, rateLimit: false });
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+  server = await startClassServer({ env: { VMEMLAB_RATE_MAX: '0', VMEMLAB_UPLOAD_RATE: '0', VMEMLAB_CREATE_RATE: '0' } });
+  base = server.url.replace(/\/$/, '');
   browser = await launchChromium();
 }, 60_000);
-afterAll(async () => { await browser?.close(); await app?.close(); rmSync(dir, { recursive: true, force: true }); });
+afterAll(async () => { await browser?.close(); await server?.close(); });
+
+/** A request to the server over HTTP, as a client makes it. */
+async function api(method: string, url: string, payload?: unknown, headers: Record<string, string> = {}) {
+  const r = await fetch(base + url, {
+    method, headers: payload === undefined ? headers : { 'content-type': 'application/json', ...headers },
+    body: payload === undefined ? undefined : typeof payload === 'string' ? payload : JSON.stringify(payload),
+  });
+  const text = await r.text();
+  return { statusCode: r.status, json: () => JSON.parse(text) };
+}
+/** How many uploads the class holds, as its teacher sees them. */
+async function countResults(code: string, teacherToken: string) {
+  const r = await api('GET', `/api/classes/${code}/results`, undefined, { authorization: `Bearer ${teacherToken}` });
+  expect(r.statusCode).toBe(200);
+  const body = r.json();
+  return (Array.isArray(body) ? body : body.results).length as number;
+}
 
 async function open(ctx: Awaited<ReturnType<Browser['newContext']>>, path: string): Promise<Page> {
   const page = await ctx.newPage();
@@ -65,12 +78,12 @@ describe('Results tab in Chromium', () => {
 
   it('shows an HTML-laden CPU model as text and draws the class plots with my point', async () => {
     const ctx = await browser.newContext({ viewport: { width: 1200, height: 900 } });
-    const c = (await app.inject({ method: 'POST', url: '/api/classes', payload: { name: `Lab ${XSS}` } })).json();
+    const c = (await api('POST', '/api/classes', { name: `Lab ${XSS}` })).json();
     for (const cpu of ['Intel Core i7', 'Intel Core i7', 'AMD EPYC']) {
-      const r = await app.inject({ method: 'POST', url: '/api/results', headers: { 'content-type': 'application/json', 'x-vmemlab-class': c.code }, payload: resultWith((x) => { x.probe.cpu.model_name = cpu; }) });
+      const r = await api('POST', '/api/results', resultWith((x) => { x.probe.cpu.model_name = cpu; }), { 'x-vmemlab-class': c.code });
       expect(r.statusCode).toBe(201);
     }
-    const mine = (await app.inject({ method: 'POST', url: '/api/results', headers: { 'content-type': 'application/json', 'x-vmemlab-class': c.code }, payload: resultWith((x) => { x.probe.cpu.model_name = XSS; }) })).json();
+    const mine = (await api('POST', '/api/results', resultWith((x) => { x.probe.cpu.model_name = XSS; }), { 'x-vmemlab-class': c.code })).json();
     const page = await open(ctx, `/?view=results&class=${c.code}&mine=${mine.id}#teacher=${c.teacher_token}`);
     await page.waitForSelector('[data-testid=class-view] svg[data-chart=class-strip] circle.point');
     const cell = page.locator(`[data-testid=class-uploads] tr[data-id="${mine.id}"] td.cpu`);
@@ -90,13 +103,13 @@ describe('Results tab in Chromium', () => {
     await page.screenshot({ path: join(root, 'tests', 'artifacts', 'results-class.png'), fullPage: true });
     await page.locator(`[data-testid=class-uploads] tr[data-id="${mine.id}"] button`).click();
     await expect.poll(() => page.locator('svg[data-chart=class-strip] circle.point').count()).toBe(3);
-    expect(await app.store.countResults(c.code)).toBe(3);
+    expect(await countResults(c.code, c.teacher_token)).toBe(3);
     await ctx.close();
   });
 
   it('page upload to a class with the join code; no dialog or page error anywhere', async () => {
     const ctx = await browser.newContext({ viewport: { width: 1200, height: 900 } });
-    const c = (await app.inject({ method: 'POST', url: '/api/classes', payload: { name: 'upload' } })).json();
+    const c = (await api('POST', '/api/classes', { name: 'upload' })).json();
     const page = await open(ctx, '/?view=results');
     await page.setInputFiles('[data-testid=result-file]', file('vm.json', resultWith()));
     await expect.poll(() => page.locator('[data-testid=results-message]').textContent()).toMatch(/Added vm\.json/);
@@ -105,7 +118,7 @@ describe('Results tab in Chromium', () => {
     await page.waitForSelector('[data-testid=class-view]');
     await page.locator('[data-testid=class-view] p button').first().click();
     await page.waitForSelector('svg[data-chart=class-strip] circle.mine');
-    expect(await app.store.countResults(c.code)).toBe(1);
+    expect(await countResults(c.code, c.teacher_token)).toBe(1);
     await ctx.close();
     expect(dialogs).toEqual([]);
     expect(pageErrors).toEqual([]);
