@@ -124,7 +124,7 @@ describe('database away or full', () => {
     ['SQLite out of disk', lost('SQLITE_FULL', 'database or disk is full'), /storage is full/],
     ['SQLite busy', lost('SQLITE_BUSY', 'database is locked'), /database is not reachable right now/],
   ])('%s: 503 with Retry-After, the upload may be sent again', async (_n, error, message) => {
-    const app = await buildServer({ store: store({ insertResult: async () => { throw error; } }) as never, rateLimit: false, serveApp: false });
+    const app = await buildServer({ store: store({ insertResult: async () => { throw error; } }) as never, rateLimit: false, serveApp: false, traces: false });
     apps.push(app);
     const r = await upload(app, 'ABCD-EFGH');
     expect(r.statusCode).toBe(503);
@@ -137,7 +137,7 @@ describe('database away or full', () => {
 
   it('a read with the database away is a 503 too; health says the database is down', async () => {
     const down = async () => { throw lost('ECONNREFUSED', 'connect ECONNREFUSED'); };
-    const app = await buildServer({ store: store({ getClass: down, ping: down }) as never, rateLimit: false, serveApp: false });
+    const app = await buildServer({ store: store({ getClass: down, ping: down }) as never, rateLimit: false, serveApp: false, traces: false });
     apps.push(app);
     const r = await app.inject({ method: 'GET', url: '/api/classes/ABCD-EFGH' });
     expect([r.statusCode, r.headers['retry-after']]).toEqual([503, '5']);
@@ -145,7 +145,7 @@ describe('database away or full', () => {
   });
 
   it('any other failure stays a 500 that says nothing was stored', async () => {
-    const app = await buildServer({ store: store({ insertResult: async () => { throw new TypeError('x is undefined'); } }) as never, rateLimit: false, serveApp: false });
+    const app = await buildServer({ store: store({ insertResult: async () => { throw new TypeError('x is undefined'); } }) as never, rateLimit: false, serveApp: false, traces: false });
     apps.push(app);
     const r = await upload(app, 'ABCD-EFGH');
     expect(r.statusCode).toBe(500);

@@ -128,6 +128,9 @@ describe.each(['sqlite', 'postgres'] as const)('traces shared with a class on %s
       ['{not json', 400, 'malformed JSON'],
       [{ report: rep, trace }, 404, 'there is no class with the code "NOPE-NOPE"', 'NOPE-NOPE'],
       [{ report: rep, trace }, 415, 'send Content-Type: application/json', undefined, { 'content-type': 'text/plain' }],
+      // the same document checks as a result upload (limits.mjs)
+      [{ report: rep, trace, label: 'a\u202ebc' }, 400, '/label: contains the control character U+202E'],
+      [`{"report": ${JSON.stringify(rep)}, "trace": "${trace}", "label": "a", "label": "b"}`, 400, 'appears twice'],
     ];
     for (const [payload, status, needle, c, headers] of cases) {
       const res = await post(payload, c ?? code, headers);
@@ -138,5 +141,24 @@ describe.each(['sqlite', 'postgres'] as const)('traces shared with a class on %s
     expect(big.statusCode).toBe(413);
     expect(big.json().message).toContain('a trace may be at most');
     expect(await stored()).toBe(0);
+  });
+
+  it('answers 503 with Retry-After when the database is away or full, and stores nothing', async () => {
+    const f = writeTrace(`away-${kind}.vmtrace`, accesses(100));
+    const body = { report: report(f), trace: readFileSync(f).toString('base64') };
+    const full = Object.assign(new Error('database or disk is full'), { code: kind === 'sqlite' ? 'SQLITE_FULL' : '53100' });
+    const store = app.store as unknown as { writer?: { run: (...a: unknown[]) => Promise<unknown> }; db: { insertInto: unknown } };
+    const target = store.writer ?? store.db;
+    const key = store.writer ? 'run' : 'insertInto';
+    const saved = (target as Record<string, unknown>)[key];
+    (target as Record<string, unknown>)[key] = () => { throw full; };
+    try {
+      const res = await post(body);
+      expect(res.statusCode, res.body).toBe(503);
+      expect(res.headers['retry-after']).toBe('5');
+      expect(res.json().message).toMatch(/storage is full; nothing was stored/);
+    } finally { (target as Record<string, unknown>)[key] = saved; }
+    expect(await stored()).toBe(0);
+    expect((await post(body)).statusCode).toBe(201);
   });
 });

@@ -74,7 +74,8 @@ const csvCell = (v) => {
  *   sqliteSync?: 'FULL'|'NORMAL', sqliteMaxMiB?: number, pgPool?: number }} opts
  * rateLimit: requests per minute per client address; 0 turns one limit off, false all of them
  * (default: VMEMLAB_RATE_MAX, VMEMLAB_UPLOAD_RATE, VMEMLAB_CREATE_RATE). trustProxy: what
- * config.mjs's parseTrustProxy returns (never "trust every hop").
+ * config.mjs's parseTrustProxy returns (never "trust every hop"). traces: false leaves out
+ * the traces routes (traces.mjs), which need a store with a query builder (default true).
  */
 export async function buildServer(opts = {}) {
   const bodyTimeoutMs = opts.bodyTimeoutMs ?? BODY_TIMEOUT_MS;
@@ -334,7 +335,8 @@ export async function buildServer(opts = {}) {
     return lines.join('\r\n') + '\r\n';
   });
 
-  await app.register(traceRoutes, { store, rateLimit: rl });   // traces shared with a class (traces.mjs)
+  // traces shared with a class (traces.mjs)
+  if (opts.traces !== false) await app.register(traceRoutes, { store, rateLimit: rl });
 
   app.setNotFoundHandler((req, reply) => {
     const api = req.url.startsWith('/api/');

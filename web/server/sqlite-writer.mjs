@@ -14,6 +14,10 @@ const SQL = {
     on conflict (class_code, idem_hash) do nothing`,
   createClass: 'insert into classes (code, name, teacher_hash, created_at) values (@code, @name, @teacher_hash, @created_at)',
   deleteResult: 'delete from results where class_code = @class_code and id = @id',
+  // traces.mjs's table (created by its own migration, after this thread starts)
+  insertTrace: `insert into traces (id, class_code, receipt_hash, created_at, label, header, report, trace)
+    values (@id, @class_code, @receipt_hash, @created_at, @label, @header, @report, @trace)`,
+  deleteTrace: 'delete from traces where class_code = @class_code and id = @id',
 };
 
 /** The pragmas both connections share. */
@@ -33,8 +37,9 @@ if (!isMainThread && workerData?.vmemlabSqliteWriter) {
   const { default: Database } = await import('better-sqlite3');
   const db = new Database(workerData.file);
   sqlitePragmas(db, workerData);
-  const stmts = Object.fromEntries(Object.entries(SQL).map(([k, s]) => [k, db.prepare(s)]));
-  const apply = (w) => stmts[w.op].run(w.row).changes;
+  // Prepared on first use: a table a plugin migrates later exists by then.
+  const stmts = {};
+  const apply = (w) => (stmts[w.op] ??= db.prepare(SQL[w.op])).run(w.row).changes;
   const batch = db.transaction((ws) => ws.map(apply)).immediate;
   let pending = [];
   const flush = () => {

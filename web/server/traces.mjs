@@ -153,10 +153,13 @@ export async function traceRoutes(app, opts) {
     const label = (b.label ?? '').trim() || header.label || [header.program, ...header.args].join(' ').slice(0, 80);
     const id = randomBytes(9).toString('base64url');
     const receipt = randomBytes(16).toString('base64url');
-    await db.insertInto('traces').values({
+    const row = {
       id, class_code: cls.code, receipt_hash: hash(receipt), created_at: new Date().toISOString(), label,
       header: JSON.stringify(header), report: JSON.stringify(b.report), trace: b.trace,
-    }).execute();
+    };
+    // SQLite: through the writer thread, like every other write (sqlite-writer.mjs).
+    if (store.writer) await store.writer.run('insertTrace', row);
+    else await db.insertInto('traces').values(row).execute();
     reply.code(201);
     return { id, receipt, class: cls.code, url: `${origin(req)}/?view=results&class=${cls.code}`, message: `trace stored in class ${cls.code}; keep the receipt to delete it later` };
   });
@@ -187,7 +190,8 @@ export async function traceRoutes(app, opts) {
     const teacher = sameHash(hash(m[1]), cls.teacher_hash);
     if (!row) fail(404, 'no such trace in this class (already deleted?)');
     if (!teacher && !sameHash(hash(m[1]), row.receipt_hash)) fail(403, 'this token is neither the teacher token of this class nor the receipt of this trace');
-    await db.deleteFrom('traces').where('class_code', '=', cls.code).where('id', '=', id).execute();
+    if (store.writer) await store.writer.run('deleteTrace', { class_code: cls.code, id });
+    else await db.deleteFrom('traces').where('class_code', '=', cls.code).where('id', '=', id).execute();
     return { deleted: id, by: teacher ? 'teacher' : 'student' };
   });
 }
