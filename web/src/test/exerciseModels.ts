@@ -20,7 +20,11 @@ export function shadowModel(s: Scenario) {
     refs = 0;
     if ('mov_cr3' in a) { if (a.mov_cr3 >= targets) exits++; cur = a.mov_cr3; continue; }
     if ('pte_write' in a) {
-      if (shadowed.has(cur)) exits++;
+      // Each space has its own table frames. A frame the VMM has walked is write-protected:
+      // the write exits and the gva's shadow entries go, in every space (no reverse map).
+      // A frame it never walked is a plain store it does not see: no exit, nothing zapped.
+      if (!shadowed.has(cur)) continue;
+      exits++;
       const p = pageOf(a.pte_write.gva);
       for (const k of [...filled.keys()]) if (k.endsWith(`:${p}`)) filled.delete(k);
       continue;
