@@ -189,6 +189,13 @@ describe('walkthrough app in Chromium', () => {
     await narrow.waitForSelector('[data-testid="compare-view"]');
     expect(await narrow.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(360);
     await shot(narrow, 'compare-360');
+    // every other tab too (wide tables scroll inside their own box; fieldsets and grids shrink)
+    for (const [view, ready] of [['memory', 'main'], ['playground', '.cm-editor'], ['results', '[data-testid=dropzone]'], ['lessons', 'main'], ['live', 'main']]) {
+      await narrow.goto(session.url + `?view=${view}`);
+      await narrow.waitForSelector(ready);
+      await narrow.waitForTimeout(300);
+      expect(await narrow.evaluate(() => document.documentElement.scrollWidth), `${view} at 360 px`).toBeLessThanOrEqual(360);
+    }
     await narrow.close();
     expect(pageErrors).toEqual([]);
   });

@@ -40,10 +40,20 @@ describe.skipIf(!haveGuestPae)('live PAE guest (v86, headless)', () => {
       if (new TextDecoder().decode(cpu.mem8.subarray(pa, pa + marker.length)) === marker) snap = s;
     }
     expect(snap, 'never sampled the marked process').not.toBeNull();
+    // Intel: the four PDPTEs are registers, loaded at mov cr3 (2 x 5 + 4 = 14 references);
+    // AMD: the PDPTE is read through the nested walk on every walk (3 x 5 + 4 = 19)
+    const e = engine.run(buildScenarioPae(snap!, [markVa], { mode: 'ept' })).accesses[0];
+    expect(e.outcome).toBe('ok');
+    expect(Number(e.gpa)).toBe(pa);
+    expect(e.steps.some((st) => st.kind === 'pdpte')).toBe(true);
+    expect(e.steps.filter((st) => st.ref).length).toBe(14);
     const r = engine.run(buildScenarioPae(snap!, [markVa], { mode: 'npt' }));
     expect(r.accesses[0].outcome).toBe('ok');
     expect(Number(r.accesses[0].gpa)).toBe(pa);
-    expect(r.accesses[0].steps.some((st) => st.kind === 'pdpte')).toBe(true);
+    expect(r.accesses[0].steps.some((st) => st.kind === 'pdpte')).toBe(false);
+    const nref = r.accesses[0].steps.filter((st) => st.ref);
+    expect(nref.length).toBe(19);
+    expect(nref.some((st) => st.entry !== undefined && BigInt(st.entry) === snap!.pdpt[markVa >>> 30])).toBe(true);
     // natively, the directory and table entries are read where the guest's MMU reads them
     const n = engine.run(buildScenarioPae(snap!, [markVa])).accesses[0].steps.filter((st) => st.ref);
     const pdpte = snap!.pdpt[markVa >>> 30];

@@ -224,6 +224,7 @@ export default function LiveView({ engine, onOpen }: { engine: Vmsim; onOpen?: (
         {gva === null && <p className="error">{t('walk.badAddress', { example: '0xc0100000' })}</p>}
         {walk.error != null && <p className="error" role="alert">{noteText({ error: walk.error }, t)}</p>}
         {walk.shadow && <p className="desc" id="live-shadow">{shadowNote(walk.shadow, t)}</p>}
+        {kernel === 'pae' && (mode === 'ept' || mode === 'npt') && <p className="desc" id="live-pdpte">{t(`walk.pdpte.${mode}`)}</p>}
         {walk.result && access && (
           <>
             <div className="controls">
