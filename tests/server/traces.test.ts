@@ -12,21 +12,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildServer } from '../../web/server/app.mjs';
 import { TRACE_MAX_BYTES } from '../../web/server/traces.mjs';
 import { root, startPostgres, type Pg } from './helpers';
+import { writeTrace as writeTraceIn } from '../../web/src/test/traceFiles';
 
 const vmsim = join(root, 'wasm-core', 'build', 'vmsim');
 let pg: Pg | null = null;
 const dirs: string[] = [];
 let work: string;
 
-/** A trace file of these accesses (Python writer), with optional header fields. */
-function writeTrace(name: string, accesses: [number, number][], fields: Record<string, unknown> = {}): string {
-  const path = join(work, name);
-  execFileSync('python3', ['-c', `import sys, json; sys.path.insert(0, ${JSON.stringify(join(root, 'hw-lab', 'lib'))})
-from hwlab.tracefile import write_trace
-d = json.load(sys.stdin)
-write_trace(sys.argv[1], d["accesses"], **d["fields"])`, path], { input: JSON.stringify({ accesses, fields }) });
-  return path;
-}
+const writeTrace = (name: string, accesses: [number, number][], fields: Record<string, unknown> = {}) => writeTraceIn(work, name, accesses, fields);
 const report = (path: string) => JSON.parse(execFileSync(vmsim, ['replay', path, '--quiet', '--format', 'json'], { encoding: 'utf8' }));
 const accesses = (n: number, pages = 40): [number, number][] => Array.from({ length: n }, (_, i) => [i % 4, 0x400000 + 4096 * ((i * 7) % pages) + ((i * 40) % 4096)]);
 

@@ -14,6 +14,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import i18n from '../i18n';
 import { testEngine } from '../test/engine';
 import { englishRuns, translatedText } from '../test/english';
+import { writeTrace as writeTraceIn } from '../test/traceFiles';
 import type { Vmsim } from '../../../wasm-core/js/vmsim';
 import { runReplay, type FromWorker } from './protocol';
 import type { Runner } from './runner';
@@ -37,14 +38,7 @@ const inThread: Runner = (blob, options, onMessage) => {
   return { cancel: () => { over = true; ctl.abort(); } };
 };
 
-function writeTrace(name: string, accesses: [number, number][], fields: Record<string, unknown> = {}): string {
-  const path = join(work, name);
-  execFileSync('python3', ['-c', `import sys, json; sys.path.insert(0, ${JSON.stringify(join(root, 'hw-lab', 'lib'))})
-from hwlab.tracefile import write_trace
-d = json.load(sys.stdin)
-write_trace(sys.argv[1], d["accesses"], **d["fields"])`, path], { input: JSON.stringify({ accesses, fields }) });
-  return path;
-}
+const writeTrace = (name: string, accesses: [number, number][], fields: Record<string, unknown> = {}) => writeTraceIn(work, name, accesses, fields);
 const fileOf = (path: string, name = path.split('/').pop()!) => new File([readFileSync(path)], name);
 const cli = (path: string, ...args: string[]) => JSON.parse(execFileSync(vmsim, ['replay', path, '--quiet', '--format', 'json', ...args], { encoding: 'utf8' }));
 
