@@ -334,7 +334,7 @@ describe('live keys', () => {
     ...sources.matchAll(/\bkey: '([\w.]+)'/g), ...sources.matchAll(/LiveError\('([\w.]+)'/g),
     ...sources.matchAll(/\?\s*'([a-z]\w*\.\w+)'\s*:/g), ...sources.matchAll(/:\s*'([a-z]\w*\.\w+)'\s*\)/g),
   ].map((m) => m[1]);
-  const dynamic = [...MODES.map((m) => `mode.${m}`), ...BACKINGS.map((b) => `backingSize.${b}`), ...Object.keys(OUTCOMES).map((o) => `outcome.${o}`)];
+  const dynamic = [...MODES.map((m) => `mode.${m}`), ...BACKINGS.map((b) => `backingSize.${b}`), ...Object.keys(OUTCOMES).map((o) => `outcome.${o}`), 'walk.pdpte.ept', 'walk.pdpte.npt'];
   const used = new Set([...literal, ...dynamic]);
 
   it('finds the keys in the sources', () => {
@@ -353,5 +353,6 @@ describe('live keys', () => {
     expect(sources).toContain('t(`mode.${m}`)');
     expect(sources).toContain('t(`backingSize.${b}`)');
     expect(sources).toContain('t(`outcome.${access.outcome}`');
+    expect(sources).toContain("(mode === 'ept' || mode === 'npt') && <p className=\"desc\" id=\"live-pdpte\">{t(`walk.pdpte.${mode}`)}");
   });
 });
