@@ -31,9 +31,8 @@ touch "$sums"
 archs=amd64
 for pin in "$@"; do
   spec=${pin%%=*}
-  case $spec in *:*) a=${spec#*:}; case " $archs " in *" $a "*) ;; *) archs="$archs,$a" ;; esac ;; esac
+  case $spec in *:*) a=${spec#*:}; case ",$archs," in *",$a,"*) ;; *) archs="$archs,$a" ;; esac ;; esac
 done
-archs=${archs// /}
 APT=(-o "APT::Architectures=$archs" -o "Dir::State::Lists=$cache/apt/lists"
      -o "Dir::Cache=$cache/apt/cache" -o "Dir::State::Status=/var/lib/dpkg/status")
 # as root, apt would try to drop to its _apt user, who cannot write into our cache
