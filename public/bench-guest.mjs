@@ -36,15 +36,21 @@ try {
   const total = sum(first);
   const of = (re) => [...first].filter(([p]) => re.test(p)).reduce((a, [, b]) => a + b, 0);
 
-  // 2. Restore, warm cache: from the walk view, click the tab, wait for the prompt.
-  const restores = [];
+  // 2. Restore, warm cache: from the walk view, click the tab, wait for the prompt; once
+  // clicked at once (the budget's figure), once with the pointer on the tab 300 ms before
+  // the click, as a hand moves (the tab's code loads on hover; App.tsx).
+  const restores = [], hovered = [];
   for (let i = 0; i < RUNS; i++) {
-    await page.goto(server.url + '?example=ept-4k');
-    await page.waitForSelector('body[data-ready="1"]');
-    const t0 = Date.now();
-    await page.getByRole('button', { name: 'Live guest' }).click();
-    await page.waitForSelector('body[data-live-ready="1"]', { timeout: 60_000 });
-    restores.push((Date.now() - t0) / 1000);
+    for (const [hover, into] of [[0, restores], [300, hovered]]) {
+      await page.goto(server.url + '?example=ept-4k');
+      await page.waitForSelector('body[data-ready="1"]');
+      const tab = page.getByRole('button', { name: 'Live guest' });
+      if (hover) { await tab.hover(); await page.waitForTimeout(hover); }
+      const t0 = Date.now();
+      await tab.click();
+      await page.waitForSelector('body[data-live-ready="1"]', { timeout: 60_000 });
+      into.push((Date.now() - t0) / 1000);
+    }
   }
   // 3. Cold boot to the prompt (warm cache: the kernel's bytes are not what is timed).
   const colds = [];
@@ -61,6 +67,7 @@ try {
   console.log(`live guest tab, cold cache, over the wire: ${mb(total)} MB (budget ${BUDGET_MB} MB${total / 1e6 < BUDGET_MB ? '' : ', OVER'}): ` +
     `saved state ${mb(of(/state\.bin\.zst$/))}, v86 ${mb(of(/v86.*\.wasm$/))}, engine ${mb(of(/vmsim.*\.wasm$/))}, BIOS ${mb(of(/bios\.bin$/))}, scripts+styles ${mb(of(/\.(js|css)$/))}`);
   console.log(`live guest: click to prompt, restoring the saved state, warm cache: median ${restore.toFixed(2)} s of ${RUNS} (${restores.map((s) => s.toFixed(2)).join(', ')}; budget ${BUDGET_RESTORE_S} s)`);
+  console.log(`live guest: the same with the pointer on the tab 300 ms before the click: median ${median(hovered).toFixed(2)} s of ${RUNS} (${hovered.map((s) => s.toFixed(2)).join(', ')})`);
   console.log(`live guest: cold boot to prompt in Chromium: median ${cold.toFixed(1)} s of ${colds.length} (${colds.map((s) => s.toFixed(1)).join(', ')})`);
   if (record) {
     const version = browser.version();

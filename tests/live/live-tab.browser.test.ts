@@ -37,7 +37,12 @@ describe.skipIf(!ready)('Live guest tab in Chromium', () => {
     await page.goto(url);
     await page.waitForSelector('#counter, [data-testid="walk-view"]');
     expect(requests.filter((r) => /guest\/|v86|LiveView/.test(r))).toEqual([]);
-    await page.getByRole('button', { name: 'Live guest' }).click();
+    // pointing at the tab fetches its code (not the guest), so the click finds it ready
+    const tab = page.getByRole('button', { name: 'Live guest' });
+    await tab.hover();
+    await expect.poll(() => requests.some((r) => /LiveView-[\w-]+\.js$/.test(r)), { timeout: 10_000 }).toBe(true);
+    expect(requests.filter((r) => /guest\/|\.wasm$/.test(r) && !/vmsim/.test(r))).toEqual([]);
+    await tab.click();
     await page.waitForSelector('body[data-live-ready="1"]', { timeout: 30_000 });
     expect(requests.some((r) => r.endsWith('guest/state.bin.zst'))).toBe(true);
     expect(requests.some((r) => r.endsWith('guest/vmlinuz'))).toBe(false);

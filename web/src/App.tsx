@@ -19,14 +19,33 @@ import { useTranslation } from 'react-i18next';
 import { LANG_NAMES, saveLang, savedLang } from './i18n';
 import { LANGS, type Lang } from './lessons/langs';
 
-// The live guest (v86, xterm.js, its assets) loads only when its tab opens.
-const LiveView = lazy(() => import('./live/LiveView'));
-// Lessons bring Markdown, KaTeX and i18next: also loaded on first use.
-const LessonsTab = lazy(() => import('./lessons/LessonsTab'));
-// Not on the first view: the compare tab and the VMFUNC panel load when they are shown.
-const CompareView = lazy(() => import('./views/CompareView'));
+// The tabs' code, loaded on first use. Pointing at a tab (or focusing it) starts the load;
+// a tab whose code has arrived by the click renders at once, without suspending (a
+// suspended first render costs React's 300 ms reveal throttle, a third of opening the
+// live guest from a warm cache).
+type Module<P> = { default: React.ComponentType<P> };
+function preloadable<P>(loader: () => Promise<Module<P>>) {
+  let mod: Module<P> | undefined;
+  let pending: Promise<Module<P>> | undefined;
+  const load = () => (pending ??= loader().then((m) => (mod = m), (e) => { pending = undefined; throw e; }));
+  // React.lazy takes any thenable: one that calls back at once lets it render synchronously.
+  const Component = lazy(() => (mod ? ({ then: (done: (m: Module<P>) => void) => done(mod!) } as unknown as Promise<Module<P>>) : load()));
+  return { Component, load };
+}
+// The live guest (v86, xterm.js: 700 KB of JavaScript); its guest images load only when the tab opens.
+const live = preloadable(() => import('./live/LiveView'));
+// Lessons bring Markdown, KaTeX and i18next.
+const lessons = preloadable(() => import('./lessons/LessonsTab'));
+// Not on the first view: the compare tab, the VMFUNC panel and the playground.
+const compare = preloadable(() => import('./views/CompareView'));
+const playground = preloadable(() => import('./views/Playground'));
+const LiveView = live.Component;
+const LessonsTab = lessons.Component;
+const CompareView = compare.Component;
+const Playground = playground.Component;
 const VmfuncPanel = lazy(() => import('./views/VmfuncPanel'));
-const Playground = lazy(() => import('./views/Playground'));
+const LOADERS: Partial<Record<View, () => Promise<unknown>>> = { live: live.load, lessons: lessons.load, compare: compare.load, playground: playground.load };
+const preload = (v: View) => { void LOADERS[v]?.().catch(() => {}); };   // a failed load shows when the tab opens
 
 const TABS: [View, string][] = [['walk', 'Walk'], ['memory', 'Memory'], ['compare', 'Compare'], ['playground', 'Playground'], ['results', 'Results'], ['live', 'Live guest'], ['lessons', 'Lessons']];
 
@@ -165,6 +184,7 @@ export function App({ engine }: { engine: Vmsim }) {
         <nav className="tabs" aria-label={tv('app.views')}>
           {TABS.map(([v, label]) => (
             <button key={v} type="button" aria-pressed={url.view === v} className={url.view === v ? 'tab active' : 'tab'}
+              onPointerEnter={() => preload(v)} onFocus={() => preload(v)}
               onClick={() => { setPlaying(false); update({ view: v }, true); }}>{t(`tab.${v}`, label)}</button>
           ))}
         </nav>

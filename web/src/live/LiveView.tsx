@@ -74,6 +74,9 @@ export default function LiveView({ engine, onOpen }: { engine: Vmsim; onOpen?: (
           bufs[f] = await fetchWithProgress(`${dir}/${f}`, (n, total) => !disposed && setPhase({ kind: 'loading', file: f, frac: (i + (total ? n / total : 0.5)) / files.length }));
         }
         if (disposed) return;
+        // the start's phases in the browser's performance timeline (DevTools, Playwright):
+        // files in, emulator ready, prompt
+        performance.mark('live-files');
         const t0 = performance.now();
         setPhase({ kind: 'booting', cold, since: t0 });
         const emu = new (V86 as any)({
@@ -89,9 +92,11 @@ export default function LiveView({ engine, onOpen }: { engine: Vmsim; onOpen?: (
         serial.listeners.add((ch) => term.write(ch));
         term.onData((d) => emu.serial0_send(d));
         await new Promise<void>((r) => emu.add_listener('emulator-ready', () => r()));
+        performance.mark('live-emulator-ready');
         if (cold) await serial.waitFor((s) => s.includes(PROMPT), 120_000);
         else await serial.prompt(15_000);
         if (disposed) return;
+        performance.mark('live-prompt');
         setPhase({ kind: 'ready', ms: performance.now() - t0 });
         document.body.dataset.liveReady = '1';
       } catch (e) {
