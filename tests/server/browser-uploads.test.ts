@@ -3,34 +3,21 @@
  * the teacher's table, several files dropped at once each get their outcome, and the
  * charts' labels fit inside their drawings (the pointer-chase legend, the class plot's
  * group names). */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../browser/chromium';
-import { freePort, resultWith, root } from './helpers';
+import { startClassServer } from '../../web/scripts/class-server.mjs';
+import { resultWith } from './helpers';
 
-let browser: Browser; let base: string; let dir: string; let proc: ChildProcess;
+let browser: Browser; let base: string; let server: Awaited<ReturnType<typeof startClassServer>>;
 const pageErrors: string[] = [];
 
 beforeAll(async () => {
-  expect(existsSync(join(root, 'web', 'dist', 'index.html')), 'build the app first: make build').toBe(true);
-  dir = mkdtempSync(join(tmpdir(), 'vmemlab-e2e-up-'));
-  const port = await freePort();
-  proc = spawn(process.execPath, [join(root, 'web', 'server', 'main.mjs')], {
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', VMEMLAB_DATA_DIR: dir, DATABASE_URL: '' }, stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  await new Promise<void>((resolve, reject) => {
-    proc.stdout!.on('data', (d) => { out += d; if (out.includes('class server at')) resolve(); });
-    proc.once('exit', (c) => reject(new Error(`server exited ${c}: ${out}`)));
-  });
-  base = `http://127.0.0.1:${port}`;
+  server = await startClassServer();
+  base = server.url.replace(/\/$/, '');
   browser = await launchChromium();
 }, 60_000);
-afterAll(async () => { await browser?.close(); proc?.kill('SIGTERM'); rmSync(dir, { recursive: true, force: true }); });
+afterAll(async () => { await browser?.close(); await server?.close(); });
 
 const file = (name: string, text: string) => ({ name, mimeType: 'application/json', buffer: Buffer.from(text) });
 async function open(path: string): Promise<Page> {
