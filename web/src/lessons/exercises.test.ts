@@ -6,7 +6,7 @@ import i18n from '../i18n';
 import { englishRuns } from '../test/english';
 import { testEngine } from '../test/engine';
 import type { Vmsim } from '../../../wasm-core/js/vmsim';
-import { cacheModel, flatModel, flatOutcome, shadowModel, vmfuncModel, vmfuncOutcome } from '../test/exerciseModels';
+import { sequenceAnswer } from '../test/exerciseModels';
 
 let engine: Vmsim;
 beforeAll(async () => {
@@ -142,41 +142,18 @@ describe('exercises on sequences, checked by hand-written models', () => {
     expect(check(engine, ex, wrong).correct).toBe(false);
   };
 
-  it('shadow-exits: exits for mov cr3 and page-table writes, and shadow references', () => {
+  it.each([
+    ['shadow-exits', 'exits for mov cr3 and page-table writes, and shadow references'],
+    ['flat-walk', 'references and exits of a lazy flat walk, flat fault against guest fault'],
+    ['vmfunc-switch', 'the EPTP index after switches, the exits, what one VMFUNC does'],
+    ['cache-hits', 'TLB hits over a sequence; references, nested-TLB and walk-cache hits of the last access'],
+  ] as const)('%s: %s', (kind, _what) => {
     for (const seed of seeds) {
-      const ex = generate({ kind: 'shadow-exits' }, seed);
-      const m = shadowModel(ex.scenarios[0]);
-      expectEngine(ex, ex.variant === 'exits' ? m.exits : m.refs);
-      count('shadow-exits', ex.variant);
-    }
-  });
-
-  it('flat-walk: references and exits of a lazy flat walk, flat fault against guest fault', () => {
-    for (const seed of seeds) {
-      const ex = generate({ kind: 'flat-walk' }, seed);
-      const s = ex.scenarios[0];
-      if (ex.variant === 'outcome') expectEngine(ex, flatOutcome(s));
-      else { const m = flatModel(s); expectEngine(ex, ex.variant === 'refs' ? m.refs : m.exits); }
-      count('flat-walk', ex.variant);
-    }
-  });
-
-  it('vmfunc-switch: the EPTP index after switches, the exits, what one VMFUNC does', () => {
-    for (const seed of seeds) {
-      const ex = generate({ kind: 'vmfunc-switch' }, seed);
-      const s = ex.scenarios[0];
-      if (ex.variant === 'outcome') expectEngine(ex, vmfuncOutcome(s));
-      else { const m = vmfuncModel(s); expectEngine(ex, ex.variant === 'index' ? m.index : m.exits); }
-      count('vmfunc-switch', ex.variant);
-    }
-  });
-
-  it('cache-hits: TLB hits over a sequence; references, nested-TLB and walk-cache hits of the last access', () => {
-    for (const seed of seeds) {
-      const ex = generate({ kind: 'cache-hits' }, seed);
-      const m = cacheModel(ex.scenarios[0]);
-      expectEngine(ex, { tlb: m.tlbHits, refs: m.refs, ntlb: m.ntlb, pwc: m.pwc }[ex.variant as 'tlb']);
-      count('cache-hits', ex.variant);
+      const ex = generate({ kind }, seed);
+      const want = sequenceAnswer(ex);
+      expect(want, kind).toBeDefined();
+      expectEngine(ex, want!);
+      count(kind, ex.variant);
     }
   });
 

@@ -119,3 +119,24 @@ export function cacheModel(s: Scenario) {
   }
   return { tlbHits, ...last };
 }
+
+/** The model's answer to a generated exercise of a sequence kind (the figure or outcome
+ * its variant asks for), or undefined for another kind. */
+export function sequenceAnswer(ex: { spec: { kind: string }; variant?: string; scenarios: Scenario[] }): string | number | undefined {
+  const s = ex.scenarios[0];
+  switch (ex.spec.kind) {
+    case 'shadow-exits': { const m = shadowModel(s); return ex.variant === 'exits' ? m.exits : m.refs; }
+    case 'flat-walk': {
+      if (ex.variant === 'outcome') return flatOutcome(s);
+      const m = flatModel(s);
+      return ex.variant === 'refs' ? m.refs : m.exits;
+    }
+    case 'vmfunc-switch': {
+      if (ex.variant === 'outcome') return vmfuncOutcome(s);
+      const m = vmfuncModel(s);
+      return ex.variant === 'index' ? m.index : m.exits;
+    }
+    case 'cache-hits': { const m = cacheModel(s); return { tlb: m.tlbHits, refs: m.refs, ntlb: m.ntlb, pwc: m.pwc }[ex.variant as 'tlb']; }
+    default: return undefined;
+  }
+}
