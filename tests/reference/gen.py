@@ -606,15 +606,17 @@ def random_flat_scenario(rng: random.Random) -> dict:
     raise GeneratorError("no 2-D scenario that works flat in 400 draws")
 
 
+def _slot(m: dict) -> dict:
+    """A nested mapping as a VMM memory slot of 4 KiB frames (flat and shadow modes)."""
+    size = NESTED_SIZES[m.get("page", "4K")]
+    return {"gpa": m["gpa"], "hpa": m["hpa"], "pages": m.get("pages", 1) * (size // K4)}
+
+
 def _make_flat(rng: random.Random, sc: dict) -> bool:
     n = sc.pop("nested")
     sc["mode"] = "flat"
     sc["name"] = sc["name"].replace("-ept-", "-flat-").replace("-npt-", "-flat-")
-    slots = []
-    for m in n["mappings"]:
-        size = NESTED_SIZES[m.get("page", "4K")]
-        slots.append({"gpa": m["gpa"], "hpa": m["hpa"],
-                      "pages": m.get("pages", 1) * (size // K4)})
+    slots = [_slot(m) for m in n["mappings"]]
     table_base = int(n.get("table_base", "0x10000000"), 16)
     maxphy = sc.get("machine", {}).get("maxphyaddr", 46)
     # slots must lie below guest_ram (model.md 1): those beyond it are dropped, so
@@ -662,12 +664,11 @@ def _make_shadow(rng: random.Random, sc: dict) -> bool:
     win = table_base // M2 * M2
     ntb = int(n.get("table_base", "0x10000000"), 16)
     slots = [{"gpa": hex(win), "hpa": hex(ntb + M4), "pages": M4 // K4}]
-    for m in n["mappings"]:
-        size = NESTED_SIZES[m.get("page", "4K")]
-        gpa, pages = int(m["gpa"], 16), m.get("pages", 1)
-        if gpa < win + M4 and win < gpa + size * pages:
+    for sl in map(_slot, n["mappings"]):
+        gpa = int(sl["gpa"], 16)
+        if gpa < win + M4 and win < gpa + sl["pages"] * K4:
             continue                                    # the table window has its slot
-        slots.append({"gpa": m["gpa"], "hpa": m["hpa"], "pages": pages * (size // K4)})
+        slots.append(sl)
     sh = {"mappings": slots}
     if ntb != 0x20000000 or rng.random() < 0.3:
         sh["table_base"] = hex(ntb)

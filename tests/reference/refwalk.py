@@ -1528,6 +1528,15 @@ def guest_reserved(m: Machine, entry: int, level: int, leaf: bool) -> bool:
     return bool(entry & reserved)
 
 
+def guest_entry_problem(m: Machine, fmt: GuestFormat, entry: int, level: int) -> tuple[Optional[str], bool]:
+    """What stops a walk at this guest entry ("not_present" or "reserved", else None), and
+    whether it maps a page; the same for the CPU's walk and the VMM's software walk."""
+    if not entry & P:
+        return "not_present", False
+    leaf = fmt.is_leaf(entry, level)
+    return ("reserved" if guest_reserved(m, entry, level, leaf) else None), leaf
+
+
 def guest_flags(fmt: GuestFormat, entry: int, level: int) -> list:
     if fmt.sunway:
         return [n for b, n in SW_FLAGS if entry >> b & 1]
@@ -1661,13 +1670,10 @@ def guest_walk(m: Machine, t: Trace, acc: Access) -> tuple[int, int]:
                    index, entry_hpa, entry, guest_flags(fmt, entry, level))
         walked.append(WalkedEntry(level, None if native else entry_gpa, table, index,
                                   entry_hpa, ntr))
-        if not entry & P:
-            s["result"] = "not_present"
-            raise guest_page_fault(m, "not_present", level, acc)
-        leaf = fmt.is_leaf(entry, level)
-        if guest_reserved(m, entry, level, leaf):
-            s["result"] = "reserved"
-            raise guest_page_fault(m, "reserved", level, acc)
+        why, leaf = guest_entry_problem(m, fmt, entry, level)
+        if why:
+            s["result"] = why
+            raise guest_page_fault(m, why, level, acc)
         rw, us = rw and bool(entry & RW), us and bool(entry & US)
         xd = xd or (fmt.wide and g.efer_nxe and bool(entry & XD))
         if not leaf:
@@ -1884,13 +1890,10 @@ def vmm_walk(m: Machine, t: Trace, acc: Access):
         s = t.step("vmm_read", "guest", level, level, egpa, table, index, ehpa, entry,
                    guest_flags(fmt, entry, level))
         walked.append((egpa, ehpa))
-        if not entry & P:
-            s["result"] = "not_present"
-            raise reflect(m, t, "not_present", level, acc)
-        leaf = fmt.is_leaf(entry, level)
-        if guest_reserved(m, entry, level, leaf):
-            s["result"] = "reserved"
-            raise reflect(m, t, "reserved", level, acc)
+        why, leaf = guest_entry_problem(m, fmt, entry, level)
+        if why:
+            s["result"] = why
+            raise reflect(m, t, why, level, acc)
         rw, us = rw and bool(entry & RW), us and bool(entry & US)
         xd = xd or (fmt.wide and g.efer_nxe and bool(entry & XD))
         if not leaf:
