@@ -10,7 +10,7 @@ import fastifyStatic from '@fastify/static';
 import Ajv2020 from 'ajv/dist/2020.js';
 import { rateLimitFromEnv } from './config.mjs';
 import { openStore } from './db.mjs';
-import { RETRY_AFTER_S, unavailable, unavailableMessage } from './faults.mjs';
+import { unavailable, unavailableAnswer } from './faults.mjs';
 import { JSON_TYPE, checkJson, clientErrorHandler, displayName, idempotencyKey, textProblem } from './limits.mjs';
 import { openapi } from './openapi.mjs';
 import { Pacer } from './pacer.mjs';
@@ -149,14 +149,13 @@ export async function buildServer(opts = {}) {
     else if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') { status = 415; message = `send Content-Type: application/json (got ${JSON.stringify(req.headers['content-type'] ?? 'none')})`; }
     else if (err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') message = 'the body is empty; send a JSON document';
     else if (err.validation) { status = 400; message = `bad request: ${err.message}`; }
-    const away = status >= 500 && unavailable(err);
+    const away = status >= 500 && unavailableAnswer(err, reply);
     if (away) {
       // The database is away or full: nothing is wrong with the request; it may be sent again.
       req.log.warn({ err }, 'database unavailable');
       status = 503;
-      message = unavailableMessage(away);
+      message = away;
       if (req.method === 'POST' && req.url.startsWith('/api/results')) message += '; send the upload again (with the same Idempotency-Key it is stored once)';
-      reply.header('Retry-After', String(RETRY_AFTER_S));
     } else if (status >= 500) { req.log.error(err); message = 'internal error; the request was not stored'; }
     if (status < 400 || status > 599) status = 500;
     reply.code(status).type('application/json').send({ statusCode: status, error: err.error ?? REASONS[status] ?? 'Error', message });

@@ -29,3 +29,12 @@ export function unavailableMessage(kind) {
     ? `the class server's storage is full; nothing was stored. Try again later; the operator must free disk space (or raise VMEMLAB_SQLITE_MAX_MB)`
     : `the class server's database is not reachable right now; nothing was stored. Try again in ${RETRY_AFTER_S} s`;
 }
+
+/** For an error handler: when `err` means the database is away or full, sets Retry-After
+ * on the reply and returns the 503's message; else null (and the reply is untouched). */
+export function unavailableAnswer(err, reply) {
+  const kind = unavailable(err);
+  if (!kind) return null;
+  reply.header('Retry-After', String(RETRY_AFTER_S));
+  return unavailableMessage(kind);
+}

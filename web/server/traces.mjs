@@ -18,7 +18,7 @@ import { gunzipSync } from 'node:zlib';
 import Ajv2020 from 'ajv/dist/2020.js';
 import { Migrator } from 'kysely';
 import { checkBody, readHeader, TraceFormatError } from '../src/trace/format.mjs';
-import { RETRY_AFTER_S, unavailable, unavailableMessage } from './faults.mjs';
+import { unavailableAnswer } from './faults.mjs';
 import { checkJson, JSON_TYPE } from './limits.mjs';
 
 export const TRACE_MAX_BYTES = Number(process.env.VMEMLAB_TRACE_MAX_BYTES ?? 4 * 2 ** 20);
@@ -121,8 +121,8 @@ export async function traceRoutes(app, opts) {
     if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') { status = 413; message = `the upload is larger than ${BODY_MAX} bytes; a trace may be at most ${TRACE_MAX_BYTES} bytes (record a shorter run: hw-lab/run trace --limit N)`; }
     else if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') { status = 415; message = `send Content-Type: application/json (got ${JSON.stringify(req.headers['content-type'] ?? 'none')})`; }
     else if (err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') { status = 400; message = 'the body is empty; send {"label", "report", "trace"}'; }
-    const away = status >= 500 ? unavailable(err) : null;
-    if (away) { status = 503; message = unavailableMessage(away); reply.header('Retry-After', String(RETRY_AFTER_S)); }
+    const away = status >= 500 && unavailableAnswer(err, reply);
+    if (away) { req.log.warn({ err }, 'database unavailable'); status = 503; message = away; }
     else if (status >= 500) { req.log.error(err); message = 'internal error; the trace was not stored'; }
     if (status < 400 || status > 599) status = 500;
     reply.code(status).type('application/json').send({ statusCode: status, error: REASONS[status] ?? 'Error', message });
