@@ -7,12 +7,13 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { gzipSync } from 'node:zlib';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildServer } from '../../web/server/app.mjs';
 import { TRACE_MAX_BYTES } from '../../web/server/traces.mjs';
 import { root, startPostgres, type Pg } from './helpers';
 import { writeTrace as writeTraceIn } from '../../web/src/test/traceFiles';
+import { BodyChecker, checkBody, readHeader } from '../../web/src/trace/format.mjs';
 
 const vmsim = join(root, 'wasm-core', 'build', 'vmsim');
 let pg: Pg | null = null;
@@ -55,6 +56,14 @@ describe.each(['sqlite', 'postgres'] as const)('traces shared with a class on %s
     expect(list.traces[0].report).toEqual(rep);
     expect(list.traces[0].header).toMatchObject({ program: '/usr/bin/sort', args: ['-n', 'data.txt'], accesses: 3000 });
     expect(JSON.stringify(list)).not.toContain(A.receipt);
+    expect(list.next_cursor).toBe(null);
+    // a page at a time: the cursor of the first page gives the second, the last says null
+    const page = async (q: string) => (await app.inject({ method: 'GET', url: `/api/classes/${code}/traces${q}` })).json();
+    const p1 = await page('?limit=1');
+    expect(p1.traces.map((t: { id: string }) => t.id)).toEqual([A.id]);
+    const p2 = await page(`?limit=1&cursor=${p1.next_cursor}`);
+    expect(p2.traces.map((t: { id: string }) => t.id)).toEqual([b.json().id]);
+    expect(p2.next_cursor).toBe(null);
     const file = await app.inject({ method: 'GET', url: `/api/classes/${code}/traces/${A.id}/file` });
     expect(file.statusCode).toBe(200);
     expect(file.headers['content-type']).toBe('application/octet-stream');
@@ -153,5 +162,37 @@ describe.each(['sqlite', 'postgres'] as const)('traces shared with a class on %s
     } finally { (target as Record<string, unknown>)[key] = saved; }
     expect(await stored()).toBe(0);
     expect((await post(body)).statusCode).toBe(201);
+  });
+});
+
+describe('format.mjs\'s BodyChecker (the server walks a body as it inflates)', () => {
+  /** The answer (the counts, or the error's message) for a body fed in chunks of `size`. */
+  const walk = (raw: Uint8Array, header: unknown, size: number) => {
+    try {
+      const c = new BodyChecker(header);
+      for (let i = 0; i < raw.length; i += size) c.push(raw.subarray(i, i + size));
+      return c.end();
+    } catch (e) { return (e as Error).message; }
+  };
+  it('gives the same answer for a body in chunks of any size as for the whole body (records straddle chunks), valid or not', () => {
+    // pages far apart (page deltas of several bytes) and offsets that need the escape
+    const acc: [number, number][] = Array.from({ length: 4000 }, (_, i) => [i % 4, (i % 3 === 0 ? 0x7f0000000000 : 0x400000) + 4096 * ((i * 7919) % 997) + ((i * 1237) % 4096)]);
+    const file = readFileSync(writeTrace('chunks.vmtrace', acc));
+    const { header, bodyOffset } = readHeader(file, file.length);
+    const raw = gunzipSync(file.subarray(bodyOffset));
+    const bodies: [string, Uint8Array, unknown][] = [
+      ['valid', raw, header],
+      ['cut inside a record', raw.subarray(0, raw.length - 7), header],
+      ['cut before the end record', raw.subarray(0, raw.length - 3), header],
+      ['data after the end record', Buffer.concat([raw, Buffer.from([0])]), header],
+      ['more pages than announced', raw, { ...header, pages: 10 }],
+      ['fewer accesses announced', raw, { ...header, accesses: 100 }],
+    ];
+    for (const [what, body, h] of bodies) {
+      const whole = (() => { try { return checkBody(body, h); } catch (e) { return (e as Error).message; } })();
+      if (what === 'valid') expect(whole).toMatchObject({ accesses: 4000, pages: header.pages });
+      else expect(typeof whole, what).toBe('string');
+      for (const size of [1, 2, 3, 5, 7, 20, 21, 22, 64, 4096, 65536]) expect(walk(body, h, size), `${what}, chunks of ${size}`).toEqual(whole);
+    }
   });
 });

@@ -4,41 +4,43 @@
 // its body parser and limit, its error messages); app.mjs registers it in one line.
 //
 //   POST   /api/classes/:code/traces            {"label", "report", "trace": base64} -> {id, receipt}
-//   GET    /api/classes/:code/traces            the class's traces: label, header, report
+//   GET    /api/classes/:code/traces            the class's traces: label, header, report (?limit=N&cursor=C)
 //   GET    /api/classes/:code/traces/:id/file   the trace as uploaded (application/octet-stream)
 //   DELETE /api/classes/:code/traces/:id        the teacher token or the upload's receipt
 //
-// An upload is checked from end to end before it is stored: the size limit, the prefix and
-// the header (hw-lab/schema/trace.schema.json), the gzip body inflated with a ceiling (no
+// An upload is checked from end to end before it is stored, in a worker thread
+// (trace-check.mjs): the size limit, the prefix and the header
+// (hw-lab/schema/trace.schema.json), the gzip body inflated as a stream with a ceiling (no
 // zip bomb) and every record walked (web/src/trace/format.mjs), the report against
 // wasm-core/schema/replay.schema.json, and the report's trace figures against the trace's.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { gunzipSync } from 'node:zlib';
-import Ajv2020 from 'ajv/dist/2020.js';
+import { Transform } from 'node:stream';
 import { Migrator } from 'kysely';
-import { checkBody, readHeader, TraceFormatError } from '../src/trace/format.mjs';
 import { unavailableAnswer } from './faults.mjs';
-import { checkJson, JSON_TYPE } from './limits.mjs';
+import { JSON_TYPE } from './limits.mjs';
+import { keyset, PAGE_MAX, pageOf, pageParams } from './paging.mjs';
+import { BODY_MAX, TRACE_MAX_ACCESSES, TRACE_MAX_BYTES, TraceCheckPool, TraceRefusal } from './trace-check.mjs';
 
-export const TRACE_MAX_BYTES = Number(process.env.VMEMLAB_TRACE_MAX_BYTES ?? 4 * 2 ** 20);
-/** The most accesses an uploaded trace may hold (the recorder's default limit). */
-export const TRACE_MAX_ACCESSES = 20_000_000;
-const BODY_MAX = Math.ceil(TRACE_MAX_BYTES * 4 / 3) + 256 * 1024;   // base64 and the report
+export { TRACE_MAX_ACCESSES, TRACE_MAX_BYTES };
 const CODE_RE = /^[A-Za-z0-9][A-Za-z0-9_-]{1,63}$/;
 const ID_RE = /^[A-Za-z0-9_-]{1,32}$/;
-const B64_RE = /^[A-Za-z0-9+/]*={0,2}$/;
 
 const headerSchema = JSON.parse(readFileSync(new URL('../../hw-lab/schema/trace.schema.json', import.meta.url), 'utf8'));
 const reportSchema = JSON.parse(readFileSync(new URL('../../wasm-core/schema/replay.schema.json', import.meta.url), 'utf8'));
-const ajv = new Ajv2020({ allErrors: true, strict: false });
-const validHeader = ajv.compile(headerSchema);
-const validReport = ajv.compile(reportSchema);
 export { headerSchema as traceHeaderSchema, reportSchema as replayReportSchema };
 
 const REASONS = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 413: 'Payload Too Large', 415: 'Unsupported Media Type', 422: 'Unprocessable Entity', 429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable' };
-class TraceHttpError extends Error {
-  constructor(statusCode, message) { super(message); this.statusCode = statusCode; }
+const TraceHttpError = TraceRefusal;
+
+/** A stream that reads a request body and passes none of it on (for a body that is
+ * refused before it is read: the client may still send it whole and then get the answer).
+ * receivedEncodedLength tells Fastify how much came, for its Content-Length check. */
+function dropBody(payload) {
+  const sink = new Transform({ transform(chunk, _enc, next) { sink.receivedEncodedLength += chunk.length; next(); } });
+  sink.receivedEncodedLength = 0;
+  payload.on('error', (e) => sink.destroy(e));
+  return payload.pipe(sink);
 }
 const fail = (status, message) => { throw new TraceHttpError(status, message); };
 const hash = (t) => createHash('sha256').update(t).digest('hex');
@@ -63,39 +65,6 @@ const migrations = {
   },
 };
 
-/** The problems ajv found, as "field: problem" (at most 6). */
-const problems = (errors) => (errors ?? []).filter((e) => e.keyword !== 'if').slice(0, 6)
-  .map((e) => `${e.instancePath || '(top)'}: ${e.keyword === 'additionalProperties' ? `has an unknown field "${e.params.additionalProperty}"` : e.message}`).join('; ');
-
-/** Checks an uploaded trace and the report that came with it; returns the header. */
-export function checkUpload(bytes, report) {
-  if (bytes.length > TRACE_MAX_BYTES) fail(413, `the trace is ${bytes.length} bytes, more than this server keeps (${TRACE_MAX_BYTES} bytes); record a shorter run (hw-lab/run trace --limit N)`);
-  let header, bodyOffset;
-  try {
-    ({ header, bodyOffset } = readHeader(bytes, bytes.length));
-  } catch (e) { if (e instanceof TraceFormatError) fail(422, e.message); throw e; }
-  if (!validHeader(header)) fail(422, `the trace header does not match the trace schema: ${problems(validHeader.errors)}`);
-  if (header.accesses > TRACE_MAX_ACCESSES) fail(413, `the trace holds ${header.accesses} accesses, more than the ${TRACE_MAX_ACCESSES} this server keeps; record a shorter run (hw-lab/run trace --limit N)`);
-  let raw;
-  try {
-    // an access takes at most 21 bytes, the end record 11: a body that inflates further is refused
-    raw = gunzipSync(bytes.subarray(bodyOffset), { maxOutputLength: 21 * header.accesses + 11 });
-  } catch (e) {
-    if (e.code === 'ERR_BUFFER_TOO_LARGE' || e.code === 'ERR_OUT_OF_RANGE') fail(422, 'the trace is corrupt: its body inflates to more than its accesses can take');
-    fail(422, `the trace body is not valid gzip data, or it is cut short (${e.message}): the file is corrupt or truncated`);
-  }
-  try {
-    checkBody(raw, header);
-  } catch (e) { if (e instanceof TraceFormatError) fail(422, e.message); throw e; }
-  if (!validReport(report)) fail(422, `the report does not match the replay report schema: ${problems(validReport.errors)}`);
-  const rt = report.trace;
-  const same = rt.program === header.program && JSON.stringify(rt.args) === JSON.stringify(header.args) && rt.accesses === header.accesses &&
-    rt.pages === header.pages && rt.partial === header.partial && ['load', 'store', 'fetch', 'modify'].every((k) => rt.counts[k] === header.counts[k]);
-  if (!same) fail(422, 'the report is not the replay of this trace: its trace figures (program, arguments, accesses, pages, counts, partial) differ from the trace header\'s');
-  if (report.modes.some((m) => m.accesses !== header.accesses)) fail(422, 'the report is not the replay of this trace: a mode counts another number of accesses than the trace holds');
-  return header;
-}
-
 /** @param {import('fastify').FastifyInstance} app @param {{ store: import('./db.mjs').Store, rateLimit?: false | { uploadMax: number, timeWindow: string } }} opts */
 export async function traceRoutes(app, opts) {
   const { store } = opts;
@@ -104,16 +73,17 @@ export async function traceRoutes(app, opts) {
   const { error } = await migrator.migrateToLatest();
   if (error) throw new Error(`database migration of the traces table failed: ${error.message ?? error}`);
 
-  // This plugin's own JSON parser: a trace upload is larger than a hw-lab result.
+  // This plugin's own JSON parser: a trace upload is larger than a hw-lab result, and its
+  // whole check (the same document checks as every other upload, limits.mjs, then the
+  // trace and its report) runs in a worker thread (trace-check.mjs): the body goes there as
+  // it came and what comes back is the row to store. The other trace routes take no body.
+  const checker = new TraceCheckPool();
+  app.addHook('onClose', async () => { await checker.close(); });
   app.removeAllContentTypeParsers();
-  // The same document checks as every other upload (limits.mjs: I-JSON, depth, control
-  // characters), so that a label reads the same on both stores.
-  app.addContentTypeParser(JSON_TYPE, { parseAs: 'buffer', bodyLimit: BODY_MAX }, (_req, buf, done) => {
-    let text; let json;
-    try { text = new TextDecoder('utf-8', { fatal: true }).decode(buf); } catch { return done(new TraceHttpError(400, 'the body is not valid UTF-8 text')); }
-    try { json = JSON.parse(text); } catch (e) { return done(new TraceHttpError(400, `malformed JSON: ${e.message}`)); }
-    try { checkJson(text, json, { ascii: buf.length === text.length }); } catch (e) { return done(e); }
-    done(null, json);
+  app.addContentTypeParser(JSON_TYPE, { parseAs: 'buffer', bodyLimit: BODY_MAX }, (req, buf, done) => {
+    if (req.method !== 'POST') return done(null, undefined);
+    if (!req.traceAdmitted) return done(checker.busy());
+    checker.check(buf).then((row) => done(null, row), (e) => done(e));
   });
   app.setErrorHandler((err, req, reply) => {
     let status = err.statusCode ?? 500;
@@ -123,7 +93,9 @@ export async function traceRoutes(app, opts) {
     else if (err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') { status = 400; message = 'the body is empty; send {"label", "report", "trace"}'; }
     const away = status >= 500 && unavailableAnswer(err, reply);
     if (away) { req.log.warn({ err }, 'database unavailable'); status = 503; message = away; }
-    else if (status >= 500) { req.log.error(err); message = 'internal error; the trace was not stored'; }
+    else if (status >= 500 && !(err instanceof TraceHttpError)) { req.log.error(err); message = 'internal error; the trace was not stored'; }
+    else if (status >= 500) req.log.warn({ err }, 'trace check failed');
+    if (err.retryAfter) reply.header('Retry-After', String(err.retryAfter));
     if (status < 400 || status > 599) status = 500;
     reply.code(status).type('application/json').send({ statusCode: status, error: REASONS[status] ?? 'Error', message });
   });
@@ -136,26 +108,38 @@ export async function traceRoutes(app, opts) {
     return cls;
   };
   const idParam = (raw) => { const id = String(raw ?? ''); if (!ID_RE.test(id)) fail(400, 'a trace id is 1-32 letters, digits, "-" or "_"'); return id; };
-  const limit = opts.rateLimit ? { config: { rateLimit: { max: opts.rateLimit.uploadMax, timeWindow: opts.rateLimit.timeWindow } } } : {};
+  // VMEMLAB_UPLOAD_RATE (uploadMax) 0 turns this route's limit off, as for result uploads.
+  const rl = opts.rateLimit;
+  const limit = rl ? { config: { rateLimit: rl.uploadMax > 0 ? { max: rl.uploadMax, timeWindow: rl.timeWindow } : false } } : {};
   const origin = (req) => `${req.protocol}://${req.headers.host ?? 'localhost'}`;
 
-  app.post('/api/classes/:code/traces', limit, async (req, reply) => {
-    const cls = await loadClass(req.params.code);
+  // Before the body is read: the class is looked up (an upload to a class that does not
+  // exist is answered without reading or checking it) and the upload takes a place among
+  // those in flight. Without one (the checker busy) its body is read and dropped as it
+  // comes, never kept, and the answer is 503 with Retry-After; the place is given back once
+  // the answer has gone out or the client has gone.
+  app.decorateRequest('traceClass', null);
+  app.decorateRequest('traceAdmitted', false);
+  const release = async (req) => { if (req.traceAdmitted) { req.traceAdmitted = false; checker.release(); } };
+  const uploadOpts = {
+    ...limit, bodyLimit: BODY_MAX,
+    preParsing: async (req, _reply, payload) => {
+      req.traceClass = await loadClass(req.params.code);
+      req.traceAdmitted = checker.admit();
+      return req.traceAdmitted ? payload : dropBody(payload);
+    },
+    onResponse: release,
+    onRequestAbort: release,
+  };
+  app.post('/api/classes/:code/traces', uploadOpts, async (req, reply) => {
+    const cls = req.traceClass ?? await loadClass(req.params.code);
     const b = req.body;
-    if (!b || typeof b !== 'object' || Array.isArray(b)) fail(b === undefined ? 415 : 400, 'send {"label": "...", "report": {...}, "trace": "<the .vmtrace file, base64>"} as application/json');
-    const extra = Object.keys(b).filter((k) => !['label', 'report', 'trace'].includes(k));
-    if (extra.length) fail(400, `unknown field ${JSON.stringify(extra[0])}; send {"label", "report", "trace"}`);
-    if (b.label !== undefined && (typeof b.label !== 'string' || b.label.length > 80)) fail(400, '/label: must be a string of at most 80 characters');
-    if (typeof b.trace !== 'string' || !b.trace || !B64_RE.test(b.trace) || b.trace.length % 4) fail(400, '/trace: must be the trace file in base64');
-    if (!b.report || typeof b.report !== 'object') fail(400, '/report: is required (the replay report of this trace)');
-    const bytes = Buffer.from(b.trace, 'base64');
-    const header = checkUpload(bytes, b.report);
-    const label = (b.label ?? '').trim() || header.label || [header.program, ...header.args].join(' ').slice(0, 80);
+    if (!b || typeof b !== 'object' || typeof b.trace !== 'string') fail(415, 'send {"label": "...", "report": {...}, "trace": "<the .vmtrace file, base64>"} as application/json');
     const id = randomBytes(9).toString('base64url');
     const receipt = randomBytes(16).toString('base64url');
     const row = {
-      id, class_code: cls.code, receipt_hash: hash(receipt), created_at: new Date().toISOString(), label,
-      header: JSON.stringify(header), report: JSON.stringify(b.report), trace: b.trace,
+      id, class_code: cls.code, receipt_hash: hash(receipt), created_at: new Date().toISOString(), label: b.label,
+      header: b.header, report: b.report, trace: b.trace,
     };
     // SQLite: through the writer thread, like every other write (sqlite-writer.mjs).
     if (store.writer) await store.writer.run('insertTrace', row);
@@ -164,11 +148,18 @@ export async function traceRoutes(app, opts) {
     return { id, receipt, class: cls.code, url: `${origin(req)}/?view=results&class=${cls.code}`, message: `trace stored in class ${cls.code}; keep the receipt to delete it later` };
   });
 
+  // A page at a time (paging.mjs): ?limit=N (1-500, default 500) and the next_cursor of
+  // the previous page; next_cursor is null on the last.
   app.get('/api/classes/:code/traces', async (req) => {
     const cls = await loadClass(req.params.code);
-    const rows = await db.selectFrom('traces').select(['id', 'created_at', 'label', 'header', 'report'])
-      .where('class_code', '=', cls.code).orderBy('created_at').orderBy('id').execute();
-    return { class: { code: cls.code, name: cls.name }, traces: rows.map((r) => ({ id: r.id, created_at: r.created_at, label: r.label, header: JSON.parse(r.header), report: JSON.parse(r.report) })) };
+    const page = pageParams(req.query);
+    const rows = await keyset(db.selectFrom('traces').select(['id', 'created_at', 'label', 'header', 'report']).where('class_code', '=', cls.code), page).execute();
+    const { rows: shown, next_cursor } = pageOf(rows, page);
+    return {
+      class: { code: cls.code, name: cls.name },
+      traces: shown.map((r) => ({ id: r.id, created_at: r.created_at, label: r.label, header: JSON.parse(r.header), report: JSON.parse(r.report) })),
+      next_cursor,
+    };
   });
 
   app.get('/api/classes/:code/traces/:id/file', async (req, reply) => {
@@ -200,6 +191,10 @@ export async function traceRoutes(app, opts) {
 const err = (...codes) => Object.fromEntries(codes.map((c) => [String(c), { description: 'error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } }]));
 const codeParam = { name: 'code', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_-]{1,63}$' } };
 const idParamSpec = { name: 'id', in: 'path', required: true, schema: { type: 'string', minLength: 1, maxLength: 32 } };
+const pageParamSpecs = [
+  { name: 'limit', in: 'query', required: false, description: `traces per page (default and most: ${PAGE_MAX})`, schema: { type: 'integer', minimum: 1, maximum: PAGE_MAX } },
+  { name: 'cursor', in: 'query', required: false, description: 'the next_cursor of the previous page, as it came', schema: { type: 'string', maxLength: 120, pattern: '^[A-Za-z0-9_-]+$' } },
+];
 export const traceOpenapi = {
   schemas: {
     TraceHeader: headerSchema,
@@ -220,12 +215,25 @@ export const traceOpenapi = {
         requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/TraceUpload' } } } },
         responses: {
           201: { description: 'stored; keep the receipt to delete it later', content: { 'application/json': { schema: { type: 'object', required: ['id', 'receipt', 'message'], properties: { id: { type: 'string' }, receipt: { type: 'string' }, class: { type: 'string' }, url: { type: 'string' }, message: { type: 'string' } } } } } },
-          ...err(400, 404, 413, 415, 422, 429),
+          ...err(400, 404, 413, 415, 422, 429, 503),
         },
       },
       get: {
-        operationId: 'listTraces', summary: 'The class\'s traces: label, header and report of each (no files, no tokens)', parameters: [codeParam],
-        responses: { 200: { description: 'traces', content: { 'application/json': { schema: { type: 'object' } } } }, ...err(400, 404) },
+        operationId: 'listTraces', summary: 'The class\'s traces, a page at a time in upload order: label, header and report of each (no files, no tokens)', parameters: [codeParam, ...pageParamSpecs],
+        responses: {
+          200: {
+            description: 'one page of traces; next_cursor is null on the last page',
+            content: { 'application/json': { schema: {
+              type: 'object', required: ['class', 'traces', 'next_cursor'],
+              properties: {
+                class: { type: 'object', properties: { code: { type: 'string' }, name: { type: 'string' } } },
+                traces: { type: 'array', maxItems: PAGE_MAX, items: { type: 'object', required: ['id', 'created_at', 'label', 'header', 'report'], properties: { id: { type: 'string' }, created_at: { type: 'string' }, label: { type: 'string' }, header: { $ref: '#/components/schemas/TraceHeader' }, report: { $ref: '#/components/schemas/ReplayReport' } } } },
+                next_cursor: { type: ['string', 'null'], description: 'send as cursor for the next page; null on the last' },
+              },
+            } } },
+          },
+          ...err(400, 404),
+        },
       },
     },
     '/api/classes/{code}/traces/{id}/file': {

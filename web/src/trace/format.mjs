@@ -73,55 +73,148 @@ export function checkHeader(h) {
 }
 
 const CODE_ESCAPE = 30, CODE_CONTROL = 31;
+/** The most bytes one access record takes (a tag and two 10-byte varints); the end record
+ * takes at most 11. A body inflates to at most ACCESS_MAX_BYTES * accesses + END_MAX_BYTES. */
+export const ACCESS_MAX_BYTES = 21;
+export const END_MAX_BYTES = 11;
+const NAMES = ['load', 'store', 'fetch', 'modify'];
 
 /**
- * Walks an uncompressed body and checks it against its header: every record well formed,
- * offsets inside their page, the end record last and counting what came before, the counts
- * and the distinct pages the header announces. Returns the counts it found.
+ * The distinct page numbers of a body, in one Float64Array (open addressing, each page
+ * stored plus one so that 0 marks an empty slot): 8 bytes a slot where a Set of numbers
+ * takes several times that, so a trace touching millions of pages stays a few tens of MB.
+ */
+class PageSet {
+  constructor() { this.bits = 12; this.slots = new Float64Array(1 << this.bits); this.size = 0; }
+  /** Adds page p (a whole number below 2^52). */
+  add(p) {
+    const v = p + 1;
+    const mask = this.slots.length - 1;
+    // the low and high 32 bits, mixed (a double below 2^53 is exact in both halves)
+    let h = Math.imul((v >>> 0) ^ Math.imul(Math.floor(v / 4294967296), 0x85ebca6b), 0x9e3779b1) >>> (32 - this.bits);
+    for (;;) {
+      const x = this.slots[h];
+      if (x === v) return;
+      if (x === 0) break;
+      h = (h + 1) & mask;
+    }
+    this.slots[h] = v;
+    if (++this.size * 2 > this.slots.length) this.grow();
+  }
+  grow() {
+    const old = this.slots;
+    this.bits++;
+    this.slots = new Float64Array(1 << this.bits);
+    this.size = 0;
+    for (let i = 0; i < old.length; i++) if (old[i] !== 0) this.add(old[i] - 1);
+  }
+}
+
+/**
+ * Checks an uncompressed body against its header as it streams by: push() the body in
+ * chunks of any size (a record may straddle two), then end(). Every record well formed,
+ * offsets inside their page, the end record last and counting what came before, the
+ * counts and the distinct pages the header announces. It stops at the first problem,
+ * including as soon as the body holds more accesses or touches more pages than the header
+ * says, so it never holds more than a record of the body and the header's pages.
+ * end() returns the counts it found; every problem is a TraceFormatError.
+ */
+export class BodyChecker {
+  /** @param {any} header a header readHeader accepted */
+  constructor(header) {
+    this.header = header;
+    // Numbers, not BigInts: a page number below 2^52 and its deltas are exact in a double.
+    this.page = [0, 0]; this.off = [0, 0]; this.lastPage = [-1, -1];
+    this.counts = [0, 0, 0, 0];
+    this.pages = new PageSet();
+    this.n = 0;
+    this.ended = false;          // the end record was read
+    this.carry = null;           // the bytes of a record the last chunk cut short
+  }
+
+  /** @param {Uint8Array} chunk */
+  push(chunk) {
+    if (chunk.length === 0) return;
+    let raw = chunk;
+    if (this.carry) {
+      raw = new Uint8Array(this.carry.length + chunk.length);
+      raw.set(this.carry); raw.set(chunk, this.carry.length);
+      this.carry = null;
+    }
+    const stop = this.walk(raw, false);
+    if (stop < raw.length) this.carry = raw.slice(stop);
+  }
+
+  /** The body is complete: the last checks; returns { accesses, pages, counts }. */
+  end() {
+    if (this.carry) { const rest = this.carry; this.carry = null; this.walk(rest, true); }
+    const { header, n, counts } = this;
+    if (!this.ended) fail('truncated', `the trace is truncated: its body stops after ${n} accesses without the end record`);
+    if (n !== header.accesses) fail('corrupt', `the trace is corrupt: its header announces ${header.accesses} accesses, its body holds ${n}`);
+    NAMES.forEach((k, j) => { if (counts[j] !== header.counts[k]) fail('corrupt', `the trace is corrupt: its header counts ${header.counts[k]} ${k}s, its body holds ${counts[j]}`); });
+    if (this.pages.size !== header.pages) fail('corrupt', `the trace is corrupt: its header announces ${header.pages} distinct pages, its body touches ${this.pages.size}`);
+    return { accesses: n, pages: this.pages.size, counts: Object.fromEntries(NAMES.map((k, j) => [k, counts[j]])) };
+  }
+
+  /** Reads the records of raw; unless final, stops before a record that may not be whole
+   * (fewer than ACCESS_MAX_BYTES left) and returns where, for the next chunk to finish. */
+  walk(raw, final) {
+    const { page, off, lastPage, counts, pages } = this;
+    const accesses = this.header.accesses, maxPages = this.header.pages;
+    const len = raw.length;
+    const safe = final ? len : len - ACCESS_MAX_BYTES;
+    let i = 0, n = this.n, ended = this.ended;
+    const varint = () => {
+      let v = 0, mul = 1;
+      for (let k = 0; k < 8; k++) {
+        if (i >= len) fail('truncated', `the trace is truncated: its body stops inside access ${n + 1}`);
+        const b = raw[i++];
+        v += (b & 0x7f) * mul;
+        mul *= 128;
+        if (!(b & 0x80)) return v;
+      }
+      fail('corrupt', `the trace is corrupt: a number too large for an address in access ${n + 1}`);
+    };
+    const unzigzag = (v) => (v % 2 ? -(v + 1) / 2 : v / 2);
+    while (i < len) {
+      if (ended) fail('corrupt', 'the trace is corrupt: data follows its end record');
+      if (i > safe) break;
+      const tag = raw[i++];
+      const code = tag >> 3;
+      if (code === CODE_CONTROL) {
+        if (tag & 7) fail('corrupt', `the trace is corrupt: unknown record type 0x${tag.toString(16).padStart(2, '0')}`);
+        const total = varint();
+        if (total !== n) fail('corrupt', `the trace is corrupt: its end record counts ${total} accesses where the body holds ${n}`);
+        ended = true;
+        continue;
+      }
+      const kind = tag & 3, s = kind === 2 ? 1 : 0;
+      if (tag & 4) {
+        page[s] += unzigzag(varint());
+        if (page[s] < 0 || page[s] >= 2 ** 52) fail('corrupt', `the trace is corrupt: access ${n + 1} is outside the address space`);
+      }
+      off[s] += code === CODE_ESCAPE ? unzigzag(varint()) : unzigzag(code);
+      if (off[s] < 0 || off[s] >= 4096) fail('corrupt', `the trace is corrupt: access ${n + 1} has a page offset of ${off[s]}`);
+      if (page[s] !== lastPage[s]) {
+        pages.add(page[s]); lastPage[s] = page[s];
+        if (pages.size > maxPages) fail('corrupt', `the trace is corrupt: its body touches more than the ${maxPages} distinct pages its header announces`);
+      }
+      counts[kind]++;
+      n++;
+      if (n > accesses) fail('corrupt', `the trace is corrupt: its body holds more than the ${accesses} accesses its header announces`);
+    }
+    this.n = n; this.ended = ended;
+    return i;
+  }
+}
+
+/**
+ * Walks a whole uncompressed body and checks it against its header (BodyChecker in one
+ * chunk). Returns the counts it found.
  * @param {Uint8Array} raw  @param {any} header
  */
 export function checkBody(raw, header) {
-  // Numbers, not BigInts: a page number below 2^52 and its deltas are exact in a double.
-  const page = [0, 0], off = [0, 0], counts = [0, 0, 0, 0], lastPage = [-1, -1];
-  const pages = new Set();
-  let i = 0, n = 0;
-  const varint = () => {
-    let v = 0, mul = 1;
-    for (let k = 0; k < 8; k++) {
-      if (i >= raw.length) fail('truncated', `the trace is truncated: its body stops inside access ${n + 1}`);
-      const b = raw[i++];
-      v += (b & 0x7f) * mul;
-      mul *= 128;
-      if (!(b & 0x80)) return v;
-    }
-    fail('corrupt', `the trace is corrupt: a number too large for an address in access ${n + 1}`);
-  };
-  const unzigzag = (v) => (v % 2 ? -(v + 1) / 2 : v / 2);
-  while (i < raw.length) {
-    const tag = raw[i++];
-    const code = tag >> 3;
-    if (code === CODE_CONTROL) {
-      if (tag & 7) fail('corrupt', `the trace is corrupt: unknown record type 0x${tag.toString(16).padStart(2, '0')}`);
-      const total = varint();
-      if (total !== n) fail('corrupt', `the trace is corrupt: its end record counts ${total} accesses where the body holds ${n}`);
-      if (i !== raw.length) fail('corrupt', 'the trace is corrupt: data follows its end record');
-      if (n !== header.accesses) fail('corrupt', `the trace is corrupt: its header announces ${header.accesses} accesses, its body holds ${n}`);
-      const names = ['load', 'store', 'fetch', 'modify'];
-      names.forEach((k, j) => { if (counts[j] !== header.counts[k]) fail('corrupt', `the trace is corrupt: its header counts ${header.counts[k]} ${k}s, its body holds ${counts[j]}`); });
-      if (pages.size !== header.pages) fail('corrupt', `the trace is corrupt: its header announces ${header.pages} distinct pages, its body touches ${pages.size}`);
-      return { accesses: n, pages: pages.size, counts: Object.fromEntries(names.map((k, j) => [k, counts[j]])) };
-    }
-    const kind = tag & 3, s = kind === 2 ? 1 : 0;
-    if (tag & 4) {
-      page[s] += unzigzag(varint());
-      if (page[s] < 0 || page[s] >= 2 ** 52) fail('corrupt', `the trace is corrupt: access ${n + 1} is outside the address space`);
-    }
-    off[s] += code === CODE_ESCAPE ? unzigzag(varint()) : unzigzag(code);
-    if (off[s] < 0 || off[s] >= 4096) fail('corrupt', `the trace is corrupt: access ${n + 1} has a page offset of ${off[s]}`);
-    if (page[s] !== lastPage[s]) { pages.add(page[s]); lastPage[s] = page[s]; }
-    counts[kind]++;
-    n++;
-    if (n > header.accesses) fail('corrupt', `the trace is corrupt: its body holds more than the ${header.accesses} accesses its header announces`);
-  }
-  fail('truncated', `the trace is truncated: its body stops after ${n} accesses without the end record`);
+  const c = new BodyChecker(header);
+  c.push(raw);
+  return c.end();
 }
