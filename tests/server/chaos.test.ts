@@ -91,10 +91,18 @@ function load(url: () => string, code: string, workers = 12) {
   };
 }
 
+/** Every upload the class lists, following the pages (at most 500 each) to the last. */
 async function storedIds(url: string, code: string): Promise<Set<string>> {
-  const r = await fetch(`${url}/api/classes/${code}/results`);
-  expect(r.status).toBe(200);
-  return new Set((await r.json()).results.map((x: { id: string }) => x.id));
+  const ids = new Set<string>();
+  let cursor: string | null = null;
+  do {
+    const r = await fetch(`${url}/api/classes/${code}/results?limit=500${cursor ? `&cursor=${cursor}` : ''}`);
+    expect(r.status).toBe(200);
+    const page = await r.json();
+    for (const x of page.results as { id: string }[]) ids.add(x.id);
+    cursor = page.next_cursor;
+  } while (cursor);
+  return ids;
 }
 function expectNoneLost(acked: Map<string, string>, stored: Set<string>) {
   const lost = [...acked.values()].filter((id) => !stored.has(id));

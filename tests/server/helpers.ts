@@ -35,6 +35,29 @@ export interface Pg {
   psql: (db: string, sql: string) => string;
   /** pg_ctl stop -m immediate (a crash of the database) and start again on the same port. */
   halt: () => void; resume: () => void;
+  /** SIGSTOP to every process of the cluster (postmaster and backends): the database stops
+   * answering while its sockets stay open, as on a frozen host. thaw() sends SIGCONT. */
+  freeze: () => void; thaw: () => void;
+}
+
+/** The postmaster (first line of postmaster.pid) and its children, found in /proc. */
+function clusterPids(data: string): number[] {
+  let postmaster: number;
+  try { postmaster = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]); } catch { return []; }
+  if (!(postmaster > 0)) return [];
+  const children: number[] = [];
+  for (const e of readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    let stat: string;
+    try { stat = readFileSync(`/proc/${e}/stat`, 'utf8'); } catch { continue; } // gone meanwhile
+    // pid (comm) state ppid ...: comm may hold spaces and parentheses, so read after the last ')'
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (ppid === postmaster) children.push(Number(e));
+  }
+  return [postmaster, ...children];
+}
+function signalAll(pids: number[], signal: NodeJS.Signals) {
+  for (const pid of pids) { try { process.kill(pid, signal); } catch { /* already gone */ } }
 }
 
 /** initdb + pg_ctl start on 127.0.0.1:<free port>, unix socket in the cluster folder. */
@@ -61,8 +84,16 @@ export async function startPostgres(): Promise<Pg> {
     psql: sql,
     halt: () => { run(pgctl, ['-D', data, '-m', 'immediate', '-w', 'stop']); },
     resume: start,
+    // The postmaster first, so that it starts no new backend while they are stopped.
+    freeze: () => {
+      const pids = clusterPids(data);
+      if (!pids.length) throw new Error('no running PostgreSQL cluster to freeze');
+      signalAll(pids.slice(0, 1), 'SIGSTOP'); signalAll(clusterPids(data).slice(1), 'SIGSTOP');
+    },
+    thaw: () => { signalAll(clusterPids(data), 'SIGCONT'); },
+    // A frozen cluster is thawed first: a stopped postmaster would never act on pg_ctl stop.
     stop: () => {
-      try { run(pgctl, ['-D', data, '-m', 'immediate', '-w', 'stop']); } finally { rmSync(dir, { recursive: true, force: true }); }
+      try { signalAll(clusterPids(data), 'SIGCONT'); run(pgctl, ['-D', data, '-m', 'immediate', '-w', 'stop']); } finally { rmSync(dir, { recursive: true, force: true }); }
     },
   };
 }

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, existsSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { keyset, pageOf } from './paging.mjs';
 import { SqliteWriter, sqlitePragmas } from './sqlite-writer.mjs';
 
 const migrations = {
@@ -55,7 +56,97 @@ const migrations = {
       for (const c of ['body_hash', 'idem_hash', 'student_name']) await db.schema.alterTable('results').dropColumn(c).execute();
     },
   },
+  // The class list and the CSV export read a class a page at a time in (created_at, id)
+  // order (paging.mjs): with id in the index a page starts at its cursor and reads only its
+  // own rows, with no sort. It replaces (class_code, created_at), a prefix of it.
+  '003_results_keyset': {
+    async up(db) {
+      await db.schema.createIndex('results_class_keyset').on('results').columns(['class_code', 'created_at', 'id']).execute();
+      await db.schema.dropIndex('results_class').execute();
+    },
+    async down(db) {
+      await db.schema.createIndex('results_class').on('results').columns(['class_code', 'created_at']).execute();
+      await db.schema.dropIndex('results_class_keyset').execute();
+    },
+  },
 };
+
+/* PostgreSQL limits. A database that stops answering with its sockets still open (a frozen
+ * host or process, a network that drops packets) holds a request for about 1.5 s at most;
+ * the request is then answered 503 (faults.mjs). */
+// A new connection must be made within this.
+export const PG_CONNECT_MS = 1500;
+// No answer to a query by then fails it here, in the server, and closes its connection.
+export const PG_QUERY_MS = 1500;
+// A request waiting for a free connection of the pool gives up once the database has
+// answered no query for this long: it does not answer, and the wait would not end.
+export const PG_STALL_MS = 1500;
+// The longest wait for a free connection while the database does answer (under load the
+// queries go on finishing and a request waits its turn).
+export const PG_QUEUE_MS = 10_000;
+// The database itself cancels a statement (or a lock wait) that runs longer: it ends first
+// on a database that still answers, so that the connection stays usable.
+export const PG_STATEMENT_MS = 1000;
+// A connection left in an open transaction is closed by the database, freeing its locks.
+export const PG_IDLE_TX_MS = 10_000;
+
+/** The pool the server's queries use (see the limits above), as Kysely's PostgresDialect
+ * takes it: connect() and end(). */
+function servingPool(pg, url, max, log) {
+  let answered = Date.now(); // when the database last answered a query (or a connection)
+  class Client extends pg.Client {
+    // pg gives one connectionTimeoutMillis to both the wait for a free connection of the
+    // pool and the making of a new one: the pool's is PG_QUEUE_MS, a connection's own this.
+    constructor(config) { super({ ...config, connectionTimeoutMillis: PG_CONNECT_MS }); }
+
+    query(...args) {
+      const r = super.query(...args);
+      if (r && typeof r.then === 'function') {
+        r.then(() => { answered = Date.now(); }, (e) => {
+          // A query that got no answer in time may still be under way on its connection;
+          // back in the pool, that connection would make the next query wait behind it. It
+          // is closed at once instead (the pool drops it when Kysely releases it).
+          if (e?.message !== 'Query read timeout') { answered = Date.now(); return; }
+          log('database query timed out; its connection is closed');
+          this.end().catch(() => {});
+        });
+      }
+      return r;
+    }
+  }
+  const pool = new pg.Pool({
+    Client, connectionString: url, max,
+    connectionTimeoutMillis: PG_QUEUE_MS, query_timeout: PG_QUERY_MS, keepAlive: true,
+    // An upload is acknowledged only once its commit is on disk, whatever the database's
+    // own default says (with synchronous_commit=off a crash loses the last commits).
+    options: `-c synchronous_commit=on -c statement_timeout=${PG_STATEMENT_MS} -c lock_timeout=${PG_STATEMENT_MS} -c idle_in_transaction_session_timeout=${PG_IDLE_TX_MS}`,
+  });
+  // A dropped idle connection is replaced on the next query.
+  pool.on('error', (e) => log(`database connection lost while idle: ${e.message}`));
+  // A connection lost while it runs a query fails that query (the request gets 503) and
+  // is dropped from the pool when released; without a listener the 'error' event of a
+  // checked-out client would end the process.
+  pool.on('connect', (client) => { client.on('error', (e) => log(`database connection lost: ${e.message}`)); answered = Date.now(); });
+  return {
+    connect() {
+      const since = Date.now();
+      return new Promise((resolve, reject) => {
+        let done = false; let timer;
+        const check = () => {
+          const due = Math.max(answered, since) + PG_STALL_MS;
+          if (Date.now() < due) { timer = setTimeout(check, due - Date.now()); return; }
+          done = true;
+          reject(Object.assign(new Error(`no database connection became free: the database answered nothing for ${PG_STALL_MS} ms`), { code: 'ETIMEDOUT' }));
+        };
+        timer = setTimeout(check, PG_STALL_MS);
+        // A connection that comes after the request gave up goes back to the pool at once.
+        pool.connect().then((client) => { clearTimeout(timer); if (done) client.release(); else { done = true; resolve(client); } },
+          (e) => { clearTimeout(timer); if (!done) { done = true; reject(e); } });
+      });
+    },
+    end: () => pool.end(),
+  };
+}
 
 /**
  * @param {{ databaseUrl?: string, dataDir?: string, sqliteSync?: 'FULL'|'NORMAL', sqliteMaxMiB?: number, pgPool?: number, log?: (msg: string) => void }} opts
@@ -63,26 +154,14 @@ const migrations = {
 export async function openStore(opts = {}) {
   const url = opts.databaseUrl ?? process.env.DATABASE_URL ?? '';
   const log = opts.log ?? (() => {});
-  let db; let kind; let file = null; let writerOpts = null; let reader = null;
+  let db; let kind; let file = null; let writerOpts = null; let reader = null; let migrationDb = null;
   if (url) {
     const { default: pg } = await import('pg');
     kind = 'postgres';
-    const pool = new pg.Pool({
-      connectionString: url,
-      max: opts.pgPool ?? Number(process.env.VMEMLAB_PG_POOL ?? 10),
-      // A database that does not answer is reported (503) instead of holding requests.
-      connectionTimeoutMillis: 10_000, query_timeout: 30_000, keepAlive: true,
-      // An upload is acknowledged only once its commit is on disk, whatever the database's
-      // own default says (with synchronous_commit=off a crash loses the last commits).
-      options: '-c synchronous_commit=on',
-    });
-    // A dropped idle connection is replaced on the next query.
-    pool.on('error', (e) => log(`database connection lost while idle: ${e.message}`));
-    // A connection lost while it runs a query fails that query (the request gets 503) and
-    // is dropped from the pool when released; without a listener the 'error' event of a
-    // checked-out client would end the process.
-    pool.on('connect', (client) => { client.on('error', (e) => log(`database connection lost: ${e.message}`)); });
-    db = new Kysely({ dialect: new PostgresDialect({ pool }) });
+    // Migrations may build an index on a large table: they run on a connection of their own,
+    // without the serving limits (servingPool), closed once they are done.
+    migrationDb = new Kysely({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 1, connectionTimeoutMillis: 30_000, options: '-c synchronous_commit=on' }) }) });
+    db = new Kysely({ dialect: new PostgresDialect({ pool: servingPool(pg, url, opts.pgPool ?? Number(process.env.VMEMLAB_PG_POOL ?? 10), log) }) });
   } else {
     const { default: Database } = await import('better-sqlite3');
     kind = 'sqlite';
@@ -100,8 +179,9 @@ export async function openStore(opts = {}) {
     db = new Kysely({ dialect: new SqliteDialect({ database: handle }) });
     reader = handle;
   }
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+  const migrator = new Migrator({ db: migrationDb ?? db, provider: { getMigrations: async () => migrations } });
   const { error, results } = await migrator.migrateToLatest();
+  await migrationDb?.destroy();
   if (error) {
     await db.destroy();
     const failed = results?.find((r) => r.status === 'Error');
@@ -176,6 +256,21 @@ export class Store {
     return this.db.selectFrom('results')
       .select(['id', 'created_at', 'cpu_model', 'hypervisor', 'tdp', 'summary', 'student_name'])
       .where('class_code', '=', code).orderBy('created_at').orderBy('id').execute();
+  }
+
+  /**
+   * One page of a class's uploads in (created_at, id) order: { rows, next_cursor }
+   * (paging.mjs; page is pageParams' { limit, after }). The class list and the CSV export
+   * read a class this way, never whole.
+   */
+  async listResultsPage(code, page) {
+    let q = this.db.selectFrom('results')
+      .select(['id', 'created_at', 'cpu_model', 'hypervisor', 'tdp', 'summary', 'student_name'])
+      .where('class_code', '=', code);
+    // Redundant with keyset's condition, but it lets the index be entered at the cursor
+    // instead of at the class's first row.
+    if (page.after) q = q.where('created_at', '>=', page.after.created_at);
+    return pageOf(await keyset(q, page).execute(), page);
   }
 
   getResult(code, id) {

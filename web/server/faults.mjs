@@ -2,13 +2,16 @@
 // stored; the client should try again: 503 with Retry-After) rather than a bug (500).
 // PostgreSQL: connection errors from pg and the network, SQLSTATE classes 08 (connection),
 // 53 (insufficient resources: disk full, too many connections), 57P01-57P03 (shutdown,
-// crash, starting up) and 40001/40P01 (serialization failure, deadlock). SQLite: a full
-// disk (or the VMEMLAB_SQLITE_MAX_MB cap), a busy lock, an I/O error, a read-only file.
+// crash, starting up), 40001/40P01 (serialization failure, deadlock), and 57014/55P03 (a
+// statement or lock wait cancelled by the server's statement_timeout or lock_timeout; see
+// db.mjs), with pg's own "Query read timeout" and "timeout expired" (no answer to a query,
+// or to a new connection, in time). SQLite: a full disk (or the VMEMLAB_SQLITE_MAX_MB cap),
+// a busy lock, an I/O error, a read-only file.
 
 export const RETRY_AFTER_S = 5;
 
 const NET = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNABORTED']);
-const PG_MESSAGES = /Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect|Query read timeout|Connection ended unexpectedly|Client was closed and is not queryable|the database system is (starting up|shutting down|in recovery mode)/i;
+const PG_MESSAGES = /Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect|Query read timeout|Connection ended unexpectedly|Client was closed and is not queryable|^timeout expired$|the database system is (starting up|shutting down|in recovery mode)/i;
 
 /** 'full' (disk or cap), 'away' (connection lost, database down, busy), or null. */
 export function unavailable(err) {
@@ -16,7 +19,7 @@ export function unavailable(err) {
   const code = String(err.code ?? '');
   if (code === 'SQLITE_FULL' || code === '53100') return 'full';
   if (/^SQLITE_(BUSY|LOCKED|IOERR|READONLY|CANTOPEN|PROTOCOL)/.test(code)) return 'away';
-  if (/^08/.test(code) || /^53/.test(code) || /^57P0[123]$/.test(code) || code === '40001' || code === '40P01') return 'away';
+  if (/^08/.test(code) || /^53/.test(code) || /^57P0[123]$/.test(code) || code === '40001' || code === '40P01' || code === '57014' || code === '55P03') return 'away';
   if (NET.has(code)) return 'away';
   if (PG_MESSAGES.test(String(err.message ?? ''))) return 'away';
   if (err.cause && err.cause !== err) return unavailable(err.cause);
