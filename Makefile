@@ -6,13 +6,14 @@ SHELL := /bin/bash
 
 PYTHON ?= python3
 
-.PHONY: help setup system-deps node-deps bochs-deps build start test test-engine test-python test-js test-hwlab test-bochs test-server test-live fidelity bench clean
+.PHONY: help setup system-deps node-deps bochs-deps build start test test-engine test-python test-js test-hwlab test-bochs test-server test-live fidelity fuzz bench clean
 
 help:
 	@echo "make start   set up, build and serve the lab at http://127.0.0.1:8080"
 	@echo "make test    set up, build and run every test"
 	@echo "make bench   build and print the benchmarks"
 	@echo "make fidelity  20,000 accesses on Bochs' VMX against the engine (report in tests/bochs/)"
+	@echo "make fuzz    fuzz the class server's HTTP routes for a long while (fresh seed, printed)"
 
 setup: system-deps node-deps
 
@@ -120,6 +121,14 @@ test-live: build
 # The class server's tests alone (test-js runs them too).
 test-server:
 	npx vitest run tests/server
+
+# The class server fuzzed for a long while: the property-based HTTP test (fast-check) with
+# a fresh seed, printed so that FUZZ_SEED=N make fuzz runs the same requests again, and the
+# OpenAPI-driven fuzzer with more rounds. make test runs both with fixed seeds, briefly.
+fuzz: build
+	@seed=$${FUZZ_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}; \
+	echo "fuzz seed: $$seed (FUZZ_SEED=$$seed make fuzz sends the same requests)"; \
+	FUZZ_SEED=$$seed FUZZ_RUNS=$${FUZZ_RUNS:-20000} FUZZ_ROUNDS=$${FUZZ_ROUNDS:-20000} npx vitest run tests/server/property.test.ts tests/server/fuzz.test.ts
 
 bench: build
 	$(MAKE) -C wasm-core bench

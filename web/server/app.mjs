@@ -9,11 +9,13 @@ import rateLimit from '@fastify/rate-limit';
 import fastifyStatic from '@fastify/static';
 import Ajv2020 from 'ajv/dist/2020.js';
 import { rateLimitFromEnv } from './config.mjs';
+import { bomParam, csvExport } from './csv.mjs';
 import { openStore } from './db.mjs';
 import { unavailable, unavailableAnswer } from './faults.mjs';
 import { JSON_TYPE, checkJson, clientErrorHandler, displayName, idempotencyKey, textProblem } from './limits.mjs';
 import { openapi } from './openapi.mjs';
 import { Pacer } from './pacer.mjs';
+import { pageParams } from './paging.mjs';
 import { summarize, METRICS } from '../src/results/extract.mjs';
 import { traceRoutes } from './traces.mjs';
 
@@ -26,8 +28,15 @@ const distDir = fileURLToPath(new URL('../dist/', import.meta.url));
 const guestDir = fileURLToPath(new URL('../../public/guest/', import.meta.url));
 
 const resultSchema = JSON.parse(readFileSync(new URL('../../hw-lab/schema/result.schema.json', import.meta.url), 'utf8'));
-const ajv = new Ajv2020({ allErrors: true, strict: false });
+// allErrors: false: an untrusted document is refused at its first problem; collecting
+// every error of 80,000 bad list items once froze the server for minutes.
+const ajv = new Ajv2020({ allErrors: false, strict: false });
 const validateResult = ajv.compile(resultSchema);
+/** The longest list (and object) and text a JSON body may hold anywhere, checked with the
+ * document checks before any schema runs. A hw-lab result has lists of a few dozen items
+ * and texts of a few hundred characters; the schema has each field's own bound. */
+export const DOC_MAX_ITEMS = 1024;
+export const DOC_MAX_STRING = 16384;
 
 export const hashToken = (t) => createHash('sha256').update(t).digest('hex');
 const newToken = () => randomBytes(16).toString('base64url'); // 128 bits
@@ -40,7 +49,8 @@ function newCode() {
 const sameHash = (a, b) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 
 export class HttpError extends Error {
-  constructor(statusCode, message, error) { super(message); this.statusCode = statusCode; this.error = error; }
+  /** need: a word the page acts on (class_key: ask for the class key). */
+  constructor(statusCode, message, error, need) { super(message); this.statusCode = statusCode; this.error = error; this.need = need; }
 }
 const REASONS = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 408: 'Request Timeout', 409: 'Conflict', 413: 'Payload Too Large', 415: 'Unsupported Media Type', 422: 'Unprocessable Entity', 429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable' };
 
@@ -61,11 +71,30 @@ export function schemaProblems(errors) {
   return out;
 }
 
-const csvCell = (v) => {
-  let s = v === null || v === undefined ? '' : String(v);
-  if (/^[=+\-@\t\r]/.test(s)) s = "'" + s; // neutralise spreadsheet formulas
-  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
-};
+/**
+ * Why a request target that names an API path is not written the one way the API takes, or
+ * null (also for every path outside /api). The router decodes percent-escapes before it
+ * matches a route, so without this `/%61pi/results` was a second spelling of the upload
+ * route, and limits keyed on the raw URL did not count it.
+ */
+export function apiPathProblem(target) {
+  const q = target.search(/[?#]/);
+  let path = q === -1 ? target : target.slice(0, q);
+  const absolute = /^[a-z][a-z0-9+.-]*:\/\/[^/]*/i.exec(path);
+  if (absolute) path = path.slice(absolute[0].length) || '/';
+  let decoded = path;
+  try { decoded = decodeURIComponent(path); } catch { /* a bad escape: compare as sent */ }
+  const segments = [];
+  for (const seg of decoded.replace(/\\/g, '/').toLowerCase().split('/')) {
+    if (seg === '' || seg === '.') continue;
+    if (seg === '..') segments.pop(); else segments.push(seg);
+  }
+  if (segments[0] !== 'api') return null;
+  if (absolute) return 'send the path alone (/api/...), not an absolute URL';
+  if (/%|\/\/|\\|\/\.\.?(\/|$)/.test(path)) return `write the API path as it is documented (/api/openapi.json), without percent-escapes, doubled slashes, backslashes or dot segments`;
+  if (!path.startsWith('/api/') && path !== '/api') return 'API paths start with /api/ in lower case';
+  return null;
+}
 
 /**
  * @param {{ store?: import('./db.mjs').Store, databaseUrl?: string, dataDir?: string, logger?: boolean,
@@ -74,7 +103,8 @@ const csvCell = (v) => {
  *   sqliteSync?: 'FULL'|'NORMAL', sqliteMaxMiB?: number, pgPool?: number }} opts
  * rateLimit: requests per minute per client address; 0 turns one limit off, false all of them
  * (default: VMEMLAB_RATE_MAX, VMEMLAB_UPLOAD_RATE, VMEMLAB_CREATE_RATE). trustProxy: what
- * config.mjs's parseTrustProxy returns (never "trust every hop"). traces: false leaves out
+ * config.mjs's parseTrustProxy returns (never "trust every hop"). classKey: when set,
+ * POST /api/classes takes it in X-Vmemlab-Class-Key (VMEMLAB_CLASS_KEY). traces: false leaves out
  * the traces routes (traces.mjs), which need a store with a query builder (default true).
  */
 export async function buildServer(opts = {}) {
@@ -89,7 +119,7 @@ export async function buildServer(opts = {}) {
     requestTimeout: bodyTimeoutMs,
     http: { connectionsCheckingInterval: Math.min(5000, Math.max(100, Math.floor(bodyTimeoutMs / 4))), headersTimeout: bodyTimeoutMs },
     clientErrorHandler: clientErrorHandler(bodyTimeoutMs),
-    ajv: { customOptions: { allErrors: true } },
+    ajv: { customOptions: { allErrors: false } },
   });
   const store = opts.store ?? await openStore({
     databaseUrl: opts.databaseUrl, dataDir: opts.dataDir, sqliteSync: opts.sqliteSync, sqliteMaxMiB: opts.sqliteMaxMiB, pgPool: opts.pgPool,
@@ -118,10 +148,22 @@ export async function buildServer(opts = {}) {
       global: rl.max > 0, max: rl.max || 1, timeWindow: rl.timeWindow,
       // The app's own files are not limited: a classroom behind one address loads them
       // thirty times over in the first minute of a lab.
-      allowList: (req) => !req.url.startsWith('/api/'),
+      // Keyed on the route that answers, not on the URL as sent: the router decodes
+      // percent-escapes, so /%61pi/results reaches the upload route.
+      allowList: (req) => !(req.routeOptions?.url ?? '/api/').startsWith('/api/'),
       errorResponseBuilder: (_req, ctx) => ({ statusCode: 429, error: 'Too Many Requests', message: `rate limit: at most ${ctx.max} requests per ${ctx.after} from one client; try again in ${Math.ceil(ctx.ttl / 1000)} s` }),
     });
   }
+
+  // Every API path has one spelling: percent-escapes, doubled slashes, backslashes, dot
+  // segments, another case or an absolute URL in front of an /api path are refused before
+  // any route (and so before any limit is looked up) sees them.
+  app.addHook('onRequest', async (req, reply) => {
+    const problem = apiPathProblem(req.raw.url ?? '/');
+    if (!problem) return undefined;
+    reply.code(400).type('application/json').send({ statusCode: 400, error: 'Bad Request', message: problem });
+    return reply;
+  });
 
   // JSON bodies (application/json or */*+json, any parameters): kept as the exact text
   // (stored byte for byte), parsed once here and checked (limits.mjs) before any route sees
@@ -134,7 +176,7 @@ export async function buildServer(opts = {}) {
     try { text = new TextDecoder('utf-8', { fatal: true }).decode(buf); } catch { throw new HttpError(400, 'the body is not valid UTF-8 text (JSON is UTF-8 whatever the charset parameter says)'); }
     if (text.trim() === '') throw new HttpError(400, 'the body is empty; send a JSON document');
     try { json = JSON.parse(text); } catch (e) { throw new HttpError(400, `malformed JSON: ${e.message}`); }
-    checkJson(text, json, { ascii: buf.length === text.length }); // as many bytes as characters: all ASCII
+    checkJson(text, json, { ascii: buf.length === text.length, maxItems: DOC_MAX_ITEMS, maxString: DOC_MAX_STRING }); // as many bytes as characters: all ASCII
     return { text, json };
   };
   app.removeAllContentTypeParsers();
@@ -158,7 +200,7 @@ export async function buildServer(opts = {}) {
       if (req.method === 'POST' && req.url.startsWith('/api/results')) message += '; send the upload again (with the same Idempotency-Key it is stored once)';
     } else if (status >= 500) { req.log.error(err); message = 'internal error; the request was not stored'; }
     if (status < 400 || status > 599) status = 500;
-    reply.code(status).type('application/json').send({ statusCode: status, error: err.error ?? REASONS[status] ?? 'Error', message });
+    reply.code(status).type('application/json').send({ statusCode: status, error: err.error ?? REASONS[status] ?? 'Error', message, ...(err.need && status < 500 ? { need: err.need } : {}) });
   });
 
   const fail = (status, message) => { throw new HttpError(status, message); };
@@ -194,14 +236,24 @@ export async function buildServer(opts = {}) {
   // Idempotency-Key) gets the same receipt although only its hash is stored.
   const receiptFor = (code, key, id) => createHmac('sha256', store.receiptKey).update(`receipt\0${code}\0${key}\0${id}`).digest().subarray(0, 16).toString('base64url');
 
+  // Answers within 1.5 s whatever the database does: a ping not answered by then says "down".
   app.get('/api/health', async () => {
-    let database = 'up';
-    try { await store.ping(); } catch { database = 'down'; }
+    let database = 'up'; let timer;
+    const late = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('no answer')), 1500); });
+    try { await Promise.race([store.ping(), late]); } catch { database = 'down'; } finally { clearTimeout(timer); }
     return { ok: true, storage: store.kind, database };
   });
   app.get('/api/openapi.json', async () => openapi);
 
+  // With VMEMLAB_CLASS_KEY set, creating a class takes the key (X-Vmemlab-Class-Key):
+  // a server reachable by a whole network is not a place where anyone makes classes.
+  const classKeyHash = opts.classKey ? hashToken(`class-key\0${opts.classKey}`) : null;
   app.post('/api/classes', perRoute(rl ? rl.createMax : 0), async (req, reply) => {
+    if (classKeyHash) {
+      const given = req.headers['x-vmemlab-class-key'];
+      if (given === undefined || given === '') throw new HttpError(401, 'creating a class on this server needs its class key (the X-Vmemlab-Class-Key header; ask whoever runs the server: it is VMEMLAB_CLASS_KEY)', undefined, 'class_key');
+      if (Array.isArray(given) || !sameHash(hashToken(`class-key\0${given}`), classKeyHash)) throw new HttpError(403, 'this is not the class key of this server; check it with whoever runs the server', undefined, 'class_key');
+    }
     const { json } = bodyOf(req);
     if (!json || typeof json !== 'object' || Array.isArray(json)) fail(400, 'send {"name": "..."}');
     const extra = Object.keys(json).filter((k) => k !== 'name');
@@ -279,15 +331,18 @@ export async function buildServer(opts = {}) {
   });
 
   // Everyone with the join code sees the distribution; students' names only the teacher
-  // (the page sends the teacher token when it has one).
+  // (the page sends the teacher token when it has one). A page at a time (paging.mjs:
+  // `?limit=N&cursor=C`, at most 500 uploads); next_cursor is null on the last page.
   app.get('/api/classes/:code/results', async (req) => {
+    const page = pageParams(req.query);
     const cls = await loadClass(req.params.code);
     const teacher = req.headers.authorization !== undefined;
     if (teacher) teacherOnly(req, cls);
-    const rows = await store.listResults(cls.code);
+    const { rows, next_cursor } = await store.listResultsPage(cls.code, page);
     return {
       class: { code: cls.code, name: cls.name }, metrics: METRICS,
       results: rows.map((r) => ({ id: r.id, created_at: r.created_at, ...JSON.parse(r.summary), ...(teacher ? { name: r.student_name ?? null } : {}) })),
+      next_cursor,
     };
   });
 
@@ -320,18 +375,14 @@ export async function buildServer(opts = {}) {
     return { deleted: id, by: teacher ? 'teacher' : 'student' };
   });
 
+  // Streamed a page of rows at a time (csv.mjs); a UTF-8 BOM first unless `?bom=0`.
   app.get('/api/classes/:code/export.csv', async (req, reply) => {
     const cls = await loadClass(req.params.code);
     teacherOnly(req, cls);
-    const rows = await store.listResults(cls.code);
-    const mk = Object.keys(METRICS);
-    const lines = [['id', 'name', 'uploaded_utc', 'cpu_model', 'arch', 'hypervisor', 'tdp', 'mode', 'mem_mib', 'created_utc', ...mk].map(csvCell).join(',')];
-    for (const r of rows) {
-      const s = JSON.parse(r.summary);
-      lines.push([r.id, r.student_name, r.created_at, s.cpu_model, s.arch, s.hypervisor, s.tdp, s.mode, s.mem_mib, s.created_utc, ...mk.map((k) => s.metrics?.[k] ?? '')].map(csvCell).join(','));
-    }
+    const bom = bomParam(req.query);
+    const csv = await csvExport(store, cls.code, { bom });
     reply.type('text/csv; charset=utf-8').header('Content-Disposition', `attachment; filename="vmemlab-${cls.code}.csv"`);
-    return lines.join('\r\n') + '\r\n';
+    return reply.send(csv);
   });
 
   // traces shared with a class (traces.mjs)

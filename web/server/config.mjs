@@ -68,6 +68,18 @@ export function rateLimitFromEnv(env = process.env) {
   };
 }
 
+/** VMEMLAB_CLASS_KEY: unset or empty: anyone who reaches the server may create a class;
+ * else 8 to 200 printable ASCII characters without spaces (sent in a header). */
+function classKey(env) {
+  const v = (env.VMEMLAB_CLASS_KEY ?? '').trim();
+  if (v === '') return null;
+  if (!/^[\x21-\x7e]{8,200}$/.test(v)) throw new ConfigError('VMEMLAB_CLASS_KEY: takes 8 to 200 printable ASCII characters without spaces (a passphrase teachers type once); unset: anyone who reaches the server may create classes');
+  return v;
+}
+
+/** Is `host` (what the server listens on) reachable only from this machine? */
+export const loopbackOnly = (host) => /^(127\.\d+\.\d+\.\d+|::1|localhost|::ffff:127\.\d+\.\d+\.\d+)$/i.test(host);
+
 /** Every setting main.mjs needs; throws ConfigError on the first bad one. */
 export function readConfig(env = process.env) {
   const sync = (env.VMEMLAB_SQLITE_SYNC ?? 'FULL').trim().toUpperCase() || 'FULL';
@@ -88,5 +100,6 @@ export function readConfig(env = process.env) {
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     rateLimit: rateLimitFromEnv(env),
     logger: log === '1',
+    classKey: classKey(env),
   };
 }

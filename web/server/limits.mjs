@@ -54,14 +54,16 @@ function stringsInText(text) {
 }
 
 /** Walks a parsed document (never deeper than MAX_DEPTH + 1 calls): depth, non-finite
- * numbers and, when asked, text problems; returns how many strings (names and values) it
- * holds. */
-function walk(v, depth, path, checkText) {
+ * numbers, arrays and objects longer than caps.maxItems, strings longer than caps.maxString and, when
+ * asked, text problems; returns how many strings (names and values) it holds. It stops at
+ * the first problem: an untrusted document is never checked by collecting every error. */
+function walk(v, depth, path, checkText, caps) {
   if (typeof v === 'number') {
     if (!Number.isFinite(v)) throw new Refusal(400, `${pointerOf(path)}: is a number beyond what a 64-bit float holds`);
     return 0;
   }
   if (typeof v === 'string') {
+    if (v.length > caps.maxString) throw new Refusal(400, `${pointerOf(path)}: is a text of ${v.length} characters; at most ${caps.maxString} are taken here`);
     const p = checkText && textProblem(v);
     if (p) throw new Refusal(400, `${pointerOf(path)}: ${p}`);
     return 1;
@@ -70,15 +72,18 @@ function walk(v, depth, path, checkText) {
   if (depth >= MAX_DEPTH) throw new Refusal(400, `${pointerOf(path)}: is nested more than ${MAX_DEPTH} levels deep; flatten it (a hw-lab result is 7 levels deep)`);
   let strings = 0;
   if (Array.isArray(v)) {
-    for (let i = 0; i < v.length; i++) { path.push(i); strings += walk(v[i], depth + 1, path, checkText); path.pop(); }
+    if (v.length > caps.maxItems) throw new Refusal(400, `${pointerOf(path)}: is a list of ${v.length} items; at most ${caps.maxItems} are taken here (a hw-lab result has a few dozen)`);
+    for (let i = 0; i < v.length; i++) { path.push(i); strings += walk(v[i], depth + 1, path, checkText, caps); path.pop(); }
     return strings;
   }
-  for (const k of Object.keys(v)) {
+  const keys = Object.keys(v);
+  if (keys.length > caps.maxItems) throw new Refusal(400, `${pointerOf(path)}: is an object of ${keys.length} fields; at most ${caps.maxItems} are taken here`);
+  for (const k of keys) {
     strings++;
     path.push(k);
     const p = checkText && textProblem(k, { name: true });
     if (p) throw new Refusal(400, `${pointerOf(path)}: the field name ${JSON.stringify(k)} ${p}`);
-    strings += walk(v[k], depth + 1, path, checkText);
+    strings += walk(v[k], depth + 1, path, checkText, caps);
     path.pop();
   }
   return strings;
@@ -91,10 +96,13 @@ const pointerOf = (path) => path.map((k) => '/' + String(k).replace(/~/g, '~0').
  * and names given twice in one object (JSON.parse keeps the last, so the text then has more
  * strings than the value: the name given twice at least; checkJsonText finds where).
  * ascii: the caller knows the text is all ASCII (then DEL is the only raw control
- * character it can hold: JSON strings cannot hold raw C0 controls). Throws a Refusal (400) naming the first problem's path.
+ * character it can hold: JSON strings cannot hold raw C0 controls). maxItems, maxString:
+ * the longest list and text taken anywhere in the document (checked before any schema
+ * runs, so a schema never walks a list of 80,000 items). Throws a Refusal (400) naming the
+ * first problem's path.
  */
-export function checkJson(text, value, { ascii = false } = {}) {
-  const strings = walk(value, 0, [], mayHoldBadText(text, ascii));
+export function checkJson(text, value, { ascii = false, maxItems = Infinity, maxString = Infinity } = {}) {
+  const strings = walk(value, 0, [], mayHoldBadText(text, ascii), { maxItems, maxString });
   if (strings !== stringsInText(text)) {
     checkJsonText(text);
     throw new Refusal(400, '(the document): a field appears twice in one object; name each field once');

@@ -3,7 +3,7 @@
 // Every environment variable is checked first (config.mjs; described in README.md): a bad
 // value stops the server with one line that says which and what it takes.
 import { buildServer } from './app.mjs';
-import { ConfigError, readConfig } from './config.mjs';
+import { ConfigError, loopbackOnly, readConfig } from './config.mjs';
 
 let app; let cfg;
 try {
@@ -16,6 +16,7 @@ try {
 }
 const addr = app.server.address();
 console.log(`vmemlab class server at http://${cfg.host}:${addr.port}/ (storage: ${app.store.kind}${app.store.file ? ' ' + app.store.file : ''}; Ctrl-C to stop)`);
+if (!cfg.classKey && !loopbackOnly(cfg.host)) console.log(`warning: listening on ${cfg.host} without VMEMLAB_CLASS_KEY: anyone who reaches this server can create classes; set VMEMLAB_CLASS_KEY=<a passphrase> to require it`);
 // Stop: finish the requests in flight, then exit. A client that never reads its response
 // would hold the server forever: after 3 s its connection is cut.
 const stop = () => {

@@ -1,6 +1,7 @@
 // The OpenAPI 3.1 description of the class server, served at /api/openapi.json and
 // used by the fuzz test to generate requests.
 import { readFileSync } from 'node:fs';
+import { PAGE_MAX } from './paging.mjs';
 import { traceOpenapi } from './traces.mjs';
 
 const resultSchema = JSON.parse(readFileSync(new URL('../../hw-lab/schema/result.schema.json', import.meta.url), 'utf8'));
@@ -18,6 +19,10 @@ const errors = (...codes) => Object.fromEntries(codes.map((c) => [String(c), {
 }]));
 const code = { name: 'code', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_-]{1,63}$' } };
 const id = { name: 'id', in: 'path', required: true, schema: { type: 'string', minLength: 1, maxLength: 32 } };
+const pageQuery = [
+  { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: PAGE_MAX, default: PAGE_MAX }, description: `uploads per page (1 to ${PAGE_MAX}); a bad value is 400 naming limit` },
+  { name: 'cursor', in: 'query', required: false, schema: { type: 'string', maxLength: 120 }, description: 'the next_cursor of the previous page, as it was; absent for the first page; a bad one is 400 naming cursor' },
+];
 const retryAfter = { 'Retry-After': { description: 'seconds to wait before sending the request again', schema: { type: 'integer' } } };
 const uploaded = (description, extra = {}) => ({
   description, headers: extra,
@@ -50,6 +55,9 @@ export const openapi = {
     '/api/classes': {
       post: {
         operationId: 'createClass', summary: 'Create a class',
+        parameters: [
+          { name: 'X-Vmemlab-Class-Key', in: 'header', required: false, description: 'the server\'s class key, when it was started with VMEMLAB_CLASS_KEY (else not needed); a missing key is 401, a wrong one 403, both with "need": "class_key"', schema: { type: 'string', minLength: 8, maxLength: 200 } },
+        ],
         requestBody: {
           required: true,
           content: { 'application/json': { schema: { type: 'object', required: ['name'], additionalProperties: false, properties: { name: { type: 'string', minLength: 1, maxLength: 200 } } } } },
@@ -59,7 +67,7 @@ export const openapi = {
             description: 'created: the join code for students, the teacher token (shown once) and the private teacher link',
             content: { 'application/json': { schema: { type: 'object', required: ['code', 'teacher_token', 'teacher_url', 'join_url'], properties: { code: { type: 'string' }, name: { type: 'string' }, teacher_token: { type: 'string' }, teacher_url: { type: 'string' }, join_url: { type: 'string' } } } } },
           },
-          ...errors(400, 413, 415, 429),
+          ...errors(400, 401, 403, 413, 415, 429),
         },
       },
     },
@@ -90,9 +98,15 @@ export const openapi = {
     },
     '/api/classes/{code}/results': {
       get: {
-        operationId: 'listResults', summary: 'The class distribution: one summary per upload (no tokens); with the teacher token each summary also has the student\'s name (null when none was given)', parameters: [code],
+        operationId: 'listResults', summary: 'The class distribution, a page at a time: one summary per upload (no tokens), in upload order; with the teacher token each summary also has the student\'s name (null when none was given)', parameters: [code, ...pageQuery],
         security: [{}, { token: [] }],
-        responses: { 200: { description: 'summaries (mode and mem_mib say the run size: numbers that depend on it are only compared within one size)', content: { 'application/json': { schema: { type: 'object' } } } }, ...errors(400, 403, 404, 503) },
+        responses: {
+          200: {
+            description: 'summaries (mode and mem_mib say the run size: numbers that depend on it are only compared within one size); next_cursor: send it as cursor for the next page, null on the last one',
+            content: { 'application/json': { schema: { type: 'object', required: ['class', 'metrics', 'results', 'next_cursor'], properties: { class: { type: 'object' }, metrics: { type: 'object' }, results: { type: 'array', maxItems: PAGE_MAX, items: { type: 'object' } }, next_cursor: { type: ['string', 'null'] } } } } },
+          },
+          ...errors(400, 403, 404, 503),
+        },
       },
     },
     '/api/classes/{code}/results/{id}': {
@@ -104,8 +118,10 @@ export const openapi = {
     },
     '/api/classes/{code}/export.csv': {
       get: {
-        operationId: 'exportCsv', summary: 'Teacher: every upload as CSV: id, name, uploaded_utc, cpu_model, arch, hypervisor, tdp, mode, mem_mib, created_utc, then one column per metric (cells starting with = + - @ neutralised)', parameters: [code], security: [{ token: [] }],
-        responses: { 200: { description: 'CSV', content: { 'text/csv': { schema: { type: 'string' } } } }, ...errors(400, 401, 403, 404, 503) },
+        operationId: 'exportCsv', summary: 'Teacher: every upload as CSV (streamed, in upload order): id, name, uploaded_utc, cpu_model, arch, hypervisor, tdp, mode, mem_mib, created_utc, then one column per metric. Numbers are plain numbers; a text cell, or any ;-separated part of one, that starts with = + - @ (after spaces) or a tab or CR gets a leading \'; cells with , " ; CR or LF are quoted (RFC 4180)',
+        parameters: [code, { name: 'bom', in: 'query', required: false, schema: { enum: ['0', '1'], default: '1' }, description: 'the file starts with a UTF-8 byte order mark (so that a spreadsheet opened by a double-click reads non-Latin names right); bom=0 leaves it out' }],
+        security: [{ token: [] }],
+        responses: { 200: { description: 'CSV, UTF-8, CRLF line ends, a byte order mark first unless bom=0', content: { 'text/csv': { schema: { type: 'string' } } } }, ...errors(400, 401, 403, 404, 503) },
       },
     },
     '/api/openapi.json': { get: { operationId: 'openapi', responses: { 200: { description: 'this document' } } } },

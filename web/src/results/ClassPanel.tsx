@@ -10,10 +10,13 @@ import { stripPlot, fmt, type StripPoint } from './charts';
 import { groupLabel, metricLabel, metricUnit, showGroupValue, showHypervisor, showMode, showTdp, showCpu } from './labels';
 import { Said, type Saying } from './Said';
 import { GROUPS, METRICS, type GroupKey, type MetricKey, type Summary } from './extract.mjs';
-import { lastClass, newIdempotencyKey, putResult, receipts, saveLastClass, saveReceipts, saveStudentName, saveTeacherToken, studentName, teacherToken, type Receipt, type Stored } from './store';
+import { classKey, saveClassKey, lastClass, newIdempotencyKey, putResult, receipts, saveLastClass, saveReceipts, saveStudentName, saveTeacherToken, studentName, teacherToken, type Receipt, type Stored } from './store';
 
 type Row = Summary & { id: string; created_at: string; name?: string | null };
 interface ClassData { class: { code: string; name: string }; results: Row[] }
+/** One page of GET /api/classes/{code}/results; next_cursor is null on the last page. */
+type ClassPage = ClassData & { next_cursor: string | null };
+const PAGE = 500;
 const NAME_MAX = 60;
 
 async function call<T>(path: string, init?: RequestInit): Promise<{ status: number; body: T }> {
@@ -21,7 +24,10 @@ async function call<T>(path: string, init?: RequestInit): Promise<{ status: numb
   const text = await r.text();
   let body: unknown = null;
   try { body = JSON.parse(text); } catch { /* not JSON */ }
-  if (!r.ok) throw new Error((body as { message?: string } | null)?.message ?? `HTTP ${r.status}`);
+  if (!r.ok) {
+    const b = body as { message?: string; need?: string } | null;
+    throw Object.assign(new Error(b?.message ?? `HTTP ${r.status}`), { status: r.status, need: b?.need });
+  }
   return { status: r.status, body: body as T };
 }
 const api = async <T,>(path: string, init?: RequestInit): Promise<T> => (await call<T>(path, init)).body;
@@ -39,6 +45,7 @@ export function ClassPanel({ mine }: { mine: Stored[] }) {
   const [err, setErr] = useState<Saying | null>(null);
   const [note, setNote] = useState<Saying | null>(null);
   const [created, setCreated] = useState<{ code: string; teacher_url: string } | null>(null);
+  const [needKey, setNeedKey] = useState<'ask' | 'wrong' | null>(null);
   const [metric, setMetric] = useState<MetricKey>('cpuid_exit_cycles');
   const [group, setGroup] = useState<GroupKey>('cpu_model');
   const [name, setName] = useState<string>(() => studentName());
@@ -58,11 +65,34 @@ export function ClassPanel({ mine }: { mine: Stored[] }) {
     fetch('/api/health').then((r) => r.ok && r.headers.get('content-type')?.includes('json') ? r.json() : null).then((j) => setServer(!!j?.ok), () => setServer(false));
   }, []);
 
-  // The teacher's request carries the token: the server adds the students' names.
+  // The teacher's request carries the token: the server adds the students' names. The
+  // class comes a page at a time (at most 500 uploads each), followed until next_cursor is
+  // null; a large class says how many uploads have arrived so far. A newer load (another
+  // class, an upload) makes an older one stop.
+  const [loaded, setLoaded] = useState<number | null>(null);
+  const loads = useRef(0);
   const load = useCallback(async (c: string) => {
     if (!c) return;
     const tok = teacherToken(c);
-    try { setData(await api<ClassData>(`/api/classes/${encodeURIComponent(c)}/results`, tok ? { headers: { Authorization: `Bearer ${tok}` } } : undefined)); setErr(null); saveLastClass(c); } catch (e) { setData(null); setErr({ key: 'class.loadFailed', values: { code: c }, raw: (e as Error).message }); }
+    const init = tok ? { headers: { Authorization: `Bearer ${tok}` } } : undefined;
+    const seq = ++loads.current;
+    try {
+      const results: Row[] = [];
+      let cls: ClassData['class'] | null = null;
+      let cursor: string | null = null;
+      do {
+        const q: string = `limit=${PAGE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+        const p: ClassPage = await api<ClassPage>(`/api/classes/${encodeURIComponent(c)}/results?${q}`, init);
+        if (seq !== loads.current) return;
+        cls ??= p.class;
+        results.push(...p.results);
+        cursor = p.next_cursor;
+        if (cursor) setLoaded(results.length);
+      } while (cursor);
+      if (cls) setData({ class: cls, results });
+      setErr(null); saveLastClass(c);
+    } catch (e) { if (seq === loads.current) { setData(null); setErr({ key: 'class.loadFailed', values: { code: c }, raw: (e as Error).message }); } }
+    finally { if (seq === loads.current) setLoaded(null); }
   }, []);
   useEffect(() => { if (server && code) void load(code); }, [server, code, load]);
 
@@ -92,12 +122,21 @@ export function ClassPanel({ mine }: { mine: Stored[] }) {
   if (server === null) return null;
   if (!server) return <p className="muted" data-testid="no-server"><Trans t={t} i18nKey="class.noServer" components={{ code: <code /> }} /></p>;
 
-  const createClass = async (name: string) => {
+  // A server started with VMEMLAB_CLASS_KEY asks for its key once; the page keeps it.
+  const createClass = async (name: string, typedKey?: string) => {
+    const key = (typedKey ?? classKey()).trim();
     try {
-      const r = await api<{ code: string; teacher_token: string; teacher_url: string }>('/api/classes', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name }) });
+      const headers: Record<string, string> = { 'Content-Type': 'application/json' };
+      if (key) headers['X-Vmemlab-Class-Key'] = key;
+      const r = await api<{ code: string; teacher_token: string; teacher_url: string }>('/api/classes', { method: 'POST', headers, body: JSON.stringify({ name }) });
+      if (key) saveClassKey(key);
       saveTeacherToken(r.code, r.teacher_token);
-      setCreated(r); setCode(r.code); setJoinText(r.code); setErr(null);
-    } catch (e) { setErr({ key: 'class.createFailed', raw: (e as Error).message }); }
+      setCreated(r); setCode(r.code); setJoinText(r.code); setErr(null); setNeedKey(null);
+    } catch (e) {
+      const { need, status } = e as Error & { need?: string; status?: number };
+      if (need === 'class_key') { setNeedKey(status === 403 ? 'wrong' : 'ask'); setErr(null); if (status === 403) saveClassKey(''); return; }
+      setErr({ key: 'class.createFailed', raw: (e as Error).message });
+    }
   };
   // One Idempotency-Key per file: a second click (or a retry after a lost answer) gets the
   // same upload back instead of storing another. The button waits while its upload runs.
@@ -147,9 +186,19 @@ export function ClassPanel({ mine }: { mine: Stored[] }) {
           <label>{t('class.joinCode')} <input value={joinText} onChange={(e) => setJoinText(e.target.value)} data-testid="join-code" placeholder="ABCD-EFGH" maxLength={64} /></label>
           <button type="submit">{t('class.open')}</button>
         </form>
-        <form onSubmit={(e) => { e.preventDefault(); const n = (e.currentTarget.elements.namedItem('cname') as HTMLInputElement).value; void createClass(n); }}>
+        <form onSubmit={(e) => {
+          e.preventDefault();
+          const els = e.currentTarget.elements;
+          const n = (els.namedItem('cname') as HTMLInputElement).value;
+          const k = els.namedItem('ckey') as HTMLInputElement | null;
+          void createClass(n, k ? k.value : undefined);
+        }}>
           <label>{t('class.newClass')} <input name="cname" placeholder={t('class.namePlaceholder')} maxLength={200} required data-testid="class-name" /></label>
+          {needKey && (
+            <label>{t('class.classKey')} <input name="ckey" type="password" autoComplete="off" required minLength={8} maxLength={200} data-testid="class-key" aria-describedby="class-key-why" autoFocus /></label>
+          )}
           <button type="submit">{t('class.create')}</button>
+          {needKey && <p id="class-key-why" className={needKey === 'wrong' ? 'error' : 'muted'} role={needKey === 'wrong' ? 'alert' : undefined} data-testid="class-key-why">{t(needKey === 'wrong' ? 'class.classKeyWrong' : 'class.classKeyAsk')}</p>}
         </form>
       </div>
       {created && (
@@ -160,6 +209,7 @@ export function ClassPanel({ mine }: { mine: Stored[] }) {
       )}
       {err && <p className="error" role="alert" data-testid="class-error"><Said t={t} say={err} /></p>}
       {note && <p className="okmsg" role="status"><Said t={t} say={note} /></p>}
+      {loaded !== null && <p className="muted" role="status" data-testid="class-loading">{t('class.loading', { count: loaded })}</p>}
       {data && (
         <div className="class-view" data-testid="class-view">
           <h3>{data.class.name} <span className="muted">{t(token ? 'class.summaryTeacher' : 'class.summary', { code: data.class.code, count: data.results.length })}</span></h3>

@@ -49,10 +49,12 @@ const full = variant((r) => {
 /* A class server: health, one class with three uploads (one of them mine; two quick runs and
  * one full run; students' names only for the teacher's token), uploads that the server
  * refuses with its own (English) message or (uploads: true) stores once per
- * Idempotency-Key, a CSV export. */
+ * Idempotency-Key, a CSV export. The class list comes in pages (next_cursor); pageSize
+ * makes them smaller than the page asks for, and every page after the first waits for
+ * `hold` when one is given. */
 const CODE = 'ABCD-EFGH';
 const TOKEN = 'teacher-token-0123456789';
-function classServer(opts: { up?: boolean; uploads?: boolean } = {}) {
+function classServer(opts: { up?: boolean; uploads?: boolean; pageSize?: number; hold?: Promise<void>; classKey?: string } = {}) {
   const rows = [
     { id: 'r1', created_at: '2026-01-01', ...summarize(fixture), name: 'Ana' },
     { id: 'r2', created_at: '2026-01-02', ...summarize(bare), name: null },
@@ -64,11 +66,20 @@ function classServer(opts: { up?: boolean; uploads?: boolean } = {}) {
     if (opts.up === false) throw new TypeError('Failed to fetch');
     const headers = (init?.headers ?? {}) as Record<string, string>;
     if (url === '/api/health') return json({ ok: true });
+    if (url === '/api/classes' && init?.method === 'POST' && opts.classKey !== undefined && headers['X-Vmemlab-Class-Key'] !== opts.classKey) {
+      const given = headers['X-Vmemlab-Class-Key'] !== undefined;
+      return json({ statusCode: given ? 403 : 401, error: given ? 'Forbidden' : 'Unauthorized', message: given ? 'this is not the class key of this server' : 'creating a class on this server needs its class key', need: 'class_key' }, given ? 403 : 401);
+    }
     if (url === '/api/classes' && init?.method === 'POST') return json({ code: 'WXYZ-2345', teacher_token: TOKEN, teacher_url: `http://127.0.0.1:8080/?view=results&class=WXYZ-2345#teacher=${TOKEN}` });
-    if (url === '/api/classes/WXYZ-2345/results') return json({ class: { code: 'WXYZ-2345', name: 'New' }, metrics: METRICS, results: [] });
-    if (url === `/api/classes/${CODE}/results`) {
+    const [path, qs] = url.split('?');
+    const query = new URLSearchParams(qs);
+    if (path === '/api/classes/WXYZ-2345/results') return json({ class: { code: 'WXYZ-2345', name: 'New' }, metrics: METRICS, results: [], next_cursor: null });
+    if (path === `/api/classes/${CODE}/results`) {
       const teacher = headers.Authorization === `Bearer ${TOKEN}`;
-      return json({ class: { code: CODE, name: 'Lab 1' }, metrics: METRICS, results: rows.map(({ name, ...r }) => (teacher ? { ...r, name } : r)) });
+      const from = Number(query.get('cursor') ?? 0);
+      if (from > 0 && opts.hold) await opts.hold;
+      const to = Math.min(rows.length, from + Math.min(Number(query.get('limit') ?? 500), opts.pageSize ?? 500));
+      return json({ class: { code: CODE, name: 'Lab 1' }, metrics: METRICS, results: rows.slice(from, to).map(({ name, ...r }) => (teacher ? { ...r, name } : r)), next_cursor: to < rows.length ? String(to) : null });
     }
     if (url.startsWith('/api/classes/')) return json({ statusCode: 404, error: 'Not Found', message: 'there is no class with this code' }, 404);
     if (url === '/api/results' && init?.method === 'POST' && opts.uploads) {
@@ -237,6 +248,18 @@ for (const lang of ['ja', 'zh'] as const) {
       expect(c.ok).toBe(false);
       if (!c.ok) for (const p of c.problems) expect(englishRuns(p.message), p.path).toEqual([]);
     });
+
+    it('a file with 80,000 benchmarks is one problem, found at once, in this language', () => {
+      const t = i18n.getFixedT(lang, 'results');
+      const text = JSON.stringify(variant((x) => { (x as { benchmarks: unknown[] }).benchmarks = Array.from({ length: 80_000 }, () => ({})); }));
+      const t0 = performance.now();
+      const c = checkResult(text, t, lang);
+      expect(performance.now() - t0).toBeLessThan(2000);
+      expect(c.ok).toBe(false);
+      if (c.ok) return;
+      expect(c.problems).toEqual([{ path: '/benchmarks', message: t('check.tooMany', { count: 80_000, max: 1024 }) }]);
+      expect(englishRuns(c.problems[0].message)).toEqual([]);
+    });
   });
 }
 
@@ -286,6 +309,33 @@ describe('Results tab in English', () => {
     // the server's refusal, in English as before (with what failed)
     await act(async () => { fireEvent.click(view.querySelector('p button')!); });
     expect((await screen.findByTestId('class-error')).textContent).toBe('Upload failed: rate limit: at most 10 requests per 1 minute from one client; try again in 30 s');
+  });
+
+  it('a server with a class key asks for it once: wrong key, right key, kept for the next class', async () => {
+    const fetch = classServer({ classKey: 'correct-horse' });
+    render(<ResultsView />);
+    await screen.findByTestId('class-view');
+    const form = () => screen.getByTestId('class-name').closest('form')!;
+    fireEvent.change(screen.getByTestId('class-name'), { target: { value: 'New' } });
+    expect(screen.queryByTestId('class-key')).toBeNull();
+    await act(async () => { fireEvent.submit(form()); });
+    expect((await screen.findByTestId('class-key-why')).textContent).toBe(i18n.t('class.classKeyAsk', { ns: 'results' }));
+    expect(screen.queryByTestId('class-created')).toBeNull();
+    fireEvent.change(screen.getByTestId('class-key'), { target: { value: 'correct-horsE' } });
+    await act(async () => { fireEvent.submit(form()); });
+    await waitFor(() => expect(screen.getByTestId('class-key-why').textContent).toBe(i18n.t('class.classKeyWrong', { ns: 'results' })));
+    fireEvent.change(screen.getByTestId('class-key'), { target: { value: 'correct-horse' } });
+    await act(async () => { fireEvent.submit(form()); });
+    await screen.findByTestId('class-created');
+    expect(screen.queryByTestId('class-key')).toBeNull();
+    expect(JSON.parse(localStorage.getItem('vmemlab-class-key')!)).toBe('correct-horse');
+    // the next class is created without asking: the kept key goes with the request
+    fetch.mockClear();
+    await act(async () => { fireEvent.submit(form()); });
+    const posts = fetch.mock.calls.filter(([u, i]) => u === '/api/classes' && i?.method === 'POST');
+    expect(posts).toHaveLength(1);
+    expect((posts[0][1]!.headers as Record<string, string>)['X-Vmemlab-Class-Key']).toBe('correct-horse');
+    expect(screen.queryByTestId('class-key')).toBeNull();
   });
 
   it('a new class, as before', async () => {
@@ -430,4 +480,22 @@ describe('Results tab: several files, names, run sizes, one upload per file', ()
       }
     });
   }
+});
+
+describe('Results tab: a large class comes a page at a time', () => {
+  it.each(['en', 'ja', 'zh'] as const)('follows next_cursor and says how many uploads have arrived (%s)', async (lang) => {
+    await act(async () => { await i18n.changeLanguage(lang); });
+    let release!: () => void;
+    const fetch = classServer({ pageSize: 1, hold: new Promise<void>((r) => { release = r; }) });
+    render(<ResultsView />);
+    const loading = await screen.findByTestId('class-loading', {}, { timeout: 5000 });
+    expect(loading.textContent).toBe(i18n.t('class.loading', { ns: 'results', count: 1 }));
+    if (lang === 'en') expect(loading.textContent).toBe('Loaded 1 upload so far…');
+    else expect(englishRuns(loading.textContent!)).toEqual([]);
+    await act(async () => { release(); });
+    await waitFor(() => expect(screen.getByTestId('class-uploads').querySelectorAll('tbody tr')).toHaveLength(3));
+    expect(screen.queryByTestId('class-loading')).toBeNull();
+    const pages = fetch.mock.calls.map(([u]) => u as string).filter((u) => u.startsWith(`/api/classes/${CODE}/results`));
+    expect(pages).toEqual([0, 1, 2].map((n) => `/api/classes/${CODE}/results?limit=500${n ? `&cursor=${n}` : ''}`));
+  });
 });

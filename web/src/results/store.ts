@@ -59,3 +59,7 @@ export const lastClass = () => read<string | null>('vmemlab-class', null);
 export const studentName = () => read<string>('vmemlab-name', '');
 export const saveStudentName = (n: string) => write('vmemlab-name', n);
 export const saveLastClass = (c: string) => write('vmemlab-class', c);
+/** The class key of the server this page came from (VMEMLAB_CLASS_KEY), once a teacher
+ * typed it: classes are created without asking again. */
+export const classKey = () => read<string>('vmemlab-class-key', '');
+export const saveClassKey = (k: string) => write('vmemlab-class-key', k);

@@ -40,6 +40,23 @@ function schemaMessage(e: ErrorObject, t: T): string {
   return e.message ?? t('check.invalid');
 }
 
+/** The longest list (or object) a result may hold anywhere; the class server refuses the
+ * same (web/server/app.mjs DOC_MAX_ITEMS). A hw-lab result's lists hold a few dozen items. */
+const DOC_MAX_ITEMS = 1024;
+
+/** The first list or object longer than DOC_MAX_ITEMS, without recursion. */
+function oversized(root: unknown): { path: string; count: number } | null {
+  const stack: [unknown, string][] = [[root, '']];
+  while (stack.length) {
+    const [v, path] = stack.pop()!;
+    if (!v || typeof v !== 'object') continue;
+    const keys = Object.keys(v);
+    if (keys.length > DOC_MAX_ITEMS) return { path, count: keys.length };
+    for (const k of keys) stack.push([(v as Record<string, unknown>)[k], `${path}/${k}`]);
+  }
+  return null;
+}
+
 /** Checks `text` as a hw-lab result; `lang` picks ajv's own translations for the schema
  * keywords this page does not word itself. */
 export function checkResult(text: string, t: T = tEn, lang = 'en'): Check {
@@ -53,6 +70,9 @@ export function checkResult(text: string, t: T = tEn, lang = 'en'): Check {
   const v = value as HwResult;
   if (v.format !== 'vmemlab-hw-lab-result') return { ok: false, problems: [{ path: '/format', message: t('check.format', { format: 'vmemlab-hw-lab-result' }) }] };
   if (v.schema_version !== 1) return { ok: false, problems: [{ path: '/schema_version', message: t('check.version', { value: JSON.stringify(v.schema_version ?? null), version: 1 }) }] };
+  // A list of 80,000 items would have the schema report each of them: refused at once.
+  const big = oversized(v);
+  if (big) return { ok: false, problems: [{ path: big.path, message: t('check.tooMany', { count: big.count, max: DOC_MAX_ITEMS }) }] };
   if (validate(v)) return { ok: true, result: v };
   const errors = [...(validate.errors ?? [])];
   LOCALIZE[lang]?.(errors);
