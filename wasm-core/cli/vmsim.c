@@ -5,6 +5,7 @@
  * Exit status: 0 ok, 1 usage or I/O error, 2 bad scenario (one line on stderr). */
 #include "vmsim.h"
 #include "replay_cli.h"
+#include "../src/calibrate.h"
 #include "../src/experiment.h"
 #include "../src/json.h"
 
@@ -23,6 +24,8 @@ static void usage(FILE *f)
                "                        [--cycles-per-access C] [--cycles-per-ref C] [--cycles-per-exit C]\n"
                "                        [--cycles-per-vmfunc C] [--refill-trap C]\n"
                "                             run a synthetic workload under every mode (default: all workloads)\n"
+               "       vmsim calibrate [--format table|json]\n"
+               "                             each seed's experiment rerun in the model, against the published figure\n"
                "       vmsim replay TRACE [--modes LIST] [--preset NAME] [--format table|json|csv] ...\n"
                "                             replay a recorded program trace through every mode (vmsim replay --help)\n"
                "       vmsim --version\n"
@@ -95,17 +98,16 @@ static int experiment_main(int argc, char **argv)
         }
         i++;
         if (!strcmp(f, "--workload")) {
-            o.workload = -2;
-            for (int k = 0; workload_names[k]; k++)
-                if (v && !strcmp(v, workload_names[k]))
-                    o.workload = k;
+            o.workload = v ? experiment_workload(v) : -1;
+            if (o.workload < 0)
+                o.workload = -2;
             if (v && !strcmp(v, "all"))
                 o.workload = -1;
             if (o.workload == -2) {
                 fprintf(stderr, "vmsim experiment: --workload must be all or one of:");
                 for (int k = 0; workload_names[k]; k++)
                     fprintf(stderr, " %s", workload_names[k]);
-                fprintf(stderr, "\n");
+                fprintf(stderr, " (mcf, gcc and memcached are older names of random-2g, pt-writes and cswitch)\n");
                 return 2;
             }
         } else if (!strcmp(f, "--format")) {
@@ -159,8 +161,35 @@ static int experiment_main(int argc, char **argv)
     return 0;
 }
 
+static int calibrate_main(int argc, char **argv)
+{
+    bool json = false;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--format") && i + 1 < argc &&
+            (!strcmp(argv[i + 1], "json") || !strcmp(argv[i + 1], "table"))) {
+            json = !strcmp(argv[++i], "json");
+            continue;
+        }
+        fprintf(stderr, "vmsim calibrate: usage: vmsim calibrate [--format table|json]\n");
+        return 2;
+    }
+    strbuf sb;
+    sb_init(&sb);
+    char err[512];
+    if (calibrate_run(json, &sb, err, sizeof err)) {
+        fprintf(stderr, "vmsim calibrate: %s\n", err);
+        sb_free(&sb);
+        return 1;
+    }
+    fputs(sb.data ? sb.data : "", stdout);
+    sb_free(&sb);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && !strcmp(argv[1], "calibrate"))
+        return calibrate_main(argc, argv);
     if (argc >= 2 && !strcmp(argv[1], "experiment"))
         return experiment_main(argc, argv);
     if (argc >= 2 && !strcmp(argv[1], "replay"))

@@ -21,9 +21,15 @@ typedef struct experiment_opts {
     bool progress;
 } experiment_opts;
 
-extern const char *const workload_names[];
+extern const char *const workload_names[], *const workload_descriptions[];
+
+/* The index of a workload by its name or an older alias (mcf, gcc, memcached), or -1. */
+int experiment_workload(const char *name);
 
 void experiment_defaults(experiment_opts *o);
+/* One workload (not gate) with the default cost model: the overhead of each mode against
+ * native on its machine, in the order x86 native, shadow, ept, npt, sunway native, flat. */
+bool experiment_overheads(int workload, uint64_t accesses, double overhead_pct[6], char *err, size_t errlen);
 /* Returns 0, or 1 with err set. */
 int experiment_run(const experiment_opts *o, struct strbuf *out, char *err, size_t errlen);
 

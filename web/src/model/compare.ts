@@ -2,9 +2,10 @@
  * compare view runs the same translation five ways, twice: cold (the first access of a
  * fresh machine) and warm (the same access again, after the first pass filled the shadow
  * and flat tables and set the A/D bits; no TLB or walk caches, so every access walks).
- * Cycles use the cost model of `vmsim experiment` (wasm-core/docs/model.md 5b) so the
+ * Cycles use the cost model of `vmsim experiment` (wasm-core/docs/model.md 5b, 5c) so the
  * numbers line up with the CLI. */
 import type { AccessResult, Mode, Op, Scenario } from '../../../wasm-core/js/types';
+import costModel from '../../../wasm-core/data/cost-model.json';
 import { hex, hexToBig } from './decode';
 
 export interface CompareInput {
@@ -66,11 +67,18 @@ export function compareScenario(mode: Mode, inp: CompareInput): Scenario {
   return s;
 }
 
-/** vmsim experiment's cost model (wasm-core/src/experiment.c): cycles per access, per
- * page-walk reference, per VM exit (KVM's estimated switch in the published cpuid runs)
- * and per VMFUNC (the published 196 ns / 699 ns ratio applied to the exit, per VMFUNC of
- * a round trip). */
-export const COST = { perAccess: 10, perRef: 40, perExit: 1700, perVmfunc: (1700 * 196) / 699 / 2 };
+/** vmsim experiment's cost model, from the data file the engine compiles in
+ * (wasm-core/data/cost-model.json, model.md 5c, each value with its source): cycles per
+ * access, per page-walk reference, per VM exit (KVM's estimated switch in the published
+ * cpuid runs) and per VMFUNC (the published 196 ns / 699 ns ratio applied to the exit,
+ * per VMFUNC of a round trip). */
+const P = costModel.parameters;
+export const COST = {
+  perAccess: P.cycles_per_access.value,
+  perRef: P.cycles_per_ref.value,
+  perExit: P.cycles_per_exit.value,
+  perVmfunc: P.cycles_per_vmfunc.value,
+};
 export function cycles(a: Pick<AccessResult, 'memory_refs' | 'exits'>): number {
   return COST.perAccess + a.memory_refs * COST.perRef + a.exits * COST.perExit;
 }

@@ -7,6 +7,8 @@ import { useCallback, useEffect, useRef, useState } from 'react';
 import { Trans, useTranslation } from 'react-i18next';
 import type { T } from '../i18n';
 import { modeBars } from './chart';
+import { explainReplay, type Reason } from './explain';
+import { machineFromResult, overheadOn, type MachineCost } from './machine';
 import { lastClass } from '../results/store';
 import type { TraceHeader } from './format.mjs';
 import type { FailStage, FromWorker, ReplayOptions, ReplayProgress, ReplayReport } from './protocol';
@@ -59,6 +61,18 @@ export function TracePanel({ where, runner = workerRunner, exampleUrl = (n) => `
   const { t, i18n } = useTranslation('trace');
   const lang = i18n.language;
   const [settings, setSettings] = useState<Settings>(DEFAULTS);
+  const [mine, setMine] = useState<MachineCost | null>(null);
+  const [mineError, setMineError] = useState<string | null>(null);
+  const loadMine = async (f: File | undefined) => {
+    if (!f) return;
+    try {
+      setMine(machineFromResult(JSON.parse(await f.text())));
+      setMineError(null);
+    } catch (e) {
+      setMine(null);
+      setMineError((e as Error).message);
+    }
+  };
   const [entries, setEntries] = useState<Entry[]>([]);
   const [over, setOver] = useState(false);
   const [note, setNote] = useState<{ key: string; values?: Record<string, unknown>; raw?: string } | null>(null);
@@ -204,6 +218,17 @@ export function TracePanel({ where, runner = workerRunner, exampleUrl = (n) => `
         )}
       </fieldset>
       <p className="muted small">{t(`startNote.${settings.start}`)}</p>
+      <p className="small trace-mine" data-testid="trace-mine">
+        <label className="filebtn">{t('mine.load')} <input type="file" accept=".json,application/json" data-testid="trace-mine-file"
+          onChange={(e) => { void loadMine(e.target.files?.[0]); e.target.value = ''; }} /></label>{' '}
+        {mine && <span data-testid="trace-mine-costs">{t('mine.costs', {
+          cpu: mine.cpu || '?',
+          exit: mine.exit === null ? t('mine.noExit') : t('mine.exit', { n: mine.exit.toLocaleString(lang), from: mine.exitFrom }),
+          ref: mine.ref === null ? t('mine.noRef') : t('mine.ref', { n: mine.ref.toLocaleString(lang), from: mine.refFrom }),
+          pages: t('mine.pages', { base: mine.basePage ?? '?', huge: mine.hugePage ?? '?', thp: mine.thp ?? '?' }),
+        })}</span>}
+        {mineError && <span className="error"><Say t={t} k="mine.refused" raw={mineError} /></span>}
+      </p>
       {busy && (
         <div className="trace-progress" role="status" data-testid="trace-progress">
           <span>{t('running', { label: labelOf(t, busy), pass: busy.progress?.pass ?? 1 })}</span>
@@ -239,7 +264,7 @@ export function TracePanel({ where, runner = workerRunner, exampleUrl = (n) => `
           ))}
         </ul>
       )}
-      {fair.length > 0 && <TraceCharts entries={fair} t={t} lang={lang} settings={settings} />}
+      {fair.length > 0 && <TraceCharts entries={fair} t={t} lang={lang} settings={settings} mine={mine} />}
       {stale.length > 0 && fair.length === 0 && <p className="muted">{t('noneWithThese')}</p>}
       {where === 'results' && server && !classCode && <p className="muted small">{t('joinToShare')}</p>}
     </section>
@@ -272,7 +297,7 @@ function Say({ t, k, values, raw }: { t: T; k: string; values?: Record<string, u
   return <>{before}<span lang="en">{raw}</span>{after}</>;
 }
 
-function TraceCharts({ entries, t, lang, settings }: { entries: Entry[]; t: T; lang: string; settings: Settings }) {
+function TraceCharts({ entries, t, lang, settings, mine }: { entries: Entry[]; t: T; lang: string; settings: Settings; mine: MachineCost | null }) {
   const refs = useRef<Record<Metric, SVGSVGElement | null>>({ refs_per_access: null, tlb_miss_pct: null, exits_per_1k: null, overhead_pct: null });
   const names = entries.map((e, i) => `${i + 1}. ${labelOf(t, e)}`);
   const short = names.map((n) => (n.length > 24 ? n.slice(0, 23) + '…' : n));
@@ -304,9 +329,10 @@ function TraceCharts({ entries, t, lang, settings }: { entries: Entry[]; t: T; l
       <div className="table-scroll">
         <table className="trace-table" data-testid="trace-table">
           <caption>{t('table.caption', { settings: settingsWords(t, settings) })}</caption>
-          <thead><tr>{(['trace', 'mode', 'refs', 'miss', 'walks', 'exits', 'exitsPer1k', 'cycles', 'overhead'] as const).map((c) => <th key={c} scope="col">{t(`table.${c}`)}</th>)}</tr></thead>
+          <thead><tr>{(['trace', 'mode', 'refs', 'miss', 'walks', 'exits', 'exitsPer1k', 'cycles', 'overhead'] as const).map((c) => <th key={c} scope="col">{t(`table.${c}`)}</th>)}
+            {mine && <th scope="col">{t('mine.column')}</th>}</tr></thead>
           <tbody>
-            {entries.flatMap((e, i) => e.report!.modes.map((r, j) => (
+            {entries.flatMap((e, i) => { const onMine = mine ? overheadOn(e.report!, mine) : null; return e.report!.modes.map((r, j) => (
               <tr key={`${e.id}-${r.mode}`} data-trace={i + 1} data-mode={r.mode}>
                 {j === 0 && <th scope="rowgroup" rowSpan={e.report!.modes.length} title={names[i]}>{short[i]}</th>}
                 <th scope="row">{t(`mode.${r.mode}`)}</th>
@@ -317,12 +343,34 @@ function TraceCharts({ entries, t, lang, settings }: { entries: Entry[]; t: T; l
                 <td className="num">{r.exits_per_1k.toFixed(3)}</td>
                 <td className="num">{r.cycles_per_access.toFixed(2)}</td>
                 <td className="num" data-field="overhead_pct">{r.overhead_pct === null ? '–' : `${r.overhead_pct.toFixed(2)} %`}</td>
+                {onMine && <td className="num" data-field="overhead_mine">{`${onMine[r.mode].toFixed(2)} %`}</td>}
               </tr>
-            )))}
+            )); })}
           </tbody>
         </table>
       </div>
       <p className="muted small">{t('cost', { access: cost.cycles_per_access, ref: cost.cycles_per_ref, exit: cost.cycles_per_exit.toLocaleString(lang), trap: cost.refill_trap })}</p>
+      {entries.map((e, i) => <WhyList key={e.id} t={t} lang={lang} label={names[i]} report={e.report!} />)}
+    </div>
+  );
+}
+
+/* Under the charts: one generated sentence per mode, from the report's counters. */
+function WhyList({ t, lang, label, report }: { t: T; lang: string; label: string; report: NonNullable<Entry['report']> }) {
+  const say = (r: Reason) => {
+    const v: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(r.values)) v[k] = typeof x === 'number' ? x.toLocaleString(lang) : x;
+    if (r.key === 'why.exits') v.kinds = t(`exit.${r.values.kind}`, { n: (r.values.n as number).toLocaleString(lang) });
+    return t(r.key, v);
+  };
+  return (
+    <div className="trace-why" data-testid="trace-why">
+      <p className="small"><b>{t('why.heading', { label })}</b></p>
+      <ul className="small">
+        {explainReplay(report).map((w) => (
+          <li key={w.mode} data-mode={w.mode}>{t('why.item', { mode: t(`mode.${w.mode}`), text: [say(w.head), ...w.reasons.map(say)].join(t('why.sep')) })}</li>
+        ))}
+      </ul>
     </div>
   );
 }

@@ -5,7 +5,7 @@ import { useMemo, useState } from 'react';
 import { Trans, useTranslation } from 'react-i18next';
 import type { AccessResult, Op } from '../../../wasm-core/js/types';
 import type { Vmsim } from '../../../wasm-core/js/vmsim';
-import { checkCompareInput, COLD, COMPARE_MODES, compareScenario, cycles, ordering, WARM, type CompareInput } from '../model/compare';
+import { checkCompareInput, COLD, COMPARE_MODES, compareScenario, COST, cycles, ordering, WARM, type CompareInput } from '../model/compare';
 import { exitKinds, exitKindsWords, outcomeWords, refsSplit } from '../model/decode';
 import { Term } from './Term';
 import { YourProgram } from '../trace';
@@ -74,6 +74,39 @@ function BarChart({ rows, measure, title, lang }: { rows: CompareRow[]; measure:
         </g>
       </svg>
     </figure>
+  );
+}
+
+/* Under the charts: why each mode is near or far from native, said from the counters of
+ * its warm access (the references of each dimension) and its cold one (the exits). */
+export function compareWhy(r: CompareRow, native: CompareRow | undefined): { key: string; values: Record<string, number> }[] {
+  const w = r.warm!, c = r.cold!;
+  const base = { refs: w.memory_refs, native: native?.warm?.memory_refs ?? 0, g: w.guest_refs, n: w.nested_refs };
+  const out: { key: string; values: Record<string, number> }[] = [];
+  if (r.mode === 'ept' || r.mode === 'npt') {
+    const gpas = w.guest_refs + 1;
+    out.push({ key: 'compare.why.nested', values: { ...base, levels: Math.round(w.nested_refs / gpas) } });
+  } else if (r.mode === 'flat') out.push({ key: 'compare.why.flat', values: { ...base, gpas: w.nested_refs } });
+  else if (r.mode === 'shadow') out.push({ key: 'compare.why.shadow', values: base });
+  out.push(c.exits > 0
+    ? { key: 'compare.why.coldExits', values: { exits: c.exits, each: COST.perExit } }
+    : { key: 'compare.why.coldNone', values: {} });
+  return out;
+}
+
+function CompareWhy({ rows, t, fmt }: { rows: CompareRow[]; t: (k: string, v?: Record<string, unknown>) => string; fmt: (n: number) => string }) {
+  const native = rows.find((r) => r.mode === 'native');
+  return (
+    <ul className="compare-why small" data-testid="compare-why">
+      {rows.filter((r) => r.mode !== 'native').map((r) => {
+        const parts = compareWhy(r, native).map(({ key, values }) => {
+          const v: Record<string, unknown> = Object.fromEntries(Object.entries(values).map(([k, x]) => [k, fmt(x)]));
+          if (key === 'compare.why.coldExits') v.kinds = exitKindsWords(exitKinds(r.cold!, r.mode), t);
+          return t(key, v);
+        });
+        return <li key={r.mode} data-mode={r.mode}>{t('compare.why.item', { mode: t(`compare.mode.${r.mode}`), text: parts.join(t('compare.why.sep')) })}</li>;
+      })}
+    </ul>
   );
 }
 
@@ -153,6 +186,7 @@ export function CompareView({ engine, input, onInput, onOpen }: CompareProps) {
             {t('compare.orderRefs', { warm: order('warm', 'refs'), cold: order('cold', 'refs') })}{' '}
             {t('compare.orderCycles', { warm: order('warm', 'cycles'), cold: order('cold', 'cycles') })}
           </p>
+          <CompareWhy rows={ok} t={t} fmt={fmt} />
         </>
       )}
       <YourProgram where="compare" />

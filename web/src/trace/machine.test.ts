@@ -1,0 +1,52 @@
+/* "Your machine": a hw-lab result's costs, and the replay's counts priced with them. */
+import { describe, expect, it } from 'vitest';
+import type { ReplayReport } from '../../../wasm-core/js/replay';
+import result from '../../../tests/server/fixtures/result-quick.json';
+import fixtures from './explain.fixtures.json';
+import { machineFromResult, overheadOn, type HwResult } from './machine';
+
+const reports = fixtures as unknown as Record<'2m' | '4k' | 'sw', ReplayReport>;
+
+describe('machineFromResult', () => {
+  it('takes the exit from cpuid in a VM and a reference from the pointer chase', () => {
+    const m = machineFromResult(result as HwResult);
+    const cpuid = (result as HwResult).benchmarks!.find((b) => b.name === 'cpuid_exit')!.cases!;
+    const min = (n: string) => cpuid.find((c) => c.name === n)!.metrics![0].min!;
+    expect(m.inVm).toBe(true);
+    expect(m.exit).toBe(min('cpuid_leaf0') - min('timer_overhead'));
+    expect(m.exitFrom).toContain('cpuid_leaf0');
+    const chase = (result as HwResult).benchmarks!.find((b) => b.name === 'ptrchase')!.cases!;
+    const med = (n: string) => chase.find((c) => c.name === n)!.metrics![0].median!;
+    expect(m.ref).toBeCloseTo(med('4k_64MiB') - med('thp_64MiB'), 1);
+    expect(m.basePage).toBe(4096);
+    expect(m.hugePage).toBe(2097152);
+  });
+  it('measures no exit on bare metal', () => {
+    const bare = JSON.parse(JSON.stringify(result));
+    bare.probe.virtualization.in_vm = false;
+    const m = machineFromResult(bare);
+    expect(m.exit).toBeNull();
+    expect(m.ref).not.toBeNull();
+  });
+  it('refuses a file that is not a result', () => {
+    expect(() => machineFromResult({} as HwResult)).toThrow(/not a hw-lab result/);
+  });
+});
+
+describe('overheadOn', () => {
+  it('with the report\'s own costs gives the report\'s overheads', () => {
+    for (const r of Object.values(reports)) {
+      const own = overheadOn(r, { exit: null, ref: null, exitFrom: null, refFrom: null, cpu: '', inVm: false, basePage: null, hugePage: null, thp: null });
+      for (const x of r.modes) expect(own[x.mode]).toBeCloseTo(x.overhead_pct ?? 0, 2);
+    }
+  });
+  it('prices exits and references with the machine\'s costs', () => {
+    const r = reports['2m'];
+    const m = { exit: 3400, ref: 80, exitFrom: '', refFrom: '', cpu: '', inVm: true, basePage: 4096, hugePage: null, thp: null };
+    const o = overheadOn(r, m);
+    const n = r.modes.find((x) => x.mode === 'native')!, s = r.modes.find((x) => x.mode === 'shadow')!;
+    const cyc = (x: typeof n) => x.accesses * 10 + x.refs * 80 + x.exits * 3400;
+    expect(o.shadow).toBeCloseTo((100 * (cyc(s) - cyc(n))) / cyc(n), 6);
+    expect(o.shadow).toBeGreaterThan(s.overhead_pct!);
+  });
+});
