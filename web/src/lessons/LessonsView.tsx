@@ -1,8 +1,14 @@
 /* Lessons: an index with progress, and a lesson page whose prose, live walk views and
  * exercises come from lessons/<lang>/*.md; the teacher guide (lessons/<lang>/teacher-guide.md)
  * is linked from the index and shown the same way. The lesson, the language and each
- * exercise's seed live in the URL so that a link reproduces what a learner saw. */
-import { useMemo, useState } from 'react';
+ * exercise's seed live in the URL so that a link reproduces what a learner saw.
+ * Each exercise as the learner left it (answer, tries, verdict, hint) and each lesson marked
+ * done are kept in the browser (progress/db.ts), so a reload shows them again. A learner who
+ * joined a class (the Results tab's class panel) gets their own variant of each exercise
+ * (progress/seed.ts: from the class, their name, the lesson and the exercise) and their
+ * attempts and done marks go to the class server (progress/sync.ts), which grades each
+ * attempt again itself. */
+import { useEffect, useMemo, useRef, useState } from 'react';
 import { useTranslation } from 'react-i18next';
 import 'katex/dist/katex.min.css';
 import './lessons.css';
@@ -11,6 +17,10 @@ import { SteppedWalk } from '../views/SteppedWalk';
 import { LANG_NAMES, saveLang } from '../i18n';
 import { GUIDES, LANGS, LESSONS, LESSON_ORDER, LESSON_SCENARIOS, TEACHER_GUIDE, lessonFor, type Lang, type Part } from './content';
 import { answered, check, generate, say, type Exercise, type Verdict } from './exercises';
+import { exerciseKey, loadDone, loadExercise, newRecordId, outgoing, saveDone, saveExercise, type ExerciseState, type ProgressRecord } from '../progress/db';
+import { seedFor } from '../progress/seed';
+import { currentClass, onStudentChange, type InClass } from '../progress/student';
+import { kick, startSync } from '../progress/sync';
 import { Markdown } from './Markdown';
 import { scenarioDescription } from '../model/examples';
 import type { View } from '../model/url';
@@ -40,14 +50,41 @@ export interface LessonsProps {
   onOpenWalk?: (scenario: string, access: number) => void;
 }
 
+/** The highest seed the class server keeps (a 32-bit integer column). */
+const SEED_MAX = 2 ** 31 - 1;
+
 export function LessonsView({ engine, lesson, seed, seeds = [], lang, onNavigate, onOpenWalk }: LessonsProps) {
   const { t } = useTranslation();
   const [done, setDone] = useState(loadProgress);
+  const [klass, setKlass] = useState<InClass | null>(currentClass);
+  const toggled = useRef(false);
+  useEffect(() => onStudentChange(() => setKlass(currentClass())), []);
+  // What is still queued for the class goes out (after a reload too).
+  useEffect(() => { void startSync(); }, []);
+  // The done marks kept in IndexedDB win over localStorage's copy (which may be gone).
+  useEffect(() => {
+    let live = true;
+    loadDone().then((marks) => {
+      if (!live || toggled.current || !marks.length) return;
+      setDone((d) => {
+        const next = new Set(d);
+        for (const m of marks) { if (m.done) next.add(m.lesson); else next.delete(m.lesson); }
+        saveProgress(next);
+        return next;
+      });
+    }, () => { /* not kept: localStorage's copy stands */ });
+    return () => { live = false; };
+  }, []);
   const toggle = (id: string) => {
+    toggled.current = true;
     const next = new Set(done);
-    if (next.has(id)) next.delete(id); else next.add(id);
+    const on = !next.has(id);
+    if (on) next.add(id); else next.delete(id);
     setDone(next);
     saveProgress(next);
+    const at = new Date().toISOString();
+    const out = klass ? outgoing(klass.code, { id: newRecordId(), type: 'done', lesson: id, done: on, at }) : undefined;
+    saveDone({ lesson: id, done: on, at }, out).then(() => { if (out) void kick(); }, () => { /* kept in localStorage only */ });
   };
   const langPicker = (
     <label className="lang-picker">
@@ -99,9 +136,12 @@ export function LessonsView({ engine, lesson, seed, seeds = [], lang, onNavigate
           ))}
         </p>
       )}
+      {klass && !isGuide && <p className="muted in-class" data-testid="in-class">{t('inClass', { code: klass.code, name: klass.name })}</p>}
       {l!.parts.map((part, i) => {
-        // Each exercise has its own seed: "Another one" changes that one and no other.
-        const own = part.type === 'exercise' ? seeds[part.index] ?? seed + part.index : seed;
+        // Each exercise has its own seed: "Another one" changes that one and no other. In a
+        // class the first one is the student's own (the same for them on any machine).
+        const own = part.type !== 'exercise' ? seed
+          : seeds[part.index] ?? (klass ? seedFor(klass.code, klass.name, lesson, part.index) : seed + part.index);
         const onSeed = (s: number) => {
           if (part.type !== 'exercise') return;
           const next = [...seeds];
@@ -109,7 +149,8 @@ export function LessonsView({ engine, lesson, seed, seeds = [], lang, onNavigate
           next[part.index] = s;
           onNavigate({ seeds: next });
         };
-        return <LessonPart key={`${lesson}-${i}-${own}`} part={part} engine={engine} seed={own} lang={fallback ? 'en' : lang}
+        return <LessonPart key={`${lesson}-${i}-${own}-${klass?.code ?? ''}`} part={part} engine={engine} seed={own} lang={fallback ? 'en' : lang}
+          lesson={lesson} klass={klass}
           onSeed={onSeed} onOpenWalk={onOpenWalk} onView={(v) => onNavigate({ view: v })} onLesson={(id) => onNavigate({ lesson: id })} />;
       })}
       {!isGuide && (
@@ -121,12 +162,13 @@ export function LessonsView({ engine, lesson, seed, seeds = [], lang, onNavigate
   );
 }
 
-function LessonPart({ part, engine, seed, lang, onSeed, onOpenWalk, onView, onLesson }: { part: Part; engine: Vmsim; seed: number; lang: string;
+function LessonPart({ part, engine, seed, lang, lesson, klass, onSeed, onOpenWalk, onView, onLesson }: { part: Part; engine: Vmsim; seed: number; lang: string;
+  lesson: string; klass: InClass | null;
   onSeed: (s: number) => void; onOpenWalk?: (scenario: string, access: number) => void; onView?: (v: View) => void;
   onLesson?: (id: string) => void }) {
   if (part.type === 'prose') return <Markdown text={part.text} lang={lang} onView={onView} onLesson={onLesson} />;
   if (part.type === 'view') return <EmbeddedWalk engine={engine} scenario={part.scenario} access={part.access} step={part.step} onOpenWalk={onOpenWalk} />;
-  return <ExerciseCard engine={engine} part={part} seed={seed} onSeed={onSeed} />;
+  return <ExerciseCard engine={engine} part={part} seed={seed} onSeed={onSeed} lesson={lesson} klass={klass} />;
 }
 
 function EmbeddedWalk({ engine, scenario, access, step, onOpenWalk }: { engine: Vmsim; scenario: string; access: number; step: number | null;
@@ -153,8 +195,8 @@ function EmbeddedWalk({ engine, scenario, access, step, onOpenWalk }: { engine: 
 type Status = { kind: 'empty' } | { kind: 'wrong'; tries: number } | { kind: 'correct' } | { kind: 'answer'; expected: string; after: 'asked' | 'tries' };
 const MAX_TRIES = 3;
 
-function ExerciseCard({ engine, part, seed, onSeed }: { engine: Vmsim; part: Extract<Part, { type: 'exercise' }>;
-  seed: number; onSeed: (s: number) => void }) {
+function ExerciseCard({ engine, part, seed, onSeed, lesson, klass }: { engine: Vmsim; part: Extract<Part, { type: 'exercise' }>;
+  seed: number; onSeed: (s: number) => void; lesson: string; klass: InClass | null }) {
   const { t } = useTranslation();
   const { t: tx } = useTranslation('exercises');
   const ex: Exercise | null = useMemo(() => {
@@ -167,25 +209,71 @@ function ExerciseCard({ engine, part, seed, onSeed }: { engine: Vmsim; part: Ext
   const [showHint, setShowHint] = useState(false);
   const [showWalk, setShowWalk] = useState(false);
   const [failure, setFailure] = useState<string | null>(null);
+  // Checks of this variant so far (a record's `tries`); touched: the learner acted before
+  // the kept state was read, which then is not put back over what they did.
+  const checks = useRef(0);
+  const touched = useRef(false);
+  // The variant as the learner left it (a reload, or back from another lesson).
+  useEffect(() => {
+    let live = true;
+    loadExercise(lesson, part.index, seed).then((st) => {
+      if (!live || !st || touched.current || !ex) return;
+      setAnswer(st.answer); setTries(st.wrong); setShowHint(st.hint); checks.current = st.checks;
+      if (st.status === 'correct' || st.status === 'answer') {
+        // the walk shown after checking comes from the engine again
+        let v: Verdict | null = null;
+        try { v = check(engine, ex, st.answer); setVerdict(v); } catch { /* the verdict alone is shown */ }
+        setStatus(st.status === 'correct' ? { kind: 'correct' } : { kind: 'answer', expected: v?.expected ?? st.expected ?? '', after: st.after ?? 'asked' });
+      } else if (st.status === 'wrong') setStatus({ kind: 'wrong', tries: st.wrong });
+      else if (st.status === 'empty') setStatus({ kind: 'empty' });
+    }, () => { /* nothing kept */ });
+    return () => { live = false; };
+  }, []); // eslint-disable-line react-hooks/exhaustive-deps -- once per variant: the card's key has the seed
   if (!ex) return <p className="error">{tx('unknownKind', { kind: part.spec.kind })}</p>;
+  /** Keeps the card's state (what changed in `p`) and, in a class, queues the attempt. */
+  const keep = (p: Partial<ExerciseState>, attempt?: { answer: string; shown: boolean; hint: boolean }) => {
+    touched.current = true;
+    const st: ExerciseState = {
+      key: exerciseKey(lesson, part.index, seed), lesson, exercise: part.index, seed, kind: part.spec.kind,
+      answer, wrong: tries, checks: checks.current, hint: showHint,
+      status: status?.kind ?? null, after: status?.kind === 'answer' ? status.after : undefined, expected: status?.kind === 'answer' ? status.expected : undefined,
+      at: new Date().toISOString(), ...p,
+    };
+    const record: ProgressRecord | null = attempt && klass && seed <= SEED_MAX ? {
+      id: newRecordId(), type: 'attempt', lesson, exercise: part.index, kind: part.spec.kind, seed,
+      answer: attempt.answer, tries: checks.current, hint: attempt.hint, shown: attempt.shown, at: st.at,
+    } : null;
+    const out = record && klass ? outgoing(klass.code, record) : undefined;
+    saveExercise(st, out).then(() => { if (out) void kick(); }, () => { /* not kept: this page still shows it */ });
+  };
   const run = (a: string): Verdict | null => {
     setFailure(null);
     try { const v = check(engine, ex, a); setVerdict(v); return v; } catch (e) { setFailure((e as Error).message); return null; }
   };
   const submit = () => {
-    if (!answered(ex, answer)) { setStatus({ kind: 'empty' }); setShowHint(true); return; }
+    if (!answered(ex, answer)) { setStatus({ kind: 'empty' }); setShowHint(true); keep({ status: 'empty', hint: true }); return; }
     const v = run(answer);
     if (!v) return;
-    if (v.correct) { setStatus({ kind: 'correct' }); return; }
+    checks.current += 1;
+    const hintBefore = showHint;
+    if (v.correct) { setStatus({ kind: 'correct' }); keep({ status: 'correct' }, { answer, shown: false, hint: hintBefore }); return; }
     const n = tries + 1;
     setTries(n);
     setShowHint(true);
-    setStatus(n >= MAX_TRIES ? { kind: 'answer', expected: v.expected, after: 'tries' } : { kind: 'wrong', tries: n });
+    const last = n >= MAX_TRIES;
+    setStatus(last ? { kind: 'answer', expected: v.expected, after: 'tries' } : { kind: 'wrong', tries: n });
+    keep(last ? { wrong: n, hint: true, status: 'answer', after: 'tries', expected: v.expected } : { wrong: n, hint: true, status: 'wrong' },
+      { answer, shown: last, hint: hintBefore });
   };
+  // Asking for the answer is sent as an attempt with no answer (verdict "empty") and shown.
   const reveal = () => {
     const v = run('');
-    if (v) setStatus({ kind: 'answer', expected: v.expected, after: 'asked' });
+    if (!v) return;
+    setStatus({ kind: 'answer', expected: v.expected, after: 'asked' });
+    keep({ status: 'answer', after: 'asked', expected: v.expected }, { answer: '', shown: true, hint: showHint });
   };
+  const toggleHint = () => { setShowHint(!showHint); keep({ hint: !showHint }); };
+  const type = (a: string) => { setAnswer(a); keep({ answer: a }); };
   // A choice is shown in words; the engine's answer too ("ept or npt" when they tie).
   const choiceWords = (c: string) => tx(`choice.${c}`, { defaultValue: c });
   const expectedWords = (e: string) => ex.input.type !== 'choice' ? e
@@ -205,16 +293,16 @@ function ExerciseCard({ engine, part, seed, onSeed }: { engine: Vmsim; part: Ext
       <p className="exercise-prompt">{say(ex.prompt, tx)}</p>
       <form onSubmit={(e) => { e.preventDefault(); submit(); }}>
         {ex.input.type === 'choice' ? (
-          <select aria-label={t('answer')} value={answer} onChange={(e) => setAnswer(e.target.value)} disabled={settled}>
+          <select aria-label={t('answer')} value={answer} onChange={(e) => type(e.target.value)} disabled={settled}>
             <option value="">—</option>
             {ex.input.choices.map((c) => <option key={c} value={c}>{choiceWords(c)}</option>)}
           </select>
         ) : (
-          <input aria-label={t('answer')} value={answer} onChange={(e) => setAnswer(e.target.value)} readOnly={settled}
+          <input aria-label={t('answer')} value={answer} onChange={(e) => type(e.target.value)} readOnly={settled}
             inputMode={ex.input.type === 'number' ? 'numeric' : 'text'} placeholder={ex.input.type === 'hex' ? '0x…' : ''} />
         )}{' '}
         <button type="submit" disabled={settled}>{t('check')}</button>{' '}
-        <button type="button" onClick={() => setShowHint((h) => !h)} aria-expanded={showHint}>{t('hint')}</button>{' '}
+        <button type="button" onClick={toggleHint} aria-expanded={showHint}>{t('hint')}</button>{' '}
         {!settled && <><button type="button" onClick={reveal}>{t('showAnswer')}</button>{' '}</>}
         <button type="button" onClick={() => onSeed(seed + 1)}>{t('newExercise')}</button>
       </form>

@@ -483,16 +483,22 @@ function normalise(input: Exercise['input'], answer: string): string {
   return a;
 }
 
+/** Whether `answer` is the engine's `expected` answer as the learner may write it (a hex
+ * number in any case, with or without 0x; either of two modes that tie). */
+export function judge(ex: Pick<Exercise, 'input'>, expected: string, answer: string): boolean {
+  const accepted = expected.split(' or ').map((e) => normalise(ex.input, e));
+  return accepted.includes(normalise(ex.input, answer));
+}
+
 /** Runs the engine on the exercise's scenarios and compares with the learner's answer. */
 export function check(engine: Pick<Vmsim, 'run'>, ex: Exercise, answer: string): Verdict {
   const results = ex.scenarios.map((s) => engine.run(s));
   const expected = ex.expected(results);
-  const accepted = expected.split(' or ').map((e) => normalise(ex.input, e));
-  return { correct: accepted.includes(normalise(ex.input, answer)), expected, results };
+  return { correct: judge(ex, expected, answer), expected, results };
 }
 
 /** Whether an answer is there to check at all (blank, or a number field that is not a number). */
-export function answered(ex: Exercise, answer: string): boolean {
+export function answered(ex: Pick<Exercise, 'input'>, answer: string): boolean {
   const a = answer.trim();
   if (!a) return false;
   if (ex.input.type === 'number') return /^\d+$/.test(a);

@@ -1,0 +1,59 @@
+/* What the class server grades exercise attempts with, bundled for Node into
+ * web/server/gen/grade.mjs (`make web/server/gen/grade.mjs`: vite's SSR build with
+ * grade.vite.config.mjs; grade.mjs runs it in a worker thread). It is the page's own code:
+ * the exercise generator and check (web/src/lessons/exercises.ts), the exercises the
+ * lessons declare (lessons/en/*.md, read by content.ts; the Japanese and Chinese lessons
+ * declare the same ones, tests/lessons checks) and the engine's JS wrapper over the same
+ * vmsim.wasm the page loads. So a verdict the server stores is the one the page shows for
+ * the same lesson, exercise, seed and answer, whatever the page claimed. */
+import { loadVmsim } from '../../wasm-core/js/vmsim';
+import { LESSONS } from '../src/lessons/content';
+import { EXERCISE_KINDS, answered, generate, judge, type Exercise, type ExerciseSpec } from '../src/lessons/exercises';
+
+export { seedFor } from '../src/progress/seed';
+export { EXERCISE_KINDS };
+
+/** Each lesson's exercises in the order the page numbers them (0, 1, ...), by lesson id. */
+export const SPECS: Record<string, ExerciseSpec[]> = Object.fromEntries(
+  Object.values(LESSONS.en).map((l) => [l.meta.id, l.parts.flatMap((p) => (p.type === 'exercise' ? [p.spec] : []))]),
+);
+
+export interface GradeInput { type: 'attempt' | 'done'; lesson: string; exercise?: number; kind?: string; seed?: number; answer?: string; done?: boolean }
+export type Graded = { verdict: 'correct' | 'wrong' | 'empty'; expected: string } | { verdict: 'done' | 'undone' } | { problem: string; field: string };
+
+/**
+ * The grader: grade(record) says what the page's check() says for the record's lesson,
+ * exercise, seed and answer, or what is wrong with the record (field: the record's field
+ * that is wrong). The engine's answer for a variant is kept (the last `cacheMax` variants),
+ * so a class retrying one variant runs the engine once for it.
+ */
+export async function createGrader(wasmBinary: Uint8Array, cacheMax = 4096) {
+  const engine = await loadVmsim({ wasmBinary });
+  // Only what answered() and judge() read is kept (the input's type and choices): a
+  // which-wins variant's scenarios hold some 6,000 accesses.
+  const cache = new Map<string, { ex: Pick<Exercise, 'input'>; expected: string }>();
+  const variant = (lesson: string, exercise: number, spec: ExerciseSpec, seed: number) => {
+    const key = `${lesson}\n${exercise}\n${seed}`;
+    let hit = cache.get(key);
+    if (hit) { cache.delete(key); cache.set(key, hit); return hit; }
+    const ex = generate(spec, seed);
+    hit = { ex: { input: ex.input }, expected: ex.expected(ex.scenarios.map((s) => engine.run(s))) };
+    if (cache.size >= cacheMax) cache.delete(cache.keys().next().value!);
+    cache.set(key, hit);
+    return hit;
+  };
+  return {
+    version: engine.version,
+    grade(r: GradeInput): Graded {
+      const specs = SPECS[r.lesson];
+      if (!specs) return { field: 'lesson', problem: `there is no lesson "${r.lesson}"; lessons are ${Object.keys(SPECS).join(', ')}` };
+      if (r.type === 'done') return { verdict: r.done ? 'done' : 'undone' };
+      const spec = specs[r.exercise!];
+      if (!spec) return { field: 'exercise', problem: `lesson "${r.lesson}" has exercises 0 to ${specs.length - 1}; there is no exercise ${r.exercise}` };
+      if (spec.kind !== r.kind) return { field: 'kind', problem: `exercise ${r.exercise} of lesson "${r.lesson}" is a ${spec.kind} exercise, not ${r.kind}` };
+      const { ex, expected } = variant(r.lesson, r.exercise!, spec, r.seed!);
+      if (!answered(ex, r.answer ?? '')) return { verdict: 'empty', expected };
+      return { verdict: judge(ex, expected, r.answer!) ? 'correct' : 'wrong', expected };
+    },
+  };
+}

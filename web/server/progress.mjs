@@ -1,0 +1,339 @@
+// Students of a class and their progress through the lessons: a learner joins a class
+// with a name and gets a receipt, and the page sends each exercise attempt and each lesson
+// marked done. The server grades each attempt again itself (grade.mjs, in a worker thread:
+// the page's own exercise generator and check, and the same engine), so the stored verdict
+// is the engine's, whatever the page said. A Fastify plugin of its own (its tables and
+// their migration, its error messages); app.mjs registers it in one line.
+//
+//   POST   /api/classes/:code/students     {"name"} -> 201 {student_id, receipt, name, class}
+//                                          (200 with the same student when the name's receipt comes along; 409 for a name taken)
+//   POST   /api/classes/:code/progress     Bearer <receipt>; {"records": [...at most 50]} -> {stored, records: [{id, verdict, expected?}]}
+//   DELETE /api/classes/:code/students/me  Bearer <receipt>: the student and all their progress
+//
+// Each record carries its own id (random, made by the page): a record id stored once in a
+// class is never stored again, so a batch sent again (after a lost answer, a 503, a
+// reload) stores nothing new. The teacher's reads of these tables are dashboard.mjs's.
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { Migrator } from 'kysely';
+import { unavailableAnswer } from './faults.mjs';
+import { GradePool } from './grade.mjs';
+import { NAME_MAX, textProblem } from './limits.mjs';
+
+const CODE_RE = /^[A-Za-z0-9][A-Za-z0-9_-]{1,63}$/;
+/** A record id: the page makes 22 characters of base64url (128 random bits). */
+const RECORD_ID_RE = /^[A-Za-z0-9_-]{16,32}$/;
+const LESSON_RE = /^[a-z0-9][a-z0-9-]{0,63}$/;
+const KIND_RE = /^[a-z][a-z-]{0,31}$/;
+const TIME_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/;
+/** The most records one request takes. */
+export const BATCH_MAX = 50;
+/** The longest answer kept (a hex address or a mode's name is a few characters). */
+export const ANSWER_MAX = 200;
+/** Seeds are what an exercise's URL takes, up to what a 32-bit integer column holds. */
+export const SEED_MAX = 2 ** 31 - 1;
+const TRIES_MAX = 10_000;
+const EXERCISE_MAX = 63;
+
+const REASONS = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 409: 'Conflict', 413: 'Payload Too Large', 415: 'Unsupported Media Type', 422: 'Unprocessable Entity', 429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable' };
+class ProgressHttpError extends Error {
+  constructor(statusCode, message) { super(message); this.statusCode = statusCode; }
+}
+const fail = (status, message) => { throw new ProgressHttpError(status, message); };
+const hash = (t) => createHash('sha256').update(t).digest('hex');
+const sameHash = (a, b) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+const FK_VIOLATION = (e) => e?.code === 'SQLITE_CONSTRAINT_FOREIGNKEY' || e?.code === '23503';
+
+const migrations = {
+  '001_students_progress': {
+    async up(db) {
+      await db.schema.createTable('students')
+        .addColumn('id', 'varchar(32)', (c) => c.primaryKey())
+        .addColumn('class_code', 'varchar(64)', (c) => c.notNull().references('classes.code').onDelete('cascade'))
+        .addColumn('name', 'varchar(200)', (c) => c.notNull())
+        .addColumn('receipt_hash', 'varchar(64)', (c) => c.notNull())
+        .addColumn('joined_at', 'varchar(32)', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('students_class_name').unique().on('students').columns(['class_code', 'name']).execute();
+      await db.schema.createIndex('students_receipt').on('students').columns(['class_code', 'receipt_hash']).execute();
+      // the teacher's list of students, in joining order (dashboard.mjs's keyset)
+      await db.schema.createIndex('students_class_joined').on('students').columns(['class_code', 'joined_at', 'id']).execute();
+      await db.schema.createTable('progress')
+        .addColumn('id', 'varchar(32)', (c) => c.notNull())
+        .addColumn('class_code', 'varchar(64)', (c) => c.notNull().references('classes.code').onDelete('cascade'))
+        // a student's deletion (theirs, or the class's) takes their progress with it
+        .addColumn('student_id', 'varchar(32)', (c) => c.notNull().references('students.id').onDelete('cascade'))
+        .addColumn('type', 'varchar(8)', (c) => c.notNull())          // 'attempt' | 'done'
+        .addColumn('lesson', 'varchar(64)', (c) => c.notNull())
+        .addColumn('exercise', 'integer')                              // attempts: the exercise's position in the lesson, from 0
+        .addColumn('kind', 'varchar(32)')
+        .addColumn('seed', 'integer')
+        .addColumn('answer', 'varchar(200)')
+        .addColumn('verdict', 'varchar(8)', (c) => c.notNull())       // correct | wrong | empty; done | undone
+        .addColumn('tries', 'integer')
+        .addColumn('hint', 'integer')                                  // 0 or 1
+        .addColumn('shown', 'integer')                                 // 0 or 1: the answer was shown
+        .addColumn('at', 'varchar(32)', (c) => c.notNull())           // the page's time
+        .addColumn('received_at', 'varchar(32)', (c) => c.notNull())  // the server's (ISO, ms)
+        .addPrimaryKeyConstraint('progress_pk', ['class_code', 'id'])
+        .execute();
+      await db.schema.createIndex('progress_class_keyset').on('progress').columns(['class_code', 'received_at', 'id']).execute();
+      await db.schema.createIndex('progress_student').on('progress').columns(['student_id']).execute();
+    },
+    async down(db) {
+      await db.schema.dropTable('progress').execute();
+      await db.schema.dropTable('students').execute();
+    },
+  },
+};
+
+/** A JSON Pointer to a record's field. */
+const at = (i, field) => `/records/${i}${field ? `/${field}` : ''}`;
+const isInt = (v, lo, hi) => Number.isInteger(v) && v >= lo && v <= hi;
+
+/**
+ * The records of a POST body, checked field by field (400 naming the first problem's JSON
+ * Pointer): what the grader takes and what is stored. Nothing the page says about a
+ * verdict is read; a field this API does not know is refused.
+ */
+export function checkRecords(json) {
+  if (!json || typeof json !== 'object' || Array.isArray(json)) fail(400, 'send {"records": [...]} (at most 50 records)');
+  const extra = Object.keys(json).filter((k) => k !== 'records');
+  if (extra.length) fail(400, `unknown field ${JSON.stringify(extra[0])}; send {"records": [...]}`);
+  const list = json.records;
+  if (!Array.isArray(list)) fail(400, '/records: is required (a list of at most 50 records)');
+  if (list.length === 0) fail(400, '/records: is empty; send at least one record');
+  if (list.length > BATCH_MAX) fail(413, `/records: holds ${list.length} records; send at most ${BATCH_MAX} a request`);
+  const ids = new Map();
+  return list.map((r, i) => {
+    if (!r || typeof r !== 'object' || Array.isArray(r)) fail(400, `${at(i)}: must be an object ({"id", "type": "attempt" or "done", ...})`);
+    const fields = r.type === 'attempt' ? ['id', 'type', 'lesson', 'exercise', 'kind', 'seed', 'answer', 'tries', 'hint', 'shown', 'at']
+      : r.type === 'done' ? ['id', 'type', 'lesson', 'done', 'at'] : null;
+    if (!fields) fail(400, `${at(i, 'type')}: must be "attempt" or "done"`);
+    const unknown = Object.keys(r).find((k) => !fields.includes(k));
+    if (unknown !== undefined) fail(400, `${at(i, unknown)}: is not a field of ${r.type === 'attempt' ? 'an attempt' : 'a done'} record (${fields.join(', ')}); the server works out the verdict itself`);
+    const missing = fields.find((k) => !(k in r));
+    if (missing) fail(400, `${at(i, missing)}: is required but missing`);
+    if (typeof r.id !== 'string' || !RECORD_ID_RE.test(r.id)) fail(400, `${at(i, 'id')}: a record id is 16-32 letters, digits, "-" or "_" (the page makes a random one per record)`);
+    if (ids.has(r.id)) fail(400, `${at(i, 'id')}: the same id as ${at(ids.get(r.id), 'id')}; each record has its own`);
+    ids.set(r.id, i);
+    if (typeof r.lesson !== 'string' || !LESSON_RE.test(r.lesson)) fail(400, `${at(i, 'lesson')}: a lesson id (lower-case letters, digits and "-", as in ?lesson=...)`);
+    if (typeof r.at !== 'string' || !TIME_RE.test(r.at) || Number.isNaN(Date.parse(r.at))) fail(400, `${at(i, 'at')}: an ISO time in UTC (2026-11-24T10:15:00.000Z)`);
+    if (r.type === 'done') {
+      if (typeof r.done !== 'boolean') fail(400, `${at(i, 'done')}: true (marked done) or false (unmarked)`);
+      return { id: r.id, type: 'done', lesson: r.lesson, done: r.done, at: r.at };
+    }
+    if (!isInt(r.exercise, 0, EXERCISE_MAX)) fail(400, `${at(i, 'exercise')}: the exercise's position in the lesson, a whole number from 0`);
+    if (typeof r.kind !== 'string' || !KIND_RE.test(r.kind)) fail(400, `${at(i, 'kind')}: an exercise kind (count-refs, compute-hpa, ...)`);
+    if (!isInt(r.seed, 0, SEED_MAX)) fail(400, `${at(i, 'seed')}: the exercise's seed, a whole number from 0 to ${SEED_MAX}`);
+    if (typeof r.answer !== 'string' || r.answer.length > ANSWER_MAX) fail(400, `${at(i, 'answer')}: the learner's answer as typed, a text of at most ${ANSWER_MAX} characters ("" for none)`);
+    const bad = textProblem(r.answer, { name: true });
+    if (bad) fail(400, `${at(i, 'answer')}: ${bad}`);
+    if (!isInt(r.tries, 0, TRIES_MAX)) fail(400, `${at(i, 'tries')}: how many times this variant was checked, this one included: a whole number from 0`);
+    if (typeof r.hint !== 'boolean') fail(400, `${at(i, 'hint')}: true when the hint was shown, else false`);
+    if (typeof r.shown !== 'boolean') fail(400, `${at(i, 'shown')}: true when the answer was shown (asked for, or after three wrong tries), else false`);
+    return { id: r.id, type: 'attempt', lesson: r.lesson, exercise: r.exercise, kind: r.kind, seed: r.seed, answer: r.answer, tries: r.tries, hint: r.hint, shown: r.shown, at: r.at };
+  });
+}
+
+/** A name as it is kept: NFC, trimmed, 1-60 characters, no control, bidi or line
+ * separator characters (limits.mjs's rule for names, as X-Vmemlab-Name). */
+export function studentName(raw) {
+  if (typeof raw !== 'string') fail(400, '/name: is required (your name as your teacher should see it)');
+  const name = raw.normalize('NFC').trim();
+  if (!name) fail(400, '/name: is empty; type your name');
+  const length = [...name].length;
+  if (length > NAME_MAX) fail(400, `/name: at most ${NAME_MAX} characters (this one has ${length})`);
+  const bad = textProblem(name, { name: true });
+  if (bad) fail(400, `/name: ${bad}`);
+  return name;
+}
+
+/** @param {import('fastify').FastifyInstance} app @param {{ store: import('./db.mjs').Store, grader?: GradePool }} opts */
+export async function progressRoutes(app, opts) {
+  const { store } = opts;
+  const db = store.db;
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations }, migrationTableName: 'vmemlab_progress_migration', migrationLockTableName: 'vmemlab_progress_migration_lock' });
+  const { error } = await migrator.migrateToLatest();
+  if (error) throw new Error(`database migration of the students and progress tables failed: ${error.message ?? error}`);
+
+  const grader = opts.grader ?? new GradePool();
+  app.addHook('onClose', async () => { await grader.close(); });
+
+  app.setErrorHandler((err, req, reply) => {
+    let status = err.statusCode ?? 500;
+    let message = err.message;
+    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') { status = 413; message = `the body is too large; send at most ${BATCH_MAX} records a request`; }
+    else if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') { status = 415; message = `send Content-Type: application/json (got ${JSON.stringify(req.headers['content-type'] ?? 'none')})`; }
+    else if (err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') { status = 400; message = 'the body is empty; send a JSON document'; }
+    const away = status >= 500 && unavailableAnswer(err, reply);
+    if (away) { req.log.warn({ err }, 'database unavailable'); status = 503; message = `${away}; send the records again (each is stored once)`; }
+    else if (status >= 500 && !err.retryAfter && !(err.statusCode >= 500)) { req.log.error(err); message = 'internal error; nothing was stored'; }
+    else if (status >= 500) req.log.warn({ err }, 'progress not graded');
+    if (err.retryAfter) reply.header('Retry-After', String(err.retryAfter));
+    if (status < 400 || status > 599) status = 500;
+    reply.code(status).type('application/json').send({ statusCode: status, error: REASONS[status] ?? 'Error', message });
+  });
+
+  const loadClass = async (raw) => {
+    const code = String(raw ?? '').trim();
+    if (!CODE_RE.test(code)) fail(400, 'a class code is 2-64 letters, digits, "-" or "_"');
+    const cls = await store.getClass(code.toUpperCase());
+    if (!cls) fail(404, `there is no class with the code "${code.toUpperCase()}"; check the code your teacher gave you`);
+    return cls;
+  };
+  const jsonOf = (req) => {
+    const b = req.body;
+    if (!b || typeof b !== 'object' || !('json' in b)) fail(415, 'send the document with Content-Type: application/json');
+    return b.json;
+  };
+  /** The receipt's hash from Authorization, or null when there is none. */
+  const receiptHash = (req, needed) => {
+    const h = req.headers.authorization;
+    if (h === undefined) { if (needed) fail(401, 'this needs your receipt: send "Authorization: Bearer <the receipt you got when you joined>"'); return null; }
+    const m = /^Bearer\s+([A-Za-z0-9_-]{10,100})$/.exec(h);
+    if (!m) fail(401, 'the Authorization header must be "Bearer <receipt>"');
+    return hash(m[1]);
+  };
+  const studentOf = async (req, cls) => {
+    const h = receiptHash(req, true);
+    const row = await db.selectFrom('students').select(['id', 'name', 'receipt_hash']).where('class_code', '=', cls.code).where('receipt_hash', '=', h).executeTakeFirst();
+    if (!row || !sameHash(h, row.receipt_hash)) fail(403, `this receipt is not a student's of class ${cls.code} (removed, or the class was deleted?); join the class again`);
+    return row;
+  };
+  const answer = (row, receipt, cls) => ({ student_id: row.id, receipt, name: row.name, class: cls.code });
+
+  app.post('/api/classes/:code/students', async (req, reply) => {
+    const cls = await loadClass(req.params.code);
+    const json = jsonOf(req);
+    if (!json || typeof json !== 'object' || Array.isArray(json)) fail(400, 'send {"name": "..."}');
+    const extra = Object.keys(json).filter((k) => k !== 'name');
+    if (extra.length) fail(400, `unknown field ${JSON.stringify(extra[0])}; send {"name": "..."}`);
+    const name = studentName(json.name);
+    const given = receiptHash(req, false);
+    const receipt = randomBytes(16).toString('base64url');
+    const row = { id: randomBytes(9).toString('base64url'), class_code: cls.code, name, receipt_hash: hash(receipt), joined_at: new Date().toISOString() };
+    // The insert stores nothing when the name is taken in this class (unique (class, name)).
+    let stored;
+    if (store.writer) stored = (await store.writer.run('insertStudent', row)) > 0;
+    else stored = Number((await db.insertInto('students').values(row).onConflict((oc) => oc.columns(['class_code', 'name']).doNothing()).executeTakeFirst()).numInsertedOrUpdatedRows ?? 0) > 0;
+    if (stored) { reply.code(201); return answer(row, receipt, cls); }
+    const prior = await db.selectFrom('students').select(['id', 'name', 'receipt_hash']).where('class_code', '=', cls.code).where('name', '=', name).executeTakeFirst();
+    if (!prior) throw new Error('a student was neither stored nor found under this name');
+    // Joining again from the browser that joined (it has the receipt): the same student.
+    if (given && sameHash(given, prior.receipt_hash)) {
+      const m = /^Bearer\s+(\S+)$/.exec(req.headers.authorization);
+      return answer(prior, m[1], cls);
+    }
+    fail(409, `the name "${name}" is already taken in class ${cls.code}; pick another one (a surname, an initial), or join from the browser you joined with`);
+  });
+
+  app.post('/api/classes/:code/progress', async (req) => {
+    const cls = await loadClass(req.params.code);
+    const student = await studentOf(req, cls);
+    const records = checkRecords(jsonOf(req));
+    const graded = await grader.grade(records.map(({ type, lesson, exercise, kind, seed, answer: a, done }) => ({ type, lesson, exercise, kind, seed, answer: a, done })));
+    graded.forEach((g, i) => {
+      if (g.error) throw new Error(`the engine failed on ${at(i)}: ${g.error}`);
+      if (g.problem) fail(422, `${at(i, g.field)}: ${g.problem}`);
+    });
+    const received = new Date().toISOString();
+    const rows = records.map((r, i) => (r.type === 'done'
+      ? { id: r.id, class_code: cls.code, student_id: student.id, type: 'done', lesson: r.lesson, exercise: null, kind: null, seed: null, answer: null, verdict: graded[i].verdict, tries: null, hint: null, shown: null, at: r.at, received_at: received }
+      : { id: r.id, class_code: cls.code, student_id: student.id, type: 'attempt', lesson: r.lesson, exercise: r.exercise, kind: r.kind, seed: r.seed, answer: r.answer, verdict: graded[i].verdict, tries: r.tries, hint: r.hint ? 1 : 0, shown: r.shown ? 1 : 0, at: r.at, received_at: received }));
+    let stored = 0;
+    try {
+      // A record id already stored in this class stores nothing (unique (class, id)).
+      if (store.writer) stored = (await Promise.all(rows.map((row) => store.writer.run('insertProgress', row)))).reduce((a, b) => a + b, 0);
+      else stored = Number((await db.insertInto('progress').values(rows).onConflict((oc) => oc.columns(['class_code', 'id']).doNothing()).executeTakeFirst()).numInsertedOrUpdatedRows ?? 0);
+    } catch (e) {
+      if (FK_VIOLATION(e)) fail(403, `you are no longer a student of class ${cls.code} (removed, or the class was deleted); join the class again`);
+      throw e;
+    }
+    return {
+      stored,
+      records: records.map((r, i) => ({ id: r.id, verdict: graded[i].verdict, ...(graded[i].expected !== undefined ? { expected: graded[i].expected } : {}) })),
+    };
+  });
+
+  app.delete('/api/classes/:code/students/me', async (req) => {
+    const cls = await loadClass(req.params.code);
+    const student = await studentOf(req, cls);
+    const n = await db.selectFrom('progress').select((eb) => eb.fn.countAll().as('n')).where('class_code', '=', cls.code).where('student_id', '=', student.id).executeTakeFirst();
+    // the student's progress goes with them (progress.student_id: on delete cascade)
+    if (store.writer) await store.writer.run('deleteStudent', { class_code: cls.code, id: student.id });
+    else await db.deleteFrom('students').where('class_code', '=', cls.code).where('id', '=', student.id).execute();
+    return { deleted: student.id, name: student.name, records: Number(n?.n ?? 0) };
+  });
+}
+
+// The routes above in the server's OpenAPI description (openapi.mjs spreads these in).
+const err = (...codes) => Object.fromEntries(codes.map((c) => [String(c), {
+  description: c === 503 ? 'the database is away or the grader is busy; nothing was stored; send the request again after Retry-After seconds' : 'error',
+  ...(c === 503 ? { headers: { 'Retry-After': { description: 'seconds to wait', schema: { type: 'integer' } } } } : {}),
+  content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+}]));
+const codeParam = { name: 'code', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_-]{1,63}$' } };
+const common = {
+  id: { type: 'string', pattern: '^[A-Za-z0-9_-]{16,32}$', description: 'a random id the page makes per record (22 characters of base64url); a record id stored once in a class is never stored again' },
+  lesson: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,63}$', description: 'the lesson id (as in ?lesson=)' },
+  at: { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,3})?Z$', description: 'when it happened, on the page\'s clock (ISO, UTC)' },
+};
+export const progressOpenapi = {
+  schemas: {
+    Student: {
+      type: 'object', required: ['student_id', 'receipt', 'name', 'class'],
+      properties: { student_id: { type: 'string' }, receipt: { type: 'string', description: 'the student\'s token for progress and for removing themselves (Authorization: Bearer); keep it' }, name: { type: 'string' }, class: { type: 'string' } },
+    },
+    ProgressRecord: {
+      oneOf: [
+        {
+          type: 'object', additionalProperties: false, required: ['id', 'type', 'lesson', 'exercise', 'kind', 'seed', 'answer', 'tries', 'hint', 'shown', 'at'],
+          properties: {
+            ...common, type: { const: 'attempt' },
+            exercise: { type: 'integer', minimum: 0, maximum: EXERCISE_MAX, description: 'the exercise\'s position in the lesson, from 0' },
+            kind: { type: 'string', maxLength: 32, description: 'the exercise\'s kind; must be the one the lesson declares at that position' },
+            seed: { type: 'integer', minimum: 0, maximum: SEED_MAX },
+            answer: { type: 'string', maxLength: ANSWER_MAX, description: 'as the learner typed or picked it ("" for none)' },
+            tries: { type: 'integer', minimum: 0, maximum: TRIES_MAX, description: 'checks of this variant so far, this one included' },
+            hint: { type: 'boolean' }, shown: { type: 'boolean', description: 'the answer was shown (asked for, or after three wrong tries)' },
+          },
+        },
+        { type: 'object', additionalProperties: false, required: ['id', 'type', 'lesson', 'done', 'at'], properties: { ...common, type: { const: 'done' }, done: { type: 'boolean' } } },
+      ],
+    },
+  },
+  paths: {
+    '/api/classes/{code}/students': {
+      post: {
+        operationId: 'joinClass', summary: 'Join a class with a name (1-60 characters, unique in the class). With the receipt of that name\'s student (Authorization: Bearer) the same student is answered (200): joining again from the same browser', parameters: [codeParam],
+        security: [{}, { token: [] }],
+        requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', required: ['name'], additionalProperties: false, properties: { name: { type: 'string', minLength: 1, maxLength: 60 } } } } } },
+        responses: {
+          201: { description: 'joined; keep the receipt', content: { 'application/json': { schema: { $ref: '#/components/schemas/Student' } } } },
+          200: { description: 'joined before with this name and receipt: the same student', content: { 'application/json': { schema: { $ref: '#/components/schemas/Student' } } } },
+          ...err(400, 401, 404, 409, 415, 429, 503),
+        },
+      },
+    },
+    '/api/classes/{code}/progress': {
+      post: {
+        operationId: 'sendProgress', summary: 'A student\'s exercise attempts and lessons marked done, at most 50 a request. Each attempt is graded by the server (the page\'s exercise generator and the engine on its lesson, exercise, seed and answer); a record id already stored stores nothing, so a batch may be sent again', parameters: [codeParam],
+        security: [{ token: [] }],
+        requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', required: ['records'], additionalProperties: false, properties: { records: { type: 'array', minItems: 1, maxItems: BATCH_MAX, items: { $ref: '#/components/schemas/ProgressRecord' } } } } } } },
+        responses: {
+          200: {
+            description: 'graded; stored: how many records were new',
+            content: { 'application/json': { schema: { type: 'object', required: ['stored', 'records'], properties: { stored: { type: 'integer' }, records: { type: 'array', items: { type: 'object', required: ['id', 'verdict'], properties: { id: { type: 'string' }, verdict: { enum: ['correct', 'wrong', 'empty', 'done', 'undone'] }, expected: { type: 'string', description: 'the engine\'s answer (attempts)' } } } } } } } },
+          },
+          ...err(400, 401, 403, 404, 413, 415, 422, 429, 503),
+        },
+      },
+    },
+    '/api/classes/{code}/students/me': {
+      delete: {
+        operationId: 'leaveClass', summary: 'Remove yourself from a class with all your progress (your receipt)', parameters: [codeParam], security: [{ token: [] }],
+        responses: { 200: { description: 'removed', content: { 'application/json': { schema: { type: 'object', properties: { deleted: { type: 'string' }, name: { type: 'string' }, records: { type: 'integer' } } } } } }, ...err(400, 401, 403, 404, 503) },
+      },
+    },
+  },
+};
