@@ -60,6 +60,17 @@ build: setup
 	$(MAKE) -C wasm-core native wasm
 	$(MAKE) -C public guest guest-pae
 	$(MAKE) web/dist/.built
+	$(MAKE) web/server/gen/grade.mjs
+
+# The class server grades students' exercise attempts with the page's own code: the exercise
+# generator and check, the lessons' exercises and the engine's JS wrapper, bundled for Node
+# by vite's SSR build (web/server/grade-entry.ts; grade.mjs runs it in a worker thread, with
+# the same vmsim.wasm the page loads).
+GRADE_INPUTS := web/server/grade-entry.ts web/server/grade.vite.config.mjs web/src/lessons/exercises.ts \
+	web/src/lessons/content.ts web/src/lessons/langs.ts web/src/progress/seed.ts \
+	wasm-core/js/vmsim.ts wasm-core/js/replay.ts wasm-core/js/types.ts $(wildcard lessons/*/*.md) $(wildcard lessons/scenarios/*.json)
+web/server/gen/grade.mjs: $(GRADE_INPUTS) wasm-core/build/wasm/vmsim.mjs node_modules/.package-lock.json
+	npx vite build --config web/server/grade.vite.config.mjs --logLevel warn
 
 # The two example traces the page offers (programs of ours recorded with hw-lab/run trace,
 # valgrind lackey); copied into web/dist/traces/ with the app, not committed.

@@ -52,7 +52,7 @@ describe.each(['sqlite', 'postgres'] as const)('class server API on %s', (kind) 
     const A = a.json();
     expect(A.id).toBeTruthy(); expect(Buffer.from(A.receipt, 'base64url').length).toBe(16);
     expect(A.url).toContain(`class=${code}`);
-    const b = await up(resultWith((r) => { r.probe.kvm.tdp = 'N'; r.probe.cpu.vendor = 'GenuineIntel'; }));
+    const b = await up(resultWith((r) => { r.probe.kvm.tdp = 'N'; r.probe.cpu.vendor = 'GenuineIntel'; r.probe.virtualization.in_vm = false; }));
     expect(b.statusCode).toBe(201);
     const B = b.json();
 
@@ -60,7 +60,7 @@ describe.each(['sqlite', 'postgres'] as const)('class server API on %s', (kind) 
     expect(list.results.map((r: { id: string }) => r.id).sort()).toEqual([A.id, B.id].sort());
     expect(JSON.stringify(list)).not.toContain(A.receipt);
     const rb = list.results.find((r: { id: string }) => r.id === B.id);
-    expect(rb).toMatchObject({ cpu_model: 'AMD EPYC', hypervisor: 'kvm', tdp: 'EPT off' });
+    expect(rb).toMatchObject({ cpu_model: 'AMD EPYC', hypervisor: 'none (bare metal)', tdp: 'EPT off' });
     expect(rb.metrics.cpuid_exit_cycles).toBeGreaterThan(0);
 
     // the file as uploaded, byte for byte: for the teacher and the uploader, no one else

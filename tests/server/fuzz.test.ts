@@ -55,7 +55,9 @@ describe(`fuzzing every operation of /api/openapi.json (seed ${SEED})`, () => {
     const spec = (await app.inject({ method: 'GET', url: '/api/openapi.json' })).json();
     const ops: { method: string; path: string; op: { parameters?: { name: string; in: string }[]; requestBody?: unknown } }[] = [];
     for (const [path, item] of Object.entries(spec.paths as Record<string, Record<string, unknown>>)) {
-      for (const [method, op] of Object.entries(item)) ops.push({ method: method.toUpperCase(), path, op: op as never });
+      // Closing and deleting the class would end the fuzzing of everything else in it
+      // (lifecycle.test.ts tests them).
+      for (const [method, op] of Object.entries(item)) if (!['closeClass', 'deleteClass'].includes((op as { operationId?: string }).operationId ?? '')) ops.push({ method: method.toUpperCase(), path, op: op as never });
     }
     expect(ops.length).toBeGreaterThanOrEqual(9);
     const ids: string[] = ['abc'];

@@ -8,16 +8,19 @@ import helmet from '@fastify/helmet';
 import rateLimit from '@fastify/rate-limit';
 import fastifyStatic from '@fastify/static';
 import Ajv2020 from 'ajv/dist/2020.js';
-import { rateLimitFromEnv } from './config.mjs';
+import { loopbackOnly, rateLimitFromEnv } from './config.mjs';
 import { bomParam, csvExport } from './csv.mjs';
 import { openStore } from './db.mjs';
 import { unavailable, unavailableAnswer } from './faults.mjs';
 import { JSON_TYPE, checkJson, clientErrorHandler, displayName, idempotencyKey, textProblem } from './limits.mjs';
 import { openapi } from './openapi.mjs';
 import { Pacer } from './pacer.mjs';
+import { studentAddresses } from './netinfo.mjs';
 import { pageParams } from './paging.mjs';
 import { summarize, METRICS } from '../src/results/extract.mjs';
 import { traceRoutes } from './traces.mjs';
+import { progressRoutes } from './progress.mjs';
+import { dashboardRoutes } from './dashboard.mjs';
 
 export const BODY_LIMIT = 256 * 1024;
 export const BODY_TIMEOUT_MS = 30_000;
@@ -106,6 +109,9 @@ export function apiPathProblem(target) {
  * config.mjs's parseTrustProxy returns (never "trust every hop"). classKey: when set,
  * POST /api/classes takes it in X-Vmemlab-Class-Key (VMEMLAB_CLASS_KEY). traces: false leaves out
  * the traces routes (traces.mjs), which need a store with a query builder (default true).
+ * host: what main.mjs listens on (HOST), for GET /api/server's addresses.
+ * dashboard: the dashboard event stream's timings and limits (dashboard.mjs's options;
+ * tests shorten them). now: the store's clock (db.mjs; tests of retention move it on).
  */
 export async function buildServer(opts = {}) {
   const bodyTimeoutMs = opts.bodyTimeoutMs ?? BODY_TIMEOUT_MS;
@@ -123,7 +129,7 @@ export async function buildServer(opts = {}) {
   });
   const store = opts.store ?? await openStore({
     databaseUrl: opts.databaseUrl, dataDir: opts.dataDir, sqliteSync: opts.sqliteSync, sqliteMaxMiB: opts.sqliteMaxMiB, pgPool: opts.pgPool,
-    log: (msg) => app.log.warn(msg),
+    log: (msg) => app.log.warn(msg), now: opts.now,
   });
   app.decorate('store', store);
   app.addHook('onClose', async () => { if (!opts.store) await store.close(); });
@@ -231,6 +237,38 @@ export async function buildServer(opts = {}) {
     if (!sameHash(bearer(req), cls.teacher_hash)) fail(403, 'this token is not the teacher token of this class');
   };
   const origin = (req) => `${req.protocol}://${req.headers.host ?? 'localhost'}`;
+
+  // A closed class takes no uploads: every POST, PUT or PATCH under /api/classes/{code}/
+  // (results, traces, progress, joining: those of plugins too) but its reopening, and
+  // POST /api/results to it, is refused before its body is read. Reads and deletions go on.
+  const OPEN_ANYWAY = new Set(['/api/classes/:code/close', '/api/classes/:code/reopen']);
+  const classOfWrite = (req) => {
+    const route = req.routeOptions?.url ?? '';
+    if (route === '/api/results') { const h = req.headers['x-vmemlab-class']; return Array.isArray(h) ? h[0] : h; }
+    return route.startsWith('/api/classes/:code') && !OPEN_ANYWAY.has(route) ? req.params?.code : undefined;
+  };
+  const known = (raw) => { const c = String(raw ?? '').trim(); return CODE_RE.test(c) ? c.toUpperCase() : null; };
+  app.addHook('onRequest', async (req, reply) => {
+    if (req.method !== 'POST' && req.method !== 'PUT' && req.method !== 'PATCH') return undefined;
+    const code = known(classOfWrite(req));
+    if (!code) return undefined; // not a write in a class, or a code the route refuses itself
+    const cls = await store.getClass(code);
+    if (!cls?.closed_at) return undefined;
+    reply.code(409).type('application/json').send({ statusCode: 409, error: 'Conflict', message: `class ${code} is closed: its teacher has stopped uploads of results, traces and progress (what is stored can still be read); ask your teacher to reopen it`, need: 'open_class' });
+    return reply;
+  });
+  // Each write in a class that succeeded (uploads, deletions, joining, progress: every
+  // route's) is activity: VMEMLAB_RETENTION_DAYS counts from the last one. Recorded before
+  // the answer goes out (db.mjs's touchClass writes at most once every few minutes per
+  // class, so an upload seldom waits for it); a failure to record it fails nothing.
+  app.addHook('onSend', async (req, reply, payload) => {
+    if (req.method === 'GET' || req.method === 'HEAD' || req.method === 'OPTIONS' || reply.statusCode >= 300) return payload;
+    const route = req.routeOptions?.url ?? '';
+    const code = known(route === '/api/results' ? classOfWrite(req) : route.startsWith('/api/classes/:code/') ? req.params?.code : undefined);
+    if (code) await store.touchClass(code).catch((e) => req.log.warn({ err: e }, 'could not record the class\'s activity'));
+    return payload;
+  });
+
   const perRoute = (max) => (limiting ? { config: { rateLimit: max > 0 ? { max, timeWindow: rl.timeWindow } : false } } : {});
   // Receipts of keyed uploads are derived, so that a repeat of the upload (same class, same
   // Idempotency-Key) gets the same receipt although only its hash is stored.
@@ -244,6 +282,22 @@ export async function buildServer(opts = {}) {
     return { ok: true, storage: store.kind, database };
   });
   app.get('/api/openapi.json', async () => openapi);
+
+  // Where students can reach this server, for the page's join link and QR code: the
+  // addresses of this machine's interfaces (netinfo.mjs; asked afresh each time, a laptop's
+  // address changes with its network). Behind a reverse proxy (TRUST_PROXY) they are
+  // addresses behind it, and the address the client used is the one to give students.
+  app.get('/api/server', async (req) => {
+    const host = opts.host ?? '127.0.0.1';
+    const proxied = Array.isArray(opts.trustProxy) ? opts.trustProxy.length > 0 : !!opts.trustProxy;
+    const port = app.server.address()?.port ?? opts.port ?? 8080;
+    return {
+      addresses: proxied ? [`${origin(req)}/`] : studentAddresses(host, port).map((a) => a.url),
+      loopback_only: !proxied && loopbackOnly(host.replace(/^\[(.*)\]$/, '$1')),
+      class_key: !!opts.classKey,
+      proxied,
+    };
+  });
 
   // With VMEMLAB_CLASS_KEY set, creating a class takes the key (X-Vmemlab-Class-Key):
   // a server reachable by a whole network is not a place where anyone makes classes.
@@ -314,6 +368,10 @@ export async function buildServer(opts = {}) {
       id, class_code: cls.code, receipt_hash: hashToken(receipt), created_at: new Date().toISOString(),
       cpu_model: s.cpu_model, hypervisor: s.hypervisor, tdp: s.tdp, summary, body: text,
       student_name: studentName, idem_hash: idemHash, body_hash: bodyHash,
+    }).catch((e) => {
+      // The class was deleted (through another server instance) after it was looked up.
+      if (e?.code === '23503' || e?.code === 'SQLITE_CONSTRAINT_FOREIGNKEY') fail(404, `there is no class with the code "${cls.code}" any more; it was deleted`);
+      throw e;
     });
     if (!stored) {
       // A repeat (a double click, a retry after a lost answer): the first one was stored.
@@ -327,7 +385,7 @@ export async function buildServer(opts = {}) {
 
   app.get('/api/classes/:code', async (req) => {
     const cls = await loadClass(req.params.code);
-    return { code: cls.code, name: cls.name, created_at: cls.created_at, uploads: await store.countResults(cls.code) };
+    return { code: cls.code, name: cls.name, created_at: cls.created_at, closed_at: cls.closed_at ?? null, uploads: await store.countResults(cls.code) };
   });
 
   // Everyone with the join code sees the distribution; students' names only the teacher
@@ -340,7 +398,7 @@ export async function buildServer(opts = {}) {
     if (teacher) teacherOnly(req, cls);
     const { rows, next_cursor } = await store.listResultsPage(cls.code, page);
     return {
-      class: { code: cls.code, name: cls.name }, metrics: METRICS,
+      class: { code: cls.code, name: cls.name, closed_at: cls.closed_at ?? null }, metrics: METRICS,
       results: rows.map((r) => ({ id: r.id, created_at: r.created_at, ...JSON.parse(r.summary), ...(teacher ? { name: r.student_name ?? null } : {}) })),
       next_cursor,
     };
@@ -385,8 +443,38 @@ export async function buildServer(opts = {}) {
     return reply.send(csv);
   });
 
+  // The teacher closes a class (no more uploads of results, traces or progress; reads and
+  // deletions go on), reopens it, or deletes it with everything in it: uploads, traces,
+  // students' names and progress. Each takes the teacher token (none: 401, another: 403).
+  app.post('/api/classes/:code/close', async (req) => {
+    const cls = await loadClass(req.params.code);
+    teacherOnly(req, cls);
+    const closedAt = cls.closed_at ?? new Date(store.now()).toISOString();
+    await store.setClosed(cls.code, closedAt);
+    return { code: cls.code, closed_at: closedAt, message: `class ${cls.code} is closed: uploads are refused until you reopen it; everything stored can still be read` };
+  });
+  app.post('/api/classes/:code/reopen', async (req) => {
+    const cls = await loadClass(req.params.code);
+    teacherOnly(req, cls);
+    await store.setClosed(cls.code, null);
+    return { code: cls.code, closed_at: null, message: `class ${cls.code} is open for uploads again` };
+  });
+  app.delete('/api/classes/:code', async (req) => {
+    const cls = await loadClass(req.params.code);
+    teacherOnly(req, cls);
+    const counts = await store.deleteClass(cls.code);
+    if (!counts) fail(404, `there is no class with the code "${cls.code}" (already deleted?)`);
+    return { deleted: cls.code, rows: counts, message: `class ${cls.code} was deleted with everything in it` };
+  });
+
   // traces shared with a class (traces.mjs)
   if (opts.traces !== false) await app.register(traceRoutes, { store, rateLimit: rl });
+  // students who joined a class and their exercise progress, graded again here (progress.mjs;
+  // like the traces it needs a store with a query builder, so traces: false leaves it out too)
+  if (opts.traces !== false) await app.register(progressRoutes, { store });
+  // the teacher's dashboard of the students' progress (dashboard.mjs; reads progress.mjs's
+  // tables, so it is there when they are)
+  if (opts.traces !== false) await app.register(dashboardRoutes, { store, ...opts.dashboard });
 
   app.setNotFoundHandler((req, reply) => {
     const api = req.url.startsWith('/api/');

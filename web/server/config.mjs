@@ -101,5 +101,8 @@ export function readConfig(env = process.env) {
     rateLimit: rateLimitFromEnv(env),
     logger: log === '1',
     classKey: classKey(env),
+    // Classes with no write for this many days are deleted with everything in them
+    // (retention.mjs, checked hourly); 0: kept until their teacher deletes them.
+    retentionDays: whole(env, 'VMEMLAB_RETENTION_DAYS', 0, { max: 36500, takes: 'takes a whole number of days from 0 to 36500: a class with no upload or change for that long is deleted with everything in it; 0 or unset: classes are kept until their teacher deletes them' }),
   };
 }

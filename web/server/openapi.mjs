@@ -3,6 +3,8 @@
 import { readFileSync } from 'node:fs';
 import { PAGE_MAX } from './paging.mjs';
 import { traceOpenapi } from './traces.mjs';
+import { progressOpenapi } from './progress.mjs';
+import { dashboardOpenapi } from './dashboard.mjs';
 
 const resultSchema = JSON.parse(readFileSync(new URL('../../hw-lab/schema/result.schema.json', import.meta.url), 'utf8'));
 
@@ -29,6 +31,9 @@ const uploaded = (description, extra = {}) => ({
   content: { 'application/json': { schema: { type: 'object', required: ['id', 'receipt', 'class', 'url', 'message'], properties: { id: { type: 'string' }, receipt: { type: 'string', description: 'deletes this upload (Authorization: Bearer <receipt>); keep it' }, class: { type: 'string' }, url: { type: 'string' }, message: { type: 'string' } } } } },
 });
 
+/** Path items of two plugins, the methods of a path both describe put together. */
+const mergePaths = (a, b) => Object.fromEntries([...new Set([...Object.keys(a), ...Object.keys(b)])].map((k) => [k, { ...a[k], ...b[k] }]));
+
 export const openapi = {
   openapi: '3.1.0',
   info: {
@@ -44,14 +49,17 @@ export const openapi = {
       Error: error,
       Result: resultSchema,
       ...traceOpenapi.schemas,
+      ...progressOpenapi.schemas,
+      ...dashboardOpenapi.schemas,
       Class: {
         type: 'object', required: ['code', 'name', 'created_at', 'uploads'],
-        properties: { code: { type: 'string' }, name: { type: 'string' }, created_at: { type: 'string' }, uploads: { type: 'integer' } },
+        properties: { code: { type: 'string' }, name: { type: 'string' }, created_at: { type: 'string' }, closed_at: { type: ['string', 'null'], description: 'when its teacher closed it (uploads refused); null: open' }, uploads: { type: 'integer' } },
       },
     },
   },
   paths: {
     '/api/health': { get: { operationId: 'health', responses: { 200: { description: 'the server is up; database: "up" or "down" (then writes answer 503 until it is back)', content: { 'application/json': { schema: { type: 'object', properties: { ok: { type: 'boolean' }, storage: { enum: ['sqlite', 'postgres'] }, database: { enum: ['up', 'down'] } } } } } } } } },
+    '/api/server': { get: { operationId: 'server', summary: 'Where students reach this server', responses: { 200: { description: 'addresses: the http://ADDRESS:PORT/ links students on other machines can open (this machine\'s interface addresses when it listens on 0.0.0.0 or ::; behind a reverse proxy, the address this request came to); loopback_only: only this machine reaches it (HOST=127.0.0.1); class_key: creating a class needs VMEMLAB_CLASS_KEY; proxied: TRUST_PROXY is set', content: { 'application/json': { schema: { type: 'object', required: ['addresses', 'loopback_only', 'class_key', 'proxied'], properties: { addresses: { type: 'array', items: { type: 'string' } }, loopback_only: { type: 'boolean' }, class_key: { type: 'boolean' }, proxied: { type: 'boolean' } } } } } } } } },
     '/api/classes': {
       post: {
         operationId: 'createClass', summary: 'Create a class',
@@ -89,12 +97,28 @@ export const openapi = {
         responses: {
           201: uploaded('stored; keep the receipt to delete it later'),
           200: uploaded('a repeat: this Idempotency-Key was stored before in this class; the same id and receipt, nothing new stored', { 'Idempotent-Replayed': { schema: { type: 'string', const: 'true' } } }),
-          ...errors(400, 404, 408, 413, 415, 422, 429, 503),
+          ...errors(400, 404, 408, 409, 413, 415, 422, 429, 503),
         },
       },
     },
     '/api/classes/{code}': {
       get: { operationId: 'getClass', parameters: [code], responses: { 200: { description: 'the class', content: { 'application/json': { schema: { $ref: '#/components/schemas/Class' } } } }, ...errors(400, 404) } },
+      delete: {
+        operationId: 'deleteClass', summary: 'Teacher: delete the class with everything in it (uploads, traces, students\' names, progress); it cannot be undone', parameters: [code], security: [{ token: [] }],
+        responses: { 200: { description: 'deleted; rows: how many rows of each table went', content: { 'application/json': { schema: { type: 'object', required: ['deleted', 'rows'], properties: { deleted: { type: 'string' }, rows: { type: 'object', additionalProperties: { type: 'integer' } }, message: { type: 'string' } } } } } }, ...errors(400, 401, 403, 404, 503) },
+      },
+    },
+    '/api/classes/{code}/close': {
+      post: {
+        operationId: 'closeClass', summary: 'Teacher: close the class: uploads of results, traces and progress (and joining) are refused with 409 until it is reopened; reads and deletions go on', parameters: [code], security: [{ token: [] }],
+        responses: { 200: { description: 'closed (closing a closed class keeps its closed_at)', content: { 'application/json': { schema: { type: 'object', required: ['code', 'closed_at'], properties: { code: { type: 'string' }, closed_at: { type: 'string' }, message: { type: 'string' } } } } } }, ...errors(400, 401, 403, 404, 503) },
+      },
+    },
+    '/api/classes/{code}/reopen': {
+      post: {
+        operationId: 'reopenClass', summary: 'Teacher: open a closed class for uploads again', parameters: [code], security: [{ token: [] }],
+        responses: { 200: { description: 'open', content: { 'application/json': { schema: { type: 'object', required: ['code', 'closed_at'], properties: { code: { type: 'string' }, closed_at: { type: 'null' }, message: { type: 'string' } } } } } }, ...errors(400, 401, 403, 404, 503) },
+      },
     },
     '/api/classes/{code}/results': {
       get: {
@@ -126,5 +150,7 @@ export const openapi = {
     },
     '/api/openapi.json': { get: { operationId: 'openapi', responses: { 200: { description: 'this document' } } } },
     ...traceOpenapi.paths,
+    // the progress routes and the dashboard's share /api/classes/{code}/progress (POST, GET)
+    ...mergePaths(progressOpenapi.paths, dashboardOpenapi.paths),
   },
 };

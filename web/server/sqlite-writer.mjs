@@ -18,6 +18,32 @@ const SQL = {
   insertTrace: `insert into traces (id, class_code, receipt_hash, created_at, label, header, report, trace)
     values (@id, @class_code, @receipt_hash, @created_at, @label, @header, @report, @trace)`,
   deleteTrace: 'delete from traces where class_code = @class_code and id = @id',
+  // progress.mjs's tables (its own migration): a student joins once per name, a record is
+  // stored once per id; a student's deletion takes their progress (on delete cascade)
+  insertStudent: `insert into students (id, class_code, name, receipt_hash, joined_at)
+    values (@id, @class_code, @name, @receipt_hash, @joined_at) on conflict (class_code, name) do nothing`,
+  insertProgress: `insert into progress (id, class_code, student_id, type, lesson, exercise, kind, seed, answer, verdict, tries, hint, shown, at, received_at)
+    values (@id, @class_code, @student_id, @type, @lesson, @exercise, @kind, @seed, @answer, @verdict, @tries, @hint, @shown, @at, @received_at)
+    on conflict (class_code, id) do nothing`,
+  deleteStudent: 'delete from students where class_code = @class_code and id = @id',
+  // a class's life (db.mjs: setClosed, touchClass)
+  setClosed: 'update classes set closed_at = @closed_at, last_activity = @at where code = @code',
+  touchClass: 'update classes set last_activity = @at where code = @code and coalesce(last_activity, created_at) < @recent',
+};
+
+/* Writes of more than one statement, or on a table named in the write: a class deleted
+ * with everything in it (db.mjs's deleteClass). Tables are only ever these. */
+const CLASS_TABLES = new Set(['progress', 'students', 'traces', 'results']);
+const tableOf = (t) => { if (!CLASS_TABLES.has(t)) throw Object.assign(new Error(`not a class table: ${t}`), { code: 'SQLITE_ERROR' }); return t; };
+const OPS = {
+  // One chunk of a class's rows in one table: how many went.
+  deleteClassChunk: (db, stmts, { table, code, limit }) => (stmts[`chunk:${table}`] ??= db.prepare(
+    `delete from ${tableOf(table)} where class_code = ? and id in (select id from ${table} where class_code = ? limit ?)`)).run(code, code, limit).changes,
+  // Whatever is left of the class, then the class itself (1, or 0 when it was gone).
+  deleteClassRows: (db, stmts, { tables, code }) => {
+    for (const t of tables) (stmts[`rest:${t}`] ??= db.prepare(`delete from ${tableOf(t)} where class_code = ?`)).run(code);
+    return (stmts.deleteClass ??= db.prepare('delete from classes where code = ?')).run(code).changes;
+  },
 };
 
 /** The pragmas both connections share. */
@@ -39,7 +65,7 @@ if (!isMainThread && workerData?.vmemlabSqliteWriter) {
   sqlitePragmas(db, workerData);
   // Prepared on first use: a table a plugin migrates later exists by then.
   const stmts = {};
-  const apply = (w) => (stmts[w.op] ??= db.prepare(SQL[w.op])).run(w.row).changes;
+  const apply = (w) => (OPS[w.op] ? OPS[w.op](db, stmts, w.row) : (stmts[w.op] ??= db.prepare(SQL[w.op])).run(w.row).changes);
   const batch = db.transaction((ws) => ws.map(apply)).immediate;
   let pending = [];
   const flush = () => {

@@ -215,7 +215,7 @@ export const traceOpenapi = {
         requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/TraceUpload' } } } },
         responses: {
           201: { description: 'stored; keep the receipt to delete it later', content: { 'application/json': { schema: { type: 'object', required: ['id', 'receipt', 'message'], properties: { id: { type: 'string' }, receipt: { type: 'string' }, class: { type: 'string' }, url: { type: 'string' }, message: { type: 'string' } } } } } },
-          ...err(400, 404, 413, 415, 422, 429, 503),
+          ...err(400, 404, 409, 413, 415, 422, 429, 503),
         },
       },
       get: {

@@ -69,8 +69,15 @@ export function App({ engine }: { engine: Vmsim }) {
   const update = useCallback((patch: Partial<UrlState>, push = false) => {
     setUrl((u) => {
       const next = { ...u, ...patch };
-      const search = toSearch(next);
-      if (search !== location.search) history[push ? 'pushState' : 'replaceState'](null, '', search);
+      // The Results tab's class (and a teacher link's #teacher= token) stay in the address
+      // bar while the learner stays on that tab: the teacher's link remains bookmarkable
+      // after a change of language.
+      const here = new URLSearchParams(location.search);
+      const keep = next.view === 'results' ? ['class', 'mine'].filter((k) => here.has(k)) : [];
+      let search = toSearch(next);
+      for (const k of keep) search += `&${k}=${encodeURIComponent(here.get(k)!)}`;
+      const hash = next.view === 'results' ? location.hash : '';
+      if (search !== location.search || hash !== location.hash) history[push ? 'pushState' : 'replaceState'](null, '', search + hash);
       return next;
     });
   }, []);

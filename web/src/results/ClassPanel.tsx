@@ -7,13 +7,20 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { Trans, useTranslation } from 'react-i18next';
 import { stripPlot, fmt, type StripPoint } from './charts';
-import { groupLabel, metricLabel, metricUnit, showGroupValue, showHypervisor, showMode, showTdp, showCpu } from './labels';
+import { groupLabel, metricLabel, metricUnit, showGroupValue, showHypervisor, showMode, showTdpAndBackend, showCpu } from './labels';
 import { Said, type Saying } from './Said';
+import { ClassAdmin } from './ClassAdmin';
+import { Source } from './Published';
+import { referencesFor } from './references';
+import { JoinPanel } from './JoinPanel';
+import { Dashboard } from './Dashboard';
+import { StudentJoin } from '../progress/StudentJoin';
 import { GROUPS, METRICS, type GroupKey, type MetricKey, type Summary } from './extract.mjs';
-import { classKey, saveClassKey, lastClass, newIdempotencyKey, putResult, receipts, saveLastClass, saveReceipts, saveStudentName, saveTeacherToken, studentName, teacherToken, type Receipt, type Stored } from './store';
+import { classKey, forgetClass, saveClassKey, lastClass, newIdempotencyKey, putResult, receipts, saveLastClass, saveReceipts, saveStudentName, saveTeacherToken, studentName, teacherToken, type Receipt, type Stored } from './store';
 
 type Row = Summary & { id: string; created_at: string; name?: string | null };
-interface ClassData { class: { code: string; name: string }; results: Row[] }
+/** closed_at: when its teacher closed it (uploads refused), null while open. */
+interface ClassData { class: { code: string; name: string; closed_at?: string | null }; results: Row[] }
 /** One page of GET /api/classes/{code}/results; next_cursor is null on the last page. */
 type ClassPage = ClassData & { next_cursor: string | null };
 const PAGE = 500;
@@ -44,9 +51,11 @@ export function ClassPanel({ mine }: { mine: Stored[] }) {
   const [data, setData] = useState<ClassData | null>(null);
   const [err, setErr] = useState<Saying | null>(null);
   const [note, setNote] = useState<Saying | null>(null);
-  const [created, setCreated] = useState<{ code: string; teacher_url: string } | null>(null);
+  const [created, setCreated] = useState<{ code: string; teacher_token: string } | null>(null);
   const [needKey, setNeedKey] = useState<'ask' | 'wrong' | null>(null);
-  const [metric, setMetric] = useState<MetricKey>('cpuid_exit_cycles');
+  // The measure the lessons and the published figures compare first: cpuid's minimum,
+  // measured the published way.
+  const [metric, setMetric] = useState<MetricKey>('cpuid_published_min_cycles');
   const [group, setGroup] = useState<GroupKey>('cpu_model');
   const [name, setName] = useState<string>(() => studentName());
   const [busy, setBusy] = useState<Set<number>>(new Set());
@@ -56,10 +65,11 @@ export function ClassPanel({ mine }: { mine: Stored[] }) {
   const svg = useRef<SVGSVGElement>(null);
 
   useEffect(() => {
-    // A teacher link carries the token in the fragment (never sent to the server).
+    // A teacher link carries the token in the fragment (never sent to the server). It stays
+    // in the address bar: a bookmark of this page is the way back from another browser.
     const m = /[#&]teacher=([A-Za-z0-9_-]{10,100})/.exec(location.hash);
     const c = new URLSearchParams(location.search).get('class')?.toUpperCase();
-    if (m && c) { saveTeacherToken(c, m[1]); history.replaceState(null, '', location.pathname + location.search); }
+    if (m && c) saveTeacherToken(c, m[1]);
     const mineId = new URLSearchParams(location.search).get('mine');
     if (c && mineId && /^[A-Za-z0-9_-]{1,32}$/.test(mineId) && !receipts(c).some((r) => r.id === mineId)) saveReceipts(c, [...receipts(c), { id: mineId, receipt: '', label: 'uploaded with hw-lab/run' }]);
     fetch('/api/health').then((r) => r.ok && r.headers.get('content-type')?.includes('json') ? r.json() : null).then((j) => setServer(!!j?.ok), () => setServer(false));
@@ -104,20 +114,23 @@ export function ClassPanel({ mine }: { mine: Stored[] }) {
   const showSize = (r: Pick<Summary, 'mode' | 'mem_mib'>) => (r.mem_mib ? t('class.size', { mode: showMode(t, r.mode), mib: r.mem_mib }) : t('class.sizeUnknown', { mode: showMode(t, r.mode) }));
   const apart = METRICS[metric].bySize && sizes.length > 1;
   // Who: the name the student chose (the teacher sees it), else the upload's short id.
+  // The teacher's chart writes it beside each point; a student's chart names no one.
   const who = (r: Row) => r.name || `#${r.id.slice(0, 6)}`;
   const SEP = '\u0000';
   const points: StripPoint[] = rows.flatMap((r) => {
     const v = r.metrics?.[metric];
     const g = String(r[group] ?? 'unknown');
-    return typeof v === 'number' ? [{ group: apart ? `${g}${SEP}${sizeKey(r)}` : g, value: v, mine: mineIds.has(r.id), id: r.id, tip: `${who(r)} · ${showCpu(t, r.cpu_model)} · ${showHypervisor(t, r.hypervisor)} · ${showTdp(t, r.tdp)} · ${showSize(r)}: ${fmt(v, lang)} ${metricUnit(t, metric)}` }] : [];
+    return typeof v === 'number' ? [{ group: apart ? `${g}${SEP}${sizeKey(r)}` : g, value: v, mine: mineIds.has(r.id), id: r.id, label: token ? who(r) : undefined, tip: `${who(r)} · ${showCpu(t, r.cpu_model)} · ${showHypervisor(t, r.hypervisor)} · ${showTdpAndBackend(t, r.tdp, r.kvm_backend)} · ${showSize(r)}: ${fmt(v, lang)} ${metricUnit(t, metric)}` }] : [];
   });
+  // The published figures this measure compares with, as marks, and how fair that is.
+  const refs = referencesFor(metric, t, lang);
   const groupName = (g: string) => {
     const [v, size] = g.split(SEP);
     const shown = showGroupValue(t, group, v);
     const r = size === undefined ? undefined : sizes.find(([k]) => k === size)?.[1];
     return r ? `${shown}\n${showSize(r)}` : shown;
   };
-  useEffect(() => { if (svg.current && data) stripPlot(svg.current, points, { title: t('class.stripTitle', { metric: metricLabel(t, metric), group: groupLabel(t, group) }), unit: metricUnit(t, metric), t, locale: lang, groupLabel: groupName }); });
+  useEffect(() => { if (svg.current && data) stripPlot(svg.current, points, { title: t('class.stripTitle', { metric: metricLabel(t, metric), group: groupLabel(t, group) }), unit: metricUnit(t, metric), t, locale: lang, groupLabel: groupName, refs: refs.marks }); });
 
   if (server === null) return null;
   if (!server) return <p className="muted" data-testid="no-server"><Trans t={t} i18nKey="class.noServer" components={{ code: <code /> }} /></p>;
@@ -128,9 +141,13 @@ export function ClassPanel({ mine }: { mine: Stored[] }) {
     try {
       const headers: Record<string, string> = { 'Content-Type': 'application/json' };
       if (key) headers['X-Vmemlab-Class-Key'] = key;
-      const r = await api<{ code: string; teacher_token: string; teacher_url: string }>('/api/classes', { method: 'POST', headers, body: JSON.stringify({ name }) });
+      const r = await api<{ code: string; teacher_token: string }>('/api/classes', { method: 'POST', headers, body: JSON.stringify({ name }) });
       if (key) saveClassKey(key);
       saveTeacherToken(r.code, r.teacher_token);
+      // The page's address becomes the teacher link, to bookmark (JoinPanel says so).
+      const q = new URLSearchParams(location.search);
+      q.set('view', 'results'); q.set('class', r.code); q.delete('mine');
+      history.replaceState(null, '', `${location.pathname}?${q}#teacher=${r.teacher_token}`);
       setCreated(r); setCode(r.code); setJoinText(r.code); setErr(null); setNeedKey(null);
     } catch (e) {
       const { need, status } = e as Error & { need?: string; status?: number };
@@ -158,7 +175,11 @@ export function ClassPanel({ mine }: { mine: Stored[] }) {
       saveReceipts(code, [...receipts(code).filter((x) => x.id !== r.id), { id: r.id, receipt: r.receipt, label: s.label }]);
       setNote({ key: status === 200 ? 'class.alreadyUploaded' : 'class.uploaded', values: { label: s.label, code } }); setErr(null);
       await load(code);
-    } catch (e) { setErr({ key: 'class.uploadFailed', raw: (e as Error).message }); }
+    } catch (e) {
+      setErr({ key: 'class.uploadFailed', raw: (e as Error).message });
+      // Closed since this page read the class: read it again, which hides the uploads.
+      if ((e as { need?: string }).need === 'open_class') void load(code);
+    }
     finally { inFlight.current.delete(s.key); setBusy((b) => { const n = new Set(b); n.delete(s.key); return n; }); }
   };
   const remove = async (id: string, tok: string) => {
@@ -167,6 +188,15 @@ export function ClassPanel({ mine }: { mine: Stored[] }) {
       saveReceipts(code, receipts(code).filter((r: Receipt) => r.id !== id)); bump((n) => n + 1);
       await load(code);
     } catch (e) { setErr({ key: 'class.deleteFailed', raw: (e as Error).message }); }
+  };
+  // The class is gone from the server: nothing of it is kept here either.
+  const deleted = (cls: ClassData['class']) => {
+    forgetClass(cls.code);
+    const q = new URLSearchParams(location.search);
+    q.delete('class'); q.delete('mine');
+    history.replaceState(null, '', `${location.pathname}${q.toString() ? `?${q}` : ''}`);
+    setData(null); setCreated(null); setCode(''); setJoinText(''); setErr(null);
+    setNote({ key: 'life.deleted', values: { name: cls.name, code: cls.code } });
   };
   const exportCsv = async () => {
     try {
@@ -201,19 +231,22 @@ export function ClassPanel({ mine }: { mine: Stored[] }) {
           {needKey && <p id="class-key-why" className={needKey === 'wrong' ? 'error' : 'muted'} role={needKey === 'wrong' ? 'alert' : undefined} data-testid="class-key-why">{t(needKey === 'wrong' ? 'class.classKeyWrong' : 'class.classKeyAsk')}</p>}
         </form>
       </div>
-      {created && (
-        <div className="okmsg" data-testid="class-created">
-          <Trans t={t} i18nKey="class.created" values={{ cls: created.code, command: `hw-lab/run --upload ${location.origin}/api/results --class ${created.code}` }} components={{ strong: <strong />, code: <code /> }} />
-          {' '}{t('class.teacherLink')} <code className="secret">{created.teacher_url}</code>
-        </div>
-      )}
+      {/* How students join: for a class just made here, and for its teacher coming back. */}
+      {created ? <JoinPanel code={created.code} token={created.teacher_token} fresh />
+        : token && data?.class.code === code ? <JoinPanel code={code} token={token} /> : null}
       {err && <p className="error" role="alert" data-testid="class-error"><Said t={t} say={err} /></p>}
       {note && <p className="okmsg" role="status"><Said t={t} say={note} /></p>}
       {loaded !== null && <p className="muted" role="status" data-testid="class-loading">{t('class.loading', { count: loaded })}</p>}
       {data && (
         <div className="class-view" data-testid="class-view">
           <h3>{data.class.name} <span className="muted">{t(token ? 'class.summaryTeacher' : 'class.summary', { code: data.class.code, count: data.results.length })}</span></h3>
-          {mine.length > 0 && (
+          {!token && <StudentJoin code={data.class.code} />}
+          {token
+            ? <ClassAdmin code={data.class.code} name={data.class.name} uploads={data.results.length} closedAt={data.class.closed_at ?? null} token={token} onChanged={() => void load(code)} onDeleted={() => deleted(data.class)} />
+            : data.class.closed_at && <p className="muted" data-testid="class-closed">{t('life.closedStudent')}</p>}
+          {/* The students' exercises, live (the teacher only). */}
+          {token && <Dashboard code={data.class.code} token={token} />}
+          {mine.length > 0 && !data.class.closed_at && (
             <div className="upload-row">
               <label>{t('class.yourName')} <input value={name} maxLength={NAME_MAX} data-testid="student-name" placeholder={t('class.yourNamePlaceholder')}
                 onChange={(e) => { setName(e.target.value); saveStudentName(e.target.value); }} /></label>
@@ -227,6 +260,8 @@ export function ClassPanel({ mine }: { mine: Stored[] }) {
           </div>
           {sizes.length > 1 && <p className="muted" data-testid="size-note">{t(apart ? 'class.sizesApart' : 'class.sizesTogether', { sizes: sizes.map(([, r]) => showSize(r)).join(', ') })}</p>}
           <svg ref={svg} className="chart" data-chart="class-strip" />
+          {points.length > 0 && <p className="muted" data-testid="ref-note"><Trans t={t} i18nKey={refs.note} values={refs.values} components={{ src: refs.source ? <Source k={refs.source} t={t} /> : <span />, code: <code /> }} /></p>}
+          {token && points.length > 0 && <p className="muted" data-testid="names-note">{t('refs.namesNote')}</p>}
           <div className="table-wrap">
             <table className="uploads" data-testid="class-uploads">
               <thead><tr><th scope="col">{t('class.col.who')}</th><th scope="col">{t('class.col.cpu')}</th><th scope="col">{t('class.col.hypervisor')}</th><th scope="col">{t('class.col.tdp')}</th><th scope="col">{t('class.col.size')}</th>
@@ -238,7 +273,7 @@ export function ClassPanel({ mine }: { mine: Stored[] }) {
                   const value = typeof r.metrics?.[metric] === 'number' ? fmt(r.metrics[metric]!, lang) : '–';
                   return (
                     <tr key={r.id} className={mineIds.has(r.id) ? 'mine' : undefined} data-id={r.id}>
-                      <td className="who">{who(r)}</td><td className="cpu">{showCpu(t, r.cpu_model)}</td><td>{showHypervisor(t, r.hypervisor)}</td><td>{showTdp(t, r.tdp)}</td><td className="size">{showSize(r)}</td>
+                      <td className="who">{who(r)}</td><td className="cpu">{showCpu(t, r.cpu_model)}</td><td>{showHypervisor(t, r.hypervisor)}</td><td>{showTdpAndBackend(t, r.tdp, r.kvm_backend)}</td><td className="size">{showSize(r)}</td>
                       {apart ? sizes.map(([k]) => <td key={k} className="num">{sizeKey(r) === k ? value : '–'}</td>) : <td className="num">{value}</td>}
                       <td>{tok ? <button type="button" onClick={() => void remove(r.id, tok)}>{t('class.delete')}</button> : mineIds.has(r.id) ? <span className="muted">{t('class.yours')}</span> : null}</td>
                     </tr>

@@ -26,8 +26,9 @@ const TITLES: Record<string, string> = {
   'swfnpt-jcrd-2022': 'Software-Based Flat Nested Page Table in Sunway Architecture',
 };
 
-/** One citation: the work's title (lang="en") in a translated reference. */
-function Source({ k, t }: { k: string; t: T }) {
+/** One citation: the work's title (lang="en") in a translated reference (also under the
+ * class chart's reference marks). */
+export function Source({ k, t }: { k: string; t: T }) {
   const { i18n } = useTranslation('results');
   const text = (figures.sources as Record<string, string>)[k] ?? k;
   const title = TITLES[k];

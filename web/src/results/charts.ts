@@ -104,23 +104,51 @@ export function curveChart(el: SVGSVGElement, lines: { name: string; points: { x
   });
 }
 
-export interface StripPoint { group: string; value: number; mine: boolean; id: string; tip: string }
+/** label: a name written beside the dot (the class's teacher sees students' names). */
+export interface StripPoint { group: string; value: number; mine: boolean; id: string; tip: string; label?: string }
+/** A published figure on the class chart: a dashed line at lo (= hi), or a band from lo to
+ * hi (a set of runs), labelled above the plot; title says whose figure it is. */
+export interface RefMark { lo: number; hi: number; label: string; title: string }
 
 /** Class distribution: per group a box (quartiles, median) and every upload as a dot; own dots ringed.
  * A group's label may have two lines ("\n" between them: the group, then the run size);
- * a line too long for the margin is shortened and the whole label is the tick's title. */
-export function stripPlot(el: SVGSVGElement, points: StripPoint[], opts: { title: string; unit: string; width?: number; groupLabel?: (group: string) => string } & Words) {
+ * a line too long for the margin is shortened and the whole label is the tick's title.
+ * refs: published figures drawn across every group, their labels in as many rows above the
+ * plot as they need not to overlap. */
+export function stripPlot(el: SVGSVGElement, points: StripPoint[], opts: { title: string; unit: string; width?: number; groupLabel?: (group: string) => string; refs?: RefMark[] } & Words) {
   const t = opts.t ?? tEn;
   const lines = (g: string) => (opts.groupLabel ?? ((x: string) => x))(g).split('\n');
   const show = (g: string) => lines(g).join(' · ');
   const groups = [...new Set(points.map((p) => p.group))].sort();
-  const width = opts.width ?? 760; const left = 200; const rowH = 46;
-  const height = 30 + Math.max(1, groups.length) * rowH + 30;
+  const refs = opts.refs ?? [];
+  const width = opts.width ?? 760; const left = 200; const rowH = 46; const labelRow = 13;
+  if (!points.length) { svgIn(el, width, 30 + rowH + 30, opts.title).append('text').attr('x', 20).attr('y', 40).text(t('chart.noUploads')); return; }
+  const x = xScale([...points.map((p) => p.value), ...refs.flatMap((r) => [r.lo, r.hi])], left, width - 20);
+  // Each mark's label centred on it (kept inside the plot), in the first row where it
+  // overlaps no other label (about 6 px a character at the chart's small size).
+  const rowEnds: number[] = [];
+  const placed = [...refs].sort((a, b) => a.lo - b.lo).map((r) => {
+    const w = r.label.length * 6 + 8;
+    const cx = Math.min(width - 20 - w / 2, Math.max(left + w / 2, x((r.lo + r.hi) / 2)));
+    let row = rowEnds.findIndex((end) => end <= cx - w / 2);
+    if (row < 0) { row = rowEnds.length; rowEnds.push(0); }
+    rowEnds[row] = cx + w / 2;
+    return { r, cx, row };
+  });
+  const top = 20 + rowEnds.length * labelRow;
+  const height = top + 10 + Math.max(1, groups.length) * rowH + 30;
   const svg = svgIn(el, width, height, opts.title);
-  if (!points.length) { svg.append('text').attr('x', 20).attr('y', 40).text(t('chart.noUploads')); return; }
-  const x = xScale(points.map((p) => p.value), left, width - 20);
-  const y = scaleBand<string>().domain(groups).range([20, 20 + groups.length * rowH]).padding(0.15);
-  svg.append('g').attr('class', 'axis').attr('transform', `translate(0,${20 + groups.length * rowH})`).call(axisBottom(x as ScaleLinear<number, number>).ticks(6, '~s'));
+  const bottom = top + groups.length * rowH;
+  const y = scaleBand<string>().domain(groups).range([top, bottom]).padding(0.15);
+  svg.append('g').attr('class', 'axis').attr('transform', `translate(0,${bottom})`).call(axisBottom(x as ScaleLinear<number, number>).ticks(6, '~s'));
+  const marks = svg.append('g').attr('class', 'refs');
+  for (const { r, cx, row } of placed) {
+    const m = marks.append('g').attr('class', 'ref-mark');
+    m.append('title').text(r.title);
+    if (r.hi > r.lo) m.append('rect').attr('x', x(r.lo)).attr('width', Math.max(1, x(r.hi) - x(r.lo))).attr('y', top).attr('height', bottom - top).attr('fill', 'rgba(230,159,0,0.18)');
+    for (const v of r.hi > r.lo ? [r.lo, r.hi] : [r.lo]) m.append('line').attr('x1', x(v)).attr('x2', x(v)).attr('y1', top - 2).attr('y2', bottom).attr('stroke', '#b36b00').attr('stroke-width', 1.5).attr('stroke-dasharray', '4 3');
+    m.append('text').attr('class', 'small ref-label').attr('x', cx).attr('y', 16 + row * labelRow).attr('text-anchor', 'middle').text(r.label);
+  }
   const axis = svg.append('g').attr('class', 'axis group-axis').attr('transform', `translate(${left},0)`).call(axisLeft(y).tickFormat(() => ''));
   axis.selectAll<SVGTextElement, string>('.tick text').each(function (g) {
     const ls = lines(g); const text = select(this);
@@ -148,6 +176,7 @@ export function stripPlot(el: SVGSVGElement, points: StripPoint[], opts: { title
       .attr('class', p.mine ? 'point mine' : 'point').attr('data-id', p.id);
     c.append('title').text(p.tip);
     if (p.mine) dots.append('text').attr('x', x(p.value) + 9).attr('y', cy - 6).attr('class', 'small you').text(t('chart.you'));
+    if (p.label) dots.append('text').attr('x', x(p.value) + (p.mine ? 9 : 6)).attr('y', cy + (p.mine ? 12 : 3)).attr('class', 'small point-name').attr('data-id', p.id).text(p.label);
   }
 }
 

@@ -7,8 +7,8 @@ import { act, cleanup, render } from '@testing-library/react';
 import fixture from '../../../tests/server/fixtures/result-quick.json';
 import i18n from '../i18n';
 import { englishRuns, translatedText } from '../test/english';
-import { cpuidExitEstimates, fencedCpuidCycles, ptrchaseCurve, publishedCpuidCycles, summarize, tdpLabel, thpFirstPassPerGiB } from './extract.mjs';
-import { showTdp } from './labels';
+import { TDP_IN_VM, cpuidExitEstimates, fencedCpuidCycles, kvmBackend, ptrchaseCurve, publishedCpuidCycles, summarize, tdpLabel, thpFirstPassPerGiB } from './extract.mjs';
+import { showTdp, showTdpAndBackend } from './labels';
 import { Published } from './Published';
 import type { Stored } from './store';
 
@@ -55,10 +55,26 @@ describe('extract.mjs', () => {
     expect(cpuidExitEstimates([vm, { label: 'old', result: { ...fixture, probe: { ...fixture.probe, virtualization: { ...fixture.probe.virtualization, in_vm: false } } } }])).toEqual([]);
   });
 
-  it('names kvm_pvm shadow paging instead of an invisible EPT/NPT setting', () => {
+  it('names kvm_pvm shadow paging on a host instead of an invisible EPT/NPT setting', () => {
     expect(tdpLabel({ kvm: { tdp: null, backend: 'kvm_pvm' } })).toBe('shadow paging (kvm_pvm)');
     expect(tdpLabel({ kvm: { tdp: null, backend: 'none' } })).toBe('not visible');
     expect(tdpLabel({ kvm: { tdp: 'Y', backend: 'kvm_intel' }, cpu: { vendor: 'GenuineIntel' } })).toBe('EPT on');
+  });
+
+  it('files a run inside a VM under "host\'s setting not visible", never under the KVM backend the VM has', () => {
+    // Firecracker on AMD EPYC, no VT-x: the VM's /dev/kvm is kvm_pvm, for guests of its own
+    const vm = { virtualization: { in_vm: true }, kvm: { tdp: null, backend: 'kvm_pvm' }, cpu: { vendor: 'AuthenticAMD' } };
+    expect(tdpLabel(vm)).toBe(TDP_IN_VM);
+    // a nested kvm_intel shows its own ept parameter: not the host's either
+    expect(tdpLabel({ virtualization: { in_vm: true }, kvm: { tdp: 'Y', backend: 'kvm_intel' }, cpu: { vendor: 'GenuineIntel' } })).toBe(TDP_IN_VM);
+    expect(TDP_IN_VM.length).toBeLessThanOrEqual(40); // the results table's tdp column
+    expect(kvmBackend(vm)).toBe('kvm_pvm');
+    expect(kvmBackend({ kvm: { backend: 'none' } })).toBeNull();
+    const r: R = structuredClone(fixture);
+    r.probe.kvm.backend = 'kvm_pvm';
+    expect(summarize(r)).toMatchObject({ hypervisor: 'kvm', tdp: TDP_IN_VM, kvm_backend: 'kvm_pvm' });
+    // memtouch and the pointer chase of such a run are not filed under shadow paging
+    expect(JSON.stringify(summarize(r))).not.toContain('shadow paging');
   });
 
   it('THP first pass per GiB and base pages of any size', () => {
@@ -90,11 +106,15 @@ for (const lang of ['en', 'ja', 'zh'] as const) {
       if (lang !== 'en') expect(englishRuns(translatedText(container), [/^(?:rdtsc|cpuid)$/])).toEqual([]);
     });
 
-    it('words the kvm_pvm backend in the language shown', () => {
-      const s = showTdp(i18n.getFixedT(lang, 'results'), 'shadow paging (kvm_pvm)');
+    it('words the kvm_pvm backend and a run inside a VM in the language shown', () => {
+      const t = i18n.getFixedT(lang, 'results');
+      const s = showTdp(t, 'shadow paging (kvm_pvm)');
       expect(s).toBe(i18n.t('summary.tdpPvm', { ns: 'results' }));
       expect(s).toContain('kvm_pvm');
-      if (lang !== 'en') expect(englishRuns(s)).toEqual([]);
+      const vm = showTdpAndBackend(t, TDP_IN_VM, 'kvm_pvm');
+      expect(vm).toBe(`${i18n.t('summary.tdpInVm', { ns: 'results' })} · ${i18n.t('summary.ownKvm', { ns: 'results', backend: 'kvm_pvm' })}`);
+      if (lang === 'en') expect(vm).toBe("measured inside a VM: the host's EPT/NPT setting is not visible · the VM's own KVM: kvm_pvm");
+      if (lang !== 'en') expect(englishRuns(s + vm)).toEqual([]);
     });
 
     it('says how to get the estimate, and keeps an older fenced figure apart', () => {

@@ -4,7 +4,7 @@ export type GroupKey = 'cpu_model' | 'hypervisor' | 'tdp';
 export const METRICS: Record<MetricKey, { label: string; unit: string; bySize: boolean }>;
 export const GROUPS: Record<GroupKey, string>;
 export interface Summary {
-  cpu_model: string; arch: string; hypervisor: string; tdp: string; mode: string; mem_mib: number | null; created_utc: string;
+  cpu_model: string; arch: string; hypervisor: string; tdp: string; kvm_backend?: string | null; mode: string; mem_mib: number | null; created_utc: string;
   metrics: Record<MetricKey, number | null>;
 }
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -13,6 +13,10 @@ export function summarize(result: any): Summary;
 export function toNs(result: any, m: any): number | null;
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export function tdpLabel(probe: any): string;
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export function kvmBackend(probe: any): string | null;
+export const BARE_METAL: string;
+export const TDP_IN_VM: string;
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export function memMiB(result: any): number | null;
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -114,11 +114,30 @@ function largest(prefix) {
     .at(-1);
 }
 
+/** The summary's hypervisor of a run on bare metal. */
+export const BARE_METAL = 'none (bare metal)';
+/** The summary's EPT/NPT setting of a run measured inside a VM (at most 40 characters: the
+ * results table's tdp column). Its memory was translated by the host's EPT/NPT or shadow
+ * tables, which a guest cannot see; the KVM backend the probe found in the VM (kvm_pvm, or a
+ * nested kvm_intel with its own ept) is what the VM would use for guests of its own, so it
+ * is kept apart, as kvm_backend, never as the grouping. */
+export const TDP_IN_VM = "in a VM: host's EPT/NPT not visible";
+
+/** The KVM backend the probe found (kvm_intel, kvm_amd, kvm_pvm, unknown), or null. */
+export function kvmBackend(probe) {
+  const b = probe?.kvm?.backend;
+  return typeof b === 'string' && /^(kvm_intel|kvm_amd|kvm_pvm|unknown)$/.test(b) ? b : null;
+}
+
+/** What the measured memory's second translation was: the host's EPT/NPT setting as a
+ * host sees it, or TDP_IN_VM. */
 export function tdpLabel(probe) {
+  if (probe?.virtualization?.in_vm) return TDP_IN_VM;
   const v = probe?.kvm?.tdp;
   const vendor = String(probe?.cpu?.vendor ?? '');
   const name = /amd|hygon/i.test(vendor) ? 'NPT' : /intel/i.test(vendor) ? 'EPT' : 'EPT/NPT';
-  // kvm_pvm (software virtualization) always uses shadow page tables: no EPT/NPT to set
+  // kvm_pvm on a host (software virtualization) always uses shadow page tables for its
+  // guests: no EPT/NPT to set
   if ((v === null || v === undefined || v === '') && probe?.kvm?.backend === 'kvm_pvm') return 'shadow paging (kvm_pvm)';
   if (v === null || v === undefined || v === '') return 'not visible';
   if (/^(y|1|on|true)$/i.test(String(v))) return `${name} on`;
@@ -134,8 +153,9 @@ export function summarize(result) {
   const v = {
     cpu_model: String(p.cpu?.model_name ?? '').slice(0, 200) || 'unknown',
     arch: String(p.arch ?? '').slice(0, 40),
-    hypervisor: p.virtualization?.in_vm ? String(p.virtualization?.hypervisor ?? 'unknown VM').slice(0, 80) : 'none (bare metal)',
+    hypervisor: p.virtualization?.in_vm ? String(p.virtualization?.hypervisor ?? 'unknown VM').slice(0, 80) : BARE_METAL,
     tdp: tdpLabel(p),
+    kvm_backend: kvmBackend(p),
     mode: result.mode,
     mem_mib: memMiB(result),
     created_utc: result.created_utc,

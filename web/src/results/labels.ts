@@ -3,7 +3,7 @@
  * class server stores its summary and writes it to the CSV export, so the page translates
  * those values when it shows them, never the data. */
 import { englishFor, type T } from '../i18n';
-import { GROUPS, METRICS, type GroupKey, type MetricKey } from './extract.mjs';
+import { GROUPS, METRICS, TDP_IN_VM, type GroupKey, type MetricKey } from './extract.mjs';
 
 /** English from the results namespace, for code and tests that run without a language. */
 export const tEn: T = englishFor('results');
@@ -24,9 +24,14 @@ export function showTdp(t: T, v: string | null | undefined): string {
   if (!v || v === 'unknown') return t('summary.unknown');
   if (v === 'not visible') return t('summary.tdpHidden');
   if (v === 'shadow paging (kvm_pvm)') return t('summary.tdpPvm');
+  if (v === TDP_IN_VM) return t('summary.tdpInVm');
   const m = /^(EPT|NPT|EPT\/NPT) (on|off)$/.exec(v);
   return m ? t(m[2] === 'on' ? 'summary.tdpOn' : 'summary.tdpOff', { name: m[1] }) : v;
 }
+/** The EPT/NPT setting with, for a run inside a VM, the KVM backend the probe found in the
+ * VM (its own, for guests it would run: not what the measured memory ran under). */
+export const showTdpAndBackend = (t: T, v: string | null | undefined, backend: string | null | undefined) =>
+  (v === TDP_IN_VM && backend ? `${showTdp(t, v)} · ${t('summary.ownKvm', { backend })}` : showTdp(t, v));
 export const showMode = (t: T, v: string | null | undefined) => (v === 'quick' || v === 'full' ? t(`summary.${v}`) : String(v ?? ''));
 /** A value of one of the class view's grouping keys. */
 export const showGroupValue = (t: T, k: GroupKey, v: string | null | undefined) =>

@@ -37,6 +37,14 @@ const BROKEN = '{"format": "vmemlab-hw-lab-result", ';
 /* Instruction names in code, as in <code>rdtsc; cpuid; rdtsc</code>: not prose. */
 const CODE_WORDS = [/^(?:rdtsc|cpuid)$/];
 
+/* A result as today's hw-lab writes cpuid_exit: the published (unfenced) method first, whose
+ * minimum is the class chart's first measure. */
+const withPublished = (r: R, min: number) => {
+  const b = r.benchmarks.find((x) => x.name === 'cpuid_exit')!;
+  b.cases = [{ name: 'cpuid_leaf0', status: 'ok', params: { method: 'published: unfenced rdtsc; cpuid; rdtsc', samples: 65536 } as never, metrics: [{ name: 'cycles', unit: 'tsc_cycles', per: 'sample', min, median: min + 40, mean: min + 90, max: min * 3, count: 65536 }] }, ...b.cases] as never;
+  return r;
+};
+
 /* A full run of the same machine: 16 times the memory of the quick fixture (1 GiB). */
 const full = variant((r) => {
   r.mode = 'full';
@@ -56,9 +64,9 @@ const CODE = 'ABCD-EFGH';
 const TOKEN = 'teacher-token-0123456789';
 function classServer(opts: { up?: boolean; uploads?: boolean; pageSize?: number; hold?: Promise<void>; classKey?: string } = {}) {
   const rows = [
-    { id: 'r1', created_at: '2026-01-01', ...summarize(fixture), name: 'Ana' },
-    { id: 'r2', created_at: '2026-01-02', ...summarize(bare), name: null },
-    { id: 'r3', created_at: '2026-01-03', ...summarize(variant((r) => { Object.assign(r, structuredClone(full)); r.probe.cpu.model_name = ''; r.probe.virtualization.hypervisor = null as never; })), name: 'Bo' },
+    { id: 'r1', created_at: '2026-01-01', ...summarize(variant((r) => withPublished(r, 2284))), name: 'Ana' },
+    { id: 'r2', created_at: '2026-01-02', ...summarize(variant((r) => { Object.assign(r, structuredClone(bare)); withPublished(r, 310); })), name: null },
+    { id: 'r3', created_at: '2026-01-03', ...summarize(variant((r) => { Object.assign(r, structuredClone(full)); r.probe.cpu.model_name = ''; r.probe.virtualization.hypervisor = null as never; withPublished(r, 2410); })), name: 'Bo' },
   ];
   const stored = new Map<string, string>(); // Idempotency-Key → id
   const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
@@ -185,7 +193,7 @@ for (const lang of ['ja', 'zh'] as const) {
         for (const m of Object.keys(METRICS)) {
           fireEvent.change(screen.getByRole('combobox', { name: i18n.t('class.measure', { ns: 'results' }) }), { target: { value: m } });
           const view = screen.getByTestId('class-view');
-          expect(englishRuns(view.textContent!), `${g} / ${m}`).toEqual([]);
+          expect(englishRuns(translatedText(view)), `${g} / ${m}`).toEqual([]);
           expect(englishRuns(attrs(view)), `${g} / ${m}`).toEqual([]);
         }
       }
@@ -196,8 +204,8 @@ for (const lang of ['ja', 'zh'] as const) {
       await fullPage();
       await pick(file('laptop.json', JSON.stringify(fixture)));
       const view = screen.getByTestId('class-view');
-      await waitFor(() => expect(view.querySelector('p button')).toBeTruthy());
-      await act(async () => { fireEvent.click(view.querySelector('p button')!); });
+      await waitFor(() => expect(view.querySelector('.upload-row button')).toBeTruthy());
+      await act(async () => { fireEvent.click(view.querySelector('.upload-row button')!); });
       const err = await screen.findByTestId('class-error');
       expect(err.querySelector('[lang="en"]')?.textContent).toMatch(/^rate limit/);
       expect(translatedText(err).trim()).not.toBe('');
@@ -213,12 +221,11 @@ for (const lang of ['ja', 'zh'] as const) {
       await fullPage();
       fireEvent.change(screen.getByTestId('class-name'), { target: { value: 'New' } });
       await act(async () => { fireEvent.submit(screen.getByTestId('class-name').closest('form')!); });
-      const created = await screen.findByTestId('class-created');
-      expect(created.querySelector('strong')!.textContent).toBe('WXYZ-2345');
-      expect([...created.querySelectorAll('code')].map((c) => c.textContent)).toEqual(['WXYZ-2345', `hw-lab/run --upload ${location.origin}/api/results --class WXYZ-2345`, expect.stringContaining('#teacher=')]);
-      const words = created.cloneNode(true) as Element;
-      words.querySelectorAll('code').forEach((c) => c.remove());
-      expect(englishRuns(words.textContent!)).toEqual([]);
+      await screen.findByTestId('class-created');
+      const join = screen.getByTestId('join-panel');
+      expect(screen.getByTestId('join-code-shown').textContent).toBe('WXYZ-2345');
+      expect([...join.querySelectorAll('input')].map((i) => i.value)).toEqual([`${location.origin}/?view=results&class=WXYZ-2345`, `hw-lab/run --upload ${location.origin}/api/results --class WXYZ-2345`, `${location.origin}/?view=results&class=WXYZ-2345#teacher=${TOKEN}`]);
+      expect(englishRuns(join.textContent!)).toEqual([]);
       await waitFor(() => expect(screen.getByTestId('class-view').querySelector('h3')!.textContent).toContain('WXYZ-2345'));
       await waitFor(() => expect(screen.getByTestId('class-view').querySelector('svg text')).toBeTruthy());
       expect(englishRuns(screen.getByTestId('class-view').textContent!)).toEqual([]);
@@ -281,7 +288,7 @@ describe('Results tab in English', () => {
     expect(table.querySelector('thead')!.textContent).toBe(`comparelabel${Object.values(METRICS).map((m) => `${m.label} (${m.unit})`).join('')}`);
     expect(within(table).getByRole('checkbox', { name: 'compare Intel Xeon · bare metal · 2026-11-22 05:07' })).toBeTruthy();
     expect(within(table).getByRole('button', { name: 'remove AMD EPYC · kvm · 2026-11-22 05:07' }).textContent).toBe('Remove');
-    expect(table.textContent).toContain('AMD EPYC · x86_64 · kvm · not visible · quick run, 64 MiB · 2026-11-22T05:07:29Z');
+    expect(table.textContent).toContain('AMD EPYC · x86_64 · kvm · measured inside a VM: the host\'s EPT/NPT setting is not visible · quick run, 64 MiB · 2026-11-22T05:07:29Z');
     expect(table.textContent).toContain('Intel Xeon · x86_64 · none (bare metal) · EPT on · quick run, 64 MiB');
     expect(screen.queryByTestId('my-size-note')).toBeNull(); // one size: nothing to warn about
 
@@ -289,8 +296,11 @@ describe('Results tab in English', () => {
     expect(view.querySelector('h3')!.textContent).toBe(`Lab 1 (${CODE}, 3 uploads, you are the teacher)`);
     expect(screen.getByRole('button', { name: 'Export CSV' })).toBeTruthy();
     expect(screen.getByRole('combobox', { name: 'group by' })).toBeTruthy();
-    expect(view.querySelector('thead')!.textContent).toBe('whoCPU modelhypervisorEPT/NPTruncpuid exit, fenced timer (median)');
-    expect(view.querySelector('svg[data-chart=class-strip]')!.getAttribute('aria-label')).toBe('cpuid exit, fenced timer (median) by CPU model');
+    // the first measure is the published method's minimum, with the published figures marked
+    expect(view.querySelector('thead')!.textContent).toBe('whoCPU modelhypervisorEPT/NPTruncpuid exit, the published method: unfenced rdtsc;cpuid;rdtsc (min)');
+    expect(view.querySelector('svg[data-chart=class-strip]')!.getAttribute('aria-label')).toBe('cpuid exit, the published method: unfenced rdtsc;cpuid;rdtsc (min) by CPU model');
+    expect([...view.querySelectorAll('svg .ref-label')].map((e) => e.textContent)).toEqual(['native (min) 288', 'bitvisor (min) 1,792–1,856', 'kvm (min) 1,952–2,271', 'kvm on bitvisor (min) 7,551–7,776']);
+    expect(screen.getByTestId('ref-note').textContent).toMatch(/^Orange lines and bands: the published minimums, .*\(Estimating VMM<->VM switch time on BitVisor \(Qiita article, 2019-12-17\).*\)\. They were measured the same way .* so the comparison is fair: cycles against cycles\./);
     expect(view.textContent).toContain('unknown VM');
     expect(view.querySelector('svg text.you')!.textContent).toBe('you');
     expect(screen.getByRole('button', { name: 'Open class' })).toBeTruthy();
@@ -307,7 +317,7 @@ describe('Results tab in English', () => {
     expect(pub.querySelector('svg[data-chart=spec2006]')!.textContent).toContain('x86 shadow paging');
 
     // the server's refusal, in English as before (with what failed)
-    await act(async () => { fireEvent.click(view.querySelector('p button')!); });
+    await act(async () => { fireEvent.click(view.querySelector('.upload-row button')!); });
     expect((await screen.findByTestId('class-error')).textContent).toBe('Upload failed: rate limit: at most 10 requests per 1 minute from one client; try again in 30 s');
   });
 
@@ -342,9 +352,11 @@ describe('Results tab in English', () => {
     await fullPage();
     fireEvent.change(screen.getByTestId('class-name'), { target: { value: 'New' } });
     await act(async () => { fireEvent.submit(screen.getByTestId('class-name').closest('form')!); });
-    expect((await screen.findByTestId('class-created')).textContent).toBe(
-      `Class WXYZ-2345 created. Students join with the code WXYZ-2345 (page or hw-lab/run --upload ${location.origin}/api/results --class WXYZ-2345). `
-      + `Your private teacher link (keep it; it is the only way to export or remove uploads): http://127.0.0.1:8080/?view=results&class=WXYZ-2345#teacher=${TOKEN}`);
+    expect((await screen.findByTestId('class-created')).textContent).toMatch(/^This page's address is now your teacher link: bookmark it\./);
+    // the page's address is the teacher link (JoinPanel.test.tsx checks the panel itself)
+    expect(location.href).toBe(`${location.origin}/?view=results&class=WXYZ-2345#teacher=${TOKEN}`);
+    expect(screen.getByTestId('join-code-shown').textContent).toBe('WXYZ-2345');
+    expect(screen.getByTestId('join-command').querySelector('input')!.value).toBe(`hw-lab/run --upload ${location.origin}/api/results --class WXYZ-2345`);
     await waitFor(() => expect(screen.getByTestId('class-view').querySelector('h3')!.textContent).toBe('New (WXYZ-2345, 0 uploads, you are the teacher)'));
     expect(screen.getByTestId('class-view').textContent).toContain('No uploads with this measurement yet.');
   });
@@ -424,7 +436,7 @@ describe('Results tab: several files, names, run sizes, one upload per file', ()
     expect(who).toEqual(['Ana', '#r2', 'Bo']);
     expect([...view.querySelectorAll('tbody td.size')].map((e) => e.textContent)).toEqual(['quick run, 64 MiB', 'quick run, 64 MiB', 'full run, 1024 MiB']);
     expect(screen.getByTestId('size-note').textContent).toBe('This measure does not depend on the run size (quick run, 64 MiB, full run, 1024 MiB); all runs are shown together.');
-    expect(view.querySelector('svg circle.point[data-id=r1] title')!.textContent).toMatch(/^Ana · AMD EPYC · kvm · not visible · quick run, 64 MiB: \S+ cycles$/);
+    expect(view.querySelector('svg circle.point[data-id=r1] title')!.textContent).toBe('Ana · AMD EPYC · kvm · measured inside a VM: the host\'s EPT/NPT setting is not visible · quick run, 64 MiB: 2,284 cycles');
     fireEvent.change(screen.getByRole('combobox', { name: 'measure' }), { target: { value: 'ptrchase_4k_largest_ns' } });
     expect(view.querySelector('thead')!.textContent).toBe('whoCPU modelhypervisorEPT/NPTrun'
       + 'pointer chase, 4 KiB pages, largest working set (median), quick run, 64 MiB'

@@ -59,6 +59,14 @@ export const lastClass = () => read<string | null>('vmemlab-class', null);
 export const studentName = () => read<string>('vmemlab-name', '');
 export const saveStudentName = (n: string) => write('vmemlab-name', n);
 export const saveLastClass = (c: string) => write('vmemlab-class', c);
+/** Forgets a deleted class: its teacher token, receipts and joined student, and the class
+ * as the last one opened. */
+export function forgetClass(code: string) {
+  try {
+    for (const k of [`vmemlab-teacher:${code}`, `vmemlab-receipts:${code}`, `vmemlab-student:${code}`]) localStorage.removeItem(k);
+    if (lastClass() === code) localStorage.removeItem('vmemlab-class');
+  } catch { /* private mode */ }
+}
 /** The class key of the server this page came from (VMEMLAB_CLASS_KEY), once a teacher
  * typed it: classes are created without asking again. */
 export const classKey = () => read<string>('vmemlab-class-key', '');
