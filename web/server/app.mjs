@@ -1,6 +1,6 @@
 // The class server: the built app (web/dist) plus the results API. buildServer() returns
 // a Fastify instance that is not listening yet (tests use inject(); main.mjs listens).
-import { createHash, createHmac, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, randomInt } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import Fastify from 'fastify';
@@ -8,9 +8,11 @@ import helmet from '@fastify/helmet';
 import rateLimit from '@fastify/rate-limit';
 import fastifyStatic from '@fastify/static';
 import Ajv2020 from 'ajv/dist/2020.js';
+import { bearerHash, classLoader, CODE_RE, hashToken, sameHash } from './classes.mjs';
 import { loopbackOnly, rateLimitFromEnv } from './config.mjs';
 import { bomParam, csvExport } from './csv.mjs';
 import { openStore } from './db.mjs';
+export { hashToken }; // the tests compare stored hashes with it
 import { unavailable, unavailableAnswer } from './faults.mjs';
 import { JSON_TYPE, checkJson, clientErrorHandler, displayName, idempotencyKey, textProblem } from './limits.mjs';
 import { openapi } from './openapi.mjs';
@@ -24,7 +26,6 @@ import { dashboardRoutes } from './dashboard.mjs';
 
 export const BODY_LIMIT = 256 * 1024;
 export const BODY_TIMEOUT_MS = 30_000;
-const CODE_RE = /^[A-Za-z0-9][A-Za-z0-9_-]{1,63}$/;
 const ID_RE = /^[A-Za-z0-9_-]{1,32}$/;
 const CODE_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
 const distDir = fileURLToPath(new URL('../dist/', import.meta.url));
@@ -41,7 +42,6 @@ const validateResult = ajv.compile(resultSchema);
 export const DOC_MAX_ITEMS = 1024;
 export const DOC_MAX_STRING = 16384;
 
-export const hashToken = (t) => createHash('sha256').update(t).digest('hex');
 const newToken = () => randomBytes(16).toString('base64url'); // 128 bits
 const newId = () => randomBytes(9).toString('base64url');
 function newCode() {
@@ -49,7 +49,6 @@ function newCode() {
   for (let i = 0; i < 8; i++) s += CODE_ALPHABET[randomInt(CODE_ALPHABET.length)];
   return `${s.slice(0, 4)}-${s.slice(4)}`;
 }
-const sameHash = (a, b) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 
 export class HttpError extends Error {
   /** need: a word the page acts on (class_key: ask for the class key). */
@@ -215,24 +214,8 @@ export async function buildServer(opts = {}) {
     if (!b || typeof b !== 'object' || !('json' in b)) fail(415, 'send the document with Content-Type: application/json');
     return b;
   };
-  const codeParam = (raw) => {
-    const c = String(raw ?? '').trim();
-    if (!CODE_RE.test(c)) fail(400, 'a class code is 2-64 letters, digits, "-" or "_"');
-    return c.toUpperCase();
-  };
-  const loadClass = async (raw) => {
-    const code = codeParam(raw);
-    const cls = await store.getClass(code);
-    if (!cls) fail(404, `there is no class with the code "${code}"; check the code your teacher gave you`);
-    return cls;
-  };
-  const bearer = (req) => {
-    const h = req.headers.authorization;
-    if (!h) fail(401, 'this needs a token: send "Authorization: Bearer <teacher token or receipt>"');
-    const m = /^Bearer\s+([A-Za-z0-9_-]{10,100})$/.exec(h);
-    if (!m) fail(401, 'the Authorization header must be "Bearer <token>"');
-    return hashToken(m[1]);
-  };
+  const loadClass = classLoader(store, fail);
+  const bearer = (req) => bearerHash(req, fail);
   const teacherOnly = (req, cls) => {
     if (!sameHash(bearer(req), cls.teacher_hash)) fail(403, 'this token is not the teacher token of this class');
   };

@@ -12,13 +12,12 @@
 // The event stream polls the tables every second by keyset instead of listening for this
 // process's own writes: two server instances may share one database, and a record one of
 // them stores must reach a teacher connected to the other.
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { bearerHash, classLoader, sameHash } from './classes.mjs';
 import { bomParam, CSV_PAGE, csvCell } from './csv.mjs';
 import { decodeCursor, encodeCursor, PAGE_MAX, pageParams } from './paging.mjs';
 
-const CODE_RE = /^[A-Za-z0-9][A-Za-z0-9_-]{1,63}$/;
 
 /** How often an open event stream looks for new rows. */
 export const POLL_MS = 1000;
@@ -45,8 +44,6 @@ class DashboardError extends Error {
   constructor(statusCode, message) { super(message); this.statusCode = statusCode; }
 }
 const fail = (status, message) => { throw new DashboardError(status, message); };
-const hash = (t) => createHash('sha256').update(t).digest('hex');
-const sameHash = (a, b) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 /** An ISO time `ms` milliseconds before `iso` (same format: the tables compare them as text). */
 const before = (iso, ms) => new Date(Date.parse(iso) - ms).toISOString();
 
@@ -93,16 +90,10 @@ export async function dashboardRoutes(app, opts) {
   const perAddress = opts.streamsPerAddress ?? STREAMS_PER_ADDRESS;
 
   /** The class, once the request carries its teacher token. */
+  const loadClass = classLoader(store, fail);
   const teacherClass = async (req) => {
-    const code = String(req.params.code ?? '').trim();
-    if (!CODE_RE.test(code)) fail(400, 'a class code is 2-64 letters, digits, "-" or "_"');
-    const cls = await store.getClass(code.toUpperCase());
-    if (!cls) fail(404, `there is no class with the code "${code.toUpperCase()}"`);
-    const h = req.headers.authorization;
-    if (!h) fail(401, 'the dashboard needs the teacher token: send "Authorization: Bearer <teacher token>"');
-    const m = /^Bearer\s+([A-Za-z0-9_-]{10,100})$/.exec(h);
-    if (!m) fail(401, 'the Authorization header must be "Bearer <token>"');
-    if (!sameHash(hash(m[1]), cls.teacher_hash)) fail(403, 'this token is not the teacher token of this class');
+    const cls = await loadClass(req.params.code);
+    if (!sameHash(bearerHash(req, fail, { needs: 'teacher token' }), cls.teacher_hash)) fail(403, 'this token is not the teacher token of this class');
     return cls;
   };
 

@@ -13,13 +13,13 @@
 // Each record carries its own id (random, made by the page): a record id stored once in a
 // class is never stored again, so a batch sent again (after a lost answer, a 503, a
 // reload) stores nothing new. The teacher's reads of these tables are dashboard.mjs's.
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { Migrator } from 'kysely';
+import { bearerHash, classLoader, hashToken, sameHash } from './classes.mjs';
 import { unavailableAnswer } from './faults.mjs';
 import { GradePool } from './grade.mjs';
 import { NAME_MAX, textProblem } from './limits.mjs';
 
-const CODE_RE = /^[A-Za-z0-9][A-Za-z0-9_-]{1,63}$/;
 /** A record id: the page makes 22 characters of base64url (128 random bits). */
 const RECORD_ID_RE = /^[A-Za-z0-9_-]{16,32}$/;
 const LESSON_RE = /^[a-z0-9][a-z0-9-]{0,63}$/;
@@ -39,8 +39,6 @@ class ProgressHttpError extends Error {
   constructor(statusCode, message) { super(message); this.statusCode = statusCode; }
 }
 const fail = (status, message) => { throw new ProgressHttpError(status, message); };
-const hash = (t) => createHash('sha256').update(t).digest('hex');
-const sameHash = (a, b) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 const FK_VIOLATION = (e) => e?.code === 'SQLITE_CONSTRAINT_FOREIGNKEY' || e?.code === '23503';
 
 const migrations = {
@@ -174,26 +172,14 @@ export async function progressRoutes(app, opts) {
     reply.code(status).type('application/json').send({ statusCode: status, error: REASONS[status] ?? 'Error', message });
   });
 
-  const loadClass = async (raw) => {
-    const code = String(raw ?? '').trim();
-    if (!CODE_RE.test(code)) fail(400, 'a class code is 2-64 letters, digits, "-" or "_"');
-    const cls = await store.getClass(code.toUpperCase());
-    if (!cls) fail(404, `there is no class with the code "${code.toUpperCase()}"; check the code your teacher gave you`);
-    return cls;
-  };
+  const loadClass = classLoader(store, fail);
   const jsonOf = (req) => {
     const b = req.body;
     if (!b || typeof b !== 'object' || !('json' in b)) fail(415, 'send the document with Content-Type: application/json');
     return b.json;
   };
   /** The receipt's hash from Authorization, or null when there is none. */
-  const receiptHash = (req, needed) => {
-    const h = req.headers.authorization;
-    if (h === undefined) { if (needed) fail(401, 'this needs your receipt: send "Authorization: Bearer <the receipt you got when you joined>"'); return null; }
-    const m = /^Bearer\s+([A-Za-z0-9_-]{10,100})$/.exec(h);
-    if (!m) fail(401, 'the Authorization header must be "Bearer <receipt>"');
-    return hash(m[1]);
-  };
+  const receiptHash = (req, needed) => bearerHash(req, fail, { needs: 'the receipt you got when you joined', optional: !needed });
   const studentOf = async (req, cls) => {
     const h = receiptHash(req, true);
     const row = await db.selectFrom('students').select(['id', 'name', 'receipt_hash']).where('class_code', '=', cls.code).where('receipt_hash', '=', h).executeTakeFirst();
@@ -211,7 +197,7 @@ export async function progressRoutes(app, opts) {
     const name = studentName(json.name);
     const given = receiptHash(req, false);
     const receipt = randomBytes(16).toString('base64url');
-    const row = { id: randomBytes(9).toString('base64url'), class_code: cls.code, name, receipt_hash: hash(receipt), joined_at: new Date().toISOString() };
+    const row = { id: randomBytes(9).toString('base64url'), class_code: cls.code, name, receipt_hash: hashToken(receipt), joined_at: new Date().toISOString() };
     // The insert stores nothing when the name is taken in this class (unique (class, name)).
     let stored;
     if (store.writer) stored = (await store.writer.run('insertStudent', row)) > 0;

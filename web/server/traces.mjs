@@ -13,17 +13,17 @@
 // (hw-lab/schema/trace.schema.json), the gzip body inflated as a stream with a ceiling (no
 // zip bomb) and every record walked (web/src/trace/format.mjs), the report against
 // wasm-core/schema/replay.schema.json, and the report's trace figures against the trace's.
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Transform } from 'node:stream';
 import { Migrator } from 'kysely';
+import { bearerHash, classLoader, hashToken, sameHash } from './classes.mjs';
 import { unavailableAnswer } from './faults.mjs';
 import { JSON_TYPE } from './limits.mjs';
 import { keyset, PAGE_MAX, pageOf, pageParams } from './paging.mjs';
 import { BODY_MAX, TRACE_MAX_ACCESSES, TRACE_MAX_BYTES, TraceCheckPool, TraceRefusal } from './trace-check.mjs';
 
 export { TRACE_MAX_ACCESSES, TRACE_MAX_BYTES };
-const CODE_RE = /^[A-Za-z0-9][A-Za-z0-9_-]{1,63}$/;
 const ID_RE = /^[A-Za-z0-9_-]{1,32}$/;
 
 const headerSchema = JSON.parse(readFileSync(new URL('../../hw-lab/schema/trace.schema.json', import.meta.url), 'utf8'));
@@ -43,8 +43,6 @@ function dropBody(payload) {
   return payload.pipe(sink);
 }
 const fail = (status, message) => { throw new TraceHttpError(status, message); };
-const hash = (t) => createHash('sha256').update(t).digest('hex');
-const sameHash = (a, b) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 
 const migrations = {
   '001_traces': {
@@ -100,13 +98,7 @@ export async function traceRoutes(app, opts) {
     reply.code(status).type('application/json').send({ statusCode: status, error: REASONS[status] ?? 'Error', message });
   });
 
-  const loadClass = async (raw) => {
-    const code = String(raw ?? '').trim();
-    if (!CODE_RE.test(code)) fail(400, 'a class code is 2-64 letters, digits, "-" or "_"');
-    const cls = await store.getClass(code.toUpperCase());
-    if (!cls) fail(404, `there is no class with the code "${code.toUpperCase()}"; check the code your teacher gave you`);
-    return cls;
-  };
+  const loadClass = classLoader(store, fail);
   const idParam = (raw) => { const id = String(raw ?? ''); if (!ID_RE.test(id)) fail(400, 'a trace id is 1-32 letters, digits, "-" or "_"'); return id; };
   // VMEMLAB_UPLOAD_RATE (uploadMax) 0 turns this route's limit off, as for result uploads.
   const rl = opts.rateLimit;
@@ -138,7 +130,7 @@ export async function traceRoutes(app, opts) {
     const id = randomBytes(9).toString('base64url');
     const receipt = randomBytes(16).toString('base64url');
     const row = {
-      id, class_code: cls.code, receipt_hash: hash(receipt), created_at: new Date().toISOString(), label: b.label,
+      id, class_code: cls.code, receipt_hash: hashToken(receipt), created_at: new Date().toISOString(), label: b.label,
       header: b.header, report: b.report, trace: b.trace,
     };
     // SQLite: through the writer thread, like every other write (sqlite-writer.mjs).
@@ -173,14 +165,11 @@ export async function traceRoutes(app, opts) {
   app.delete('/api/classes/:code/traces/:id', async (req) => {
     const cls = await loadClass(req.params.code);
     const id = idParam(req.params.id);
-    const h = req.headers.authorization;
-    if (!h) fail(401, 'this needs a token: send "Authorization: Bearer <teacher token or receipt>"');
-    const m = /^Bearer\s+([A-Za-z0-9_-]{10,100})$/.exec(h);
-    if (!m) fail(401, 'the Authorization header must be "Bearer <token>"');
+    const h = bearerHash(req, fail);
     const row = await db.selectFrom('traces').select(['id', 'receipt_hash']).where('class_code', '=', cls.code).where('id', '=', id).executeTakeFirst();
-    const teacher = sameHash(hash(m[1]), cls.teacher_hash);
+    const teacher = sameHash(h, cls.teacher_hash);
     if (!row) fail(404, 'no such trace in this class (already deleted?)');
-    if (!teacher && !sameHash(hash(m[1]), row.receipt_hash)) fail(403, 'this token is neither the teacher token of this class nor the receipt of this trace');
+    if (!teacher && !sameHash(h, row.receipt_hash)) fail(403, 'this token is neither the teacher token of this class nor the receipt of this trace');
     if (store.writer) await store.writer.run('deleteTrace', { class_code: cls.code, id });
     else await db.deleteFrom('traces').where('class_code', '=', cls.code).where('id', '=', id).execute();
     return { deleted: id, by: teacher ? 'teacher' : 'student' };

@@ -9,13 +9,13 @@ const reports = fixtures as unknown as Record<'2m' | '4k' | 'sw', ReplayReport>;
 
 describe('machineFromResult', () => {
   it('takes the exit from cpuid in a VM and a reference from the pointer chase', () => {
-    const m = machineFromResult(result as HwResult);
-    const cpuid = (result as HwResult).benchmarks!.find((b) => b.name === 'cpuid_exit')!.cases!;
+    const m = machineFromResult(result as unknown as HwResult);
+    const cpuid = (result as unknown as HwResult).benchmarks!.find((b) => b.name === 'cpuid_exit')!.cases!;
     const min = (n: string) => cpuid.find((c) => c.name === n)!.metrics![0].min!;
     expect(m.inVm).toBe(true);
     expect(m.exit).toBe(min('cpuid_leaf0') - min('timer_overhead'));
     expect(m.exitFrom).toContain('cpuid_leaf0');
-    const chase = (result as HwResult).benchmarks!.find((b) => b.name === 'ptrchase')!.cases!;
+    const chase = (result as unknown as HwResult).benchmarks!.find((b) => b.name === 'ptrchase')!.cases!;
     const med = (n: string) => chase.find((c) => c.name === n)!.metrics![0].median!;
     expect(m.ref).toBeCloseTo(med('4k_64MiB') - med('thp_64MiB'), 1);
     expect(m.basePage).toBe(4096);
