@@ -1,8 +1,9 @@
 """Reading and writing vmemlab traces in Python (wasm-core/docs/replay.md, "The trace
-format"), written from the format's description apart from the C encoder (trace/
-tracepack.c) and the engine's decoder (wasm-core/src/trace.c), so that each checks the
-others: the recorder's tests read what tracepack wrote with read_accesses, the replay's
-tests write traces of known accesses with write_trace.
+format"), written from the format's description apart from the C encoders (trace/
+tracepack.c, trace/vmtrace_tool.c) and the engine's decoder (wasm-core/src/trace.c), so
+that each checks the others: the recorder's tests read what the recorder wrote with
+read_trace and decode_body, the replay's tests write traces of known accesses with
+write_trace.
 
     header, accesses = read_trace("ls.vmtrace")        # accesses: [(kind, address), ...]
     write_trace("t.vmtrace", [(KIND["load"], 0x401000)], program="t")

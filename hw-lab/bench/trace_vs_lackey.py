@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""hw-lab/run trace (vmemlab's valgrind tool, the whole trace file written) next to valgrind's
+lackey --trace-mem=yes on the same program, run in turn on this machine: A B A B ..., each
+a fresh process timed from start to exit. lackey's log goes to /dev/null, so its figure is
+lackey alone, without tracepack or gzip: the recorder has to beat it while writing the file.
+
+Prints each round's two wall times and their ratio (lackey / recorder), then the median and
+range of the paired ratios, and the trace's accesses (it must be whole, not partial).
+
+    python3 hw-lab/bench/trace_vs_lackey.py [--rounds N] [-- PROGRAM ARGS]   (make -C hw-lab bench)
+"""
+import argparse
+import json
+import os
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RUN = os.path.join(HERE, "run")
+# Debian's python3 where it is (a python3 earlier on PATH may be a wrapper script that execs
+# it, and the trace would end at the exec).
+DEFAULT = ["/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3", "-c", "sum(range(10**6))"]
+
+
+def timed(cmd, **kw):
+    t = time.monotonic()
+    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, **kw)
+    if r.returncode:
+        sys.exit("trace_vs_lackey: %s failed (%d):\n%s" % (cmd[0], r.returncode, r.stderr[-2000:]))
+    return time.monotonic() - t
+
+
+def header(path):
+    with open(path, "rb") as f:
+        data = f.read(16)
+        return json.loads(f.read(struct.unpack_from("<I", data, 12)[0]))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("program", nargs=argparse.REMAINDER)
+    a = p.parse_args()
+    prog = (a.program[1:] if a.program[:1] == ["--"] else a.program) or DEFAULT
+    prog = [subprocess.run(["sh", "-c", 'command -v "$0"', prog[0]], capture_output=True, text=True)
+            .stdout.strip() or prog[0]] + prog[1:]
+    r = subprocess.run(["make", "-s", "-C", HERE, "vgtool", "build/tracepack"], capture_output=True, text=True)
+    if r.returncode:
+        sys.exit("trace_vs_lackey: the valgrind tool does not build here:\n" + r.stdout + r.stderr)
+    out = os.path.join(tempfile.mkdtemp(prefix="trace-bench-"), "bench.vmtrace")
+    print("recorder: %s trace --out %s -- %s" % (RUN, out, " ".join(prog)))
+    print("lackey:   valgrind --tool=lackey --trace-mem=yes --log-file=/dev/null %s" % " ".join(prog))
+    ratios = []
+    for i in range(a.rounds):
+        t_rec = timed([sys.executable, RUN, "trace", "--out", out, "--"] + prog)
+        t_lk = timed(["valgrind", "--tool=lackey", "--trace-mem=yes", "--log-file=/dev/null"] + prog)
+        ratios.append(t_lk / t_rec)
+        print("round %d: recorder %.2f s, lackey %.2f s, lackey / recorder %.1fx" % (i + 1, t_rec, t_lk, ratios[-1]),
+              flush=True)
+    h = header(out)
+    print("trace: %s accesses, %s, %d bytes (%.2f bytes per access)" % (
+        format(h["accesses"], ","), "PARTIAL: " + h["partial_reason"] if h["partial"] else "whole",
+        os.path.getsize(out), os.path.getsize(out) / max(h["accesses"], 1)))
+    print("lackey / recorder, paired: median %.1fx (%.1f .. %.1f) over %d rounds" % (
+        statistics.median(ratios), min(ratios), max(ratios), len(ratios)))
+    os.unlink(out)
+    os.rmdir(os.path.dirname(out))
+
+
+if __name__ == "__main__":
+    main()

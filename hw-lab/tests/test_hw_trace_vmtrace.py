@@ -1,0 +1,253 @@
+"""vmemlab's valgrind tool (trace/vmtrace_tool.c) against valgrind's lackey: over the C
+examples, a program of ours with threads, ls and python, the tool's text mode must print
+exactly lackey's --trace-mem lines (kind, address, size, in order), and its body must be
+byte for byte what tracepack makes of lackey's log. Then hw-lab/run trace itself: the
+tool is the default, the header says so (threads, forks, the rule for children), a
+forked child is not recorded, an exec ends the trace, and the lackey fallback says so in
+one line.
+
+Both tools run with the same environment and arguments of the same length: valgrind lays
+out the program's first stack from them and from the tool's file name, so a name one
+letter longer moves the stack by a few bytes. The lackey runs here go through a link
+named lackey7, as long as vmtrace."""
+import collections
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from hwlab_helpers import HW, run_cmd
+
+from hwlab.tracefile import KIND, decode_body, read_trace
+
+B = os.path.join(HW, "build")
+pytestmark = pytest.mark.skipif(shutil.which("valgrind") is None,
+                                reason="valgrind is not installed (make -C hw-lab setup installs it)")
+
+
+@pytest.fixture(scope="module")
+def vglib(tmp_path_factory):
+    r = subprocess.run(["make", "-s", "-C", HW, "vgtool", "build/tracepack", "build/touch-pages",
+                        "build/threads", "build/traces/pointer-chase", "build/traces/sequential-scan"],
+                       capture_output=True, text=True)
+    if r.returncode != 0 and "vgtool" in r.stdout + r.stderr:
+        pytest.skip("the valgrind tool cannot be built here: " + (r.stdout + r.stderr).strip()[-300:])
+    assert r.returncode == 0, r.stdout + r.stderr
+    d = tmp_path_factory.mktemp("vglib")
+    tooldir = os.path.join(B, "vgtool")
+    for f in os.listdir(tooldir):
+        os.symlink(os.path.realpath(os.path.join(tooldir, f)), d / f)
+    lackey = [f for f in os.listdir(tooldir) if f.startswith("lackey-")]
+    assert lackey, "valgrind's lackey is not beside its support files"
+    for f in lackey:
+        os.symlink(os.path.realpath(os.path.join(tooldir, f)), d / f.replace("lackey-", "lackey7-"))
+    return str(d)
+
+
+def env_for(vglib):
+    return {"PATH": "/usr/bin:/bin", "VALGRIND_LIB": vglib, "PYTHONHASHSEED": "0", "LC_ALL": "C"}
+
+
+def lines_of(cmd, env, limit, extra_fds=()):
+    """The access lines a valgrind run writes to a pipe: all of them, or the first `limit`."""
+    r, w = os.pipe()
+    p = subprocess.Popen([a.replace("FD", str(w)) for a in cmd], pass_fds=(w,) + tuple(extra_fds), env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.close(w)
+    out = []
+    with os.fdopen(r, "rb") as f:
+        for line in f:
+            if line.startswith(b"=="):
+                continue
+            out.append(line)
+            if limit and len(out) == limit:
+                break
+    if limit:
+        p.send_signal(signal.SIGKILL)
+    p.wait()
+    return out
+
+
+def lackey_lines(vglib, prog, limit=None):
+    return lines_of(["valgrind", "--tool=lackey7", "--trace-mem=yes", "--log-fd=FD"] + prog,
+                    env_for(vglib), limit)
+
+
+def vmtrace_lines(vglib, prog, limit=None):
+    with open(os.devnull, "wb") as null:
+        return lines_of(["valgrind", "--tool=vmtrace", "--text=yes", "--body-fd=FD",
+                         "--info-fd=%d" % null.fileno()] + (["--limit=%d" % limit] if limit else []) + prog,
+                        env_for(vglib), limit, (null.fileno(),))
+
+
+def first_difference(a, b):
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return "line %d: vmtrace %r, lackey %r" % (i, x, y)
+    return "vmtrace %d lines, lackey %d" % (len(a), len(b))
+
+
+# The dynamic loader's string scanning reads four aligned bytes at a time, and so a few of
+# the random bytes the kernel gives each process (AT_RANDOM) just before a string: the
+# table lookups they index and, now and then, the loop's length differ from run to run, in
+# lackey itself too. So a dynamically linked program may differ in one short stretch of
+# fetches and loads; everything before and after it must be the same. (ls -l is left out:
+# its output, and so its accesses, depend on the time.)
+RANDOM_STRETCH_MAX = 400
+
+
+def same_or_random(vt, lk, is_write):
+    """The same accesses, but for one short stretch of fetches and loads."""
+    if vt == lk:
+        return
+    n = min(len(vt), len(lk))
+    p = next((i for i in range(n) if vt[i] != lk[i]), n)
+    s = 0
+    while s < n - p and vt[len(vt) - 1 - s] == lk[len(lk) - 1 - s]:
+        s += 1
+    mid_vt, mid_lk = vt[p:len(vt) - s], lk[p:len(lk) - s]
+    msg = first_difference(vt, lk) + "; differing stretch %d / %d long" % (len(mid_vt), len(mid_lk))
+    assert len(mid_vt) <= RANDOM_STRETCH_MAX and len(mid_lk) <= RANDOM_STRETCH_MAX, msg
+    assert not any(is_write(x) for x in mid_vt + mid_lk), msg
+
+
+# valgrind runs one thread at a time and hands its lock over at every system call; which
+# waiting thread takes it depends on timing, so two runs of lackey itself interleave a
+# threaded program's threads differently. The threaded program must be the same up to the
+# first thread's start (the clone), and each thread's own work the same: the byte stores
+# into its array, as a multiset.
+def same_until_a_thread_starts(vt, lk, exe):
+    if vt == lk:
+        return
+    syms = subprocess.run(["nm", exe], capture_output=True, text=True, check=True).stdout.split("\n")
+    clone = next(int(x.split()[0], 16) for x in syms if x.endswith(" clone") or x.endswith(" __clone"))
+    n = min(len(vt), len(lk))
+    p = next((i for i in range(n) if vt[i] != lk[i]), n)
+    fetches = [int(x[3:].split(b",")[0], 16) for x in lk[:p] if x.startswith(b"I  ")]
+    assert any(clone <= a < clone + 256 for a in fetches), "differs before the first thread: " + first_difference(vt, lk)
+
+    def byte_stores(lines):
+        return collections.Counter(x for x in lines if x.startswith(b" S ") and x.endswith(b",1\n"))
+    assert byte_stores(vt) == byte_stores(lk)
+    assert sum(byte_stores(lk).values()) >= 2 * 1024
+
+
+def text_is_write(line):
+    return line[:3] in (b" S ", b" M ")
+
+
+def body_is_write(access):
+    return access[0] in (KIND["store"], KIND["modify"])
+
+
+PROGRAMS = [
+    ("touch-pages", [os.path.join(B, "touch-pages"), "300"], None),
+    ("pointer-chase", [os.path.join(B, "traces", "pointer-chase"), "256", "2000"], None),
+    ("sequential-scan", [os.path.join(B, "traces", "sequential-scan"), "64", "1"], None),
+    ("threads", [os.path.join(B, "threads")], None),
+    ("ls", ["/bin/ls", "/"], None),
+    ("python", ["/usr/bin/python3", "-c", "print(sum(range(1000)))"], 1_500_000),
+]
+
+
+@pytest.mark.parametrize("name,prog,limit", PROGRAMS, ids=[p[0] for p in PROGRAMS])
+def test_same_accesses_as_lackey(name, prog, limit, vglib):
+    if not os.path.exists(prog[0]):
+        pytest.skip("%s is not installed" % prog[0])
+    lk = lackey_lines(vglib, prog, limit)
+    vt = vmtrace_lines(vglib, prog, limit)
+    assert len(lk) > 10_000
+    if name in ("ls", "python"):
+        same_or_random(vt, lk, text_is_write)
+    elif name == "threads":
+        same_until_a_thread_starts(vt, lk, prog[0])
+    else:
+        assert vt == lk, first_difference(vt, lk)
+    kinds = {x[:3] for x in lk}
+    assert {b"I  ", b" L ", b" S "} <= kinds
+    if name in ("ls", "python", "threads"):
+        assert b" M " in kinds      # read-modify-writes are merged the same way
+
+
+@pytest.mark.parametrize("prog", [["/bin/ls", "/"], [os.path.join(B, "touch-pages"), "64"]], ids=["ls", "touch-pages"])
+def test_body_is_tracepack_of_lackey(prog, vglib, tmp_path):
+    env = env_for(vglib)
+    log = tmp_path / "lackey.log"
+    with open(log, "wb") as f:
+        subprocess.run(["valgrind", "--tool=lackey7", "--trace-mem=yes", "--log-fd=%d" % f.fileno()] + prog,
+                       pass_fds=(f.fileno(),), env=env, stdout=subprocess.DEVNULL, check=True)
+    want = subprocess.run([os.path.join(B, "tracepack"), "--input", str(log)], capture_output=True,
+                          check=True).stdout
+    body, info = tmp_path / "body", tmp_path / "info"
+    with open(body, "wb") as fb, open(info, "wb") as fi:
+        subprocess.run(["valgrind", "--tool=vmtrace", "--body-fd=%d" % fb.fileno(), "--info-fd=%d" % fi.fileno()]
+                       + prog, pass_fds=(fb.fileno(), fi.fileno()), env=env, stdout=subprocess.DEVNULL, check=True)
+    got = body.read_bytes()
+    if got != want:
+        same_or_random(decode_body(got), decode_body(want), body_is_write)
+    assert b'"exit_code":0}' in info.read_bytes()
+
+
+def test_run_trace_uses_the_tool(vglib, tmp_path):
+    out = tmp_path / "t.vmtrace"
+    r = run_cmd(["trace", "--out", str(out), "--", os.path.join(B, "threads")], timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "thread 2: sum" in r.stdout
+    assert "lackey" not in r.stderr
+    header, accesses = read_trace(str(out))
+    rec = header["recorder"]
+    assert rec["tool"] == "vmemlab-vmtrace"
+    assert rec["threads"] == 3 and rec["thread_order"] == "serialized" and rec["forks"] == 0
+    assert "fork is not recorded" in rec["children"]
+    assert header["accesses"] == len(accesses) and header["partial"] is False
+    assert header["program_exit"] == {"code": 0, "signal": None}
+
+
+def test_fork_child_is_not_recorded_and_exec_ends_the_trace(vglib, tmp_path):
+    # the parent forks a child that writes 50 pages, waits, then writes 20 pages itself
+    src = tmp_path / "forker.c"
+    src.write_text(r'''
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static char buf[100 * 4096];
+int main(int argc, char **argv) {
+    printf("base %p\n", (void *)buf); fflush(stdout);
+    pid_t p = fork();
+    if (p == 0) { for (int i = 50; i < 100; i++) buf[i * 4096] = 1; _exit(0); }
+    waitpid(p, NULL, 0);
+    for (int i = 0; i < 20; i++) buf[i * 4096] = 2;
+    if (argc > 1) execl("/bin/true", "true", (char *)0);
+    return 0;
+}''')
+    exe = tmp_path / "forker"
+    subprocess.run(["cc", "-O1", "-static", "-o", str(exe), str(src)], check=True)
+    for extra, partial in (([], False), (["exec"], True)):
+        out = tmp_path / "f.vmtrace"
+        r = run_cmd(["trace", "--out", str(out), "--", str(exe)] + extra, timeout=120)
+        assert r.returncode == (1 if partial else 0), r.stderr
+        base = int(r.stdout.split()[1], 16)
+        header, accesses = read_trace(str(out))
+        pages = {(a - base) >> 12 for k, a in accesses if k == KIND["store"] and base <= a < base + 100 * 4096}
+        assert pages == set(range(20))      # the parent's pages only
+        assert header["recorder"]["forks"] == 1
+        assert header["partial"] is partial
+        if partial:
+            assert "replaced itself with another program (exec)" in header["partial_reason"]
+
+
+def test_lackey_fallback_says_so_once(vglib, tmp_path):
+    # a valgrind without the tool's headers: make cannot build it; VG_INC points nowhere
+    out = tmp_path / "t.vmtrace"
+    env = dict(os.environ, HWLAB_VGTOOL_MAKEFLAGS="VG_INC=/nonexistent VGTOOL=build/vgtool-missing/x")
+    r = subprocess.run([sys.executable, os.path.join(HW, "run"), "trace", "--out", str(out), "--",
+                        os.path.join(B, "touch-pages"), "16"], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    notices = [x for x in r.stderr.splitlines() if "notice:" in x]
+    assert len(notices) == 1 and "recording with valgrind lackey instead" in notices[0], r.stderr
+    header, _ = read_trace(str(out))
+    assert header["recorder"]["tool"] == "valgrind-lackey"
