@@ -15,6 +15,7 @@ const AXE = readFileSync(join(__dirname, '..', '..', 'node_modules', 'axe-core',
 
 const TABS: [string, string, string][] = [
   ['walk', '?example=ept-violation&access=0&step=5', '#counter'],
+  ['start-here', '?', '.start-here'],   // a first bare visit: the "Start here" panel over the walk
   ['walk-vmfunc', '?example=vmfunc-gate&access=2&step=1', '[data-testid="vmfunc-panel"] table.eptp-list'],
   ['walk-shadow-end', '?example=shadow&access=8&step=10', '#outcome.done'],
   ['memory', '?view=memory&example=shadow&access=0&step=3', 'svg.memsvg'],

@@ -18,6 +18,7 @@ import { stepAction, stepTo } from './views/keys';
 import { useTranslation } from 'react-i18next';
 import { LANG_NAMES, saveLang, savedLang } from './i18n';
 import { LANGS, type Lang } from './lessons/langs';
+import { StartHere } from './StartHere';
 
 // The tabs' code, loaded on first use. Pointing at a tab (or focusing it) starts the load;
 // a tab whose code has arrived by the click renders at once, without suspending (a
@@ -47,7 +48,8 @@ const VmfuncPanel = lazy(() => import('./views/VmfuncPanel'));
 const LOADERS: Partial<Record<View, () => Promise<unknown>>> = { live: live.load, lessons: lessons.load, compare: compare.load, playground: playground.load };
 const preload = (v: View) => { void LOADERS[v]?.().catch(() => {}); };   // a failed load shows when the tab opens
 
-const TABS: [View, string][] = [['walk', 'Walk'], ['memory', 'Memory'], ['compare', 'Compare'], ['playground', 'Playground'], ['results', 'Results'], ['live', 'Live guest'], ['lessons', 'Lessons']];
+// Lessons first: they are where a learner starts, and they open the other tabs in turn.
+const TABS: [View, string][] = [['lessons', 'Lessons'], ['walk', 'Walk'], ['memory', 'Memory'], ['compare', 'Compare'], ['playground', 'Playground'], ['results', 'Results'], ['live', 'Live guest']];
 
 type Theme = 'light' | 'dark' | null;
 function initialTheme(): Theme {
@@ -204,6 +206,7 @@ export function App({ engine }: { engine: Vmsim }) {
         </button>
       </header>
       <main>
+        <StartHere onBegin={() => { setPlaying(false); update({ view: 'lessons', lesson: 'four-address-spaces' }, true); }} />
         {(url.view === 'walk' || url.view === 'memory') && (
           <>
             {picker}

@@ -16,7 +16,7 @@ import type { Vmsim } from '../../../wasm-core/js/vmsim';
 import { SteppedWalk } from '../views/SteppedWalk';
 import { LANG_NAMES, saveLang } from '../i18n';
 import { GUIDES, LANGS, LESSONS, LESSON_ORDER, LESSON_SCENARIOS, TEACHER_GUIDE, lessonFor, type Lang, type Part } from './content';
-import { answered, check, generate, say, type Exercise, type Verdict } from './exercises';
+import { answered, check, generate, say, type Exercise, type Msg, type Verdict } from './exercises';
 import { exerciseKey, loadDone, loadExercise, newRecordId, outgoing, saveDone, saveExercise, type ExerciseState, type ProgressRecord } from '../progress/db';
 import { seedFor } from '../progress/seed';
 import { currentClass, onStudentChange, type InClass } from '../progress/student';
@@ -192,7 +192,7 @@ function EmbeddedWalk({ engine, scenario, access, step, onOpenWalk }: { engine: 
 
 /* What the learner is told after Check: nothing typed, wrong (with the tries used), right,
  * or the engine's answer (asked for, or after three wrong tries). */
-type Status = { kind: 'empty' } | { kind: 'wrong'; tries: number } | { kind: 'correct' } | { kind: 'answer'; expected: string; after: 'asked' | 'tries' };
+type Status = { kind: 'empty' } | { kind: 'wrong'; tries: number; unit?: Msg } | { kind: 'correct' } | { kind: 'answer'; expected: string; after: 'asked' | 'tries' };
 const MAX_TRIES = 3;
 
 function ExerciseCard({ engine, part, seed, onSeed, lesson, klass }: { engine: Vmsim; part: Extract<Part, { type: 'exercise' }>;
@@ -207,6 +207,8 @@ function ExerciseCard({ engine, part, seed, onSeed, lesson, klass }: { engine: V
   const [status, setStatus] = useState<Status | null>(null);
   const [verdict, setVerdict] = useState<Verdict | null>(null);
   const [showHint, setShowHint] = useState(false);
+  // The hint comes in two steps: a nudge, then the method (asked for, or after two wrong tries).
+  const [showMethod, setShowMethod] = useState(false);
   const [showWalk, setShowWalk] = useState(false);
   const [failure, setFailure] = useState<string | null>(null);
   // Checks of this variant so far (a record's `tries`); touched: the learner acted before
@@ -260,8 +262,9 @@ function ExerciseCard({ engine, part, seed, onSeed, lesson, klass }: { engine: V
     const n = tries + 1;
     setTries(n);
     setShowHint(true);
+    if (n >= 2) setShowMethod(true);
     const last = n >= MAX_TRIES;
-    setStatus(last ? { kind: 'answer', expected: v.expected, after: 'tries' } : { kind: 'wrong', tries: n });
+    setStatus(last ? { kind: 'answer', expected: v.expected, after: 'tries' } : { kind: 'wrong', tries: n, unit: v.unitNote });
     keep(last ? { wrong: n, hint: true, status: 'answer', after: 'tries', expected: v.expected } : { wrong: n, hint: true, status: 'wrong' },
       { answer, shown: last, hint: hintBefore });
   };
@@ -274,7 +277,7 @@ function ExerciseCard({ engine, part, seed, onSeed, lesson, klass }: { engine: V
   };
   const toggleHint = () => { setShowHint(!showHint); keep({ hint: !showHint }); };
   const type = (a: string) => { setAnswer(a); keep({ answer: a }); };
-  // A choice is shown in words; the engine's answer too ("ept or npt" when they tie).
+  // A choice is shown in words; the engine's answer too ("ept or npt" should two tie).
   const choiceWords = (c: string) => tx(`choice.${c}`, { defaultValue: c });
   const expectedWords = (e: string) => ex.input.type !== 'choice' ? e
     : e.split(' or ').map(choiceWords).reduce((a, b) => tx('or', { a, b }));
@@ -283,7 +286,7 @@ function ExerciseCard({ engine, part, seed, onSeed, lesson, klass }: { engine: V
   const shown = walkResult?.accesses[Math.min(ex.walkAccess ?? 0, walkResult.accesses.length - 1)];
   const message = !status ? null
     : status.kind === 'empty' ? t('noAnswer')
-    : status.kind === 'wrong' ? t('wrongTry', { count: status.tries, max: MAX_TRIES })
+    : status.kind === 'wrong' ? t('wrongTry', { count: status.tries, max: MAX_TRIES }) + (status.unit ? ' ' + say(status.unit, tx) : '')
     : status.kind === 'correct' ? t('correct')
     : t(status.after === 'tries' ? 'answerAfterTries' : 'answerAsked', { expected: expectedWords(status.expected), max: MAX_TRIES });
   const tone = status?.kind === 'correct' ? 'ok' : status?.kind === 'answer' ? 'revealed' : 'error';
@@ -306,7 +309,13 @@ function ExerciseCard({ engine, part, seed, onSeed, lesson, klass }: { engine: V
         {!settled && <><button type="button" onClick={reveal}>{t('showAnswer')}</button>{' '}</>}
         <button type="button" onClick={() => onSeed(seed + 1)}>{t('newExercise')}</button>
       </form>
-      {showHint && <p className="hint">{say(ex.hint, tx)}</p>}
+      {showHint && (
+        <div className="hint" data-step={showMethod ? 'method' : 'nudge'}>
+          <p>{say(ex.nudge, tx)}</p>
+          {showMethod ? <p>{say(ex.hint, tx)}</p>
+            : <p><button type="button" className="linklike" onClick={() => setShowMethod(true)}>{t('moreHint')}</button></p>}
+        </div>
+      )}
       {failure && <p role="alert" className="error">{tx('engineFailed')} <span lang="en">{failure}</span></p>}
       <p role="status" className={message ? `verdict ${tone}` : 'verdict'} data-state={status?.kind}>{message}</p>
       {message && shown ? <p><button className="linklike" onClick={() => setShowWalk((s) => !s)} aria-expanded={showWalk}>{t('showWalk')}</button></p> : null}

@@ -41,14 +41,14 @@ const ORACLES: Record<string, Oracle> = {
     const right = hex(frame + (gva & 0xfffn));
     return { right, wrong: hex(BigInt(right) ^ 0x1000n) };
   },
-  // The 2-D walk of lesson 3: (g + 1)(n + 1) - 1 for g guest and n nested levels walked;
+  // The 2-D walk of lesson 3: (g + 1)(n + 1) - 1 for g guest and n nested levels walked, per read;
   // a flat table is one level (lesson 5), native has none (lesson 1).
   'count-refs': (ex) => {
     const s = ex.scenarios[0];
-    const g = 4 - pageLevels[s.guest.mappings![0].page ?? '4K'];
+    const g = (s.guest.paging === '5level' ? 5 : 4) - pageLevels[s.guest.mappings![0].page ?? '4K'];
     const n = s.mode === 'native' ? 0 : s.mode === 'flat' ? 1
       : (s.nested!.levels ?? 4) - pageLevels[s.nested!.mappings.at(-1)!.page ?? '4K'];
-    const right = (g + 1) * (n + 1) - 1;
+    const right = s.accesses.length * ((g + 1) * (n + 1) - 1);   // with no TLB, every read walks
     return { right: String(right), wrong: String(right + 1) };
   },
   // Lesson 3: a guest page missing is the guest's own fault; an EPT entry with W but not R
@@ -98,21 +98,26 @@ const ORACLES: Record<string, Oracle> = {
     }
     return { right: hex(right), wrong: right === 0n ? '0x81' : '0x0' };
   },
-  // Lesson 5: x GiB of guest RAM / 8 KiB pages x 8-byte entries = x MiB.
+  // Lesson 5: x GiB of guest RAM / 8 KiB pages (4 KiB on x86) x 8-byte entries = x MiB (2x).
   'flat-table-size': (ex) => {
     const ram = BigInt((ex.scenarios[0] as unknown as { flat: { guest_ram: string } }).flat.guest_ram);
-    const mib = (ram / 8192n) * 8n / (1n << 20n);
+    const frame = ex.scenarios[0].guest.paging === 'sunway' ? 8192n : 4096n;
+    const mib = (ram / frame) * 8n / (1n << 20n);
     return { right: String(mib), wrong: String(mib * 1024n) };
   },
   // Lessons 2 and 4: shadow paging wins on poor locality (a 1-D walk per miss), nested paging
   // wins when page tables change (every guest PTE write exits under shadow paging) and when
-  // more address spaces switch than there are CR3-target values.
+  // more address spaces switch than there are CR3-target values; of the two nested hosts,
+  // the one whose 2 MiB nested pages the nested TLB covers at once (its levels do not
+  // matter: the walk caches keep the upper ones).
   'which-wins': (ex) => {
     const s = ex.scenarios[0] as Scenario & { guest: { address_spaces?: number } };
     const churn = s.accesses.some((a) => 'pte_write' in a);
     const switches = s.accesses.some((a) => 'mov_cr3' in a);
-    const right = churn || switches ? 'ept' : 'shadow';
-    return { right, wrong: right === 'shadow' ? 'ept' : 'shadow' };
+    const big = ex.scenarios.find((x) => x.nested?.mappings.some((m) => m.page === '2M'))?.mode;
+    const small = ex.scenarios.find((x) => x.mode !== 'shadow' && x.mode !== big)!.mode;
+    const right = churn || switches ? big ?? 'ept' : 'shadow';
+    return { right, wrong: right === 'shadow' ? small : small === right ? 'shadow' : small };
   },
   // The sequence kinds: hand-written models of the machine each runs (src/test/exerciseModels.ts).
   'shadow-exits': sequence,

@@ -89,17 +89,25 @@ describe('lessons view', () => {
     // an empty answer: said so, with the hint, and no answer given away
     fireEvent.click(within(ex).getByText('Check'));
     expect(status()).toMatch(/^No answer yet/);
-    expect(ex.querySelector('.hint')).toBeTruthy();
-    // two wrong answers: said so, tries counted, still no answer
-    for (const [i, wrong] of ['1', '2'].entries()) {
+    // the hint's first step, a nudge, with the method one click away
+    const hint = () => ex.querySelector('.hint') as HTMLElement;
+    expect(hint().dataset.step).toBe('nudge');
+    expect(within(hint()).getByRole('button', { name: 'Show the method' })).toBeTruthy();
+    // two wrong answers: said so, tries counted, still no answer; a unit other than the one
+    // asked for is named
+    const unitNote = ' Check the unit: this question asks for a number of memory references.';
+    for (const [i, wrong] of ['1', '2 exits'].entries()) {
       fireEvent.change(input, { target: { value: wrong } });
       fireEvent.click(within(ex).getByText('Check'));
-      expect(status()).toBe(`Not quite: that was try ${i + 1} of 3. Look at the hint and try again.`);
+      expect(status()).toBe(`Not quite: that was try ${i + 1} of 3. Look at the hint and try again.${i ? unitNote : ''}`);
     }
-    // the right one (the engine's own count of this exercise's scenario)
+    // after two wrong tries the method is shown too
+    expect(hint().dataset.step).toBe('method');
+    expect(hint().textContent).toContain('g + (g + 1) x n');
+    // the right one (the engine's own count of this exercise's scenario), with its unit
     const ex0 = generate({ kind: 'count-refs', mode: 'ept' }, Number(ex.dataset.seed));
-    const right = String(engine.run(ex0.scenarios[0]).accesses[0].memory_refs);
-    fireEvent.change(input, { target: { value: right } });
+    const right = String(engine.run(ex0.scenarios[0]).accesses.reduce((c, a) => c + a.memory_refs, 0));
+    fireEvent.change(input, { target: { value: `${right} references` } });
     fireEvent.click(within(ex).getByText('Check'));
     expect(status()).toMatch(/^Correct\./);
     // and its walk, with its own step controls

@@ -63,7 +63,13 @@ export default function LiveView({ engine, onOpen }: { engine: Vmsim; onOpen?: (
   // Boot (or restore) once per mount; the emulator is destroyed when the tab closes.
   useEffect(() => {
     let disposed = false;
-    const term = new Terminal({ convertEol: false, fontSize: 13, rows: 22, cols: 90, scrollback: 2000 });
+    // On a phone the terminal takes the columns its box holds, in a smaller font, so that it
+    // fits without scrolling sideways (lines wrap); 90 columns of 13 px elsewhere.
+    const box = termEl.current!.clientWidth - 8;   // less the padding
+    const phone = innerWidth < 600 && box > 0;
+    const fontSize = phone ? 10 : 13;
+    const cols = phone ? Math.max(40, Math.floor(box / (fontSize * 0.62))) : 90;
+    const term = new Terminal({ convertEol: false, fontSize, rows: 22, cols, scrollback: 2000 });
     term.open(termEl.current!);
     (async () => {
       try {

@@ -298,9 +298,9 @@ export const StepList = memo(function StepList({ result, access, step, onStep }:
                   onClick={() => onStep?.(s.n)}>
                   <td><button type="button" className="rowbtn" tabIndex={s.n === tabN ? 0 : -1} data-step-target=""
                     aria-label={t('walk.stepRow', { n: s.n, what: explainStep(s, result, t) })} onClick={(e) => { e.stopPropagation(); onStep?.(s.n); }}>{s.n}</button></td>
-                  <td>{s.ref ?? ''}</td><td title={kindWords(s.kind, t)}>{s.kind}</td>
+                  <td>{s.ref ?? ''}</td><td title={kindWords(s.kind, t)}>{t(`walk.kindShort.${s.kind}`, { defaultValue: kindWords(s.kind, t) })}</td>
                   <td className={`d-${table}`}>{t(`dim.${table}`)}</td>
-                  <td>{s.level}</td><td>{s.dim === 'nested' && result.mode !== 'shadow' && s.kind !== 'eptp_list' ? (s.stage ? t('step.stageShort', { n: s.stage }) : t('walk.final')) : ''}</td>
+                  <td>{s.level}</td><td>{s.dim === 'nested' && result.mode !== 'shadow' && s.kind !== 'eptp_list' ? (s.stage ? t('walk.translatingGuest', { n: s.stage }) : t('walk.translatingFinal')) : ''}</td>
                   <td>{s.entry_hpa}</td><td>{s.entry}</td><td>{s.flags.join(' ')}</td><td>{s.kind === 'eptp_list' ? t(s.result === 'page' ? 'walk.eptpValid' : 'walk.eptpInvalid') : resultWords(s.result, t)}{s.cache ? ` (${resultWords(s.cache, t)})` : ''}</td>
                 </tr>
               );

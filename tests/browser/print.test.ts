@@ -1,0 +1,72 @@
+/* Printing, in headless Chromium: a lesson, Compare and the Results tab's charts, each in
+ * the dark theme, printed to PDF (Chromium's own print path) and checked under the print
+ * media the PDF uses: no tabs, pickers or buttons; the charts kept; every piece of text at
+ * least 4.5:1 against what lies behind it (the light palette whatever the theme). */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { appInChromium, ARTIFACTS } from './chromium';
+
+const session = appInChromium();
+
+const PAGES: [string, string, string, string][] = [
+  ['lesson', '?view=lessons&lesson=ept-and-npt&lang=en', '.prose', 'figure.embedded-walk'],
+  ['compare', '?view=compare', '[data-testid="compare-ordering"]', 'figure.compare-chart svg'],
+  ['results', '?view=results', '.results-page svg.chart', '.results-page svg.chart'],
+];
+
+/** Text elements whose contrast against the background behind them is under 4.5:1. */
+function lowContrast(): string[] {
+  const rgb = (c: string) => (c.match(/[\d.]+/g) ?? []).map(Number);
+  const lum = ([r, g, b]: number[]) => {
+    const f = (v: number) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+  };
+  const behind = (el: Element | null): number[] => {
+    for (; el; el = el.parentElement) {
+      const c = rgb(getComputedStyle(el).backgroundColor);
+      if (c.length === 3 || (c.length === 4 && c[3] > 0.5)) return c.slice(0, 3);
+    }
+    return [255, 255, 255];   // paper
+  };
+  const bad: string[] = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const el = n.parentElement!;
+    if (!n.textContent!.trim() || el.closest('svg, .katex, script, style')) continue;
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0 || getComputedStyle(el).visibility === 'hidden') continue;
+    const fg = lum(rgb(getComputedStyle(el).color).slice(0, 3)), bg = lum(behind(el));
+    const ratio = (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05);
+    if (ratio < 4.5) bad.push(`${el.tagName.toLowerCase()}.${el.className} "${n.textContent!.trim().slice(0, 40)}": ${ratio.toFixed(2)}`);
+  }
+  return bad;
+}
+
+describe('print', () => {
+  for (const [name, query, ready, chart] of PAGES) {
+    it(`${name}, dark theme: prints to PDF with the light palette, no controls, the chart kept`, async () => {
+      const ctx = await session.browser.newContext({ viewport: { width: 1100, height: 900 }, colorScheme: 'dark' });
+      await ctx.addInitScript(() => localStorage.setItem('vmemlab-theme', 'dark'));
+      const page = await ctx.newPage();
+      await page.goto(session.url + query);
+      await page.waitForSelector(ready, { timeout: 20_000 });
+      // on screen it is dark
+      expect(await page.evaluate(() => getComputedStyle(document.body).backgroundColor)).not.toBe('rgb(255, 255, 255)');
+      const pdf = await page.pdf({ format: 'A4', printBackground: true });
+      writeFileSync(join(ARTIFACTS, `print-${name}.pdf`), pdf);
+      expect(pdf.subarray(0, 5).toString()).toBe('%PDF-');
+      expect(pdf.length).toBeGreaterThan(10_000);
+      await page.emulateMedia({ media: 'print', colorScheme: 'dark' });
+      expect(await page.evaluate(() => getComputedStyle(document.body).backgroundColor)).toBe('rgb(255, 255, 255)');
+      // no tabs, pickers or buttons (a lesson's links stay, as words)
+      for (const sel of ['header.top', 'nav.tabs', 'footer.foot', 'button:not(.lesson button.linklike)', 'select', 'input'])
+        expect(await page.locator(sel).evaluateAll((els) => els.filter((e) => (e as HTMLElement).offsetParent !== null).length), sel).toBe(0);
+      // the chart (or the lesson's walk figure) is kept
+      const box = await page.locator(chart).first().boundingBox();
+      expect(box && box.width > 100 && box.height > 40, chart).toBe(true);
+      expect(await page.evaluate(lowContrast)).toEqual([]);
+      await ctx.close();
+    }, 90_000);
+  }
+});

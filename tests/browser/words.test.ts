@@ -1,0 +1,46 @@
+/* The views in a learner's words, in headless Chromium: no engine identifier (a step kind,
+ * a result, an outcome or a field name as the engine spells it: `eptp_list`, `misconfig`,
+ * `lvl`, `stage`...) reaches the rendered text of any tab. Code is left out (JSON in the
+ * editor, `code` and `pre`), where the engine's own names are what a learner types. */
+import { describe, expect, it } from 'vitest';
+import { appInChromium } from './chromium';
+
+const session = appInChromium();
+
+const TABS: [string, string, string][] = [
+  ['walk, a nested step', '?example=ept-4k&access=0&step=3', '#counter'],
+  ['walk, the last step', '?example=ept-4k&access=0&step=24', '#counter'],
+  ['walk, a misconfiguration', '?example=ept-misconfig&access=0&step=5', '#counter'],
+  ['walk, VMFUNC', '?example=vmfunc-gate&access=2&step=1', '[data-testid="vmfunc-panel"] table.eptp-list'],
+  ['walk, shadow', '?example=shadow&access=8&step=10', '#outcome.done'],
+  ['walk, npt A/D', '?example=npt-fault-walk&access=0&step=3', '#counter'],
+  ['memory', '?view=memory&example=shadow&access=0&step=3', 'svg.memsvg'],
+  ['compare', '?view=compare', '[data-testid="compare-ordering"]'],
+  ['playground', '?view=playground&example=ept-4k', '[data-testid="toggles"]'],
+  ['results', '?view=results', '.results-page'],
+  ['lessons', '?view=lessons&lesson=ept-and-npt', '.prose'],
+  ['live', '?view=live', 'body[data-live-ready="1"]'],
+];
+
+const IDENT = /\b(eptp_list|misconfig|lvl|stage|ad_write|vmm_fill|tlb_hit|pwc_hit|ntlb_hit|not_present|guest_page_fault|ept_violation|ept_misconfig|npt_fault|flat_fault|invalid_opcode|hidden_page_fault|reflected_page_fault|pt_write|cr3_write|memory_refs|entry_hpa)\b/g;
+
+describe('no engine identifier in the rendered text', () => {
+  for (const [name, query, ready] of TABS) {
+    it(name, async () => {
+      const page = await session.browser.newPage({ viewport: { width: 1200, height: 900 } });
+      await page.goto(`${session.url}${query}&lang=en`);
+      await page.waitForSelector(ready, { timeout: ready.includes('live-ready') ? 60_000 : 15_000 });
+      // each text node on its own (cells run together in textContent), code left out
+      const text = await page.evaluate(() => {
+        const out: string[] = [];
+        const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+        for (let n = walker.nextNode(); n; n = walker.nextNode())
+          if (!n.parentElement!.closest('code, pre, .cm-editor, textarea, script, style, option')) out.push(n.textContent!);
+        return out.join(' \n ');
+      });
+      const hits = [...new Set([...text.matchAll(IDENT)].map((m) => text.slice(Math.max(0, m.index! - 40), m.index! + 40).replace(/\s+/g, ' ')))];
+      await page.close();
+      expect(hits).toEqual([]);
+    }, 90_000);
+  }
+});
