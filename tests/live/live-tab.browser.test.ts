@@ -68,8 +68,8 @@ describe.skipIf(!ready)('Live guest tab in Chromium', () => {
     // the engine's shadow mode on the real tables: the first touch exits, the VMM reads the
     // guest's 2 entries in software, and the retried walk of the PAE-format shadow reads 2
     await expect.poll(() => page.locator('#live-outcome').innerText()).toMatch(/ok · gpa 0x[0-9a-f]+ · hpa 0x[0-9a-f]+ · 2 references/);
-    expect(await page.locator('table.steplist td', { hasText: /^vmm_read$/ }).count()).toBe(2);
-    expect(await page.locator('table.steplist td', { hasText: /^vmexit$/ }).count()).toBe(1);
+    expect(await page.locator('table.steplist td', { hasText: /^VMM read$/ }).count()).toBe(2);
+    expect(await page.locator('table.steplist td', { hasText: /^VM exit$/ }).count()).toBe(1);
     mkdirSync(join(root, 'tests', 'artifacts'), { recursive: true });
     await page.screenshot({ path: join(root, 'tests', 'artifacts', 'live-guest.png'), fullPage: true });
     expect(errors).toEqual([]);
