@@ -81,8 +81,8 @@ hw-lab/build/traces/%.vmtrace: hw-lab/trace/examples/%.c $(TRACE_RECORDER)
 	$(MAKE) -C hw-lab build/traces/$*.vmtrace
 	@touch $@
 
-$(VALIDATORS) &: web/server/gen-validator.mjs wasm-core/schema/scenario.schema.json hw-lab/schema/result.schema.json
-	node web/server/gen-validator.mjs >/dev/null
+$(VALIDATORS) &: web/scripts/gen-validator.mjs wasm-core/schema/scenario.schema.json hw-lab/schema/result.schema.json
+	node web/scripts/gen-validator.mjs >/dev/null
 
 # vite empties web/dist; the brotli/gzip copies the server sends are made right after.
 web/dist/.built: $(WEB_INPUTS) $(VALIDATORS) wasm-core/build/wasm/vmsim.mjs node_modules/.package-lock.json web/scripts/compress.mjs \

@@ -2,7 +2,7 @@
  * ajv compiling the schema at run time (as the server does). */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { generate, TARGETS } from '../../web/server/gen-validator.mjs';
+import { generate, TARGETS } from '../../web/scripts/gen-validator.mjs';
 import { checkResult } from '../../web/src/results/validate';
 import { resultWith } from './helpers';
 

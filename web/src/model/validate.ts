@@ -2,7 +2,7 @@
  * the JSON Schema (with the path of each bad field). Loaded only by the playground,
  * so ajv stays out of the first page's bundle. */
 import type { ErrorObject } from 'ajv';
-// Compiled ahead of time by web/server/gen-validator.mjs (npm run gen:validator): no eval in
+// Compiled ahead of time by web/scripts/gen-validator.mjs (npm run gen:validator): no eval in
 // the page, so the class server's Content-Security-Policy can forbid it.
 import scenarioValidator from './scenario-validator.gen.mjs';
 import schema from '../../../wasm-core/schema/scenario.schema.json';
