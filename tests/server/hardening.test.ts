@@ -102,7 +102,9 @@ describe('every spelling of an API path is refused or counted against the same l
   it.each([
     ['/%61pi/results', true], ['/api//results', true], ['/API/results', true], ['/Api/results', true], ['/api/./results', true],
     ['/x/../api/results', true], ['/api/results/.', true], ['/api%2Fresults', true], ['//api/results', true], ['/api\\results', true],
-    ['http://127.0.0.1/api/results', true], ['/api/results', false], ['/api/results?x=%61', false], ['/assets/app.js', false], ['/%61ssets/x.js', false],
+    ['http://127.0.0.1/api/results', true], ['/%61pi/classes/AB-CD/progress', true], ['/api/classes/AB-CD//students', true],
+    ['/API/classes/AB-CD/progress.csv', true], ['/api/classes/AB-CD/%63lose', true], ['/api/classes/AB-CD/progress/../close', true],
+    ['/api/classes/AB-CD/progress', false], ['/api/classes/AB-CD/students/me', false], ['/api/results', false], ['/api/results?x=%61', false], ['/assets/app.js', false], ['/%61ssets/x.js', false],
   ])('%s refused: %s', (target, refused) => {
     expect(apiPathProblem(target) !== null).toBe(refused);
   });

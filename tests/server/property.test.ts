@@ -24,7 +24,8 @@ const BODY_LIMIT = 256 * 1024;
 
 let child: ChildProcess; let base: string; let work: string;
 let code: string; let teacher: string; let resultId = 'none'; let traceId = 'none';
-let trace: Buffer; let report: Record<string, unknown>;
+let trace: Buffer; let report: Record<string, unknown>; let student = 'none';
+let other: { code: string; teacher_token: string }; // a second class, closed and reopened at random
 
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'vmemlab-prop-'));
@@ -47,6 +48,8 @@ beforeAll(async () => {
   resultId = (await up.json()).id;
   const tr = await fetch(`${base}/api/classes/${code}/traces`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ report, trace: trace.toString('base64') }) });
   traceId = (await tr.json()).id;
+  other = await (await fetch(`${base}/api/classes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"fuzz, closed at times"}' })).json();
+  student = (await (await fetch(`${base}/api/classes/${code}/students`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"fuzz student"}' })).json()).receipt;
 }, 60_000);
 afterAll(() => { if (child && child.exitCode === null) child.kill('SIGKILL'); if (work) rmSync(work, { recursive: true, force: true }); });
 
@@ -129,7 +132,23 @@ const reads = fc.tuple(fc.constantFrom('class', 'result', 'delete-result', 'csv'
     const [method, path] = paths[what];
     return { method, path, headers, what };
   });
-const anyRequest = fc.oneof(createClass, uploadResult, uploadTrace, page, reads);
+// Students and their progress (progress.mjs), the teacher's reads of it (dashboard.mjs) and
+// the class's life (close and reopen; never delete, which would end the run's class).
+const RECORD = { id: 'AAAAAAAAAAAAAAAAAAAAAA', type: 'attempt', lesson: 'ept-and-npt', exercise: 0, kind: 'count-refs', seed: 7, answer: '24', tries: 1, hint: false, shown: false, at: '2026-01-01T00:00:00Z' };
+const RECORD_PATHS: Path[] = [['id'], ['type'], ['lesson'], ['exercise'], ['kind'], ['seed'], ['answer'], ['tries'], ['at'], ['extra']];
+const joinStudent = fc.oneof(nearText, oddValue).chain((name) => asBody({ name }))
+  .map((body): Req => ({ method: 'POST', path: `/api/classes/${code}/students`, headers: json, body, what: 'join' }));
+const sendProgress = fc.tuple(fc.constantFrom(...RECORD_PATHS), oddValue, nearLength, fc.boolean())
+  .chain(([path, v, n, withReceipt]) => asBody({ records: Array.from({ length: Math.min(n, 2000) || 1 }, (_, i) => (i === 0 ? setAt(RECORD, path, v) : { ...RECORD, id: `r${String(i).padStart(21, '0')}` })) })
+    .map((body): Req => ({ method: 'POST', path: `/api/classes/${code}/progress`, headers: { ...json, ...(withReceipt ? { authorization: `Bearer ${student}` } : {}) }, body, what: `progress ${path.join('/')}` })));
+const teacherReads = fc.tuple(fc.constantFrom('progress', 'progress/students', 'progress.csv', 'progress/events', 'close', 'reopen'), fc.boolean(), fc.oneof(fc.constant(undefined), fc.integer({ min: -1, max: 502 }).map(String)))
+  .map(([what, withTok, limit]): Req => {
+    const life = what === 'close' || what === 'reopen';
+    const headers: Record<string, string> = withTok ? { authorization: `Bearer ${life ? other.teacher_token : teacher}` } : {};
+    // the event stream is only opened with Accept: text/event-stream; without it the answer is at once
+    return { method: life ? 'POST' : 'GET', path: `/api/classes/${life ? other.code : code}/${what}${limit !== undefined && !life ? `?limit=${limit}` : ''}`, headers, what };
+  });
+const anyRequest = fc.oneof(createClass, uploadResult, uploadTrace, page, reads, joinStudent, sendProgress, teacherReads);
 
 describe(`property-based HTTP fuzzing (fast-check, seed ${SEED}, ${RUNS} runs)`, () => {
   it('every answer is a non-5xx within 1 s, errors are JSON with a message, and the server stays under 300 MB', async () => {
