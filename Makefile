@@ -6,7 +6,7 @@ SHELL := /bin/bash
 
 PYTHON ?= python3
 
-.PHONY: help setup system-deps node-deps bochs-deps build start test test-engine test-python test-js test-hwlab test-bochs test-server test-live fidelity fuzz bench clean
+.PHONY: help setup system-deps node-deps bochs-deps build start test test-engine test-python test-js test-hwlab test-bochs test-server test-live test-browsers fidelity fuzz bench clean
 
 help:
 	@echo "make start   set up, build and serve the lab at http://127.0.0.1:8080"
@@ -24,6 +24,7 @@ system-deps:
 	command -v clang >/dev/null || missing="$$missing clang libclang-rt-14-dev"; \
 	command -v node >/dev/null || missing="$$missing nodejs npm"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	command -v firefox-esr >/dev/null || missing="$$missing firefox-esr"; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	command -v zstd >/dev/null || missing="$$missing zstd"; \
 	command -v nasm >/dev/null || missing="$$missing nasm"; \
@@ -36,8 +37,10 @@ system-deps:
 	[ -z "$$missing" ] || hw-lab/apt-install.sh $$missing
 
 # better-sqlite3 compiles from source against the system Node headers (about a minute).
+# No browser is downloaded: the tests drive Debian's chromium and firefox-esr (puppeteer-core
+# fetches none; the variable keeps it so should a dependency ever pull in puppeteer).
 node_modules/.package-lock.json: package-lock.json
-	npm_config_nodedir=/usr npm ci --no-audit --no-fund
+	PUPPETEER_SKIP_DOWNLOAD=1 npm_config_nodedir=/usr npm ci --no-audit --no-fund
 	@touch $@
 
 node-deps: node_modules/.package-lock.json
@@ -128,6 +131,10 @@ test-hwlab:
 # The live guest's tests alone (test-js runs them too).
 test-live: build
 	npx vitest run tests/live
+
+# Every tab in Chromium and in Firefox ESR alone (test-js runs it too).
+test-browsers: build
+	npx vitest run tests/browser/every-tab.test.ts
 
 # The class server's tests alone (test-js runs them too).
 test-server:
