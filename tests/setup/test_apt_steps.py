@@ -161,6 +161,26 @@ def test_hw_lab_setup_goes_on_when_update_fails(stubs):
         assert r.returncode == 0, r.stdout + r.stderr
 
 
+def test_a_machine_without_firefox_gets_it_from_make_setup(stubs):
+    # every tool this machine has on PATH, except Firefox ESR (the second browser the tests drive)
+    shadow = stubs["tmp"] / "path"
+    shadow.mkdir()
+    for d in os.environ["PATH"].split(":"):
+        if not os.path.isdir(d):
+            continue
+        for name in os.listdir(d):
+            if name != "firefox-esr" and not (shadow / name).exists() and not (stubs["bin"] / name).exists():
+                (shadow / name).symlink_to(os.path.join(d, name))
+    as_root_missing(stubs, ["firefox-esr"])
+    stubs["add"]("firefox-esr", "153.7.0esr-1~deb12u1", arch="amd64")
+    env = dict(stubs["env"], PATH="%s:%s" % (stubs["bin"], shadow))
+    r = subprocess.run(["make", "-s", "system-deps"], cwd=ROOT, capture_output=True, text=True, env=env)
+    inst = calls(stubs, "install")
+    assert len(inst) == 1 and inst[0].split()[-1] == "firefox-esr", r.stdout + r.stderr
+    assert [p for p in inst[0].split()[2:] if not p.startswith("-")] == ["firefox-esr"], inst[0]
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
 def test_no_script_changes_the_machines_architectures():
     out = subprocess.run(["git", "grep", "-n", "--", "--add-" + "architecture", "--", ":!*.md"],
                          cwd=ROOT, capture_output=True, text=True).stdout
