@@ -76,8 +76,11 @@ function shotPath(browser: BrowserName, name: string) {
   return join(ARTIFACTS, `${browser}-${name}.png`);
 }
 
-async function chromiumTab(browser: PwBrowser, width: number, height: number): Promise<Tab> {
-  const page: PwPage = await browser.newPage({ viewport: { width, height } });
+/** A page's size, and whether it is a phone's (touch; in Chromium a mobile viewport too). */
+export interface Screen { width?: number; height?: number; phone?: boolean }
+
+async function chromiumTab(browser: PwBrowser, { width = 1200, height = 900, phone = false }: Screen): Promise<Tab> {
+  const page: PwPage = await browser.newPage({ viewport: { width, height }, ...(phone ? { isMobile: true, hasTouch: true } : {}) });
   const problems: string[] = [];
   page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
   page.on('pageerror', (e) => problems.push(`exception: ${e.message}`));
@@ -108,9 +111,9 @@ async function chromiumTab(browser: PwBrowser, width: number, height: number): P
   });
 }
 
-async function firefoxTab(browser: PpBrowser, width: number, height: number): Promise<Tab> {
+async function firefoxTab(browser: PpBrowser, { width = 1200, height = 900, phone = false }: Screen): Promise<Tab> {
   const page: PpPage = await browser.newPage();
-  await page.setViewport({ width, height });
+  await page.setViewport({ width, height, ...(phone ? { isMobile: true, hasTouch: true } : {}) });
   const problems: string[] = [];
   page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
   page.on('pageerror', (e) => problems.push(`exception: ${(e as Error).message ?? String(e)}`));
@@ -143,7 +146,7 @@ async function firefoxTab(browser: PpBrowser, width: number, height: number): Pr
 
 /** For one describe block: the built app served by the real class server and `name`
  * started before its tests, both stopped after them. `open()` gives a fresh page. */
-export function appIn(name: BrowserName): { open: (width?: number, height?: number) => Promise<Tab>; readonly url: string; readonly version: string } {
+export function appIn(name: BrowserName): { open: (screen?: Screen) => Promise<Tab>; readonly url: string; readonly version: string } {
   let app: Awaited<ReturnType<typeof serveApp>> | undefined;
   let pw: PwBrowser | undefined;
   let pp: PpBrowser | undefined;
@@ -159,7 +162,7 @@ export function appIn(name: BrowserName): { open: (width?: number, height?: numb
     await app?.close();
   }, 30_000);
   return {
-    open: (width = 1200, height = 900) => (name === 'chromium' ? chromiumTab(pw!, width, height) : firefoxTab(pp!, width, height)),
+    open: (screen = {}) => (name === 'chromium' ? chromiumTab(pw!, screen) : firefoxTab(pp!, screen)),
     get url() { return app!.url; },
     get version() { return version; },
   };

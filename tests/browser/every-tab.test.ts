@@ -61,7 +61,7 @@ for (const browser of BROWSERS) {
     /* A fresh page per tab; what it saw is checked when the next one opens and at the end. */
     const open = async (query: string, ready: string, width?: number, height?: number, timeoutMs = 20_000) => {
       if (tab) { problems.push(...tab.problems); await tab.close(); }
-      tab = await app.open(width, height);
+      tab = await app.open({ width, height });
       await tab.goto(app.url + query);
       await tab.waitFor(ready, timeoutMs);
       return tab;

@@ -1,10 +1,8 @@
-/* On a phone (390x844 and 360x740), in headless Chromium: no tab scrolls sideways (a data
- * table may, inside its own box; an element inside a box that scrolls or clips is that
- * box's), and the live terminal fits its box rather than being cut by it. */
+/* On a phone (390x844 and 360x740), in headless Chromium and Firefox ESR: no tab scrolls
+ * sideways (a data table may, inside its own box; an element inside a box that scrolls or
+ * clips is that box's), and the live terminal fits its box rather than being cut by it. */
 import { describe, expect, it } from 'vitest';
-import { appInChromium } from './chromium';
-
-const session = appInChromium();
+import { appIn, BROWSERS } from './browsers';
 
 const TABS: [string, string, string][] = [
   ['walk', '?example=ept-4k&access=0&step=7', '#counter'],
@@ -17,35 +15,41 @@ const TABS: [string, string, string][] = [
   ['live', '?view=live', 'body[data-live-ready="1"]'],
 ];
 
-describe('phone', () => {
-  for (const [w, h] of [[390, 844], [360, 740]]) {
-    for (const [name, query, ready] of TABS) {
-      it(`${w}x${h} ${name}: nothing scrolls sideways but a data table in its own box`, async () => {
-        const page = await session.browser.newPage({ viewport: { width: w, height: h }, isMobile: true, hasTouch: true });
-        await page.goto(`${session.url}${query}&lang=en`);
-        await page.waitForSelector(ready, { timeout: ready.includes('live-ready') ? 60_000 : 15_000 });
-        const wide = await page.evaluate(() => {
-          const out: string[] = [];
-          if (document.documentElement.scrollWidth > innerWidth + 1) out.push(`page ${document.documentElement.scrollWidth} > ${innerWidth}`);
-          for (const el of document.querySelectorAll<HTMLElement>('body *')) {
-            const r = el.getBoundingClientRect();
-            if (r.width === 0 || r.right <= innerWidth + 1 || el.closest('.table-scroll, [data-scroll]')) continue;
-            let p = el.parentElement, clipped = false;
-            for (; p; p = p.parentElement) { const o = getComputedStyle(p).overflowX; if (o === 'auto' || o === 'scroll' || o === 'hidden') { clipped = true; break; } }
-            if (!clipped) out.push(`${el.tagName.toLowerCase()}.${String(el.className).slice(0, 30)} right ${Math.round(r.right)}`);
-          }
-          return out.slice(0, 8);
-        });
-        // the live terminal fits its box (a smaller font, fewer columns)
-        const term = await page.evaluate(() => {
-          const box = document.querySelector<HTMLElement>('.live-term');
-          const screen = box?.querySelector('.xterm-screen');
-          return box && screen ? { screen: Math.round(screen.getBoundingClientRect().width), box: box.clientWidth } : null;
-        });
-        await page.close();
-        expect(wide).toEqual([]);
-        if (name === 'live') expect(term && term.screen <= term.box, JSON.stringify(term)).toBe(true);
-      }, 90_000);
+for (const browser of BROWSERS) {
+  describe(`phone, ${browser}`, () => {
+    const app = appIn(browser);
+    for (const [w, h] of [[390, 844], [360, 740]]) {
+      for (const [name, query, ready] of TABS) {
+        it(`${w}x${h} ${name}: nothing scrolls sideways but a data table in its own box`, async () => {
+          const page = await app.open({ width: w, height: h, phone: true });
+          await page.goto(`${app.url}${query}&lang=en`);
+          await page.waitFor(ready, ready.includes('live-ready') ? 60_000 : 15_000);
+          expect(await page.evaluate(() => innerWidth), 'the page is as wide as the phone').toBe(w);
+          const wide = await page.evaluate(() => {
+            const out: string[] = [];
+            if (document.documentElement.scrollWidth > innerWidth + 1) out.push(`page ${document.documentElement.scrollWidth} > ${innerWidth}`);
+            for (const el of document.querySelectorAll<HTMLElement>('body *')) {
+              const r = el.getBoundingClientRect();
+              if (r.width === 0 || r.right <= innerWidth + 1 || el.closest('.table-scroll, [data-scroll]')) continue;
+              let p = el.parentElement, clipped = false;
+              for (; p; p = p.parentElement) { const o = getComputedStyle(p).overflowX; if (o === 'auto' || o === 'scroll' || o === 'hidden') { clipped = true; break; } }
+              if (!clipped) out.push(`${el.tagName.toLowerCase()}.${String(el.className).slice(0, 30)} right ${Math.round(r.right)}`);
+            }
+            return out.slice(0, 8);
+          });
+          // the live terminal fits its box (a smaller font, fewer columns)
+          const term = await page.evaluate(() => {
+            const box = document.querySelector<HTMLElement>('.live-term');
+            const screen = box?.querySelector('.xterm-screen');
+            return box && screen ? { screen: Math.round(screen.getBoundingClientRect().width), box: box.clientWidth } : null;
+          });
+          const problems = page.problems;
+          await page.close();
+          expect(wide).toEqual([]);
+          if (name === 'live') expect(term && term.screen <= term.box, JSON.stringify(term)).toBe(true);
+          expect(problems).toEqual([]);
+        }, 90_000);
+      }
     }
-  }
-});
+  });
+}
