@@ -2,8 +2,8 @@
  * Firefox ESR through puppeteer-core (WebDriver BiDi). A page here offers only what both
  * drivers do the same way (go to a URL, wait for a selector or a condition, click, click a
  * button by its name, type, press keys, pick an option, read the DOM, take a screenshot),
- * and collects what a learner would never see: console errors, uncaught exceptions and
- * Content-Security-Policy violations. */
+ * and collects what a learner should never meet: console errors, uncaught exceptions,
+ * Content-Security-Policy violations, failed requests and HTTP errors. */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
@@ -18,7 +18,8 @@ export const BROWSERS: BrowserName[] = ['chromium', 'firefox'];
 
 export interface Tab {
   readonly browser: BrowserName;
-  /** Console errors, uncaught exceptions and CSP violations seen so far, in order. */
+  /** Console errors, uncaught exceptions, CSP violations, failed requests and HTTP errors
+   * seen so far, in order. */
   readonly problems: string[];
   goto(url: string): Promise<void>;
   waitFor(selector: string, timeoutMs?: number): Promise<void>;
@@ -84,6 +85,8 @@ async function chromiumTab(browser: PwBrowser, { width = 1200, height = 900, pho
   const problems: string[] = [];
   page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
   page.on('pageerror', (e) => problems.push(`exception: ${e.message}`));
+  page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()}: ${r.failure()?.errorText}`));
+  page.on('response', (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`); });
   await page.addInitScript(CSP_TO_CONSOLE);
   return withWaitUntil({
     browser: 'chromium',
@@ -117,6 +120,8 @@ async function firefoxTab(browser: PpBrowser, { width = 1200, height = 900, phon
   const problems: string[] = [];
   page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
   page.on('pageerror', (e) => problems.push(`exception: ${(e as Error).message ?? String(e)}`));
+  page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()}: ${r.failure()?.errorText}`));
+  page.on('response', (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`); });
   await page.evaluateOnNewDocument(CSP_TO_CONSOLE);
   return withWaitUntil({
     browser: 'firefox',
