@@ -6,7 +6,7 @@
  * the Playground, a lesson's exercise answered with the native engine's figure; the
  * Results charts drawn, the live guest restored to a shell prompt that runs a command; the
  * keyboard; axe-core with no serious or critical violation on any tab; and in each
- * browser no console error, uncaught exception or CSP violation.
+ * browser no console error, uncaught exception, CSP violation, failed request or HTTP error.
  * Firefox missing fails the file with the command that installs it. */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -211,7 +211,7 @@ for (const browser of BROWSERS) {
       await t.screenshot('live');
     }, 90_000);
 
-    it('no console error, uncaught exception or CSP violation on any tab', async () => {
+    it('no console error, uncaught exception, CSP violation, failed request or HTTP error on any tab', async () => {
       problems.push(...tab.problems.splice(0));
       expect(problems, app.version).toEqual([]);
     });
