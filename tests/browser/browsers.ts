@@ -21,6 +21,8 @@ export interface Tab {
   /** Console errors, uncaught exceptions, CSP violations, failed requests and HTTP errors
    * seen so far, in order. */
   readonly problems: string[];
+  /** Every response the page received: its URL, status and Content-Encoding. */
+  readonly responses: { url: string; status: number; encoding: string | null }[];
   goto(url: string): Promise<void>;
   waitFor(selector: string, timeoutMs?: number): Promise<void>;
   /** Waits until `fn(arg)`, evaluated in the page, is truthy (polled from here: the page's
@@ -86,11 +88,16 @@ async function chromiumTab(browser: PwBrowser, { width = 1200, height = 900, pho
   page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
   page.on('pageerror', (e) => problems.push(`exception: ${e.message}`));
   page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()}: ${r.failure()?.errorText}`));
-  page.on('response', (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`); });
+  const responses: Tab['responses'] = [];
+  page.on('response', (r) => {
+    responses.push({ url: r.url(), status: r.status(), encoding: r.headers()['content-encoding'] ?? null });
+    if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`);
+  });
   await page.addInitScript(CSP_TO_CONSOLE);
   return withWaitUntil({
     browser: 'chromium',
     problems,
+    responses,
     goto: async (url) => { await page.goto(url); },
     waitFor: async (selector, timeout = 15_000) => { await page.waitForSelector(selector, { timeout }); },
     click: (selector) => page.click(selector),
@@ -121,11 +128,16 @@ async function firefoxTab(browser: PpBrowser, { width = 1200, height = 900, phon
   page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
   page.on('pageerror', (e) => problems.push(`exception: ${(e as Error).message ?? String(e)}`));
   page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()}: ${r.failure()?.errorText}`));
-  page.on('response', (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`); });
+  const responses: Tab['responses'] = [];
+  page.on('response', (r) => {
+    responses.push({ url: r.url(), status: r.status(), encoding: r.headers()['content-encoding'] ?? null });
+    if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`);
+  });
   await page.evaluateOnNewDocument(CSP_TO_CONSOLE);
   return withWaitUntil({
     browser: 'firefox',
     problems,
+    responses,
     goto: async (url) => { await page.goto(url); },
     waitFor: async (selector, timeout = 15_000) => { await page.waitForSelector(selector, { timeout }); },
     click: (selector) => page.click(selector),

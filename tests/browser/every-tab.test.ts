@@ -6,7 +6,8 @@
  * the Playground, a lesson's exercise answered with the native engine's figure; the
  * Results charts drawn, the live guest restored to a shell prompt that runs a command; the
  * keyboard; axe-core with no serious or critical violation on any tab; and in each
- * browser no console error, uncaught exception, CSP violation, failed request or HTTP error.
+ * browser no console error, uncaught exception, CSP violation, failed request or HTTP
+ * error, and the class server's text and wasm arriving brotli-compressed.
  * Firefox missing fails the file with the command that installs it. */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -57,16 +58,18 @@ for (const browser of BROWSERS) {
   describe(`every tab in ${browser}`, () => {
     const app = appIn(browser);
     const problems: string[] = [];
+    const responses: Tab['responses'] = [];
     let tab: Tab;
+    const keep = () => { problems.push(...tab.problems.splice(0)); responses.push(...tab.responses.splice(0)); };
     /* A fresh page per tab; what it saw is checked when the next one opens and at the end. */
     const open = async (query: string, ready: string, width?: number, height?: number, timeoutMs = 20_000) => {
-      if (tab) { problems.push(...tab.problems); await tab.close(); }
+      if (tab) { keep(); await tab.close(); }
       tab = await app.open({ width, height });
       await tab.goto(app.url + query);
       await tab.waitFor(ready, timeoutMs);
       return tab;
     };
-    afterAll(async () => { if (tab) { problems.push(...tab.problems); await tab.close(); } });
+    afterAll(async () => { if (tab) await tab.close(); });
 
     it('Walk: every step of the 24-reference EPT walk as the native CLI traces it, by keyboard', async () => {
       const trace = example('ept-4k').accesses[0];
@@ -212,8 +215,16 @@ for (const browser of BROWSERS) {
     }, 90_000);
 
     it('no console error, uncaught exception, CSP violation, failed request or HTTP error on any tab', async () => {
-      problems.push(...tab.problems.splice(0));
+      keep();
       expect(problems, app.version).toEqual([]);
+    });
+
+    it('the class server\'s text and wasm arrive brotli-compressed', () => {
+      const ours = responses.filter((r) => r.status === 200 && new URL(r.url).origin === new URL(app.url).origin);
+      const compressible = [...new Map(ours.map((r) => [new URL(r.url).pathname, r.encoding]))].filter(([p]) => /\.(js|css|wasm|html)$|^\/$/.test(p));
+      expect(compressible.filter(([p]) => p.endsWith('.wasm')).length, 'the engine\'s and v86\'s wasm').toBeGreaterThanOrEqual(2);
+      expect(compressible.length).toBeGreaterThan(5);
+      expect(compressible.filter(([, e]) => e !== 'br'), app.version).toEqual([]);
     });
   });
 }
