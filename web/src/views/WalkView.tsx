@@ -5,7 +5,7 @@ import { Fragment, memo, useEffect, useMemo, useRef, type ReactNode } from 'reac
 import { useTranslation } from 'react-i18next';
 import type { AccessResult, Result, Step } from '../../../wasm-core/js/types';
 import {
-  countsLine, explainStep, faultDetails, flagWords, forWhat, hexToBig, kindWords, levelName, outcomeSentence, resultWords,
+  countsLine, entryAfterAd, explainStep, faultDetails, flagWords, forWhat, hexToBig, kindWords, levelName, outcomeSentence, resultWords,
   splitGpa, splitGva, tableOf,
 } from '../model/decode';
 import { gridModel, key } from '../model/grid';
@@ -85,6 +85,13 @@ function cellText(s: Step, t: (k: string) => string): string {
   return '·';
 }
 
+/* A cell's tooltip line for one step: the reference number (what the cell shows) and the
+ * step it is, each named, never a bare number of either. */
+function stepTitle(s: Step, t: (k: string, o?: Record<string, unknown>) => string): string {
+  const kind = kindWords(s.kind, t);
+  return s.ref !== null ? t('walk.cellTitleRef', { ref: s.ref, n: s.n, kind }) : t('walk.cellTitle', { n: s.n, kind });
+}
+
 /* When focus is inside a list of step targets (grid cells, step rows), it follows the
  * current step, so ← → keep the focused element and the highlight together. */
 function useFocusFollows(ref: React.RefObject<HTMLElement | null>, step: number) {
@@ -134,8 +141,8 @@ export const WalkGrid = memo(function WalkGrid({ result, access, step, onStep }:
                 const current = k === curKey;
                 const label = t('walk.cellLabel', {
                   row: rowLabel.get(r.key), col: colLabel.get(c.key),
-                  steps: ns.map((n) => t('walk.cellTitle', { n, kind: kindWords(access.steps[n - 1].kind, t) })).join(', '),
-                  state: shown.length ? t('walk.cellDone', { text: shown.map((n) => cellText(access.steps[n - 1], t)).join(' · ') }) : t('walk.cellPending'),
+                  steps: ns.map((n) => stepTitle(access.steps[n - 1], t)).join(', '),
+                  state: shown.length ? t('walk.cellDone', { text: shown.map((n) => { const x = access.steps[n - 1]; return x.ref !== null ? t('walk.refN', { ref: x.ref }) : cellText(x, t); }).join(' · ') }) : t('walk.cellPending'),
                 });
                 return (
                   <td key={k} data-row={r.key} data-col={c.key}
@@ -143,7 +150,7 @@ export const WalkGrid = memo(function WalkGrid({ result, access, step, onStep }:
                       last && /not_present|reserved|misconfig|blocked/.test(last.result) ? 'bad' : '', current ? 'current' : ''].join(' ')}
                     aria-current={current ? 'step' : undefined}>
                     <button type="button" tabIndex={k === tabKey ? 0 : -1} data-step-target="" onClick={() => onStep?.(ns[0])}
-                      title={ns.map((n) => t('walk.cellTitle', { n, kind: kindWords(access.steps[n - 1].kind, t) })).join('\n')}>
+                      title={ns.map((n) => stepTitle(access.steps[n - 1], t)).join('\n')}>
                       {shown.map((n) => <span key={n} className="ref">{cellText(access.steps[n - 1], t)}</span>)}
                       <span className="sr-only">{label}</span>
                     </button>
@@ -159,6 +166,7 @@ export const WalkGrid = memo(function WalkGrid({ result, access, step, onStep }:
           </caption>
         )}
       </table>
+      <p className="grid-note muted">{t('walk.gridNote')}</p>
     </div>
   );
 });
@@ -192,6 +200,8 @@ export function EntryPanel({ result, access, step, primary = true }: WalkProps) 
   const eptp = s.kind === 'eptp_list';
   const table = eptp ? 'eptp' : tableOf(s, result.mode);
   const second = s.dim === 'nested' && result.mode !== 'shadow' && !eptp;
+  // at an A/D step the entry is shown as read and as the walk leaves it
+  const after = entryAfterAd(s, result.mode);
   return (
     <section className="entry" id={id} aria-live="polite" data-n={s.n} tabIndex={0} aria-label={t('walk.current')}>
       <h3>
@@ -207,10 +217,12 @@ export function EntryPanel({ result, access, step, primary = true }: WalkProps) 
         {rootTerm(s, result)}
         <dt>{t(result.mode === 'flat' && s.dim === 'nested' ? 'walk.field.gfn' : 'walk.field.index')}</dt><dd data-field="index">{s.index}</dd>
         <dt>{t('walk.field.entry_hpa')}</dt><dd data-field="entry_hpa">{s.entry_hpa}</dd>
-        <dt>{t(eptp ? 'walk.field.eptp' : 'walk.field.entry')}</dt><dd data-field="entry">{s.entry}</dd>
+        <dt>{t(eptp ? 'walk.field.eptp' : after ? 'walk.field.entryRead' : 'walk.field.entry')}</dt><dd data-field="entry">{s.entry}</dd>
+        {after && <><dt>{t('walk.field.entryAfter', { bits: s.ad_set })}</dt><dd data-field="entry-after">{after}</dd></>}
         {eptp && <><dt>{t('walk.field.decoded')}</dt><dd>{eptpWords(s.entry, t)}</dd></>}
         <dt>{t('walk.field.result')}</dt><dd data-field="result" data-value={s.result} className={bad ? 'bad-text' : ''}>{eptp ? t(s.result === 'page' ? 'walk.eptpValid' : 'walk.eptpInvalid') : resultWords(s.result, t)}</dd>
-        {s.ad_set && <><dt>{t('walk.field.ad_set')}</dt><dd>{s.ad_set}</dd></>}
+        {s.ad_set && <><dt>{t('walk.field.ad_set')}</dt><dd data-field="ad_set">{s.result === 'blocked' ? t('walk.field.adBlocked', { bits: s.ad_set })
+          : s.dim === 'nested' && s.kind !== 'ad_write' ? t('walk.field.adNested', { bits: s.ad_set }) : s.ad_set}</dd></>}
         {s.cache && <><dt>{t('walk.field.cache')}</dt><dd data-field="cache" data-value={s.cache}>{resultWords(s.cache, t)}</dd></>}
       </dl>
       {s.flags.length > 0 && !eptp && (
