@@ -261,7 +261,8 @@ export function App({ engine }: { engine: Vmsim }) {
         )}
         {url.view === 'playground' && (
           <Suspense fallback={<p className="muted">{tv('app.loading')}</p>}>
-            <Playground engine={engine} text={pgText} onText={setPgText}
+            <Playground engine={engine} text={pgText} onText={setPgText} access={url.access}
+              onShare={(json) => update({ scenario: json })} onAccess={(i) => update({ access: i, step: 0 })}
               onRun={(json) => { setPlaying(false); update({ view: 'walk', scenario: json, access: 0, step: 0 }, true); }} />
           </Suspense>
         )}

@@ -16,6 +16,7 @@ import { WalkView } from './WalkView';
 import { eptpChecks, VmfuncPanel } from './VmfuncPanel';
 import { Playground } from './Playground';
 import { App } from '../App';
+import { parseUrl } from '../model/url';
 import { stepAction } from './keys';
 import i18n from '../i18n';
 import { englishRuns, translatedText } from '../test/english';
@@ -288,13 +289,48 @@ describe('the playground\'s entry toggles', () => {
     fireEvent.click(box(/^EPT level-1 entry \d+, for the final gpa/, 'R'));
     t.rerender();
     await waitFor(() => expect(outcome()).toBe('ept_misconfig'));
+    expect(screen.getByTestId('ept-rule').textContent).toMatch(/^A misconfiguration, not a violation: one entry \(EPT level-1 entry \d+, for the final gpa\) allows writing but not reading \(R clear, W set\).* Clear W as well .* EPT violation \(VM exit 48\)\.$/);
     // clearing W too leaves X alone (execute-only): a read is an EPT violation
     fireEvent.click(box(/^EPT level-1 entry \d+, for the final gpa/, 'W'));
     expect(t.json.nested!.overrides).toEqual([{ gpa: '0x200000', level: 1, clear: '0x3' }]);
     t.rerender();
     await waitFor(() => expect(outcome()).toBe('ept_violation'));
+    expect(screen.getByTestId('ept-rule').textContent).toMatch(/^In EPT, clearing R alone .* misconfiguration \(VM exit 49\).* Clearing R and W together .* EPT violation \(VM exit 48\)\.$/);
     // the same scenario through the engine directly agrees
     expect(engine.run(t.json).accesses[0].outcome).toBe('ept_violation');
+  });
+
+  it('puts a toggled entry into the address bar and restores it from a shared link', async () => {
+    history.replaceState(null, '', '/?view=playground&example=ept-4k');
+    const first = render(<App engine={engine} />);
+    await waitFor(() => expect(screen.getByTestId('toggles')).toBeTruthy());
+    fireEvent.click(box(/^EPT level-1 entry \d+, for the final gpa/, 'R'));
+    await waitFor(() => expect(outcome()).toBe('ept_misconfig'));
+    // the link carries the edited scenario: the override the click wrote
+    const link = location.search;
+    const shared = parseUrl(link);
+    expect(shared.view).toBe('playground');
+    expect((JSON.parse(shared.scenario!) as Scenario).nested!.overrides).toEqual([{ gpa: '0x200000', level: 1, clear: '0x1' }]);
+    first.unmount();
+    // opened again from the link: the same entry unchecked, the same outcome
+    history.replaceState(null, '', '/' + link);
+    render(<App engine={engine} />);
+    await waitFor(() => expect(screen.getByTestId('toggles')).toBeTruthy());
+    expect(outcome()).toBe('ept_misconfig');
+    expect(box(/^EPT level-1 entry \d+, for the final gpa/, 'R').checked).toBe(false);
+    expect(box(/^EPT level-1 entry \d+, for the final gpa/, 'W').checked).toBe(true);
+    history.replaceState(null, '', '/');
+  });
+
+  it('says the run\'s counts with plural forms (one access, no exit)', async () => {
+    const s = structuredClone(EXAMPLES['ept-4k']) as Scenario;
+    s.accesses = [s.accesses[0]];
+    setup(s);
+    await waitFor(() => expect(screen.getByTestId('toggles')).toBeTruthy());
+    fireEvent.click(screen.getByTestId('run'));
+    const r = engine.run(s);
+    expect(r.totals.exits).toBe(0);
+    expect(screen.getByTestId('pg-message').textContent).toBe(`1 access, ${r.totals.memory_refs} memory references, no VM exit.`);
   });
 
   it('edits given tables in place', async () => {
@@ -359,6 +395,28 @@ describe('schema errors in words', () => {
       }
     });
   }
+  it('says exactly what a guest lacks among mappings, tables and cr3, in one problem', () => {
+    const guest = (g: Record<string, unknown>) => {
+      const s = base();
+      s.guest = { paging: '4level', ...g } as Scenario['guest'];
+      return schemaProblems(s).filter((p) => p.path === '/guest').map((p) => p.message);
+    };
+    const tables = [{ gpa: '0x1000', entries: {} }];
+    expect(guest({})).toEqual(['has no page tables: give "mappings" (the lab builds the tables from them), or "tables" with "cr3" (the tables as they are in the guest\'s memory)']);
+    expect(guest({ tables })).toEqual(['has "tables" but no "cr3": add "cr3", the gpa of the top table']);
+    expect(guest({ cr3: '0x1000' })).toEqual(['has "cr3" but no "tables": add the "tables" that cr3 points into']);
+    expect(guest({ tables, cr3: '0x1000', table_base: '0x100000' })).toEqual(['"table_base" goes with "mappings", not with given "tables": remove it']);
+    expect(guest({ mappings: [{ gva: '0x0', gpa: '0x0' }], tables, cr3: '0x1000' })).toEqual([expect.stringMatching(/not both$/)]);
+    expect(guest({ mappings: [{ gva: '0x0', gpa: '0x0' }] })).toEqual([]);
+    for (const lang of ['ja', 'zh']) {
+      const s = base();
+      s.guest = { paging: '4level', tables } as unknown as Scenario['guest'];
+      const msgs = schemaProblems(s, i18n.getFixedT(lang, 'views') as never, lang).filter((p) => p.path === '/guest');
+      expect(msgs, lang).toHaveLength(1);
+      expect(msgs[0].message, lang).toContain('"cr3"');
+    }
+  });
+
   it('names the key a mode does not take', () => {
     const s = base();
     s.mode = 'native';
