@@ -49,3 +49,39 @@ describe('phone', () => {
     }
   }
 });
+
+/* On load, with no scrolling, the walk's grid and the current step's explanation are both on
+ * screen: the grid below the sticky step controls and clear of the explanation panel, the
+ * explanation's sentence inside the viewport. */
+const WALKS: [string, string][] = [
+  ['EPT 4-level, a nested step', '?example=ept-4k&access=0&step=7'],
+  ['EPT 4-level, the final gpa', '?example=ept-4k&access=0&step=24'],
+  ['NPT, an A/D step', '?example=npt-4k&access=0&step=21'],
+  ['native', '?example=native-4k&access=0&step=2'],
+  ['shadow', '?example=shadow&access=0&step=3'],
+];
+
+describe('phone: grid and explanation on load', () => {
+  for (const [w, h] of [[390, 844], [360, 740]]) {
+    for (const [name, query] of WALKS) {
+      it(`${w}x${h} ${name}`, async () => {
+        const page = await session.browser.newPage({ viewport: { width: w, height: h }, isMobile: true, hasTouch: true });
+        await page.goto(`${session.url}${query}&lang=en`);
+        await page.waitForSelector('#entry .explain');
+        await page.waitForTimeout(200);
+        const at = await page.evaluate(() => {
+          const r = (sel: string) => { const el = document.querySelector(sel); if (!el) return null; const b = el.getBoundingClientRect(); return { top: Math.round(b.top), bottom: Math.round(b.bottom) }; };
+          return { grid: r('table.grid'), cell: r('td[aria-current="step"]'), bar: r('.controls'), entry: r('#entry'), explain: r('#entry .explain'), h: innerHeight, scrollY };
+        });
+        await page.close();
+        const where = JSON.stringify(at);
+        expect(at.scrollY, where).toBe(0);
+        expect(at.grid!.top, `the grid starts below the step controls: ${where}`).toBeGreaterThanOrEqual(at.bar!.bottom - 1);
+        expect(at.grid!.bottom, `the whole grid is clear of the explanation: ${where}`).toBeLessThanOrEqual(at.entry!.top + 1);
+        if (at.cell) expect(at.cell.bottom, where).toBeLessThanOrEqual(at.entry!.top + 1);
+        expect(at.explain!.top, where).toBeGreaterThanOrEqual(at.entry!.top);
+        expect(at.explain!.bottom, `the explanation is on screen: ${where}`).toBeLessThanOrEqual(at.h);
+      }, 60_000);
+    }
+  }
+});
