@@ -213,7 +213,7 @@ export function EntryPanel({ result, access, step, primary = true }: WalkProps) 
         {!eptp && result.mode !== 'flat' || s.dim === 'guest' ? <><dt>{t('walk.field.level')}</dt><dd data-field="level">{s.level}{s.dim === 'guest' || result.mode === 'shadow' ? ` (${levelName(result.guest_paging, s.level)})` : ''}</dd></> : null}
         {second && <><dt>{t('walk.field.locating')}</dt><dd>{forWhat(s, result, t)}</dd></>}
         {s.gpa && <><dt><Term id="gpa" /></dt><dd data-field="gpa">{s.gpa}</dd></>}
-        <dt>{t(eptp ? 'walk.field.list' : 'walk.field.table')}</dt><dd data-field="table">{s.table}</dd>
+        <dt>{t(eptp ? 'walk.field.list' : s.dim === 'nested' ? 'walk.field.tableHpa' : result.mode === 'native' ? 'walk.field.tablePa' : 'walk.field.tableGpa')}</dt><dd data-field="table">{s.table}</dd>
         {rootTerm(s, result)}
         <dt>{t(result.mode === 'flat' && s.dim === 'nested' ? 'walk.field.gfn' : 'walk.field.index')}</dt><dd data-field="index">{s.index}</dd>
         <dt>{t('walk.field.entry_hpa')}</dt><dd data-field="entry_hpa">{s.entry_hpa}</dd>
@@ -259,6 +259,14 @@ const OUTCOME_TERM: Record<string, TermId | null> = {
   flat_fault: 'flat', vmfunc_exit: 'vmfunc', invalid_opcode: 'vmfunc', vmcall_exit: 'vmcall', shadow_unmapped: 'shadow',
 };
 
+/* The 2-D walk's count in words, when every reference went to memory (no cache answered):
+ * g guest references, and g + 1 nested walks of `levels` references each. */
+function why2d(a: AccessResult, r: Result): Record<string, number> | null {
+  if ((r.mode !== 'ept' && r.mode !== 'npt') || a.outcome !== 'ok' || !r.nested_levels || a.steps.some((s) => s.cache === 'hit')) return null;
+  const g = a.guest_refs, levels = r.nested_levels, walks = g + 1;
+  return g > 0 && a.nested_refs === walks * levels ? { refs: a.memory_refs, g, walks, levels } : null;
+}
+
 export function OutcomePanel({ result, access, step, primary = true }: WalkProps) {
   const { t } = useTranslation('views');
   const done = step >= access.steps.length;
@@ -277,6 +285,7 @@ export function OutcomePanel({ result, access, step, primary = true }: WalkProps
             {access.guest_page_size ? ' · ' + t('walk.guestPage', { size: access.guest_page_size / 1024 }) : ''}
             {access.nested_page_size ? ' · ' + t(`walk.${result.mode === 'flat' ? 'flatPage' : 'nestedPage'}`, { size: access.nested_page_size / 1024 }) : ''}
             {access.eptp_index !== null ? ' · ' + t('walk.eptpIndex', { index: access.eptp_index }) : ''}</p>
+          {why2d(access, result) && <p className="why2d" data-field="why">{t('walk.why2d', why2d(access, result)!)}</p>}
           {pairs.length > 0 && <dl className="kv">{pairs.map(([k, v]) => <Fragment key={k}><dt>{k}</dt><dd>{v}</dd></Fragment>)}</dl>}
           {bits && (
             <div className="bits">
@@ -301,7 +310,7 @@ export const StepList = memo(function StepList({ result, access, step, onStep }:
       <summary>{t('walk.allSteps', { count: access.steps.length })}</summary>
       <div className="table-scroll" tabIndex={0} role="region" aria-label={t('walk.allSteps', { count: access.steps.length })}>
         <table className="steplist">
-          <thead><tr><th>#</th><th>{t('walk.col_.ref')}</th><th>{t('walk.col_.kind')}</th><th>{t('walk.col_.dim')}</th><th>{t('walk.col_.lvl')}</th><th>{t('walk.col_.stage')}</th><th>{t('walk.col_.entryHpa')}</th><th>{t('walk.col_.entry')}</th><th>{t('walk.col_.flags')}</th><th>{t('walk.col_.result')}</th></tr></thead>
+          <thead><tr><th>{t('walk.col_.step')}</th><th>{t('walk.col_.ref')}</th><th>{t('walk.col_.kind')}</th><th>{t('walk.col_.dim')}</th><th>{t('walk.col_.lvl')}</th><th>{t('walk.col_.stage')}</th><th>{t('walk.col_.entryHpa')}</th><th>{t('walk.col_.entry')}</th><th>{t('walk.col_.flags')}</th><th>{t('walk.col_.result')}</th></tr></thead>
           <tbody ref={body}>
             {access.steps.map((s) => {
               const table = s.kind === 'eptp_list' ? 'eptp' : tableOf(s, result.mode);

@@ -39,6 +39,9 @@ describe('the walk in words', () => {
     expect(counts).toContain(`${a.memory_refs} memory references (${a.guest_refs} guest + ${a.nested_refs} nested)`);
     expect(counts).toContain(`${a.ad_writes} A/D writes`);
     expect(counts).toContain('no VM exit');
+    // why 24, in the walk itself: 4 guest references, 5 nested walks of 4
+    expect(field(container, 'why')).toBe(`Why ${a.memory_refs}: each of the ${a.guest_refs} guest entries is read at a gpa, and that gpa and the final gpa (${a.guest_refs + 1} in all) each take a ${r.nested_levels}-level nested walk first: ${a.guest_refs} + ${a.guest_refs + 1} × ${r.nested_levels} = ${a.memory_refs} references, where native reads ${a.guest_refs}.`);
+    expect(a.guest_refs + (a.guest_refs + 1) * r.nested_levels!).toBe(24);
     cleanup();
     // one A/D write, one exit: singular, in the shadow's own words
     const sh = runs.shadow;
@@ -79,6 +82,25 @@ describe('the walk in words', () => {
     const last = a.steps.filter((s) => s.ref !== null).at(-1)!;
     expect(last.n).not.toBe(last.ref);
     expect([...container.querySelectorAll<HTMLButtonElement>('table.grid td.cell button')].some((b) => b.title.includes(`reference ${last.ref} (step ${last.n})`))).toBe(true);
+  });
+
+  it('says whether a table address is a gpa, an hpa or physical, and heads the step list\'s numbers step and reference', () => {
+    const r = runs['ept-4k'];
+    const a = r.accesses[0];
+    const label = (res: typeof r, acc: typeof a, n: number) => {
+      const { container, unmount } = render(<WalkView result={res} access={acc} step={n} />);
+      const dt = [...container.querySelectorAll('#entry dt')].find((d) => d.nextElementSibling?.getAttribute('data-field') === 'table')!.textContent;
+      const head = [...container.querySelectorAll('table.steplist thead th')].slice(0, 2).map((th) => th.textContent);
+      unmount();
+      return { dt, head };
+    };
+    const guest = a.steps.find((x) => x.dim === 'guest' && x.kind === 'read')!;
+    const nested = a.steps.find((x) => x.dim === 'nested')!;
+    // the engine's own words for the two: a guest table's base is a gpa, a nested table's an hpa (model.md)
+    expect(label(r, a, guest.n)).toEqual({ dt: 'table (at gpa)', head: ['step', 'reference'] });
+    expect(label(r, a, nested.n).dt).toBe('table (at hpa)');
+    const n = runs['native-4k'];
+    expect(label(n, n.accesses[0], 1).dt).toBe('table (physical address)');
   });
 
   it('shows an A/D step\'s entry as read and after the bit is set, and counts nested A/D apart from the guest\'s', () => {
