@@ -322,7 +322,7 @@ export const StepList = memo(function StepList({ result, access, step, onStep }:
                   <td>{s.ref ?? ''}</td><td title={kindWords(s.kind, t)}>{t(`walk.kindShort.${s.kind}`, { defaultValue: kindWords(s.kind, t) })}</td>
                   <td className={`d-${table}`}>{t(`dim.${table}`)}</td>
                   <td>{s.level}</td><td>{s.dim === 'nested' && result.mode !== 'shadow' && s.kind !== 'eptp_list' ? (s.stage ? t('walk.translatingGuest', { n: s.stage }) : t('walk.translatingFinal')) : ''}</td>
-                  <td>{s.entry_hpa}</td><td>{s.entry}</td><td>{s.flags.join(' ')}</td><td>{s.kind === 'eptp_list' ? t(s.result === 'page' ? 'walk.eptpValid' : 'walk.eptpInvalid') : resultWords(s.result, t)}{s.cache ? ` (${resultWords(s.cache, t)})` : ''}</td>
+                  <td>{s.entry_hpa}</td><td data-field="entry">{s.entry}{entryAfterAd(s, result.mode) ? ` → ${entryAfterAd(s, result.mode)}` : ''}</td><td>{s.flags.join(' ')}</td><td>{s.kind === 'eptp_list' ? t(s.result === 'page' ? 'walk.eptpValid' : 'walk.eptpInvalid') : resultWords(s.result, t)}{s.cache ? ` (${resultWords(s.cache, t)})` : ''}</td>
                 </tr>
               );
             })}

@@ -128,6 +128,9 @@ describe('the walk in words', () => {
     expect(field(c2, 'entry-after')).toBe('0x' + (BigInt(st.entry) | bits).toString(16));
     expect([...c2.querySelectorAll('#entry dt')].map((d) => d.textContent)).toEqual(expect.arrayContaining(['entry, as read', `entry after setting ${st.ad_set}`]));
     expect(field(c2, 'ad_set')).toMatch(/set by the CPU as it reads this nested entry/);
+    // the step list shows the same change: as read → after
+    const row = [...c2.querySelectorAll('table.steplist tbody tr')][st.n - 1];
+    expect(row.querySelector('[data-field="entry"]')!.textContent).toBe(`${st.entry} → ${field(c2, 'entry-after')}`);
     cleanup();
     // a guest ad_write step in native mode: A is bit 5 of the entry as read
     const n = runs['native-4k'].accesses[0];
