@@ -85,3 +85,22 @@ describe('phone: grid and explanation on load', () => {
     }
   }
 });
+
+describe('phone: the memory map and explanation on load', () => {
+  for (const [w, h] of [[390, 844], [360, 740]]) {
+    it(`${w}x${h} memory`, async () => {
+      const page = await session.browser.newPage({ viewport: { width: w, height: h }, isMobile: true, hasTouch: true });
+      await page.goto(`${session.url}?view=memory&example=ept-4k&access=0&step=7&lang=en`);
+      await page.waitForSelector('#entry .explain');
+      const at = await page.evaluate(() => {
+        const r = (sel: string) => { const b = document.querySelector(sel)!.getBoundingClientRect(); return { top: Math.round(b.top), bottom: Math.round(b.bottom) }; };
+        return { map: r('svg.memsvg'), bar: r('.controls'), explain: r('#entry .explain'), h: innerHeight };
+      });
+      await page.close();
+      const where = JSON.stringify(at);
+      expect(at.map.top, where).toBeGreaterThanOrEqual(at.bar.bottom - 1);
+      expect(at.map.bottom, where).toBeLessThanOrEqual(at.explain.top);
+      expect(at.explain.bottom, where).toBeLessThanOrEqual(at.h);
+    }, 60_000);
+  }
+});
