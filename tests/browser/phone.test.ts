@@ -1,6 +1,8 @@
 /* On a phone (390x844 and 360x740), in headless Chromium and Firefox ESR: no tab scrolls
  * sideways (a data table may, inside its own box; an element inside a box that scrolls or
- * clips is that box's), and the live terminal fits its box rather than being cut by it. */
+ * clips is that box's), the live terminal fits its box rather than being cut by it, and on load,
+ * with no scrolling, the walk's grid (or the memory map) and the current step's explanation are
+ * both on screen. */
 import { describe, expect, it } from 'vitest';
 import { appIn, BROWSERS } from './browsers';
 
@@ -13,6 +15,14 @@ const TABS: [string, string, string][] = [
   ['results', '?view=results', '.results-page'],
   ['lessons', '?view=lessons&lesson=ept-and-npt', '.prose'],
   ['live', '?view=live', 'body[data-live-ready="1"]'],
+];
+
+const WALKS: [string, string][] = [
+  ['EPT 4-level, a nested step', '?example=ept-4k&access=0&step=7'],
+  ['EPT 4-level, the final gpa', '?example=ept-4k&access=0&step=24'],
+  ['NPT, an A/D step', '?example=npt-4k&access=0&step=21'],
+  ['native', '?example=native-4k&access=0&step=2'],
+  ['shadow', '?example=shadow&access=0&step=3'],
 ];
 
 for (const browser of BROWSERS) {
@@ -50,6 +60,44 @@ for (const browser of BROWSERS) {
           expect(problems).toEqual([]);
         }, 90_000);
       }
+    }
+
+    for (const [w, h] of [[390, 844], [360, 740]]) {
+      for (const [name, query] of WALKS) {
+        it(`${w}x${h} ${name}: the grid and the step's explanation both on screen on load`, async () => {
+          const page = await app.open({ width: w, height: h, phone: true });
+          await page.goto(`${app.url}${query}&lang=en`);
+          await page.waitFor('#entry .explain');
+          await new Promise((r) => setTimeout(r, 200));
+          const at = await page.evaluate(() => {
+            const r = (sel: string) => { const el = document.querySelector(sel); if (!el) return null; const b = el.getBoundingClientRect(); return { top: Math.round(b.top), bottom: Math.round(b.bottom) }; };
+            return { grid: r('table.grid'), cell: r('td[aria-current="step"]'), bar: r('.controls'), entry: r('#entry'), explain: r('#entry .explain'), h: innerHeight, scrollY };
+          });
+          await page.close();
+          const where = JSON.stringify(at);
+          expect(at.scrollY, where).toBe(0);
+          expect(at.grid!.top, `the grid starts below the step controls: ${where}`).toBeGreaterThanOrEqual(at.bar!.bottom - 1);
+          expect(at.grid!.bottom, `the whole grid is clear of the explanation: ${where}`).toBeLessThanOrEqual(at.entry!.top + 1);
+          if (at.cell) expect(at.cell.bottom, where).toBeLessThanOrEqual(at.entry!.top + 1);
+          expect(at.explain!.top, where).toBeGreaterThanOrEqual(at.entry!.top);
+          expect(at.explain!.bottom, `the explanation is on screen: ${where}`).toBeLessThanOrEqual(at.h);
+        }, 60_000);
+      }
+      it(`${w}x${h} memory: the map and the step's explanation both on screen on load`, async () => {
+        const page = await app.open({ width: w, height: h, phone: true });
+        await page.goto(`${app.url}?view=memory&example=ept-4k&access=0&step=7&lang=en`);
+        await page.waitFor('#entry .explain');
+        await new Promise((r) => setTimeout(r, 200));
+        const at = await page.evaluate(() => {
+          const r = (sel: string) => { const b = document.querySelector(sel)!.getBoundingClientRect(); return { top: Math.round(b.top), bottom: Math.round(b.bottom) }; };
+          return { map: r('svg.memsvg'), bar: r('.controls'), explain: r('#entry .explain'), h: innerHeight };
+        });
+        await page.close();
+        const where = JSON.stringify(at);
+        expect(at.map.top, where).toBeGreaterThanOrEqual(at.bar.bottom - 1);
+        expect(at.map.bottom, where).toBeLessThanOrEqual(at.explain.top);
+        expect(at.explain.bottom, where).toBeLessThanOrEqual(at.h);
+      }, 60_000);
     }
   });
 }

@@ -14,7 +14,7 @@ import { MemoryView } from './views/MemoryView';
 import { EntryPanel, WalkView } from './views/WalkView';
 import { BochsBadge, BochsReads } from './views/BochsVerified';
 import { ResultsTab } from './results/ResultsTab';
-import { stepAction, stepTo } from './views/keys';
+import { releaseAfterPick, stepAction, stepTo } from './views/keys';
 import { useTranslation } from 'react-i18next';
 import { LANG_NAMES, saveLang, savedLang } from './i18n';
 import { LANGS, type Lang } from './lessons/langs';
@@ -128,7 +128,7 @@ export function App({ engine }: { engine: Vmsim }) {
       if (url.view !== 'walk' && url.view !== 'memory') return;
       const action = stepAction(e);
       if (!action) return;
-      e.preventDefault();   // on a focused select, ← → would change the scenario instead
+      e.preventDefault();   // the page does not scroll sideways as well
       if (action === 'play') { togglePlay(); return; }
       setPlaying(false);
       goStep(stepTo(action, step, total));
@@ -163,14 +163,14 @@ export function App({ engine }: { engine: Vmsim }) {
     <div className="pickers">
       <label>{t('scenario')}
         <select value={url.scenario ? '' : url.example} aria-label={tv('app.exampleScenario')}
-          onChange={(e) => { setPlaying(false); update({ example: e.target.value, scenario: null, access: 0, step: 0 }, true); }}>
+          onChange={(e) => { setPlaying(false); update({ example: e.target.value, scenario: null, access: 0, step: 0 }, true); releaseAfterPick(e.target); }}>
           {url.scenario && <option value="">{tv('app.yourScenario')}</option>}
           {EXAMPLE_NAMES.map((n) => <option key={n} value={n}>{n}</option>)}
         </select>
       </label>
       {result && result.accesses.length > 1 && (
         <label>{tv('app.access')}
-          <select value={accessIndex} aria-label={tv('app.access')} onChange={(e) => { setPlaying(false); update({ access: Number(e.target.value), step: 0 }, true); }}>
+          <select value={accessIndex} aria-label={tv('app.access')} onChange={(e) => { setPlaying(false); update({ access: Number(e.target.value), step: 0 }, true); releaseAfterPick(e.target); }}>
             {result.accesses.map((a, i) => <option key={i} value={i}>{accessLabel(a, i, tv)}</option>)}
           </select>
         </label>
@@ -261,7 +261,8 @@ export function App({ engine }: { engine: Vmsim }) {
         )}
         {url.view === 'playground' && (
           <Suspense fallback={<p className="muted">{tv('app.loading')}</p>}>
-            <Playground engine={engine} text={pgText} onText={setPgText}
+            <Playground engine={engine} text={pgText} onText={setPgText} access={url.access}
+              onShare={(json) => update({ scenario: json })} onAccess={(i) => update({ access: i, step: 0 })}
               onRun={(json) => { setPlaying(false); update({ view: 'walk', scenario: json, access: 0, step: 0 }, true); }} />
           </Suspense>
         )}

@@ -75,11 +75,13 @@ export default function LiveView({ engine, onOpen }: { engine: Vmsim; onOpen?: (
       try {
         const files = cold ? ['bios.bin', 'vmlinuz', 'initramfs.cpio.gz'] : ['bios.bin', 'state.bin.zst'];
         const bufs: Record<string, ArrayBuffer> = {};
+        const d0 = performance.now();
         for (let i = 0; i < files.length; i++) {
           const f = files[i];
           bufs[f] = await fetchWithProgress(`${dir}/${f}`, (n, total) => !disposed && setPhase({ kind: 'loading', file: f, frac: (i + (total ? n / total : 0.5)) / files.length }));
         }
         if (disposed) return;
+        const download = { bytes: Object.values(bufs).reduce((n, b) => n + b.byteLength, 0), ms: performance.now() - d0 };
         // the start's phases in the browser's performance timeline (DevTools, Playwright):
         // files in, emulator ready, prompt
         performance.mark('live-files');
@@ -103,7 +105,7 @@ export default function LiveView({ engine, onOpen }: { engine: Vmsim; onOpen?: (
         else await serial.prompt(15_000);
         if (disposed) return;
         performance.mark('live-prompt');
-        setPhase({ kind: 'ready', ms: performance.now() - t0 });
+        setPhase({ kind: 'ready', ms: performance.now() - t0, download });
         document.body.dataset.liveReady = '1';
       } catch (e) {
         if (!disposed) setPhase({ kind: 'error', error: e });

@@ -138,7 +138,8 @@ describe('Live guest tab with a fake guest', () => {
     const { container } = await boot();
     expect(screen.getByRole('button', { name: 'read the current tables' })).toBeTruthy();
     expect(container.querySelector('#live-paging')!.textContent).toContain('32-bit');
-    expect(container.querySelector('#live-status')!.textContent).toMatch(/^Guest ready in \d+\.\d\d s \(restored from the saved state; cold boot · the PAE kernel\)\.$/);
+    // what happened (restored, which kernel, the download and the start), then the other starts
+    expect(container.querySelector('#live-status')!.textContent).toMatch(/^Guest ready: the 32-bit kernel, restored from a saved state; \d+\.\d MB of files downloaded in \d+\.\d\d s, then \d+\.\d\d s to the prompt\. Start it another way: boot cold · switch to the PAE kernel\.$/);
     expect(container.textContent).toContain('Press markpage to walk a marked user page, or read the current tables to walk kernel addresses.');
     await markpage();
     expect(outcome()).toMatch(/^step \d+\/\d+ · ok · gpa 0x[0-9a-f]+ · 2 references$/);
@@ -239,6 +240,24 @@ describe('boot progress', () => {
       }
     }
   });
+  it('says once what happened when ready: restored or cold, which kernel, the download and the start; the other starts apart', async () => {
+    await setLang('en');
+    const phase: Phase = { kind: 'ready', ms: 360, download: { bytes: 8_312_000, ms: 1234 } };
+    const line = (cold: boolean, kernel: 'guest' | 'pae') => {
+      const { container, unmount } = render(<PhaseLine phase={phase} cold={cold} kernel={kernel} />);
+      const out = { text: container.textContent!, ready: container.querySelector('[data-field="ready"]')!.textContent!,
+        links: [...container.querySelectorAll('a')].map((a) => [a.textContent, a.getAttribute('href')]) };
+      unmount();
+      return out;
+    };
+    const restored = line(false, 'guest');
+    expect(restored.ready).toBe('Guest ready: the 32-bit kernel, restored from a saved state; 8.3 MB of files downloaded in 1.23 s, then 0.36 s to the prompt.');
+    expect(restored.links).toEqual([['boot cold', '?view=live&boot=cold'], ['switch to the PAE kernel', '?view=live&kernel=pae']]);
+    const cold = line(true, 'pae');
+    expect(cold.ready).toBe('Guest ready: the PAE kernel, booted cold; 8.3 MB of files downloaded in 1.23 s, then 0.36 s to the prompt.');
+    expect(cold.links).toEqual([['restore the saved state', '?view=live&kernel=pae'], ['switch to the 32-bit kernel', '?view=live']]);
+    expect(cold.text.match(/cold/g)).toHaveLength(1);
+  });
   it('was measured, not written by hand', () => {
     expect(timings.date).toMatch(/^\d{4}-\d{2}-\d{2}$/);
     expect(timings.cold_boot_s).toBeGreaterThan(timings.restore_s);
@@ -251,7 +270,7 @@ describe('live text pieces', () => {
   const regs: CpuRegs = { cr0: 0x80050033, cr3: 0x1234000, cr4: 0x690, paging: '32bit' };
   const phases: Phase[] = [
     { kind: 'loading', file: null, frac: 0 }, { kind: 'loading', file: 'state.bin.zst', frac: 0.5 },
-    { kind: 'booting', cold: true, since: 0 }, { kind: 'booting', cold: false, since: 0 }, { kind: 'ready', ms: 1234 },
+    { kind: 'booting', cold: true, since: 0 }, { kind: 'booting', cold: false, since: 0 }, { kind: 'ready', ms: 1234, download: { bytes: 8_300_000, ms: 1500 } },
     { kind: 'error', error: new LiveError('error.http', { url: 'guest/bios.bin', status: 404 }, 'guest/bios.bin: HTTP 404') },
     { kind: 'error', error: new SerialTimeout(15000, 'vmemlab# ') },
   ];

@@ -24,7 +24,8 @@ export type Kernel = 'guest' | 'pae';
 export type Phase =
   | { kind: 'loading'; file: string | null; frac: number }
   | { kind: 'booting'; cold: boolean; since: number }
-  | { kind: 'ready'; ms: number }
+  /** ms: from the files in to the prompt; download: the files' bytes and the time they took. */
+  | { kind: 'ready'; ms: number; download: { bytes: number; ms: number } }
   | { kind: 'error'; error: unknown };
 
 /** An error whose message the page shows translated (its English message stays for logs). */
@@ -100,17 +101,25 @@ export function PhaseLine({ phase, cold, kernel }: { phase: Phase; cold: boolean
       );
     case 'booting':
       return <BootProgress cold={phase.cold} since={phase.since} />;
-    case 'ready':
+    case 'ready': {
+      // What happened, in one sentence (how it started, which kernel, the download and the
+      // start), then the other starts as links of their own.
+      const values = {
+        how: t(cold ? 'phase.readyCold' : 'phase.readyRestored'), kernel: t(kernel === 'guest' ? 'phase.kernel32Is' : 'phase.paeKernelIs'),
+        mb: (phase.download.bytes / 1e6).toFixed(1), download: (phase.download.ms / 1000).toFixed(2), seconds: (phase.ms / 1000).toFixed(2),
+      };
       return (
         <p className="muted" id="live-status">
-          <Trans t={t} i18nKey="phase.ready"
-            values={{ seconds: (phase.ms / 1000).toFixed(2), how: t(cold ? 'phase.readyCold' : 'phase.readyRestored'), kernel: t(kernel === 'guest' ? 'phase.paeKernel' : 'phase.kernel32') }}
+          <span data-field="ready">{t('phase.ready', values)}</span>{' '}
+          <Trans t={t} i18nKey={(cold ? 'phase.otherStartsCold' : 'phase.otherStarts')}
+            values={{ kernel: t(kernel === 'guest' ? 'phase.paeKernel' : 'phase.kernel32') }}
             components={{
-              cold: <a href={`?view=live&boot=cold${kernel === 'guest' ? '' : '&kernel=pae'}`} />,
+              cold: <a href={`?view=live${cold ? '' : '&boot=cold'}${kernel === 'guest' ? '' : '&kernel=pae'}`} />,
               other: <a href={kernel === 'guest' ? '?view=live&kernel=pae' : '?view=live'} />,
             }} />
         </p>
       );
+    }
     case 'error':
       return (
         <p className="error" role="alert">

@@ -204,11 +204,31 @@ export function refsSplit(a: Pick<AccessResult, 'guest_refs' | 'nested_refs'>, m
 export function countsLine(a: AccessResult, mode: string, t: T = tEn): string {
   // a VMFUNC's one reference is its read of the EPTP list, no table of either dimension
   const split = a.op === 'vmfunc' ? t('dim.eptp') : refsSplit(a, mode, t);
+  // ad_writes counts the guest's A/D write steps; the A/D bits the CPU sets in nested entries
+  // as it reads them (EPT with A/D on, NPT) are no step of their own: said apart, so that a
+  // walk whose nested steps show "A/D set" does not read "no A/D write".
+  const nested = nestedAdSets(a);
   return [
     t('count.refs', { count: a.memory_refs, split }),
-    t('count.ad', { count: a.ad_writes }),
+    ...(nested ? [t('count.adGuest', { count: a.ad_writes }), t('count.adNested', { count: nested })] : [t('count.ad', { count: a.ad_writes })]),
     exitsWords(a.exits, t),
   ].join(' · ');
+}
+
+/** Nested entries whose A/D bits the walk set as it read them. */
+export function nestedAdSets(a: Pick<AccessResult, 'steps'>): number {
+  return a.steps.filter((s) => s.dim === 'nested' && s.kind !== 'ad_write' && s.ad_set).length;
+}
+
+/** An entry after the A/D bits a step sets (A bit 5 and D bit 6 in x86 and NPT entries, 8
+ * and 9 in EPT entries); null when the step sets none or its write is blocked. */
+export function entryAfterAd(s: Pick<Step, 'dim' | 'entry' | 'ad_set' | 'result'>, mode: string): string | null {
+  if (!s.ad_set || s.result === 'blocked') return null;
+  const ept = s.dim === 'nested' && mode === 'ept';
+  let v = hexToBig(s.entry);
+  if (s.ad_set.includes('A')) v |= 1n << (ept ? 8n : 5n);
+  if (s.ad_set.includes('D')) v |= 1n << (ept ? 9n : 6n);
+  return hex(v);
 }
 
 export type ExitKind = 'fill' | 'violation' | 'pt_write' | 'cr3' | 'other';

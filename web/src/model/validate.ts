@@ -144,6 +144,19 @@ function describe(e: ErrorObject, t: T): Problem {
   return { path, message: e.message ?? e.keyword };
 }
 
+/* What a guest lacks (or has too many of) among its two ways of giving tables: "mappings"
+ * (with "overrides", "table_base", "address_spaces"), or "tables" with "cr3". */
+function guestTablesWords(g: Record<string, unknown>, t: T): string {
+  const has = (k: string) => g[k] !== undefined;
+  const mappingsOnly = ['overrides', 'table_base', 'address_spaces'].filter(has);
+  if (has('mappings') && (has('tables') || has('cr3'))) return t('json.not.guestTables');
+  if (has('mappings')) return t('json.not.guestTables');   // not reached: mappings alone is valid
+  if (has('tables') && !has('cr3')) return t('json.not.guest.noCr3');
+  if (has('cr3') && !has('tables')) return t('json.not.guest.noTables');
+  if (has('tables') && mappingsOnly.length) return t('json.not.guest.withTables', { key: mappingsOnly.join('", "') });
+  return t('json.not.guest.none');
+}
+
 /** Schema problems, most specific first, one per path (oneOf branches repeat themselves). */
 export function schemaProblems(value: unknown, t: T = tEn, lang = 'en'): Problem[] {
   const v = validator();
@@ -151,9 +164,17 @@ export function schemaProblems(value: unknown, t: T = tEn, lang = 'en'): Problem
   const all = [...(v.errors ?? [])] as ErrorObject[];
   LOCALIZE[lang]?.(all);
   // oneOf/if/propertyNames only repeat what the errors inside them say
-  const errs = all.filter((e) => e.keyword !== 'oneOf' && e.keyword !== 'if' && e.keyword !== 'propertyNames');
+  let errs = all.filter((e) => e.keyword !== 'oneOf' && e.keyword !== 'if' && e.keyword !== 'propertyNames');
   const seen = new Set<string>();
   const out: Problem[] = [];
+  // The guest's two ways of giving tables fail as a whole: one sentence that says exactly
+  // what is missing or extra, not each branch's required keys as if all were needed.
+  const guestWay = (e: ErrorObject) => e.instancePath === '/guest' && e.schemaPath.startsWith('#/properties/guest/oneOf/');
+  if (errs.some(guestWay)) {
+    errs = errs.filter((e) => !guestWay(e));
+    out.push({ path: '/guest', message: guestTablesWords((value as { guest?: Record<string, unknown> }).guest ?? {}, t) });
+    seen.add('/guest' + out[0].message);
+  }
   for (const e of errs.sort((a, b) => b.instancePath.length - a.instancePath.length)) {
     const p = describe(e, t);
     const k = p.path + p.message;

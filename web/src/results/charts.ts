@@ -22,6 +22,43 @@ function svgIn(el: SVGSVGElement, width: number, height: number, title: string) 
   return svg;
 }
 
+const WIDE = /[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6]/;
+/* About how wide a label is at the charts' 11 px: 6.5 px a Latin character, 11 px a wide one. */
+const textWidth = (s: string) => [...s].reduce((n, c) => n + (WIDE.test(c) ? 11 : 6.5), 0);
+
+/** A label in lines that fit `room` px, broken after spaces (or between any two wide
+ * characters, as Japanese and Chinese break); a word wider than the room is cut into pieces. */
+export function wrapLabel(label: string, room: number): string[] {
+  const tokens: string[] = [];
+  for (const tk of label.match(/\S+\s*|\s+/g) ?? []) {
+    const parts = WIDE.test(tk) ? (tk.match(new RegExp(`${WIDE.source}\\s*|[^\\s${WIDE.source.slice(1, -1)}]+\\s*|\\s+`, 'g')) ?? [tk]) : [tk];
+    for (const p of parts) {
+      if (textWidth(p.trimEnd()) <= room) { tokens.push(p); continue; }
+      let piece = '';
+      for (const c of p) { if (textWidth(piece + c) > room) { tokens.push(piece); piece = ''; } piece += c; }
+      if (piece) tokens.push(piece);
+    }
+  }
+  const lines: string[] = [];
+  let cur = '';
+  for (const tk of tokens) {
+    if (cur && textWidth((cur + tk).trimEnd()) > room) { lines.push(cur.trimEnd()); cur = tk.trimStart(); } else cur += tk;
+  }
+  if (cur.trim() || !lines.length) lines.push(cur.trimEnd());
+  return lines;
+}
+
+/* The left axis's labels in lines that fit left of the axis (each tick's whole label is its title). */
+function wrapTicks(axis: ReturnType<typeof select<SVGGElement, unknown>>, room: number) {
+  axis.selectAll<SVGTextElement, string>('.tick text').each(function (g) {
+    const ls = wrapLabel(g, room);
+    const text = select(this).text(null);
+    ls.forEach((l, i) => text.append('tspan').attr('x', -9).attr('dy', i === 0 ? `${0.32 - (ls.length - 1) * 0.6}em` : '1.2em').text(l));
+    text.attr('dy', null);
+    if (ls.length > 1) text.append('title').text(g);
+  });
+}
+
 function xScale(values: number[], lo: number, hi: number, forceLinear = false): X {
   const pos = values.filter((v) => v > 0);
   const min = Math.min(...pos); const max = Math.max(...values);
@@ -34,13 +71,16 @@ export interface DotRow { group: string; label: string; value: number; mine?: bo
 /** Horizontal dot chart: one row per group, dots for each value; "mine" dots are big diamonds. */
 export function dotChart(el: SVGSVGElement, rows: DotRow[], opts: { title: string; unit: string; width?: number } & Words) {
   const groups = [...new Set(rows.map((r) => r.group))];
-  const width = opts.width ?? 720; const left = 190; const rowH = 34;
+  const width = opts.width ?? 720; const left = 190;
+  // long group names wrap left of the axis (never cut at the chart's edge); rows grow to hold them
+  const room = left - 14;
+  const rowH = Math.max(34, 12 + 13 * Math.max(1, ...groups.map((g) => wrapLabel(g, room).length)));
   const height = 40 + groups.length * rowH + 30;
   const svg = svgIn(el, width, height, opts.title);
   const x = xScale(rows.map((r) => r.value), left, width - 20);
   const y = scaleBand<string>().domain(groups).range([20, 20 + groups.length * rowH]).padding(0.2);
   svg.append('g').attr('class', 'axis').attr('transform', `translate(0,${20 + groups.length * rowH})`).call(axisBottom(x as ScaleLinear<number, number>).ticks(6, '~s'));
-  svg.append('g').attr('class', 'axis').attr('transform', `translate(${left},0)`).call(axisLeft(y));
+  wrapTicks(svg.append('g').attr('class', 'axis').attr('transform', `translate(${left},0)`).call(axisLeft(y)), room);
   svg.append('text').attr('class', 'unit').attr('x', width - 20).attr('y', height - 4).attr('text-anchor', 'end').text(opts.unit);
   const g = svg.append('g');
   for (const r of rows) {
@@ -63,7 +103,7 @@ export function groupedBars(el: SVGSVGElement, rows: { label: string; values: { 
   const y = scaleBand<string>().domain(rows.map((r) => r.label)).range([30, 30 + rows.length * rowH]).padding(0.15);
   const inner = scaleBand<string>().domain(series).range([0, y.bandwidth()]);
   svg.append('g').attr('class', 'axis').attr('transform', `translate(0,${30 + rows.length * rowH})`).call(axisBottom(x).ticks(6));
-  svg.append('g').attr('class', 'axis').attr('transform', `translate(${left},0)`).call(axisLeft(y));
+  wrapTicks(svg.append('g').attr('class', 'axis').attr('transform', `translate(${left},0)`).call(axisLeft(y)), left - 14);
   const legend = svg.append('g').attr('transform', `translate(${left},12)`);
   series.forEach((s, i) => {
     legend.append('rect').attr('x', i * 130).attr('y', -8).attr('width', 10).attr('height', 10).attr('fill', PALETTE[i % PALETTE.length]);

@@ -2,6 +2,7 @@
  * wherever focus is, except in text fields: ← → Home End even on a select, whose value
  * ↑ ↓ still change); these buttons carry the same actions for pointer users. */
 import { useTranslation } from 'react-i18next';
+import { releaseAfterPick } from './keys';
 
 export interface ControlsProps {
   step: number;
@@ -35,7 +36,7 @@ export function Controls({ step, total, refOf, refs, playing, speed, onStep, onP
       <button type="button" onClick={() => onStep(step + 1)} disabled={step >= total} aria-label={t('controls.forward')} title="→" id={id('next')}>▶▶</button>
       <button type="button" onClick={() => onStep(total)} disabled={step >= total} aria-label={t('controls.last')} title="End">▶|</button>
       <label className="speed">{t('controls.speed')}
-        <select value={speed} onChange={(e) => onSpeed(Number(e.target.value))} aria-label={t('controls.speedLabel')}>
+        <select value={speed} onChange={(e) => { onSpeed(Number(e.target.value)); releaseAfterPick(e.target); }} aria-label={t('controls.speedLabel')}>
           {SPEEDS.map((s) => <option key={s} value={s}>{s}×</option>)}
         </select>
       </label>

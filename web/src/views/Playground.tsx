@@ -17,6 +17,11 @@ export interface PlaygroundProps {
   text: string;
   onText: (t: string) => void;
   onRun: (json: string) => void;
+  /** An entry toggled: the edited scenario, for the address bar (a shared link shows it). */
+  onShare?: (json: string) => void;
+  /** The access whose entries the toggles show, and where a new choice goes (the URL). */
+  access?: number;
+  onAccess?: (i: number) => void;
   /** Injected by tests so the editor is a textarea (jsdom has no layout for CodeMirror). */
   plainEditor?: boolean;
 }
@@ -35,7 +40,7 @@ function withMode(s: Scenario, mode: Scenario['mode']): Scenario {
   return out;
 }
 
-export function Playground({ engine, text, onText, onRun, plainEditor }: PlaygroundProps) {
+export function Playground({ engine, text, onText, onRun, onShare, access, onAccess, plainEditor }: PlaygroundProps) {
   const { t, i18n } = useTranslation('views');
   const [val, setVal] = useState<Validate | null>(null);
   const [message, setMessage] = useState<{ kind: 'error' | 'ok'; text: string; detail?: string } | null>(null);
@@ -57,7 +62,9 @@ export function Playground({ engine, text, onText, onRun, plainEditor }: Playgro
     if (problems.length) { setMessage({ kind: 'error', text: t('playground.fixFirst', { count: problems.length }) }); return; }
     try {
       const r = engine.run(text);
-      setMessage({ kind: 'ok', text: t('playground.ran', { accesses: r.accesses.length, refs: r.totals.memory_refs, exits: r.totals.exits }) });
+      setMessage({ kind: 'ok', text: t('playground.ran', {
+        accesses: t('playground.accesses', { count: r.accesses.length }), refs: t('count.refsPlain', { count: r.totals.memory_refs }), exits: t('count.exits', { count: r.totals.exits }),
+      }) });
       onRun(text);
     } catch (e) {
       setMessage({ kind: 'error', text: e instanceof ScenarioError ? t('playground.rejected') : t('playground.failed'), detail: (e as Error).message });
@@ -115,7 +122,8 @@ export function Playground({ engine, text, onText, onRun, plainEditor }: Playgro
         </ul>
       )}
       {scenario && problems.length === 0 && (
-        <EntryToggles engine={engine} scenario={scenario} onScenario={(s) => { setMessage(null); onText(JSON.stringify(s, null, 2)); }} />
+        <EntryToggles engine={engine} scenario={scenario} access={access} onAccess={onAccess}
+          onScenario={(s) => { setMessage(null); const json = JSON.stringify(s, null, 2); onText(json); onShare?.(json); }} />
       )}
       {plainEditor ? (
         <textarea className="plain-editor" value={text} onChange={(e) => onText(e.target.value)} aria-label={t('playground.editor')} spellCheck={false} />

@@ -10,6 +10,7 @@ import type { AccessResult, NestedMapping, Result, Scenario } from '../../../was
 import type { Vmsim } from '../../../wasm-core/js/vmsim';
 import figures from '../../../wasm-core/data/published-figures.json';
 import { COST } from '../model/compare';
+import { ratio1, VMFUNC_SPEEDUP } from '../model/figures';
 import { hex, hexToBig, outcomeWords } from '../model/decode';
 import { Term } from './Term';
 
@@ -69,7 +70,26 @@ function eventWords(a: AccessResult, req: Record<string, unknown> | undefined, b
   if (a.outcome === 'invalid_opcode') return t('vmfunc.event.ud');
   if (reason === 'function_disabled') return t('vmfunc.event.function', { fn, index: before });
   if (reason === 'index_out_of_range') return t('vmfunc.event.range', { n, index: before });
-  return t('vmfunc.event.invalid', { n, entry: a.steps[0]?.entry ?? '0x0', levels: s?.nested?.levels ?? 4, index: before });
+  const entry = a.steps[0]?.entry ?? '0x0';
+  return t('vmfunc.event.invalid', { n, entry, checks: eptpChecks(entry, s?.nested?.levels ?? 4, s?.machine?.maxphyaddr ?? 46, t), index: before });
+}
+
+/* An EPTP against the rules the CPU checks (the engine's eptp_valid: memory type 0 or 6, walk
+ * length = the machine's levels, bits 11:7 and those above MAXPHYADDR clear), each with the
+ * value it holds: what makes this one invalid, in words. */
+export function eptpChecks(value: string, levels: number, maxphyaddr: number, t: (k: string, o?: Record<string, unknown>) => string): string {
+  const v = hexToBig(value);
+  const mt = Number(v & 7n);
+  const len = Number((v >> 3n) & 7n) + 1;
+  const reserved = v & ((0x1fn << 7n) | (((1n << 64n) - 1n) ^ ((1n << BigInt(maxphyaddr)) - 1n)));
+  const bits: number[] = [];
+  for (let b = 0; b < 64; b++) if ((reserved >> BigInt(b)) & 1n) bits.push(b);
+  const name = t(['0', '1', '4', '5', '6'].includes(String(mt)) ? `flag.mt.${mt}` : 'flag.mt.other');
+  return [
+    t(mt === 0 || mt === 6 ? 'vmfunc.event.check.mtOk' : 'vmfunc.event.check.mtBad', { mt, name }),
+    t(len === levels ? 'vmfunc.event.check.lenOk' : 'vmfunc.event.check.lenBad', { len, levels }),
+    bits.length ? t('vmfunc.event.check.resBad', { bits: bits.join(', ') }) : t('vmfunc.event.check.resOk'),
+  ].join(t('vmfunc.event.check.sep'));
 }
 
 export function VmfuncPanel({ engine, scenarioText, result, accessIndex, step }: VmfuncPanelProps) {
@@ -139,8 +159,8 @@ export function VmfuncPanel({ engine, scenarioText, result, accessIndex, step }:
               <td data-field="model">{t('vmfunc.cost.cyclesGate', { n: fmt(model.gate), each: fmt(COST.perVmfunc, 1) })}</td></tr>
             <tr data-path="vmcall"><th scope="row">{t('vmfunc.cost.vmcall')}</th><td data-field="published">{t('vmfunc.cost.ns', { n: fmt(pub.vmcall) })}</td>
               <td data-field="model">{t('vmfunc.cost.cyclesExit', { n: fmt(model.vmcall) })}</td></tr>
-            <tr data-path="ratio"><th scope="row">{t('vmfunc.cost.ratio')}</th><td data-field="published">{fmt(pub.vmcall / pub.vmfunc_gate, 1)}×</td>
-              <td data-field="model">{fmt(model.vmcall / model.gate, 1)}×</td></tr>
+            <tr data-path="ratio"><th scope="row">{t('vmfunc.cost.ratio')}</th><td data-field="published">{fmt(VMFUNC_SPEEDUP, 1)}×</td>
+              <td data-field="model">{fmt(ratio1(model.vmcall, model.gate), 1)}×</td></tr>
           </tbody>
         </table>
       </div>

@@ -5,7 +5,7 @@ import { Fragment, memo, useEffect, useMemo, useRef, type ReactNode } from 'reac
 import { useTranslation } from 'react-i18next';
 import type { AccessResult, Result, Step } from '../../../wasm-core/js/types';
 import {
-  countsLine, explainStep, faultDetails, flagWords, forWhat, hexToBig, kindWords, levelName, outcomeSentence, resultWords,
+  countsLine, entryAfterAd, explainStep, faultDetails, flagWords, forWhat, hexToBig, kindWords, levelName, outcomeSentence, resultWords,
   splitGpa, splitGva, tableOf,
 } from '../model/decode';
 import { gridModel, key } from '../model/grid';
@@ -85,6 +85,13 @@ function cellText(s: Step, t: (k: string) => string): string {
   return '·';
 }
 
+/* A cell's tooltip line for one step: the reference number (what the cell shows) and the
+ * step it is, each named, never a bare number of either. */
+function stepTitle(s: Step, t: (k: string, o?: Record<string, unknown>) => string): string {
+  const kind = kindWords(s.kind, t);
+  return s.ref !== null ? t('walk.cellTitleRef', { ref: s.ref, n: s.n, kind }) : t('walk.cellTitle', { n: s.n, kind });
+}
+
 /* When focus is inside a list of step targets (grid cells, step rows), it follows the
  * current step, so ← → keep the focused element and the highlight together. */
 function useFocusFollows(ref: React.RefObject<HTMLElement | null>, step: number) {
@@ -134,8 +141,8 @@ export const WalkGrid = memo(function WalkGrid({ result, access, step, onStep }:
                 const current = k === curKey;
                 const label = t('walk.cellLabel', {
                   row: rowLabel.get(r.key), col: colLabel.get(c.key),
-                  steps: ns.map((n) => t('walk.cellTitle', { n, kind: kindWords(access.steps[n - 1].kind, t) })).join(', '),
-                  state: shown.length ? t('walk.cellDone', { text: shown.map((n) => cellText(access.steps[n - 1], t)).join(' · ') }) : t('walk.cellPending'),
+                  steps: ns.map((n) => stepTitle(access.steps[n - 1], t)).join(', '),
+                  state: shown.length ? t('walk.cellDone', { text: shown.map((n) => { const x = access.steps[n - 1]; return x.ref !== null ? t('walk.refN', { ref: x.ref }) : cellText(x, t); }).join(' · ') }) : t('walk.cellPending'),
                 });
                 return (
                   <td key={k} data-row={r.key} data-col={c.key}
@@ -143,7 +150,7 @@ export const WalkGrid = memo(function WalkGrid({ result, access, step, onStep }:
                       last && /not_present|reserved|misconfig|blocked/.test(last.result) ? 'bad' : '', current ? 'current' : ''].join(' ')}
                     aria-current={current ? 'step' : undefined}>
                     <button type="button" tabIndex={k === tabKey ? 0 : -1} data-step-target="" onClick={() => onStep?.(ns[0])}
-                      title={ns.map((n) => t('walk.cellTitle', { n, kind: kindWords(access.steps[n - 1].kind, t) })).join('\n')}>
+                      title={ns.map((n) => stepTitle(access.steps[n - 1], t)).join('\n')}>
                       {shown.map((n) => <span key={n} className="ref">{cellText(access.steps[n - 1], t)}</span>)}
                       <span className="sr-only">{label}</span>
                     </button>
@@ -159,6 +166,7 @@ export const WalkGrid = memo(function WalkGrid({ result, access, step, onStep }:
           </caption>
         )}
       </table>
+      <p className="grid-note muted">{t('walk.gridNote')}</p>
     </div>
   );
 });
@@ -192,6 +200,8 @@ export function EntryPanel({ result, access, step, primary = true }: WalkProps) 
   const eptp = s.kind === 'eptp_list';
   const table = eptp ? 'eptp' : tableOf(s, result.mode);
   const second = s.dim === 'nested' && result.mode !== 'shadow' && !eptp;
+  // at an A/D step the entry is shown as read and as the walk leaves it
+  const after = entryAfterAd(s, result.mode);
   return (
     <section className="entry" id={id} aria-live="polite" data-n={s.n} tabIndex={0} aria-label={t('walk.current')}>
       <h3>
@@ -203,14 +213,16 @@ export function EntryPanel({ result, access, step, primary = true }: WalkProps) 
         {!eptp && result.mode !== 'flat' || s.dim === 'guest' ? <><dt>{t('walk.field.level')}</dt><dd data-field="level">{s.level}{s.dim === 'guest' || result.mode === 'shadow' ? ` (${levelName(result.guest_paging, s.level)})` : ''}</dd></> : null}
         {second && <><dt>{t('walk.field.locating')}</dt><dd>{forWhat(s, result, t)}</dd></>}
         {s.gpa && <><dt><Term id="gpa" /></dt><dd data-field="gpa">{s.gpa}</dd></>}
-        <dt>{t(eptp ? 'walk.field.list' : 'walk.field.table')}</dt><dd data-field="table">{s.table}</dd>
+        <dt>{t(eptp ? 'walk.field.list' : s.dim === 'nested' ? 'walk.field.tableHpa' : result.mode === 'native' ? 'walk.field.tablePa' : 'walk.field.tableGpa')}</dt><dd data-field="table">{s.table}</dd>
         {rootTerm(s, result)}
         <dt>{t(result.mode === 'flat' && s.dim === 'nested' ? 'walk.field.gfn' : 'walk.field.index')}</dt><dd data-field="index">{s.index}</dd>
         <dt>{t('walk.field.entry_hpa')}</dt><dd data-field="entry_hpa">{s.entry_hpa}</dd>
-        <dt>{t(eptp ? 'walk.field.eptp' : 'walk.field.entry')}</dt><dd data-field="entry">{s.entry}</dd>
+        <dt>{t(eptp ? 'walk.field.eptp' : after ? 'walk.field.entryRead' : 'walk.field.entry')}</dt><dd data-field="entry">{s.entry}</dd>
+        {after && <><dt>{t('walk.field.entryAfter', { bits: s.ad_set })}</dt><dd data-field="entry-after">{after}</dd></>}
         {eptp && <><dt>{t('walk.field.decoded')}</dt><dd>{eptpWords(s.entry, t)}</dd></>}
         <dt>{t('walk.field.result')}</dt><dd data-field="result" data-value={s.result} className={bad ? 'bad-text' : ''}>{eptp ? t(s.result === 'page' ? 'walk.eptpValid' : 'walk.eptpInvalid') : resultWords(s.result, t)}</dd>
-        {s.ad_set && <><dt>{t('walk.field.ad_set')}</dt><dd>{s.ad_set}</dd></>}
+        {s.ad_set && <><dt>{t('walk.field.ad_set')}</dt><dd data-field="ad_set">{s.result === 'blocked' ? t('walk.field.adBlocked', { bits: s.ad_set })
+          : s.dim === 'nested' && s.kind !== 'ad_write' ? t('walk.field.adNested', { bits: s.ad_set }) : s.ad_set}</dd></>}
         {s.cache && <><dt>{t('walk.field.cache')}</dt><dd data-field="cache" data-value={s.cache}>{resultWords(s.cache, t)}</dd></>}
       </dl>
       {s.flags.length > 0 && !eptp && (
@@ -247,6 +259,14 @@ const OUTCOME_TERM: Record<string, TermId | null> = {
   flat_fault: 'flat', vmfunc_exit: 'vmfunc', invalid_opcode: 'vmfunc', vmcall_exit: 'vmcall', shadow_unmapped: 'shadow',
 };
 
+/* The 2-D walk's count in words, when every reference went to memory (no cache answered):
+ * g guest references, and g + 1 nested walks of `levels` references each. */
+function why2d(a: AccessResult, r: Result): Record<string, number> | null {
+  if ((r.mode !== 'ept' && r.mode !== 'npt') || a.outcome !== 'ok' || !r.nested_levels || a.steps.some((s) => s.cache === 'hit')) return null;
+  const g = a.guest_refs, levels = r.nested_levels, walks = g + 1;
+  return g > 0 && a.nested_refs === walks * levels ? { refs: a.memory_refs, g, walks, levels } : null;
+}
+
 export function OutcomePanel({ result, access, step, primary = true }: WalkProps) {
   const { t } = useTranslation('views');
   const done = step >= access.steps.length;
@@ -265,6 +285,7 @@ export function OutcomePanel({ result, access, step, primary = true }: WalkProps
             {access.guest_page_size ? ' · ' + t('walk.guestPage', { size: access.guest_page_size / 1024 }) : ''}
             {access.nested_page_size ? ' · ' + t(`walk.${result.mode === 'flat' ? 'flatPage' : 'nestedPage'}`, { size: access.nested_page_size / 1024 }) : ''}
             {access.eptp_index !== null ? ' · ' + t('walk.eptpIndex', { index: access.eptp_index }) : ''}</p>
+          {why2d(access, result) && <p className="why2d" data-field="why">{t('walk.why2d', why2d(access, result)!)}</p>}
           {pairs.length > 0 && <dl className="kv">{pairs.map(([k, v]) => <Fragment key={k}><dt>{k}</dt><dd>{v}</dd></Fragment>)}</dl>}
           {bits && (
             <div className="bits">
@@ -289,7 +310,7 @@ export const StepList = memo(function StepList({ result, access, step, onStep }:
       <summary>{t('walk.allSteps', { count: access.steps.length })}</summary>
       <div className="table-scroll" tabIndex={0} role="region" aria-label={t('walk.allSteps', { count: access.steps.length })}>
         <table className="steplist">
-          <thead><tr><th>#</th><th>{t('walk.col_.ref')}</th><th>{t('walk.col_.kind')}</th><th>{t('walk.col_.dim')}</th><th>{t('walk.col_.lvl')}</th><th>{t('walk.col_.stage')}</th><th>{t('walk.col_.entryHpa')}</th><th>{t('walk.col_.entry')}</th><th>{t('walk.col_.flags')}</th><th>{t('walk.col_.result')}</th></tr></thead>
+          <thead><tr><th>{t('walk.col_.step')}</th><th>{t('walk.col_.ref')}</th><th>{t('walk.col_.kind')}</th><th>{t('walk.col_.dim')}</th><th>{t('walk.col_.lvl')}</th><th>{t('walk.col_.stage')}</th><th>{t('walk.col_.entryHpa')}</th><th>{t('walk.col_.entry')}</th><th>{t('walk.col_.flags')}</th><th>{t('walk.col_.result')}</th></tr></thead>
           <tbody ref={body}>
             {access.steps.map((s) => {
               const table = s.kind === 'eptp_list' ? 'eptp' : tableOf(s, result.mode);
@@ -301,7 +322,7 @@ export const StepList = memo(function StepList({ result, access, step, onStep }:
                   <td>{s.ref ?? ''}</td><td title={kindWords(s.kind, t)}>{t(`walk.kindShort.${s.kind}`, { defaultValue: kindWords(s.kind, t) })}</td>
                   <td className={`d-${table}`}>{t(`dim.${table}`)}</td>
                   <td>{s.level}</td><td>{s.dim === 'nested' && result.mode !== 'shadow' && s.kind !== 'eptp_list' ? (s.stage ? t('walk.translatingGuest', { n: s.stage }) : t('walk.translatingFinal')) : ''}</td>
-                  <td>{s.entry_hpa}</td><td>{s.entry}</td><td>{s.flags.join(' ')}</td><td>{s.kind === 'eptp_list' ? t(s.result === 'page' ? 'walk.eptpValid' : 'walk.eptpInvalid') : resultWords(s.result, t)}{s.cache ? ` (${resultWords(s.cache, t)})` : ''}</td>
+                  <td>{s.entry_hpa}</td><td data-field="entry">{s.entry}{entryAfterAd(s, result.mode) ? ` → ${entryAfterAd(s, result.mode)}` : ''}</td><td>{s.flags.join(' ')}</td><td>{s.kind === 'eptp_list' ? t(s.result === 'page' ? 'walk.eptpValid' : 'walk.eptpInvalid') : resultWords(s.result, t)}{s.cache ? ` (${resultWords(s.cache, t)})` : ''}</td>
                 </tr>
               );
             })}

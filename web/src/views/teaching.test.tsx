@@ -13,9 +13,11 @@ import { exampleRuns } from '../test/engine';
 import { exitKinds, EXIT_KINDS } from '../model/decode';
 import { PATTERN_WORDS, schemaProblems } from '../model/validate';
 import { WalkView } from './WalkView';
-import { VmfuncPanel } from './VmfuncPanel';
+import { eptpChecks, VmfuncPanel } from './VmfuncPanel';
 import { Playground } from './Playground';
 import { App } from '../App';
+import { parseUrl } from '../model/url';
+import { stepAction } from './keys';
 import i18n from '../i18n';
 import { englishRuns, translatedText } from '../test/english';
 
@@ -37,6 +39,9 @@ describe('the walk in words', () => {
     expect(counts).toContain(`${a.memory_refs} memory references (${a.guest_refs} guest + ${a.nested_refs} nested)`);
     expect(counts).toContain(`${a.ad_writes} A/D writes`);
     expect(counts).toContain('no VM exit');
+    // why 24, in the walk itself: 4 guest references, 5 nested walks of 4
+    expect(field(container, 'why')).toBe(`Why ${a.memory_refs}: each of the ${a.guest_refs} guest entries is read at a gpa, and that gpa and the final gpa (${a.guest_refs + 1} in all) each take a ${r.nested_levels}-level nested walk first: ${a.guest_refs} + ${a.guest_refs + 1} × ${r.nested_levels} = ${a.memory_refs} references, where native reads ${a.guest_refs}.`);
+    expect(a.guest_refs + (a.guest_refs + 1) * r.nested_levels!).toBe(24);
     cleanup();
     // one A/D write, one exit: singular, in the shadow's own words
     const sh = runs.shadow;
@@ -48,6 +53,99 @@ describe('the walk in words', () => {
     expect(c2counts).toContain('1 VM exit');
     expect(c2counts).toContain(`${sh.accesses[w].nested_refs} shadow)`);
     expect(c2counts).not.toMatch(/nested|1 exits|1 A\/D writes/);
+  });
+
+  it('labels the grid\'s numbers as references and its tooltips name reference and step apart', () => {
+    const r = runs['ept-4k'];
+    const a = r.accesses[0];
+    const { container } = render(<WalkView result={r} access={a} step={a.steps.length} />);
+    expect(container.querySelector('.grid-note')!.textContent).toMatch(/numbers in the cells count memory references/);
+    let checked = 0;
+    for (const b of container.querySelectorAll<HTMLButtonElement>('table.grid td.cell button')) {
+      const shown = [...b.querySelectorAll('.ref')].map((x) => x.textContent!);
+      const lines = b.title.split('\n');
+      for (const line of lines) {
+        const m = /^reference (\d+) \(step (\d+)\): /.exec(line) ?? /^step (\d+): .* \(not a memory reference\)$/.exec(line);
+        expect(m, line).not.toBeNull();
+        if (line.startsWith('reference')) {
+          // the step named is the one that made this reference (the engine's trace)
+          const step = a.steps[Number(m![2]) - 1];
+          expect(step.ref).toBe(Number(m![1]));
+          if (shown.includes(m![1])) checked++;
+        } else expect(a.steps[Number(m![1]) - 1].ref).toBeNull();
+      }
+      // every number a cell shows is a reference its tooltip names
+      for (const n of shown.filter((x) => /^\d+$/.test(x))) expect(lines.some((l) => l.startsWith(`reference ${n} (`)), `${n} in ${b.title}`).toBe(true);
+    }
+    expect(checked).toBe(a.memory_refs);
+    // the final gpa's cell: reference 21 is step 25 in this walk, and says so
+    const last = a.steps.filter((s) => s.ref !== null).at(-1)!;
+    expect(last.n).not.toBe(last.ref);
+    expect([...container.querySelectorAll<HTMLButtonElement>('table.grid td.cell button')].some((b) => b.title.includes(`reference ${last.ref} (step ${last.n})`))).toBe(true);
+  });
+
+  it('says whether a table address is a gpa, an hpa or physical, and heads the step list\'s numbers step and reference', () => {
+    const r = runs['ept-4k'];
+    const a = r.accesses[0];
+    const label = (res: typeof r, acc: typeof a, n: number) => {
+      const { container, unmount } = render(<WalkView result={res} access={acc} step={n} />);
+      const dt = [...container.querySelectorAll('#entry dt')].find((d) => d.nextElementSibling?.getAttribute('data-field') === 'table')!.textContent;
+      const head = [...container.querySelectorAll('table.steplist thead th')].slice(0, 2).map((th) => th.textContent);
+      unmount();
+      return { dt, head };
+    };
+    const guest = a.steps.find((x) => x.dim === 'guest' && x.kind === 'read')!;
+    const nested = a.steps.find((x) => x.dim === 'nested')!;
+    // the engine's own words for the two: a guest table's base is a gpa, a nested table's an hpa (model.md)
+    expect(label(r, a, guest.n)).toEqual({ dt: 'table (at gpa)', head: ['step', 'reference'] });
+    expect(label(r, a, nested.n).dt).toBe('table (at hpa)');
+    const n = runs['native-4k'];
+    expect(label(n, n.accesses[0], 1).dt).toBe('table (physical address)');
+  });
+
+  it('shows an A/D step\'s entry as read and after the bit is set, and counts nested A/D apart from the guest\'s', () => {
+    // NPT with the guest's entries already accessed (a running guest's): the walk sets A only
+    // in nested entries, as it reads them, and writes no guest A/D
+    const s = structuredClone(EXAMPLES['npt-4k']) as Scenario;
+    const gva = (s.accesses[0] as { gva: string }).gva;
+    s.guest.overrides = [1, 2, 3, 4].map((level) => ({ gva, level, set: '0x20' }));
+    s.accesses = [s.accesses[0]];
+    const r = engine.run(s);
+    const a = r.accesses[0];
+    expect(a.ad_writes).toBe(0);
+    const nestedAd = a.steps.filter((x) => x.dim === 'nested' && x.ad_set);
+    expect(nestedAd.length).toBeGreaterThan(0);
+    const { container } = render(<WalkView result={r} access={a} step={a.steps.length} />);
+    const counts = container.querySelector('.counts')!.textContent!;
+    expect(counts).toContain('no guest A/D write');
+    expect(counts).toContain(`A/D bits set in ${nestedAd.length} nested entries as the walk read them`);
+    expect(counts).not.toMatch(/no A\/D write/);
+    cleanup();
+    const st = nestedAd[0];
+    const { container: c2 } = render(<WalkView result={r} access={a} step={st.n} />);
+    expect(field(c2, 'entry')).toBe(st.entry);
+    const bits = (st.ad_set.includes('A') ? 0x20n : 0n) | (st.ad_set.includes('D') ? 0x40n : 0n);
+    expect(field(c2, 'entry-after')).toBe('0x' + (BigInt(st.entry) | bits).toString(16));
+    expect([...c2.querySelectorAll('#entry dt')].map((d) => d.textContent)).toEqual(expect.arrayContaining(['entry, as read', `entry after setting ${st.ad_set}`]));
+    expect(field(c2, 'ad_set')).toMatch(/set by the CPU as it reads this nested entry/);
+    // the step list shows the same change: as read → after
+    const row = [...c2.querySelectorAll('table.steplist tbody tr')][st.n - 1];
+    expect(row.querySelector('[data-field="entry"]')!.textContent).toBe(`${st.entry} → ${field(c2, 'entry-after')}`);
+    cleanup();
+    // a guest ad_write step in native mode: A is bit 5 of the entry as read
+    const n = runs['native-4k'].accesses[0];
+    const w = n.steps.find((x) => x.kind === 'ad_write')!;
+    const { container: c3 } = render(<WalkView result={runs['native-4k']} access={n} step={w.n} />);
+    expect(field(c3, 'entry')).toBe(w.entry);
+    expect(BigInt(field(c3, 'entry-after')!)).toBe(BigInt(w.entry) | 0x20n);
+    cleanup();
+    // EPT with A/D on: A is bit 8 of a nested entry
+    const e = structuredClone(EXAMPLES['ept-4k']) as Scenario;
+    e.nested!.ad = true;
+    const er = engine.run(e);
+    const es = er.accesses[0].steps.find((x) => x.dim === 'nested' && x.ad_set === 'A')!;
+    const { container: c4 } = render(<WalkView result={er} access={er.accesses[0]} step={es.n} />);
+    expect(BigInt(field(c4, 'entry-after')!)).toBe(BigInt(es.entry) | 0x100n);
   });
 
   it('names the fault\'s place in words, not as dimension, level and stage', () => {
@@ -151,7 +249,14 @@ describe('the VMFUNC panel', () => {
     u2();
     const k = res.accesses.findIndex((a) => (a.fault as { reason?: string } | null)?.reason === 'invalid_eptp');
     const { container: c3 } = render(<VmfuncPanel engine={engine} scenarioText={text} result={res} accessIndex={k} step={1} />);
-    expect(field(c3, 'event')).toMatch(/^EPTP-list entry 7 holds 0x0, which is not a valid EPTP/);
+    // the entry's own values against the rules: type 0 is fine, a walk length of 1 is not
+    expect(field(c3, 'event')).toMatch(/^EPTP-list entry 7 holds 0x0, which is not a valid EPTP: memory type 0 \(uncacheable\), allowed; walk length 1, where the machine has 4 levels; no reserved bit set\. A valid EPTP has memory type 0 \(uncacheable\) or 6 \(write-back\)/);
+    expect(field(c3, 'event')).not.toContain('memory type 0 or 6');
+    // the same checks on EPTPs built by hand: 0x5e = WB, 4 levels, A/D on; 0x19 = type 1, 4 levels; bit 7 set
+    const words = (v: string) => eptpChecks(v, 4, 46, i18n.getFixedT('en', 'views') as never);
+    expect(words('0x5e')).toBe('memory type 6 (write-back), allowed; walk length 4, the machine\'s; no reserved bit set');
+    expect(words('0x19')).toMatch(/^memory type 1 \(write-combining\), not allowed; walk length 4/);
+    expect(words('0x400000000000009e')).toBe('memory type 6 (write-back), allowed; walk length 4, the machine\'s; reserved bits set (7, 62)');
   });
 
   it('sets VMFUNC against VMCALL: published nanoseconds and the cost model\'s cycles, each with its ratio', () => {
@@ -209,13 +314,48 @@ describe('the playground\'s entry toggles', () => {
     fireEvent.click(box(/^EPT level-1 entry \d+, for the final gpa/, 'R'));
     t.rerender();
     await waitFor(() => expect(outcome()).toBe('ept_misconfig'));
+    expect(screen.getByTestId('ept-rule').textContent).toMatch(/^A misconfiguration, not a violation: one entry \(EPT level-1 entry \d+, for the final gpa\) allows writing but not reading \(R clear, W set\).* Clear W as well .* EPT violation \(VM exit 48\)\.$/);
     // clearing W too leaves X alone (execute-only): a read is an EPT violation
     fireEvent.click(box(/^EPT level-1 entry \d+, for the final gpa/, 'W'));
     expect(t.json.nested!.overrides).toEqual([{ gpa: '0x200000', level: 1, clear: '0x3' }]);
     t.rerender();
     await waitFor(() => expect(outcome()).toBe('ept_violation'));
+    expect(screen.getByTestId('ept-rule').textContent).toMatch(/^In EPT, clearing R alone .* misconfiguration \(VM exit 49\).* Clearing R and W together .* EPT violation \(VM exit 48\)\.$/);
     // the same scenario through the engine directly agrees
     expect(engine.run(t.json).accesses[0].outcome).toBe('ept_violation');
+  });
+
+  it('puts a toggled entry into the address bar and restores it from a shared link', async () => {
+    history.replaceState(null, '', '/?view=playground&example=ept-4k');
+    const first = render(<App engine={engine} />);
+    await waitFor(() => expect(screen.getByTestId('toggles')).toBeTruthy());
+    fireEvent.click(box(/^EPT level-1 entry \d+, for the final gpa/, 'R'));
+    await waitFor(() => expect(outcome()).toBe('ept_misconfig'));
+    // the link carries the edited scenario: the override the click wrote
+    const link = location.search;
+    const shared = parseUrl(link);
+    expect(shared.view).toBe('playground');
+    expect((JSON.parse(shared.scenario!) as Scenario).nested!.overrides).toEqual([{ gpa: '0x200000', level: 1, clear: '0x1' }]);
+    first.unmount();
+    // opened again from the link: the same entry unchecked, the same outcome
+    history.replaceState(null, '', '/' + link);
+    render(<App engine={engine} />);
+    await waitFor(() => expect(screen.getByTestId('toggles')).toBeTruthy());
+    expect(outcome()).toBe('ept_misconfig');
+    expect(box(/^EPT level-1 entry \d+, for the final gpa/, 'R').checked).toBe(false);
+    expect(box(/^EPT level-1 entry \d+, for the final gpa/, 'W').checked).toBe(true);
+    history.replaceState(null, '', '/');
+  });
+
+  it('says the run\'s counts with plural forms (one access, no exit)', async () => {
+    const s = structuredClone(EXAMPLES['ept-4k']) as Scenario;
+    s.accesses = [s.accesses[0]];
+    setup(s);
+    await waitFor(() => expect(screen.getByTestId('toggles')).toBeTruthy());
+    fireEvent.click(screen.getByTestId('run'));
+    const r = engine.run(s);
+    expect(r.totals.exits).toBe(0);
+    expect(screen.getByTestId('pg-message').textContent).toBe(`1 access, ${r.totals.memory_refs} memory references, no VM exit.`);
   });
 
   it('edits given tables in place', async () => {
@@ -280,6 +420,28 @@ describe('schema errors in words', () => {
       }
     });
   }
+  it('says exactly what a guest lacks among mappings, tables and cr3, in one problem', () => {
+    const guest = (g: Record<string, unknown>) => {
+      const s = base();
+      s.guest = { paging: '4level', ...g } as Scenario['guest'];
+      return schemaProblems(s).filter((p) => p.path === '/guest').map((p) => p.message);
+    };
+    const tables = [{ gpa: '0x1000', entries: {} }];
+    expect(guest({})).toEqual(['has no page tables: give "mappings" (the lab builds the tables from them), or "tables" with "cr3" (the tables as they are in the guest\'s memory)']);
+    expect(guest({ tables })).toEqual(['has "tables" but no "cr3": add "cr3", the gpa of the top table']);
+    expect(guest({ cr3: '0x1000' })).toEqual(['has "cr3" but no "tables": add the "tables" that cr3 points into']);
+    expect(guest({ tables, cr3: '0x1000', table_base: '0x100000' })).toEqual(['"table_base" goes with "mappings", not with given "tables": remove it']);
+    expect(guest({ mappings: [{ gva: '0x0', gpa: '0x0' }], tables, cr3: '0x1000' })).toEqual([expect.stringMatching(/not both$/)]);
+    expect(guest({ mappings: [{ gva: '0x0', gpa: '0x0' }] })).toEqual([]);
+    for (const lang of ['ja', 'zh']) {
+      const s = base();
+      s.guest = { paging: '4level', tables } as unknown as Scenario['guest'];
+      const msgs = schemaProblems(s, i18n.getFixedT(lang, 'views') as never, lang).filter((p) => p.path === '/guest');
+      expect(msgs, lang).toHaveLength(1);
+      expect(msgs[0].message, lang).toContain('"cr3"');
+    }
+  });
+
   it('names the key a mode does not take', () => {
     const s = base();
     s.mode = 'native';
@@ -289,21 +451,41 @@ describe('schema errors in words', () => {
 });
 
 describe('keys and help', () => {
-  it('steps with ← → Home End while a select has focus, and leaves the select alone', () => {
+  it('leaves arrows and Home/End to a focused select (its value, not the step) and steps from a button', async () => {
     history.replaceState(null, '', '/?example=ept-4k&access=0&step=3');
     const { container } = render(<App engine={engine} />);
     const counter = () => Number(container.querySelector('#counter [data-field="step"]')!.textContent);
     const picker = screen.getByLabelText('example scenario') as HTMLSelectElement;
     picker.focus();
-    const e = new KeyboardEvent('keydown', { key: 'ArrowRight', bubbles: true, cancelable: true });
-    act(() => { picker.dispatchEvent(e); });
-    expect(e.defaultPrevented).toBe(true);   // the select does not move to the next scenario
-    expect(counter()).toBe(4);
-    expect(picker.value).toBe('ept-4k');
+    for (const key of ['ArrowRight', 'ArrowLeft', 'ArrowDown', 'ArrowUp', 'Home', 'End']) {
+      const e = new KeyboardEvent('keydown', { key, bubbles: true, cancelable: true });
+      act(() => { picker.dispatchEvent(e); });
+      expect(e.defaultPrevented, key).toBe(false);   // the select does what a select does
+      expect(counter(), key).toBe(3);
+    }
     fireEvent.keyDown(screen.getByLabelText('playback speed'), { key: 'End' });
+    expect(counter()).toBe(3);
+    // a value changed from the keyboard keeps focus on the select; one picked with the
+    // pointer gives it back to the walk, so → steps again
+    picker.focus();
+    fireEvent.keyDown(picker, { key: 'ArrowDown' });
+    fireEvent.change(picker, { target: { value: 'ept-4k' } });
+    expect(document.activeElement).toBe(picker);
+    await new Promise((r) => setTimeout(r, 350));
+    fireEvent.change(picker, { target: { value: 'ept-4k' } });
+    expect(document.activeElement).not.toBe(picker);
+    fireEvent.keyDown(document.activeElement ?? document.body, { key: 'ArrowRight' });
+    expect(counter()).toBe(1);   // the new scenario starts at step 0
+    for (const type of ['checkbox', 'range', 'number', 'radio']) {
+      const input = document.createElement('input');
+      input.type = type;
+      expect(stepAction({ key: 'ArrowRight', altKey: false, ctrlKey: false, metaKey: false, target: input }), type).toBeNull();
+    }
+    // from a toolbar button the keys step
+    const first = within(screen.getByRole('toolbar')).getByLabelText('first step (Home)');
+    fireEvent.keyDown(first, { key: 'End' });
     expect(counter()).toBe(28);
     // Space on a focused button is the button's, not play/pause
-    const first = within(screen.getByRole('toolbar')).getByLabelText('first step (Home)');
     fireEvent.keyDown(first, { key: ' ' });
     expect(screen.getByLabelText('play (Space)')).toBeTruthy();
     history.replaceState(null, '', '/');
