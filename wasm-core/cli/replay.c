@@ -21,6 +21,7 @@ static void replay_usage(FILE *f)
 {
     fprintf(f, "usage: vmsim replay FILE [--modes native,ept,npt,shadow,flat] [--preset x86-server|sunway-1621]\n"
                "                   [--guest-pages 4k|2m] [--huge-min N] [--host-pages 2m|4k] [--start cold|warm]\n"
+               "                   [--tables built|on-demand]\n"
                "                   [--format table|json|csv] [--cycles-per-access C] [--cycles-per-ref C]\n"
                "                   [--cycles-per-exit C] [--refill-trap C] [--quiet]\n"
                "  replays a trace recorded with hw-lab/run trace through every mode and prints a row per mode\n"
@@ -129,7 +130,7 @@ static bool add_choice(strbuf *o, const char *key, const char *flag, const char 
 int replay_main(int argc, char **argv)
 {
     static const char *const presets[] = {"x86-server", "sunway-1621", NULL}, *const gp[] = {"4k", "2m", NULL},
-                             *const hp[] = {"2m", "4k", NULL}, *const st[] = {"cold", "warm", NULL},
+                             *const hp[] = {"2m", "4k", NULL}, *const st[] = {"cold", "warm", NULL}, *const tb[] = {"built", "on-demand", NULL},
                              *const fm[] = {"table", "json", "csv", NULL},
                              *const modes[] = {"native", "ept", "npt", "shadow", "flat", NULL};
     const char *file = NULL;
@@ -184,6 +185,7 @@ int replay_main(int argc, char **argv)
         else if (!strcmp(f, "--guest-pages")) ok = add_choice(&o, "guest_pages", f, v, gp);
         else if (!strcmp(f, "--host-pages")) ok = add_choice(&o, "host_pages", f, v, hp);
         else if (!strcmp(f, "--start")) ok = add_choice(&o, "start", f, v, st);
+        else if (!strcmp(f, "--tables")) ok = add_choice(&o, "tables", f, v, tb);
         else if (!strcmp(f, "--format")) ok = format_set = add_choice(&o, "format", f, v, fm);
         else if (!strcmp(f, "--huge-min")) ok = add_number(&o, "huge_min", f, v, 1, 512);
         else if (!strcmp(f, "--cycles-per-access")) ok = add_number(&o, "cycles_per_access", f, v, 0, 1e6);

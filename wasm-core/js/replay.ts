@@ -13,6 +13,8 @@ export interface ReplayOptions {
   huge_min?: number;
   host_pages?: '2m' | '4k';
   start?: 'cold' | 'warm';
+  /** Every mode's tables built in advance (default) or filled on demand (model.md 1). */
+  tables?: 'built' | 'on-demand';
   format?: 'json' | 'table' | 'csv';
   cycles_per_access?: number;
   cycles_per_ref?: number;
@@ -30,7 +32,7 @@ export interface ReplayReport {
   };
   machine: {
     preset: 'x86-server' | 'sunway-1621'; guest_paging: '4level'; guest_pages: '4k' | '2m'; huge_min: number;
-    host_pages: '2m' | '4k'; start: 'cold' | 'warm'; guest_4k_pages: number; guest_2m_pages: number;
+    host_pages: '2m' | '4k'; start: 'cold' | 'warm'; tables: 'built' | 'on-demand'; guest_4k_pages: number; guest_2m_pages: number;
     guest_table_frames: number; guest_ram_bytes: number; tlb_entries: number; pwc_entries: number; ntlb_entries: number;
   };
   cost_model: { cycles_per_access: number; cycles_per_ref: number; cycles_per_exit: number; refill_trap: number };

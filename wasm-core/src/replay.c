@@ -48,6 +48,7 @@ typedef struct replay_opts {
     unsigned modes;                 /* bit per mode */
     int preset;                     /* 0 x86-server, 1 sunway-1621 */
     bool guest_2m, host_4k, warm;
+    bool on_demand;                 /* tables filled on demand (model.md 5, "Tables at the start") */
     uint32_t huge_min;
     int format;
     double cycles_per_access, cycles_per_ref, cycles_per_exit, refill_trap;
@@ -103,6 +104,7 @@ struct vmsim_replay {
     machine m[N_REPLAY_MODES];
     bool built[N_REPLAY_MODES];
     uint32_t exit_base[N_REPLAY_MODES][4];
+    uint32_t fill_base[N_REPLAY_MODES];     /* nested fills before counting */
     mode_stats st[N_REPLAY_MODES];
     mode_memo memo[N_REPLAY_MODES];
     vm_result *r;
@@ -173,7 +175,7 @@ static bool parse_options(vmsim_replay *r, const char *text, size_t len)
         return false;
     }
     static const char *const keys[] = {"modes", "preset", "guest_pages", "huge_min", "host_pages", "start", "format",
-                                       "cycles_per_access", "cycles_per_ref", "cycles_per_exit", "refill_trap", NULL};
+                                       "cycles_per_access", "cycles_per_ref", "cycles_per_exit", "refill_trap", "tables", NULL};
     bool ok = false;
     const json_value *root = doc.root;
     if (root->type != JSON_OBJECT) {
@@ -210,12 +212,12 @@ static bool parse_options(vmsim_replay *r, const char *text, size_t len)
         }
     }
     static const char *const gp[] = {"4k", "2m"}, *const hp[] = {"2m", "4k"}, *const st[] = {"cold", "warm"},
-                             *const fm[] = {"json", "table", "csv"};
-    int g = 0, hpi = 0, s = 0;
+                             *const fm[] = {"json", "table", "csv"}, *const tb[] = {"built", "on-demand"};
+    int g = 0, hpi = 0, s = 0, tbi = 0;
     double huge = 1;
     if (!opt_enum(r, root, "preset", preset_names, 2, &o->preset) || !opt_enum(r, root, "guest_pages", gp, 2, &g) ||
         !opt_enum(r, root, "host_pages", hp, 2, &hpi) || !opt_enum(r, root, "start", st, 2, &s) ||
-        !opt_enum(r, root, "format", fm, 3, &o->format) || !opt_number(r, root, "huge_min", 1, 512, &huge) ||
+        !opt_enum(r, root, "format", fm, 3, &o->format) || !opt_enum(r, root, "tables", tb, 2, &tbi) || !opt_number(r, root, "huge_min", 1, 512, &huge) ||
         !opt_number(r, root, "cycles_per_access", 0, 1e6, &o->cycles_per_access) ||
         !opt_number(r, root, "cycles_per_ref", 0, 1e6, &o->cycles_per_ref) ||
         !opt_number(r, root, "cycles_per_exit", 0, 1e9, &o->cycles_per_exit) ||
@@ -224,6 +226,7 @@ static bool parse_options(vmsim_replay *r, const char *text, size_t len)
     o->guest_2m = g == 1;
     o->host_4k = hpi == 1;
     o->warm = s == 1;
+    o->on_demand = tbi == 1;
     o->huge_min = (uint32_t)huge;
     ok = true;
 out:
@@ -307,18 +310,19 @@ static char *skeleton_json(const vmsim_replay *r, int mode)
     uint64_t frames = r->ram_bytes >> 12;
     if (mode == M_EPT || mode == M_NPT) {
         bool huge = !r->o.host_4k;
-        sb_printf(&sb, ",\"nested\":{\"table_base\":\"0x%llx\",\"mappings\":[{\"gpa\":\"0x0\",\"hpa\":\"0x%llx\","
-                       "\"page\":\"%s\",\"pages\":%llu}]}",
-                  (unsigned long long)HOST_TABLES, (unsigned long long)HOST_BASE, huge ? "2M" : "4K",
+        sb_printf(&sb, ",\"nested\":{\"table_base\":\"0x%llx\",\"on_demand\":%s,\"mappings\":[{\"gpa\":\"0x0\","
+                       "\"hpa\":\"0x%llx\",\"page\":\"%s\",\"pages\":%llu}]}",
+                  (unsigned long long)HOST_TABLES, r->o.on_demand ? "true" : "false", (unsigned long long)HOST_BASE, huge ? "2M" : "4K",
                   (unsigned long long)(huge ? r->ram_bytes >> 21 : frames));
     } else if (mode == M_FLAT) {
-        sb_printf(&sb, ",\"flat\":{\"table_base\":\"0x%llx\",\"guest_ram\":\"0x%llx\",\"prefill\":true,\"mappings\":"
+        sb_printf(&sb, ",\"flat\":{\"table_base\":\"0x%llx\",\"guest_ram\":\"0x%llx\",\"prefill\":%s,\"mappings\":"
                        "[{\"gpa\":\"0x0\",\"hpa\":\"0x%llx\",\"pages\":%llu}]}",
-                  (unsigned long long)HOST_TABLES, (unsigned long long)r->ram_bytes, (unsigned long long)HOST_BASE,
-                  (unsigned long long)frames);
+                  (unsigned long long)HOST_TABLES, (unsigned long long)r->ram_bytes, r->o.on_demand ? "false" : "true",
+                  (unsigned long long)HOST_BASE, (unsigned long long)frames);
     } else if (mode == M_SHADOW) {
-        sb_printf(&sb, ",\"shadow\":{\"table_base\":\"0x%llx\",\"mappings\":[{\"gpa\":\"0x0\",\"hpa\":\"0x%llx\",\"pages\":%llu}]}",
-                  (unsigned long long)HOST_TABLES, (unsigned long long)HOST_BASE, (unsigned long long)frames);
+        sb_printf(&sb, ",\"shadow\":{\"table_base\":\"0x%llx\",\"prefill\":%s,\"mappings\":[{\"gpa\":\"0x0\",\"hpa\":\"0x%llx\","
+                       "\"pages\":%llu}]}",
+                  (unsigned long long)HOST_TABLES, r->o.on_demand ? "false" : "true", (unsigned long long)HOST_BASE, (unsigned long long)frames);
     }
     sb_printf(&sb, ",\"caches\":{\"preset\":\"%s\"},\"accesses\":[]}", preset_names[r->o.preset]);
     return sb_take(&sb);
@@ -621,6 +625,7 @@ EXPORT int vmsim_replay_scan_end(vmsim_replay *r)
     for (int mode = 0; mode < N_REPLAY_MODES; mode++)
         if (r->built[mode]) {
             memcpy(r->exit_base[mode], r->m[mode].exit_counts, sizeof r->exit_base[mode]);
+            r->fill_base[mode] = r->m[mode].nested_fills;
             r->memo[mode].gen = 1;      /* every slot (gen 0) invalid */
         }
     trace_decoder_init(&r->dec);
@@ -768,9 +773,10 @@ static void derive(const vmsim_replay *r, int mode, derived *d)
     double acc = s->accesses ? (double)s->accesses : 1;
     for (int k = 0; k < 4; k++)
         d->kinds[k] = r->m[mode].exit_counts[k] - r->exit_base[mode][k];
-    d->kinds[EXIT_EPT_VIOLATION] = s->outcomes[OUT_EPT_VIOLATION];
+    uint64_t fills = r->m[mode].nested_fills - r->fill_base[mode];     /* on demand: violations the VMM filled */
+    d->kinds[EXIT_EPT_VIOLATION] = s->outcomes[OUT_EPT_VIOLATION] + (mode == M_EPT ? fills : 0);
     d->kinds[EXIT_EPT_MISCONFIG] = s->outcomes[OUT_EPT_MISCONFIG];
-    d->kinds[EXIT_NPT_FAULT] = s->outcomes[OUT_NPT_FAULT];
+    d->kinds[EXIT_NPT_FAULT] = s->outcomes[OUT_NPT_FAULT] + (mode == M_NPT ? fills : 0);
     d->kinds[EXIT_FLAT_FILL] = mode == M_FLAT ? s->exits_ok : 0;
     /* a hidden page fault is filled and the walk retried: one more walk */
     d->walks = s->tlb_misses + (mode == M_SHADOW ? d->kinds[EXIT_HPF] : 0);
@@ -811,11 +817,11 @@ static void report_json(const vmsim_replay *r, strbuf *sb)
         if (r->built[mode])
             any = &r->sc[mode];
     sb_printf(sb, "},\"machine\":{\"preset\":\"%s\",\"guest_paging\":\"4level\",\"guest_pages\":\"%s\",\"huge_min\":%u,"
-                  "\"host_pages\":\"%s\",\"start\":\"%s\",\"guest_4k_pages\":%u,\"guest_2m_pages\":%u,"
+                  "\"host_pages\":\"%s\",\"start\":\"%s\",\"tables\":\"%s\",\"guest_4k_pages\":%u,\"guest_2m_pages\":%u,"
                   "\"guest_table_frames\":%u,\"guest_ram_bytes\":%llu,\"tlb_entries\":%u,\"pwc_entries\":%u,"
                   "\"ntlb_entries\":%u},",
               preset_names[o->preset], o->guest_2m ? "2m" : "4k", o->huge_min, o->host_4k ? "4k" : "2m",
-              o->warm ? "warm" : "cold", r->n4k, r->n2m, r->table_frames, (unsigned long long)r->ram_bytes,
+              o->warm ? "warm" : "cold", o->on_demand ? "on-demand" : "built", r->n4k, r->n2m, r->table_frames, (unsigned long long)r->ram_bytes,
               any ? any->tlb_entries : 0, any ? any->pwc_entries : 0, any ? any->ntlb_entries : 0);
     sb_printf(sb, "\"cost_model\":{\"cycles_per_access\":%g,\"cycles_per_ref\":%g,\"cycles_per_exit\":%g,\"refill_trap\":%g},"
                   "\"modes\":[",
@@ -858,8 +864,9 @@ static void report_table(const vmsim_replay *r, strbuf *sb)
               (unsigned long long)h->counts[TRACE_MODIFY], (unsigned long long)h->pages,
               h->partial ? "\n  PARTIAL: " : "", h->partial ? h->partial_reason : "");
     sb_printf(sb, "machine: %s caches; guest 4-level paging, %u pages of 4 KiB and %u of 2 MiB; guest RAM on %s host pages; "
-                  "%s start\n",
-              preset_names[o->preset], r->n4k, r->n2m, o->host_4k ? "4 KiB" : "2 MiB", o->warm ? "warm" : "cold");
+                  "%s start, tables %s\n",
+              preset_names[o->preset], r->n4k, r->n2m, o->host_4k ? "4 KiB" : "2 MiB", o->warm ? "warm" : "cold",
+              o->on_demand ? "filled on demand" : "built in advance");
     sb_printf(sb, "%-7s %9s %11s %10s %9s %9s %14s %9s\n", "mode", "refs/acc", "TLB miss %", "walks", "exits", "exits/1k",
               "cycles/access", "overhead");
     for (int mode = 0; mode < N_REPLAY_MODES; mode++) {

@@ -309,14 +309,45 @@ static bool flat_walk(machine *m, vm_result *r, uint64_t gpa, const nested_req *
 /* A walk of the nested dimension for one gpa. */
 typedef bool nested_walk_fn(machine *m, vm_result *r, uint64_t gpa, const nested_req *q, nested_out *o);
 
+static nested_walk_fn *nested_walker_built(const machine *m, bool record)
+{
+    if (m->nf == &nested_ept)
+        return record ? nested_walk_ept_traced : nested_walk_ept;
+    return record ? nested_walk_npt_traced : nested_walk_npt;
+}
+
+/* nested.on_demand: a not-present entry is an EPT violation (NPT fault) the VMM answers
+ * by filling the leaf from its memory slots; the walk is then retried. The exit and the
+ * references of both walks count. */
+static __attribute__((noinline)) bool nested_walk_demand(machine *m, vm_result *r, uint64_t gpa, const nested_req *q,
+                                                         nested_out *o)
+{
+    nested_walk_fn *walk = nested_walker_built(m, r->record);
+    if (walk(m, r, gpa, q, o))
+        return true;
+    uint64_t ea, leaf;
+    if ((r->outcome != OUT_EPT_VIOLATION && r->outcome != OUT_NPT_FAULT) || r->fault.reason != REASON_NOT_PRESENT ||
+        !nested_demand_fill(m, gpa, &ea, &leaf))
+        return false;
+    m->nested_fills++;
+    r->outcome = OUT_OK;
+    r->fault = (vm_fault){0};
+    vm_step *st = record_step(r);
+    if (st)
+        *st = (vm_step){.kind = STEP_VMM_FILL, .dim = DIM_NESTED, .level = 1, .stage = (uint8_t)q->stage,
+                        .gpa_valid = true, .gpa = gpa, .table = ea & ~0xFFFull, .index = (uint32_t)((ea & 0xFFF) / 8),
+                        .entry_hpa = ea, .entry = leaf, .result = RES_WRITTEN};
+    return walk(m, r, gpa, q, o);
+}
+
 /* The nested walk proper, by format, with or without steps. */
 static nested_walk_fn *nested_walker(const machine *m, bool record)
 {
     if (m->flat)
         return flat_walk;
-    if (m->nf == &nested_ept)
-        return record ? nested_walk_ept_traced : nested_walk_ept;
-    return record ? nested_walk_npt_traced : nested_walk_npt;
+    if (m->s->nested_on_demand)
+        return nested_walk_demand;
+    return nested_walker_built(m, record);
 }
 
 /* The nested TLB caches gpa -> hpa per nested page, tagged by EPT: a hit replaces the

@@ -5,7 +5,7 @@ import { useMemo, useState } from 'react';
 import { Trans, useTranslation } from 'react-i18next';
 import type { AccessResult, Op } from '../../../wasm-core/js/types';
 import type { Vmsim } from '../../../wasm-core/js/vmsim';
-import { checkCompareInput, COLD, COMPARE_MODES, compareScenario, COST, cycles, ordering, WARM, type CompareInput } from '../model/compare';
+import { checkCompareInput, COLD, COMPARE_MODES, compareScenario, COST, cycles, DEFAULT_TABLES, ordering, TABLES, WARM, type CompareInput, type Tables } from '../model/compare';
 import { exitKinds, exitKindsWords, outcomeWords, refsSplit } from '../model/decode';
 import { Term } from './Term';
 import { YourProgram } from '../trace';
@@ -38,7 +38,7 @@ const value = (a: AccessResult, m: Measure) => (m === 'refs' ? a.memory_refs : c
 
 /* Grouped horizontal bars, cold and warm per mode, each bar labelled with its number. The
  * table above carries the same numbers for screen readers; the chart is one image. */
-function BarChart({ rows, measure, title, lang }: { rows: CompareRow[]; measure: Measure; title: string; lang: string }) {
+function BarChart({ rows, measure, title, lang, start }: { rows: CompareRow[]; measure: Measure; title: string; lang: string; start: string }) {
   const { t } = useTranslation('views');
   const ok = rows.filter((r) => r.cold && r.warm);
   const max = Math.max(1, ...ok.flatMap((r) => [value(r.cold!, measure), value(r.warm!, measure)]));
@@ -48,7 +48,7 @@ function BarChart({ rows, measure, title, lang }: { rows: CompareRow[]; measure:
   const scale = (v: number) => ((W - LABEL - NUM) * v) / max;
   return (
     <figure className="compare-chart" data-measure={measure}>
-      <figcaption>{title}</figcaption>
+      <figcaption>{title} <span className="muted chart-start" data-field="start">({start})</span></figcaption>
       <svg viewBox={`0 0 ${W} ${height}`} role="img" aria-label={title + ': ' + ok.map((r) => t('compare.chartRow', { mode: t(`compare.mode.${r.mode}`), cold: fmt(value(r.cold!, measure)), warm: fmt(value(r.warm!, measure)) })).join('; ')}>
         {ok.map((r, i) => {
           const y = i * GROUP;
@@ -117,6 +117,8 @@ export function CompareView({ engine, input, onInput, onOpen }: CompareProps) {
   const rows = useMemo(() => (problem ? [] : runCompare(engine, input)), [engine, input, problem]);
   const ok = rows.filter((r) => r.cold && r.warm);
   const fmt = (n: number) => n.toLocaleString(i18n.language);
+  const tables: Tables = input.tables ?? DEFAULT_TABLES;
+  const start = t(`compare.tables.${tables}`);
   const order = (w: 'cold' | 'warm', m: Measure) =>
     ordering(ok.map((r) => ({ name: t(`compare.mode.${r.mode}`), value: value(r[w]!, m) })), fmt);
   const exitsCell = (a: AccessResult, mode: string, field: string) => {
@@ -130,11 +132,13 @@ export function CompareView({ engine, input, onInput, onOpen }: CompareProps) {
         <label>{t('compare.mapsTo')} <input value={draft.gpa} onChange={(e) => setDraft({ ...draft, gpa: e.target.value })} spellCheck={false} /></label>
         <label>{t('compare.op')} <select value={draft.op} onChange={(e) => setDraft({ ...draft, op: e.target.value as Op })}>
           {(['read', 'write', 'fetch'] as const).map((o) => <option key={o} value={o}>{t(`op.${o}`)}</option>)}</select></label>
+        <label>{t('compare.tables.label')} <select value={draft.tables ?? DEFAULT_TABLES} data-field="tables" onChange={(e) => setDraft({ ...draft, tables: e.target.value as Tables })}>
+          {TABLES.map((x) => <option key={x} value={x}>{t(`compare.tables.${x}`)}</option>)}</select></label>
         <label className="check"><input type="checkbox" checked={draft.user} onChange={(e) => setDraft({ ...draft, user: e.target.checked })} /> {t('compare.user')}</label>
         <button type="submit">{t('compare.submit')}</button>
       </form>
       {problem && <p className="error" role="alert">{t(`compare.problem.${problem}`)}</p>}
-      <p className="muted"><Trans t={t} i18nKey="compare.note" components={{ 1: <code /> }} /></p>
+      <p className="muted"><Trans t={t} i18nKey="compare.note" components={{ 1: <code /> }} /> <span data-testid="compare-start">{t(`compare.tables.about.${tables}`)}</span></p>
       <div className="table-scroll" tabIndex={0} role="region" aria-label={t('compare.tableLabel')}>
         <table className="comparetable">
           <thead>
@@ -179,8 +183,8 @@ export function CompareView({ engine, input, onInput, onOpen }: CompareProps) {
         <>
           <p className="fair" data-testid="compare-fair">{t('compare.fair')}</p>
           <div className="compare-charts">
-            <BarChart rows={rows} measure="refs" title={t('compare.chart.refs')} lang={i18n.language} />
-            <BarChart rows={rows} measure="cycles" title={t('compare.chart.cycles')} lang={i18n.language} />
+            <BarChart rows={rows} measure="refs" title={t('compare.chart.refs')} lang={i18n.language} start={start} />
+            <BarChart rows={rows} measure="cycles" title={t('compare.chart.cycles')} lang={i18n.language} start={start} />
           </div>
           <p className="ordering" data-testid="compare-ordering">
             {t('compare.orderRefs', { warm: order('warm', 'refs'), cold: order('cold', 'refs') })}{' '}
