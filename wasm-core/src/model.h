@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dcache.h"
 #include "mem.h"
 
 #define BIT(n) (1ull << (n))
@@ -259,6 +260,7 @@ typedef struct machine {
     uint32_t pv_cache[4], pv_n; /* paravirtual guest_cr3 -> host_cr3 cache (address spaces, LRU first) */
     uint32_t exit_counts[4];    /* shadow exits: hidden page fault, pt write, cr3 write, reflected #PF */
     uint32_t nested_fills;      /* nested.on_demand: EPT violations / NPT faults the VMM filled */
+    dcache *dc;                 /* the data caches page-table entry reads go through (the replay's); NULL: none */
     uint64_t flat_page;         /* bytes per guest frame in the flat table */
     uint64_t cr3;               /* of the active address space */
     uint64_t cr3s[64];          /* one per address space */
@@ -273,6 +275,13 @@ typedef struct machine {
     uint64_t pdpte[4], pdpte_hpa[4];
     uint32_t guest_frames, nested_frames;
 } machine;
+
+/* A page-table entry read at hpa: where the data caches found it (when the machine has them). */
+static inline void dc_ref(machine *m, uint64_t hpa)
+{
+    if (m->dc)
+        m->dc->refs[dcache_access(m->dc, hpa)]++;
+}
 
 uint64_t page_bytes(enum vm_page p);
 const guest_format *guest_format_for(enum vm_paging p);

@@ -6,6 +6,8 @@
  * the trace's length, and nothing is allocated per access. */
 #include "vmsim_replay.h"
 #include "cache.h"
+#include "cost_params.h"
+#include "dcache.h"
 #include "experiment.h"
 #include "json.h"
 #include "model.h"
@@ -52,6 +54,8 @@ typedef struct replay_opts {
     uint32_t huge_min;
     int format;
     double cycles_per_access, cycles_per_ref, cycles_per_exit, refill_trap;
+    bool flat_ref;                  /* cycles_per_ref given: every reference costs it, wherever found */
+    double where[DC_WHERE + 1];     /* cycles of a reference found in L1, L2, LLC, memory, a walk cache */
 } replay_opts;
 
 /* Pages whose last access in a mode was answered by its TLB, and the TLB line that
@@ -65,6 +69,7 @@ typedef struct tlb_memo {
     uint64_t key;           /* page | gen << 36 (pages are below 2^35) */
     uint32_t ops;           /* bit per vm_op that hit */
     uint64_t *age;          /* the line's age in the TLB (cache.h) */
+    uint64_t hpa_page;      /* where the page is in host memory (for the data caches) */
 } tlb_memo;
 #define MEMO_KEY(page, gen) ((page) | (uint64_t)(gen) << 36)
 
@@ -107,6 +112,7 @@ struct vmsim_replay {
     uint32_t fill_base[N_REPLAY_MODES];     /* nested fills before counting */
     mode_stats st[N_REPLAY_MODES];
     mode_memo memo[N_REPLAY_MODES];
+    dcache dc[N_REPLAY_MODES];      /* each mode's data caches, sized from the preset */
     vm_result *r;
     trace_access batch[BATCH];
     uint16_t run[BATCH];
@@ -159,6 +165,17 @@ static bool opt_number(vmsim_replay *r, const json_value *root, const char *key,
     return true;
 }
 
+/* The cycles of a page-table entry read by where it is found (model.md 5c). */
+static void set_where(replay_opts *o)
+{
+    bool sw = o->preset == 1;
+    o->where[DC_L1] = sw ? COST_SUNWAY_L1_CYCLES : COST_X86_L1_CYCLES;
+    o->where[DC_L2] = sw ? COST_SUNWAY_L2_CYCLES : COST_X86_L2_CYCLES;
+    o->where[DC_LLC] = sw ? 0 : COST_X86_LLC_CYCLES;
+    o->where[DC_MEMORY] = sw ? COST_SUNWAY_MEMORY_CYCLES : COST_X86_MEMORY_CYCLES;
+    o->where[DC_WHERE] = COST_WALK_CACHE_HIT_CYCLES;
+}
+
 static bool parse_options(vmsim_replay *r, const char *text, size_t len)
 {
     replay_opts *o = &r->o;
@@ -167,6 +184,7 @@ static bool parse_options(vmsim_replay *r, const char *text, size_t len)
     *o = (replay_opts){.modes = (1u << N_REPLAY_MODES) - 1, .huge_min = 1, .format = FMT_JSON,
                        .cycles_per_access = e.cycles_per_access, .cycles_per_ref = e.cycles_per_ref,
                        .cycles_per_exit = e.cycles_per_exit, .refill_trap = e.refill_trap_cycles};
+    set_where(o);
     if (!text || !len)
         return true;
     json_doc doc;
@@ -227,6 +245,8 @@ static bool parse_options(vmsim_replay *r, const char *text, size_t len)
     o->host_4k = hpi == 1;
     o->warm = s == 1;
     o->on_demand = tbi == 1;
+    o->flat_ref = json_get(root, "cycles_per_ref") != NULL;
+    set_where(o);
     o->huge_min = (uint32_t)huge;
     ok = true;
 out:
@@ -471,6 +491,16 @@ static int build_machines(vmsim_replay *r)
             return failf(r, VMSIM_REPLAY_BAD_TRACE, "building the guest's tables for mode %s: %s", replay_mode_names[mode], err);
         }
         r->built[mode] = true;
+        bool sw = r->o.preset == 1;
+        const uint32_t bytes[3] = {sw ? COST_SUNWAY_L1_BYTES : COST_X86_L1_BYTES, sw ? COST_SUNWAY_L2_BYTES : COST_X86_L2_BYTES,
+                                   sw ? 0 : COST_X86_LLC_BYTES};
+        const uint32_t ways[3] = {sw ? COST_SUNWAY_L1_WAYS : COST_X86_L1_WAYS, sw ? COST_SUNWAY_L2_WAYS : COST_X86_L2_WAYS,
+                                  sw ? 1 : COST_X86_LLC_WAYS};
+        if (!dcache_init(&r->dc[mode], bytes, ways)) {
+            free(maps);
+            return failf(r, VMSIM_REPLAY_NO_MEMORY, "out of memory for the data caches of mode %s", replay_mode_names[mode]);
+        }
+        r->m[mode].dc = &r->dc[mode];
     }
     free(maps);
     return 0;
@@ -626,6 +656,8 @@ EXPORT int vmsim_replay_scan_end(vmsim_replay *r)
         if (r->built[mode]) {
             memcpy(r->exit_base[mode], r->m[mode].exit_counts, sizeof r->exit_base[mode]);
             r->fill_base[mode] = r->m[mode].nested_fills;
+            memset(r->dc[mode].refs, 0, sizeof r->dc[mode].refs);     /* the warm-up's reads warmed the caches only */
+            memset(r->dc[mode].data, 0, sizeof r->dc[mode].data);
             r->memo[mode].gen = 1;      /* every slot (gen 0) invalid */
         }
     trace_decoder_init(&r->dec);
@@ -666,8 +698,11 @@ static void translate_one(machine *m, mode_memo *mm, vm_result *res, mode_stats 
     st->pwc_hits += res->pwc_hits;
     st->ntlb_hits += res->ntlb_hits;
     st->outcomes[res->outcome]++;
-    if (res->outcome == OUT_OK)
+    if (res->outcome == OUT_OK) {
         st->exits_ok += res->exits;
+        if (res->hpa_valid)
+            m->dc->data[dcache_access(m->dc, res->hpa)]++;
+    }
     if (res->tlb_hit != 1) {
         st->tlb_misses += res->tlb_hit == 0;
         if (++mm->gen == 1u << 27) {     /* the key's 27 bits of generation wrap: forget every slot */
@@ -684,6 +719,7 @@ static void translate_one(machine *m, mode_memo *mm, vm_result *res, mode_stats 
         *e = (tlb_memo){.key = key};
     e->ops |= 1u << op;
     e->age = &m->tlb->age[line - m->tlb->lines];
+    e->hpa_page = res->hpa & ~0xFFFull;
 }
 
 /* One batch through one mode: the hot loop. Mode by mode rather than access by access:
@@ -708,6 +744,8 @@ static void run_batch(vmsim_replay *r, int mode, const trace_access *b, const ui
             tick += k;
             *e->age = (uint64_t)tick << 1 | 1;      /* what cache.c does to a line it finds */
             ok += k;
+            for (uint32_t j = 0; j < k; j++)         /* each access still reads its own line */
+                m->dc->data[dcache_access(m->dc, e->hpa_page | (b[i + j].addr & 0xFFF))]++;
             i += k - 1;
             continue;
         }
@@ -759,8 +797,11 @@ EXPORT int vmsim_replay_feed(vmsim_replay *r, const uint8_t *body, size_t n)
 
 /* ---- the report ---- */
 
+static const char *const where_names[] = {"l1", "l2", "llc", "memory", "walk_cache"};
+
 typedef struct derived {
-    double rpa, miss_pct, exits_per_k, cycles, cpa, overhead;
+    double rpa, miss_pct, exits_per_k, cycles, cpa, overhead, ref_cycles;
+    uint64_t where[DC_WHERE + 1];   /* references by where found, then walk-cache and nested-TLB hits */
     bool has_overhead;
     uint64_t walks, faults, kinds[N_EXIT_KINDS];
 } derived;
@@ -784,7 +825,14 @@ static void derive(const vmsim_replay *r, int mode, derived *d)
     d->rpa = (double)s->refs / acc;
     d->miss_pct = 100.0 * (double)s->tlb_misses / acc;
     d->exits_per_k = 1000.0 * (double)s->exits / acc;
-    d->cycles = (double)s->accesses * o->cycles_per_access + (double)s->refs * o->cycles_per_ref +
+    memcpy(d->where, r->dc[mode].refs, sizeof r->dc[mode].refs);
+    d->where[DC_WHERE] = s->pwc_hits + s->ntlb_hits;
+    if (o->flat_ref)
+        d->ref_cycles = (double)s->refs * o->cycles_per_ref;
+    else
+        for (int w = 0; w <= DC_WHERE; w++)
+            d->ref_cycles += (double)d->where[w] * o->where[w];
+    d->cycles = (double)s->accesses * o->cycles_per_access + d->ref_cycles +
                 (double)s->exits * o->cycles_per_exit + (r->o.preset == 1 ? (double)s->tlb_misses * o->refill_trap : 0);
     d->cpa = d->cycles / acc;
     if (r->built[M_NATIVE]) {
@@ -823,9 +871,17 @@ static void report_json(const vmsim_replay *r, strbuf *sb)
               preset_names[o->preset], o->guest_2m ? "2m" : "4k", o->huge_min, o->host_4k ? "4k" : "2m",
               o->warm ? "warm" : "cold", o->on_demand ? "on-demand" : "built", r->n4k, r->n2m, r->table_frames, (unsigned long long)r->ram_bytes,
               any ? any->tlb_entries : 0, any ? any->pwc_entries : 0, any ? any->ntlb_entries : 0);
-    sb_printf(sb, "\"cost_model\":{\"cycles_per_access\":%g,\"cycles_per_ref\":%g,\"cycles_per_exit\":%g,\"refill_trap\":%g},"
-                  "\"modes\":[",
-              o->cycles_per_access, o->cycles_per_ref, o->cycles_per_exit, o->preset == 1 ? o->refill_trap : 0.0);
+    sb_printf(sb, "\"cost_model\":{\"cycles_per_access\":%g,\"cycles_per_ref\":%g,\"cycles_per_exit\":%g,\"refill_trap\":%g,"
+                  "\"per_ref\":\"%s\",\"ref_cycles_by_where\":",
+              o->cycles_per_access, o->cycles_per_ref, o->cycles_per_exit, o->preset == 1 ? o->refill_trap : 0.0,
+              o->flat_ref ? "flat" : "by-where");
+    if (o->flat_ref)
+        sb_puts(sb, "null");
+    else
+        for (int w = 0; w <= DC_WHERE; w++)
+            if (w != DC_LLC || o->preset != 1)
+                sb_printf(sb, "%s\"%s\":%g", w ? "," : "{", where_names[w], o->where[w]);
+    sb_puts(sb, o->flat_ref ? "},\"modes\":[" : "}},\"modes\":[");
     bool first = true;
     for (int mode = 0; mode < N_REPLAY_MODES; mode++) {
         if (!r->built[mode])
@@ -843,8 +899,14 @@ static void report_json(const vmsim_replay *r, strbuf *sb)
                   (unsigned long long)s->exits, d.exits_per_k);
         for (int k = 0; k < N_EXIT_KINDS; k++)
             sb_printf(sb, "%s\"%s\":%llu", k ? "," : "", exit_kind_names[k], (unsigned long long)d.kinds[k]);
-        sb_printf(sb, "},\"faults\":%llu,\"cycles\":%.0f,\"cycles_per_access\":%.4f,\"overhead_pct\":",
-                  (unsigned long long)d.faults, d.cycles, d.cpa);
+        sb_puts(sb, "},\"refs_by_where\":{");
+        for (int w = 0; w <= DC_WHERE; w++)
+            sb_printf(sb, "%s\"%s\":%llu", w ? "," : "", where_names[w], (unsigned long long)d.where[w]);
+        sb_puts(sb, "},\"data_by_where\":{");
+        for (int w = 0; w < DC_WHERE; w++)
+            sb_printf(sb, "%s\"%s\":%llu", w ? "," : "", where_names[w], (unsigned long long)r->dc[mode].data[w]);
+        sb_printf(sb, "},\"faults\":%llu,\"ref_cycles\":%.0f,\"cycles\":%.0f,\"cycles_per_access\":%.4f,\"overhead_pct\":",
+                  (unsigned long long)d.faults, d.ref_cycles, d.cycles, d.cpa);
         if (d.has_overhead)
             sb_printf(sb, "%.4f}", d.overhead);
         else
@@ -893,8 +955,29 @@ static void report_table(const vmsim_replay *r, strbuf *sb)
                 sb_printf(sb, " %llu %s", (unsigned long long)d.kinds[k], exit_kind_names[k]);
         sb_putc(sb, '\n');
     }
-    sb_printf(sb, "cost model: %g cycles per access, %g per page-walk reference, %g per VM exit", o->cycles_per_access,
-              o->cycles_per_ref, o->cycles_per_exit);
+    for (int mode = 0; mode < N_REPLAY_MODES; mode++) {
+        if (!r->built[mode])
+            continue;
+        derived d;
+        derive(r, mode, &d);
+        sb_printf(sb, "references under %s: %llu from a walk cache or the nested TLB, %llu L1, %llu L2, ", replay_mode_names[mode],
+                  (unsigned long long)d.where[DC_WHERE], (unsigned long long)d.where[DC_L1],
+                  (unsigned long long)d.where[DC_L2]);
+        if (o->preset != 1)
+            sb_printf(sb, "%llu LLC, ", (unsigned long long)d.where[DC_LLC]);
+        sb_printf(sb, "%llu memory: %.0f cycles\n", (unsigned long long)d.where[DC_MEMORY], d.ref_cycles);
+    }
+    if (o->flat_ref)
+        sb_printf(sb, "cost model: %g cycles per access, %g per page-walk reference wherever found, %g per VM exit",
+                  o->cycles_per_access, o->cycles_per_ref, o->cycles_per_exit);
+    else if (o->preset == 1)
+        sb_printf(sb, "cost model: %g cycles per access; a page-walk reference %g from L1, %g L2, %g memory (%g a walk-cache "
+                      "hit); %g per VM exit", o->cycles_per_access, o->where[DC_L1], o->where[DC_L2], o->where[DC_MEMORY],
+                  o->where[DC_WHERE], o->cycles_per_exit);
+    else
+        sb_printf(sb, "cost model: %g cycles per access; a page-walk reference %g from L1, %g L2, %g LLC, %g memory (%g a "
+                      "walk-cache or nested-TLB hit); %g per VM exit", o->cycles_per_access, o->where[DC_L1], o->where[DC_L2],
+                  o->where[DC_LLC], o->where[DC_MEMORY], o->where[DC_WHERE], o->cycles_per_exit);
     if (o->preset == 1)
         sb_printf(sb, ", %g per software TLB refill (Sunway)", o->refill_trap);
     sb_puts(sb, "; overhead against native on the same machine\n");
@@ -906,7 +989,7 @@ static void report_csv(const vmsim_replay *r, strbuf *sb)
                 "ad_writes,exits");
     for (int k = 0; k < N_EXIT_KINDS; k++)
         sb_printf(sb, ",%s", exit_kind_names[k]);
-    sb_puts(sb, ",faults,cycles,cycles_per_access,overhead_pct\n");
+    sb_puts(sb, ",faults,cycles,cycles_per_access,overhead_pct,refs_walk_cache,refs_l1,refs_l2,refs_llc,refs_memory,ref_cycles\n");
     for (int mode = 0; mode < N_REPLAY_MODES; mode++) {
         if (!r->built[mode])
             continue;
@@ -923,7 +1006,9 @@ static void report_csv(const vmsim_replay *r, strbuf *sb)
         sb_printf(sb, ",%llu,%.0f,%.4f,", (unsigned long long)d.faults, d.cycles, d.cpa);
         if (d.has_overhead)
             sb_printf(sb, "%.4f", d.overhead);
-        sb_putc(sb, '\n');
+        sb_printf(sb, ",%llu,%llu,%llu,%llu,%llu,%.0f\n", (unsigned long long)d.where[DC_WHERE],
+                  (unsigned long long)d.where[DC_L1], (unsigned long long)d.where[DC_L2], (unsigned long long)d.where[DC_LLC],
+                  (unsigned long long)d.where[DC_MEMORY], d.ref_cycles);
     }
 }
 
@@ -967,6 +1052,7 @@ EXPORT void vmsim_replay_close(vmsim_replay *r)
     for (int mode = 0; mode < N_REPLAY_MODES; mode++) {
         if (r->built[mode])
             machine_free(&r->m[mode]);
+        dcache_free(&r->dc[mode]);
         scenario_free(&r->sc[mode]);
     }
     trace_header_free(&r->h);

@@ -197,6 +197,7 @@ static bool hw_walk(machine *m, const vm_access *a, vm_result *r, uint64_t *hpa,
         uint32_t idx = shadow_index(m, a->gva, level);
         uint64_t ea = table + 8u * idx;
         uint64_t e = mem_read(&m->mem, ea, 8);
+        dc_ref(m, ea);
         r->memory_refs++;
         r->nested_refs++;
         bool present = e & 1;

@@ -169,6 +169,7 @@ static inline __attribute__((always_inline)) bool nested_walk_impl(machine *m, v
         uint32_t idx = (uint32_t)(gpa >> (12 + 9 * (level - 1))) & 511u;
         uint64_t ea = table + 8u * idx;
         e = mem_read_entry(&m->mem, table, 8u * idx);      /* tables are 4 KiB aligned */
+        dc_ref(m, ea);
         if (record && (st = record_step(r)))
             *st = (vm_step){.kind = STEP_READ, .dim = DIM_NESTED, .level = (uint8_t)level, .stage = (uint8_t)q->stage,
                             .gpa_valid = true, .gpa = gpa, .table = table, .index = idx, .entry_hpa = ea, .entry = e,
@@ -269,6 +270,7 @@ static bool flat_walk(machine *m, vm_result *r, uint64_t gpa, const nested_req *
     }
     for (int attempt = 0;; attempt++) {
         uint64_t e = mem_read(&m->mem, ea, 8);
+        dc_ref(m, ea);
         r->memory_refs++;
         r->nested_refs++;
         vm_step *st = NULL;
@@ -631,6 +633,7 @@ static inline __attribute__((always_inline)) void guest_walk(machine *m, const v
         if (!nested_walk(m, r, egpa, &tq, &no))
             return;
         uint64_t e = mem_read(&m->mem, no.hpa, 8);
+        dc_ref(m, no.hpa);
         r->memory_refs++;
         r->guest_refs++;
         bool present = e & 1;
@@ -659,6 +662,7 @@ static inline __attribute__((always_inline)) void guest_walk(machine *m, const v
         }
         /* x86-64 tables are 4 KiB aligned: in native mode the entry is in table's frame */
         uint64_t e = x64 && !two_d ? mem_read_entry(&m->mem, table, 8u * idx) : mem_read(&m->mem, ehpa, es);
+        dc_ref(m, ehpa);
         r->memory_refs++;
         r->guest_refs++;
         bool present = e & 1, leaf = false, reserved = false;

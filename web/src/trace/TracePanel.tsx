@@ -22,6 +22,7 @@ type Example = (typeof EXAMPLES)[number];
 const MODES = ['native', 'ept', 'npt', 'shadow', 'flat'] as const;
 const METRICS = ['refs_per_access', 'tlb_miss_pct', 'exits_per_1k', 'overhead_pct'] as const;
 type Metric = (typeof METRICS)[number];
+const WHERE = ['walk_cache', 'l1', 'l2', 'llc', 'memory'] as const;
 
 export interface Settings {
   preset: 'x86-server' | 'sunway-1621';
@@ -355,7 +356,31 @@ function TraceCharts({ entries, t, lang, settings, mine }: { entries: Entry[]; t
           </tbody>
         </table>
       </div>
-      <p className="muted small">{t('cost', { access: cost.cycles_per_access, ref: cost.cycles_per_ref, exit: cost.cycles_per_exit.toLocaleString(lang), trap: cost.refill_trap })}</p>
+      {entries.some((e) => e.report!.modes.some((r) => r.refs_by_where)) && (
+        <div className="table-scroll">
+          <table className="trace-table" data-testid="trace-where">
+            <caption>{t('where.caption', { settings: settingsWords(t, settings) })}</caption>
+            <thead><tr><th scope="col">{t('table.trace')}</th><th scope="col">{t('table.mode')}</th>
+              {WHERE.map((w) => <th key={w} scope="col">{t(`where.${w}`, { cycles: cost.ref_cycles_by_where?.[w] ?? '–' })}</th>)}
+              <th scope="col">{t('where.cycles')}</th></tr></thead>
+            <tbody>
+              {entries.flatMap((e, i) => e.report!.modes.filter((r) => r.refs_by_where).map((r, j) => (
+                <tr key={`${e.id}-${r.mode}`} data-trace={i + 1} data-mode={r.mode}>
+                  {j === 0 && <th scope="rowgroup" rowSpan={e.report!.modes.length} title={names[i]}>{short[i]}</th>}
+                  <th scope="row">{t(`mode.${r.mode}`)}</th>
+                  {WHERE.map((w) => <td key={w} className="num" data-field={`where-${w}`}>{r.refs_by_where![w].toLocaleString(lang)}</td>)}
+                  <td className="num" data-field="ref_cycles">{(r.ref_cycles ?? 0).toLocaleString(lang)}</td>
+                </tr>
+              )))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <p className="muted small" data-testid="trace-cost">{cost.per_ref === 'by-where' && cost.ref_cycles_by_where
+        ? t('costByWhere', { access: cost.cycles_per_access, l1: cost.ref_cycles_by_where.l1, l2: cost.ref_cycles_by_where.l2,
+          llc: cost.ref_cycles_by_where.llc ?? '–', memory: cost.ref_cycles_by_where.memory, walk: cost.ref_cycles_by_where.walk_cache,
+          exit: cost.cycles_per_exit.toLocaleString(lang), trap: cost.refill_trap })
+        : t('cost', { access: cost.cycles_per_access, ref: cost.cycles_per_ref, exit: cost.cycles_per_exit.toLocaleString(lang), trap: cost.refill_trap })}</p>
       {entries.map((e, i) => <WhyList key={e.id} t={t} lang={lang} label={names[i]} report={e.report!} />)}
     </div>
   );
