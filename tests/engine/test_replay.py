@@ -570,3 +570,21 @@ def test_lesson_4_your_own_program(tmp_path):
         assert modes(p, "--tables", "on-demand")["shadow"]["exits_by_kind"]["hidden_page_fault"] > 0
         assert modes(p, "--tables", "on-demand", "--start", "warm")["shadow"]["exits"] == 0
         assert modes(p)["shadow"]["exits"] == 0
+
+
+def test_the_256_mib_example_shows_the_2d_walk():
+    """The page's third example: a chase over 256 MiB. On 4 KiB host pages the nested TLB
+    (64 entries) cannot cover it and most walks read the nested tables; on 2 MiB host pages
+    it needs 129 entries, still more than 64, but each covers 512 pages."""
+    path = ROOT / "hw-lab" / "build" / "traces" / "pointer-chase-256m.vmtrace"
+    if not path.exists():
+        pytest.skip("the example traces are recorded by make build")
+    host4k = {m["mode"]: m for m in replay_json(path, "--host-pages", "4k")["modes"]}
+    host2m = {m["mode"]: m for m in replay_json(path)["modes"]}
+    e4, e2 = host4k["ept"], host2m["ept"]
+    assert e4["nested_refs"] / e4["walks"] > 1 > e2["nested_refs"] / e2["walks"]
+    assert e4["overhead_pct"] > 3 * e2["overhead_pct"] > 0
+    # the extra references come from beyond L1
+    extra = {w: e4["refs_by_where"][w] - host4k["native"]["refs_by_where"][w] for w in ("l1", "l2", "llc", "memory")}
+    assert extra["l2"] + extra["llc"] + extra["memory"] > 0
+

@@ -17,7 +17,7 @@ import { workerRunner, type Runner, type Running } from './runner';
 import { listClassTraces, fetchClassTrace, shareTrace, TRACE_UPLOAD_MAX, type ClassTrace } from './share';
 import './trace.css';
 
-export const EXAMPLES = ['pointer-chase', 'sequential-scan'] as const;
+export const EXAMPLES = ['pointer-chase', 'sequential-scan', 'pointer-chase-256m'] as const;
 type Example = (typeof EXAMPLES)[number];
 const MODES = ['native', 'ept', 'npt', 'shadow', 'flat'] as const;
 const METRICS = ['refs_per_access', 'tlb_miss_pct', 'exits_per_1k', 'overhead_pct'] as const;

@@ -69,7 +69,7 @@ export function explainReplay(report: ReplayReport): ModeWhy[] {
       const kinds = Object.entries(r.exits_by_kind).filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1]);
       const [kind, n] = kinds[0];
       reasons.push({
-        key: r.mode === 'shadow' && kind === 'hidden_page_fault' && n >= pages * 0.9 && report.machine.start === 'cold'
+        key: r.mode === 'shadow' && kind === 'hidden_page_fault' && n >= pages * 0.9 && report.machine.start === 'cold' && report.machine.tables === 'on-demand'
           ? 'why.exitsFirstTouch' : 'why.exits',
         values: {
           exits: r.exits, kind, n, pages,

@@ -5,7 +5,7 @@ import result from '../../../tests/server/fixtures/result-quick.json';
 import fixtures from './explain.fixtures.json';
 import { machineFromResult, overheadOn, type HwResult } from './machine';
 
-const reports = fixtures as unknown as Record<'2m' | '4k' | 'sw', ReplayReport>;
+const reports = fixtures as unknown as Record<'2m' | '4k' | 'sw' | 'od', ReplayReport>;
 
 describe('machineFromResult', () => {
   it('takes the exit from cpuid in a VM and a reference from the pointer chase', () => {
@@ -41,7 +41,7 @@ describe('overheadOn', () => {
     }
   });
   it('prices exits and references with the machine\'s costs', () => {
-    const r = reports['2m'];
+    const r = reports.od;      // tables filled on demand: shadow paging exits on each first touch
     const m = { exit: 3400, ref: 80, exitFrom: '', refFrom: '', cpu: '', inVm: true, basePage: 4096, hugePage: null, thp: null };
     const o = overheadOn(r, m);
     const n = r.modes.find((x) => x.mode === 'native')!, s = r.modes.find((x) => x.mode === 'shadow')!;

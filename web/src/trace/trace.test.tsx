@@ -79,7 +79,7 @@ function expected(report: { modes: { mode: string; refs_per_access: number; tlb_
 describe('the Your program panel', () => {
   it('replays two traces side by side with the CLI\'s figures, then both again warm', async () => {
     render(<TracePanel where="compare" runner={inThread} />);
-    fireEvent.click(screen.getByRole('button', { name: /pointer chase/ }));
+    fireEvent.click(screen.getByRole('button', { name: /pointer chase \(8 MiB\)/ }));
     await waitFor(() => expect(screen.getByTestId('trace-list')).toBeTruthy());
     drop([fileOf(scan, 'scan.vmtrace')]);
     await done(2);
