@@ -588,3 +588,60 @@ def test_the_256_mib_example_shows_the_2d_walk():
     extra = {w: e4["refs_by_where"][w] - host4k["native"]["refs_by_where"][w] for w in ("l1", "l2", "llc", "memory")}
     assert extra["l2"] + extra["llc"] + extra["memory"] > 0
 
+
+
+# ---- --machine: a hw-lab result's costs, written again from replay.md ("Your machine") ----
+
+def machine_costs(result):
+    """The exit: cpuid's minimum less the timer's, measured in a VM; the reference: the
+    pointer chase's median at its largest 4 KiB working set less THP's at the same size."""
+    def bench(name):
+        return next((b for b in result["benchmarks"] if b["name"] == name), {"cases": []})
+
+    def ok(c):
+        return c.get("status", "ok") == "ok"
+
+    def metric(c, name, field):
+        return next(m[field] for m in c["metrics"] if m["name"] == name)
+    exit_ = ref = None
+    cases = bench("cpuid_exit")["cases"]
+    leaf = next(c for c in cases if c["name"].startswith("cpuid") and ok(c))
+    timer = next(c for c in cases if c["name"] == "timer_overhead" and ok(c))
+    if result["probe"]["virtualization"]["in_vm"]:
+        exit_ = metric(leaf, "cycles", "min") - metric(timer, "cycles", "min")
+    chase = [c for c in bench("ptrchase")["cases"] if ok(c)]
+    big = max((c for c in chase if c["name"].startswith("4k_")), key=lambda c: c["params"]["working_set_bytes"])
+    thp = next(c for c in chase if c["name"].startswith("thp_")
+               and c["params"]["working_set_bytes"] == big["params"]["working_set_bytes"])
+    ref = round((metric(big, "access", "median") - metric(thp, "access", "median")) * 10) / 10
+    return exit_, ref
+
+
+def test_machine_option_prices_the_counts_with_a_hw_lab_result(short, tmp_path):
+    path, _ = short
+    res_path = ROOT / "tests" / "server" / "fixtures" / "result-quick.json"
+    result = json.loads(res_path.read_text())
+    exit_, ref = machine_costs(result)
+    out = replay_json(path, "--machine", str(res_path), "--tables", "on-demand")
+    ym = out["your_machine"]
+    assert ym["cycles_per_exit"] == exit_ and ym["cycles_per_ref"] == ref and ym["in_vm"] is True
+    assert "cpuid_leaf0" in ym["exit_from"] and "ptrchase 4k_" in ym["ref_from"]
+    ca, trap = out["cost_model"]["cycles_per_access"], out["cost_model"]["refill_trap"]
+    cyc = {m["mode"]: m["accesses"] * ca + m["refs"] * ref + m["exits"] * exit_ + m["tlb_misses"] * trap
+           for m in out["modes"]}
+    for m in out["modes"]:
+        want = 100 * (cyc[m["mode"]] - cyc["native"]) / cyc["native"]
+        assert m["overhead_pct_machine"] == pytest.approx(want, abs=1e-4), m["mode"]
+    assert replay_json(path)["your_machine"] is None
+    # on bare metal there is no exit to take: the preset's stays
+    bare = json.loads(json.dumps(result))
+    bare["probe"]["virtualization"]["in_vm"] = False
+    (tmp_path / "bare.json").write_text(json.dumps(bare))
+    ym = replay_json(path, "--machine", str(tmp_path / "bare.json"))["your_machine"]
+    assert ym["cycles_per_exit"] is None and ym["in_vm"] is False and ym["cycles_per_ref"] == ref
+    # not a result: refused with a line that says so
+    (tmp_path / "x.json").write_text('{"format": "vmsim-replay/1"}')
+    p = replay(path, "--machine", str(tmp_path / "x.json"))
+    assert p.returncode == 2 and "not a hw-lab result" in p.stderr
+    t = replay(path, "--machine", str(res_path), fmt="table")
+    assert "on yours" in t.stdout and f"{exit_:g} cycles per exit" in t.stdout

@@ -13,6 +13,8 @@ export interface ReplayOptions {
   huge_min?: number;
   host_pages?: '2m' | '4k';
   start?: 'cold' | 'warm';
+  /** The learner's machine's costs (replay.md, "Your machine"), priced beside the preset's. */
+  machine?: { label?: string; cycles_per_exit?: number; exit_from?: string; cycles_per_ref?: number; ref_from?: string; in_vm?: boolean };
   /** Every mode's tables built in advance (default) or filled on demand (model.md 1). */
   tables?: 'built' | 'on-demand';
   format?: 'json' | 'table' | 'csv';
@@ -40,6 +42,9 @@ export interface ReplayReport {
     /** by-where: a reference costs what the level it was found in costs (model.md 5c); flat: cycles_per_ref. */
     per_ref?: 'by-where' | 'flat'; ref_cycles_by_where?: Partial<Record<RefWhere, number>> | null;
   };
+  /** A hw-lab result's costs (`--machine`, option machine), null without one. */
+  your_machine?: { label: string; in_vm: boolean; cycles_per_exit: number | null; exit_from: string | null;
+    cycles_per_ref: number | null; ref_from: string | null } | null;
   modes: ReplayModeResult[];
 }
 
@@ -54,6 +59,7 @@ export interface ReplayModeResult {
   exits: number; exits_per_1k: number; exits_by_kind: Record<ExitKind, number>; faults: number; cycles: number;
   cycles_per_access: number; overhead_pct: number | null;
   /** references by where the entry was found, the program's accesses likewise, the references' cycles */
+  overhead_pct_machine?: number | null;
   refs_by_where?: Record<RefWhere, number>; data_by_where?: Record<Exclude<RefWhere, 'walk_cache'>, number>; ref_cycles?: number;
 }
 

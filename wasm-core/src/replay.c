@@ -55,6 +55,10 @@ typedef struct replay_opts {
     int format;
     double cycles_per_access, cycles_per_ref, cycles_per_exit, refill_trap;
     bool flat_ref;                  /* cycles_per_ref given: every reference costs it, wherever found */
+    bool mine;                      /* "machine": the learner's machine's costs, beside the preset's */
+    double mine_exit, mine_ref;     /* < 0: not measured, the preset's stands */
+    char mine_label[128], mine_exit_from[160], mine_ref_from[200];
+    bool mine_in_vm;
     double where[DC_WHERE + 1];     /* cycles of a reference found in L1, L2, LLC, memory, a walk cache */
 } replay_opts;
 
@@ -176,6 +180,58 @@ static void set_where(replay_opts *o)
     o->where[DC_WHERE] = COST_WALK_CACHE_HIT_CYCLES;
 }
 
+/* {"label", "cycles_per_exit"?, "exit_from"?, "cycles_per_ref"?, "ref_from"?, "in_vm"?}: the
+ * learner's machine (vmsim replay --machine, the page's "your machine"). */
+static bool parse_machine(vmsim_replay *r, const json_value *m)
+{
+    replay_opts *o = &r->o;
+    o->mine_exit = o->mine_ref = -1;
+    if (!m)
+        return true;
+    static const char *const keys[] = {"label", "cycles_per_exit", "exit_from", "cycles_per_ref", "ref_from", "in_vm", NULL};
+    if (m->type != JSON_OBJECT) {
+        failf(r, VMSIM_REPLAY_BAD_TRACE, "option machine must be an object (label, cycles_per_exit, cycles_per_ref)");
+        return false;
+    }
+    for (const json_value *c = m->first_child; c; c = c->next) {
+        bool known = false;
+        for (int i = 0; keys[i]; i++)
+            known |= !strcmp(c->key, keys[i]);
+        if (!known) {
+            failf(r, VMSIM_REPLAY_BAD_TRACE, "unknown key machine.%.40s", c->key);
+            return false;
+        }
+    }
+    const json_value *v;
+    struct { const char *key; char *dst; size_t n; } strs[] = {{"label", o->mine_label, sizeof o->mine_label},
+        {"exit_from", o->mine_exit_from, sizeof o->mine_exit_from}, {"ref_from", o->mine_ref_from, sizeof o->mine_ref_from}};
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
+        if ((v = json_get(m, strs[i].key))) {
+            if (v->type != JSON_STRING) {
+                failf(r, VMSIM_REPLAY_BAD_TRACE, "machine.%s must be a string", strs[i].key);
+                return false;
+            }
+            snprintf(strs[i].dst, strs[i].n, "%s", v->str);
+        }
+    if ((v = json_get(m, "cycles_per_exit"))) {
+        if (v->type != JSON_NUMBER || v->number < 0 || v->number > 1e9) {
+            failf(r, VMSIM_REPLAY_BAD_TRACE, "machine.cycles_per_exit must be a number from 0 to 1e9");
+            return false;
+        }
+        o->mine_exit = v->number;
+    }
+    if ((v = json_get(m, "cycles_per_ref"))) {
+        if (v->type != JSON_NUMBER || v->number < 0 || v->number > 1e6) {
+            failf(r, VMSIM_REPLAY_BAD_TRACE, "machine.cycles_per_ref must be a number from 0 to 1e6");
+            return false;
+        }
+        o->mine_ref = v->number;
+    }
+    o->mine_in_vm = (v = json_get(m, "in_vm")) && v->type == JSON_BOOL && v->boolean;
+    o->mine = true;
+    return true;
+}
+
 static bool parse_options(vmsim_replay *r, const char *text, size_t len)
 {
     replay_opts *o = &r->o;
@@ -185,6 +241,7 @@ static bool parse_options(vmsim_replay *r, const char *text, size_t len)
                        .cycles_per_access = e.cycles_per_access, .cycles_per_ref = e.cycles_per_ref,
                        .cycles_per_exit = e.cycles_per_exit, .refill_trap = e.refill_trap_cycles};
     set_where(o);
+    o->mine_exit = o->mine_ref = -1;
     if (!text || !len)
         return true;
     json_doc doc;
@@ -193,7 +250,7 @@ static bool parse_options(vmsim_replay *r, const char *text, size_t len)
         return false;
     }
     static const char *const keys[] = {"modes", "preset", "guest_pages", "huge_min", "host_pages", "start", "format",
-                                       "cycles_per_access", "cycles_per_ref", "cycles_per_exit", "refill_trap", "tables", NULL};
+                                       "cycles_per_access", "cycles_per_ref", "cycles_per_exit", "refill_trap", "tables", "machine", NULL};
     bool ok = false;
     const json_value *root = doc.root;
     if (root->type != JSON_OBJECT) {
@@ -246,6 +303,8 @@ static bool parse_options(vmsim_replay *r, const char *text, size_t len)
     o->warm = s == 1;
     o->on_demand = tbi == 1;
     o->flat_ref = json_get(root, "cycles_per_ref") != NULL;
+    if (!parse_machine(r, json_get(root, "machine")))
+        goto out;
     set_where(o);
     o->huge_min = (uint32_t)huge;
     ok = true;
@@ -800,7 +859,7 @@ EXPORT int vmsim_replay_feed(vmsim_replay *r, const uint8_t *body, size_t n)
 static const char *const where_names[] = {"l1", "l2", "llc", "memory", "walk_cache"};
 
 typedef struct derived {
-    double rpa, miss_pct, exits_per_k, cycles, cpa, overhead, ref_cycles;
+    double rpa, miss_pct, exits_per_k, cycles, cpa, overhead, ref_cycles, mine_cycles, mine_overhead;
     uint64_t where[DC_WHERE + 1];   /* references by where found, then walk-cache and nested-TLB hits */
     bool has_overhead;
     uint64_t walks, faults, kinds[N_EXIT_KINDS];
@@ -835,11 +894,17 @@ static void derive(const vmsim_replay *r, int mode, derived *d)
     d->cycles = (double)s->accesses * o->cycles_per_access + d->ref_cycles +
                 (double)s->exits * o->cycles_per_exit + (r->o.preset == 1 ? (double)s->tlb_misses * o->refill_trap : 0);
     d->cpa = d->cycles / acc;
+    /* on the learner's machine: its exit and reference where it measured them, the rest the preset's */
+    d->mine_cycles = (double)s->accesses * o->cycles_per_access +
+                     (o->mine_ref >= 0 ? (double)s->refs * o->mine_ref : d->ref_cycles) +
+                     (double)s->exits * (o->mine_exit >= 0 ? o->mine_exit : o->cycles_per_exit) +
+                     (r->o.preset == 1 ? (double)s->tlb_misses * o->refill_trap : 0);
     if (r->built[M_NATIVE]) {
         derived nd;
         if (mode != M_NATIVE) {
             derive(r, M_NATIVE, &nd);
             d->overhead = nd.cycles > 0 ? 100.0 * (d->cycles - nd.cycles) / nd.cycles : 0;
+            d->mine_overhead = nd.mine_cycles > 0 ? 100.0 * (d->mine_cycles - nd.mine_cycles) / nd.mine_cycles : 0;
         }
         d->has_overhead = true;
     }
@@ -881,7 +946,27 @@ static void report_json(const vmsim_replay *r, strbuf *sb)
         for (int w = 0; w <= DC_WHERE; w++)
             if (w != DC_LLC || o->preset != 1)
                 sb_printf(sb, "%s\"%s\":%g", w ? "," : "{", where_names[w], o->where[w]);
-    sb_puts(sb, o->flat_ref ? "},\"modes\":[" : "}},\"modes\":[");
+    sb_puts(sb, o->flat_ref ? "},\"your_machine\":" : "}},\"your_machine\":");
+    if (!o->mine)
+        sb_puts(sb, "null");
+    else {
+        sb_puts(sb, "{\"label\":");
+        sb_json_string(sb, o->mine_label);
+        sb_printf(sb, ",\"in_vm\":%s,\"cycles_per_exit\":", o->mine_in_vm ? "true" : "false");
+        if (o->mine_exit >= 0) {
+            sb_printf(sb, "%g,\"exit_from\":", o->mine_exit);
+            sb_json_string(sb, o->mine_exit_from);
+        } else
+            sb_puts(sb, "null,\"exit_from\":null");
+        sb_puts(sb, ",\"cycles_per_ref\":");
+        if (o->mine_ref >= 0) {
+            sb_printf(sb, "%g,\"ref_from\":", o->mine_ref);
+            sb_json_string(sb, o->mine_ref_from);
+        } else
+            sb_puts(sb, "null,\"ref_from\":null");
+        sb_putc(sb, '}');
+    }
+    sb_puts(sb, ",\"modes\":[");
     bool first = true;
     for (int mode = 0; mode < N_REPLAY_MODES; mode++) {
         if (!r->built[mode])
@@ -908,7 +993,12 @@ static void report_json(const vmsim_replay *r, strbuf *sb)
         sb_printf(sb, "},\"faults\":%llu,\"ref_cycles\":%.0f,\"cycles\":%.0f,\"cycles_per_access\":%.4f,\"overhead_pct\":",
                   (unsigned long long)d.faults, d.ref_cycles, d.cycles, d.cpa);
         if (d.has_overhead)
-            sb_printf(sb, "%.4f}", d.overhead);
+            sb_printf(sb, "%.4f", d.overhead);
+        else
+            sb_puts(sb, "null");
+        sb_puts(sb, ",\"overhead_pct_machine\":");
+        if (d.has_overhead && o->mine)
+            sb_printf(sb, "%.4f}", d.mine_overhead);
         else
             sb_puts(sb, "null}");
         first = false;
@@ -929,8 +1019,8 @@ static void report_table(const vmsim_replay *r, strbuf *sb)
                   "%s start, tables %s\n",
               preset_names[o->preset], r->n4k, r->n2m, o->host_4k ? "4 KiB" : "2 MiB", o->warm ? "warm" : "cold",
               o->on_demand ? "filled on demand" : "built in advance");
-    sb_printf(sb, "%-7s %9s %11s %10s %9s %9s %14s %9s\n", "mode", "refs/acc", "TLB miss %", "walks", "exits", "exits/1k",
-              "cycles/access", "overhead");
+    sb_printf(sb, "%-7s %9s %11s %10s %9s %9s %14s %9s%s\n", "mode", "refs/acc", "TLB miss %", "walks", "exits", "exits/1k",
+              "cycles/access", "overhead", o->mine ? "   on yours" : "");
     for (int mode = 0; mode < N_REPLAY_MODES; mode++) {
         if (!r->built[mode])
             continue;
@@ -941,8 +1031,11 @@ static void report_table(const vmsim_replay *r, strbuf *sb)
             snprintf(over, sizeof over, "%.2f%%", d.overhead);
         else
             snprintf(over, sizeof over, "-");
-        sb_printf(sb, "%-7s %9.3f %11.3f %10llu %9llu %9.3f %14.2f %9s\n", replay_mode_names[mode], d.rpa, d.miss_pct,
+        sb_printf(sb, "%-7s %9.3f %11.3f %10llu %9llu %9.3f %14.2f %9s", replay_mode_names[mode], d.rpa, d.miss_pct,
                   (unsigned long long)d.walks, (unsigned long long)r->st[mode].exits, d.exits_per_k, d.cpa, over);
+        if (o->mine && d.has_overhead)
+            sb_printf(sb, " %10.2f%%", d.mine_overhead);
+        sb_putc(sb, '\n');
     }
     for (int mode = 0; mode < N_REPLAY_MODES; mode++) {
         if (!r->built[mode] || !r->st[mode].exits)
@@ -981,6 +1074,19 @@ static void report_table(const vmsim_replay *r, strbuf *sb)
     if (o->preset == 1)
         sb_printf(sb, ", %g per software TLB refill (Sunway)", o->refill_trap);
     sb_puts(sb, "; overhead against native on the same machine\n");
+    if (o->mine) {
+        sb_printf(sb, "on yours (%s): ", o->mine_label[0] ? o->mine_label : "your machine");
+        if (o->mine_exit >= 0)
+            sb_printf(sb, "%g cycles per exit (%s)", o->mine_exit, o->mine_exit_from);
+        else
+            sb_printf(sb, "no exit measured (%s), the preset's %g", o->mine_in_vm ? "no cpuid sample" : "not run in a VM",
+                      o->cycles_per_exit);
+        if (o->mine_ref >= 0)
+            sb_printf(sb, ", %g per page-walk reference (%s)", o->mine_ref, o->mine_ref_from);
+        else
+            sb_puts(sb, ", page-walk references priced as above (no pointer chase to take them from)");
+        sb_puts(sb, "; the counts are the preset's\n");
+    }
 }
 
 static void report_csv(const vmsim_replay *r, strbuf *sb)

@@ -96,3 +96,8 @@ export const COST = {
 export function cycles(a: Pick<AccessResult, 'memory_refs' | 'exits'>): number {
   return COST.perAccess + a.memory_refs * COST.perRef + a.exits * COST.perExit;
 }
+/** The same on the learner's machine: its exit and reference where its hw-lab result
+ * measured them (web/src/trace/machine.ts), the default's where not. */
+export function cyclesOn(a: Pick<AccessResult, 'memory_refs' | 'exits'>, mine: { exit: number | null; ref: number | null }): number {
+  return COST.perAccess + a.memory_refs * (mine.ref ?? COST.perRef) + a.exits * (mine.exit ?? COST.perExit);
+}

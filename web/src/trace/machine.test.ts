@@ -4,6 +4,10 @@ import type { ReplayReport } from '../../../wasm-core/js/replay';
 import result from '../../../tests/server/fixtures/result-quick.json';
 import fixtures from './explain.fixtures.json';
 import { machineFromResult, overheadOn, type HwResult } from './machine';
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 const reports = fixtures as unknown as Record<'2m' | '4k' | 'sw' | 'od', ReplayReport>;
 
@@ -50,3 +54,20 @@ describe('overheadOn', () => {
     expect(o.shadow).toBeGreaterThan(s.overhead_pct!);
   });
 });
+
+/* The CLI's --machine (wasm-core/cli/machine.c) is a second implementation of the same
+ * rules: on the same result both take the same exit and the same reference. */
+describe('vmsim replay --machine agrees with the page', () => {
+  const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+  const trace = join(root, 'hw-lab', 'build', 'traces', 'pointer-chase.vmtrace');
+  it.skipIf(!existsSync(trace))('takes the same costs from the same result', () => {
+    const file = join(root, 'tests', 'server', 'fixtures', 'result-quick.json');
+    const out = JSON.parse(execFileSync(join(root, 'wasm-core', 'build', 'vmsim'), ['replay', trace, '--quiet', '--format', 'json', '--machine', file], { encoding: 'utf8' }));
+    const m = machineFromResult(result as unknown as HwResult);
+    expect(out.your_machine.cycles_per_exit).toBe(m.exit);
+    expect(out.your_machine.cycles_per_ref).toBe(m.ref);
+    const page = overheadOn(out, m);
+    for (const x of out.modes) expect(x.overhead_pct_machine).toBeCloseTo(page[x.mode], 3);
+  });
+});
+

@@ -2,7 +2,8 @@
 /* The sentences under Compare's charts come from the counters of each mode's warm access
  * (references by dimension) and cold one (exits), in every language. */
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { cleanup, render, screen } from '@testing-library/react';
+import { cleanup, fireEvent, render, screen, waitFor } from '@testing-library/react';
+import result from '../../../tests/server/fixtures/result-quick.json';
 import type { Vmsim } from '../../../wasm-core/js/vmsim';
 import { testEngine } from '../test/engine';
 import { CompareView, compareWhy, runCompare } from './CompareView';
@@ -86,4 +87,38 @@ describe('Compare: tables built in advance or filled on demand', () => {
       });
     }
   }
+});
+
+/* Your machine in Compare: a hw-lab result's exit and reference price the same counts in a
+ * third chart, beside the default's; its numbers rebuilt here from the result's fields. */
+describe('Compare: your machine', () => {
+  const r = result as unknown as { benchmarks: { name: string; cases: { name: string; metrics: { name: string; min?: number; median?: number }[] }[] }[] };
+  const c = (b: string, n: string) => r.benchmarks.find((x) => x.name === b)!.cases.find((x) => x.name === n)!;
+  const m = (b: string, n: string, metric: string, f: 'min' | 'median') => c(b, n).metrics.find((x) => x.name === metric)![f]!;
+  const exit = m('cpuid_exit', 'cpuid_leaf0', 'cycles', 'min') - m('cpuid_exit', 'timer_overhead', 'cycles', 'min');
+  const ref = Math.round((m('ptrchase', '4k_64MiB', 'access', 'median') - m('ptrchase', 'thp_64MiB', 'access', 'median')) * 10) / 10;
+  it('draws the cycles on the loaded machine beside the default', async () => {
+    const { container } = render(<CompareView engine={engine} input={{ ...DEFAULT_COMPARE, tables: 'on-demand' }} />);
+    expect(container.querySelector('figure[data-measure="cycles-mine"]')).toBeNull();
+    const file = new File([JSON.stringify(result)], 'result.json', { type: 'application/json' });
+    fireEvent.change(screen.getByTestId('compare-mine-file'), { target: { files: [file] } });
+    await waitFor(() => expect(container.querySelector('figure[data-measure="cycles-mine"]')).not.toBeNull());
+    const rows = Object.fromEntries(runCompare(engine, { ...DEFAULT_COMPARE, tables: 'on-demand' }).map((x) => [x.mode, x]));
+    for (const mode of ['native', 'ept', 'shadow']) {
+      for (const w of ['cold', 'warm'] as const) {
+        const a = rows[mode][w]!;
+        const want = 10 + a.memory_refs * ref + a.exits * exit;
+        expect(container.querySelector(`figure[data-measure="cycles-mine"] g[data-mode="${mode}"] [data-field="cycles-mine-${w}"]`)!.textContent)
+          .toBe(want.toLocaleString('en'));
+      }
+    }
+    expect(screen.getByTestId('compare-mine-costs').textContent).toContain(`${exit.toLocaleString('en')} cycles per exit`);
+    expect(container.querySelector('figure[data-measure="cycles-mine"] figcaption')!.textContent).toContain('filled on demand');
+  });
+  it('refuses a file that is not a result, and says so', async () => {
+    render(<CompareView engine={engine} input={DEFAULT_COMPARE} />);
+    fireEvent.change(screen.getByTestId('compare-mine-file'), { target: { files: [new File(['{"x":1}'], 'x.json')] } });
+    await waitFor(() => expect(screen.getByRole('alert').textContent).toMatch(/not a hw-lab result/));
+    expect(document.querySelector('figure[data-measure="cycles-mine"]')).toBeNull();
+  });
 });
