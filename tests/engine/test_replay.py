@@ -645,3 +645,23 @@ def test_machine_option_prices_the_counts_with_a_hw_lab_result(short, tmp_path):
     assert p.returncode == 2 and "not a hw-lab result" in p.stderr
     t = replay(path, "--machine", str(res_path), fmt="table")
     assert "on yours" in t.stdout and f"{exit_:g} cycles per exit" in t.stdout
+
+
+def test_exits_priced_by_kind(short):
+    """Each kind of exit has its price (cost-model.json exit_<kind>_cycles); the cycles add
+    them up by kind; --cycles-per-exit sets every kind."""
+    path, _ = short
+    costs = json.loads((ROOT / "wasm-core" / "data" / "cost-model.json").read_text())["parameters"]
+    out = replay_json(path, "--tables", "on-demand")
+    by_kind = out["cost_model"]["exit_cycles_by_kind"]
+    for kind in ("hidden_page_fault", "pt_write", "cr3_write", "ept_violation", "npt_fault", "flat_fill", "ept_misconfig"):
+        assert by_kind[kind] == costs[f"exit_{kind}_cycles"]["value"], kind
+    ca = out["cost_model"]["cycles_per_access"]
+    for m in out["modes"]:
+        assert m["cycles"] == round(m["accesses"] * ca + m["ref_cycles"] +
+                                    sum(n * by_kind[k] for k, n in m["exits_by_kind"].items())), m["mode"]
+    one = replay_json(path, "--tables", "on-demand", "--cycles-per-exit", "100")
+    assert set(one["cost_model"]["exit_cycles_by_kind"].values()) == {100}
+    for m, o in zip(out["modes"], one["modes"]):
+        assert o["cycles"] == m["cycles"] - m["exits"] * 1700 + m["exits"] * 100 or m["exits"] == 0
+

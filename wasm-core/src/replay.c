@@ -60,6 +60,7 @@ typedef struct replay_opts {
     char mine_label[128], mine_exit_from[160], mine_ref_from[200];
     bool mine_in_vm;
     double where[DC_WHERE + 1];     /* cycles of a reference found in L1, L2, LLC, memory, a walk cache */
+    double exit_kind[8];            /* cycles of an exit by kind (exit_kind_names) */
 } replay_opts;
 
 /* Pages whose last access in a mode was answered by its TLB, and the TLB line that
@@ -180,6 +181,16 @@ static void set_where(replay_opts *o)
     o->where[DC_WHERE] = COST_WALK_CACHE_HIT_CYCLES;
 }
 
+/* The cycles of each kind of exit (model.md 5c); --cycles-per-exit sets them all. */
+static void set_exit_kinds(replay_opts *o, bool all_one)
+{
+    static const double k[] = {COST_EXIT_HIDDEN_PAGE_FAULT_CYCLES, COST_EXIT_PT_WRITE_CYCLES, COST_EXIT_CR3_WRITE_CYCLES,
+                               COST_EXIT_HIDDEN_PAGE_FAULT_CYCLES, COST_EXIT_EPT_VIOLATION_CYCLES,
+                               COST_EXIT_EPT_MISCONFIG_CYCLES, COST_EXIT_NPT_FAULT_CYCLES, COST_EXIT_FLAT_FILL_CYCLES};
+    for (int i = 0; i < 8; i++)
+        o->exit_kind[i] = all_one ? o->cycles_per_exit : k[i];
+}
+
 /* {"label", "cycles_per_exit"?, "exit_from"?, "cycles_per_ref"?, "ref_from"?, "in_vm"?}: the
  * learner's machine (vmsim replay --machine, the page's "your machine"). */
 static bool parse_machine(vmsim_replay *r, const json_value *m)
@@ -241,6 +252,7 @@ static bool parse_options(vmsim_replay *r, const char *text, size_t len)
                        .cycles_per_access = e.cycles_per_access, .cycles_per_ref = e.cycles_per_ref,
                        .cycles_per_exit = e.cycles_per_exit, .refill_trap = e.refill_trap_cycles};
     set_where(o);
+    set_exit_kinds(o, false);
     o->mine_exit = o->mine_ref = -1;
     if (!text || !len)
         return true;
@@ -303,6 +315,7 @@ static bool parse_options(vmsim_replay *r, const char *text, size_t len)
     o->warm = s == 1;
     o->on_demand = tbi == 1;
     o->flat_ref = json_get(root, "cycles_per_ref") != NULL;
+    set_exit_kinds(o, json_get(root, "cycles_per_exit") != NULL);
     if (!parse_machine(r, json_get(root, "machine")))
         goto out;
     set_where(o);
@@ -859,7 +872,7 @@ EXPORT int vmsim_replay_feed(vmsim_replay *r, const uint8_t *body, size_t n)
 static const char *const where_names[] = {"l1", "l2", "llc", "memory", "walk_cache"};
 
 typedef struct derived {
-    double rpa, miss_pct, exits_per_k, cycles, cpa, overhead, ref_cycles, mine_cycles, mine_overhead;
+    double rpa, miss_pct, exits_per_k, cycles, cpa, overhead, ref_cycles, exit_cycles, mine_cycles, mine_overhead;
     uint64_t where[DC_WHERE + 1];   /* references by where found, then walk-cache and nested-TLB hits */
     bool has_overhead;
     uint64_t walks, faults, kinds[N_EXIT_KINDS];
@@ -891,13 +904,15 @@ static void derive(const vmsim_replay *r, int mode, derived *d)
     else
         for (int w = 0; w <= DC_WHERE; w++)
             d->ref_cycles += (double)d->where[w] * o->where[w];
-    d->cycles = (double)s->accesses * o->cycles_per_access + d->ref_cycles +
-                (double)s->exits * o->cycles_per_exit + (r->o.preset == 1 ? (double)s->tlb_misses * o->refill_trap : 0);
+    for (int k = 0; k < N_EXIT_KINDS; k++)
+        d->exit_cycles += (double)d->kinds[k] * o->exit_kind[k];
+    d->cycles = (double)s->accesses * o->cycles_per_access + d->ref_cycles + d->exit_cycles +
+                (r->o.preset == 1 ? (double)s->tlb_misses * o->refill_trap : 0);
     d->cpa = d->cycles / acc;
     /* on the learner's machine: its exit and reference where it measured them, the rest the preset's */
     d->mine_cycles = (double)s->accesses * o->cycles_per_access +
                      (o->mine_ref >= 0 ? (double)s->refs * o->mine_ref : d->ref_cycles) +
-                     (double)s->exits * (o->mine_exit >= 0 ? o->mine_exit : o->cycles_per_exit) +
+                     (o->mine_exit >= 0 ? (double)s->exits * o->mine_exit : d->exit_cycles) +
                      (r->o.preset == 1 ? (double)s->tlb_misses * o->refill_trap : 0);
     if (r->built[M_NATIVE]) {
         derived nd;
@@ -946,7 +961,10 @@ static void report_json(const vmsim_replay *r, strbuf *sb)
         for (int w = 0; w <= DC_WHERE; w++)
             if (w != DC_LLC || o->preset != 1)
                 sb_printf(sb, "%s\"%s\":%g", w ? "," : "{", where_names[w], o->where[w]);
-    sb_puts(sb, o->flat_ref ? "},\"your_machine\":" : "}},\"your_machine\":");
+    sb_puts(sb, o->flat_ref ? ",\"exit_cycles_by_kind\":{" : "},\"exit_cycles_by_kind\":{");
+    for (int k = 0; k < N_EXIT_KINDS; k++)
+        sb_printf(sb, "%s\"%s\":%g", k ? "," : "", exit_kind_names[k], o->exit_kind[k]);
+    sb_puts(sb, "}},\"your_machine\":");
     if (!o->mine)
         sb_puts(sb, "null");
     else {
