@@ -39,14 +39,19 @@ static uint32_t next_tick(dcache *d)
         for (int i = 0; i < d->levels; i++)
             memset(d->lv[i].stamp, 0, (size_t)d->lv[i].sets * d->lv[i].ways * sizeof *d->lv[i].stamp);
         d->tick = 1;
+        d->last_key = 0;
     }
     return d->tick;
 }
 
-int dcache_access(dcache *d, uint64_t hpa)
+int dcache_access_search(dcache *d, uint64_t hpa)
 {
     uint64_t key = (hpa >> 6) + 1;
     uint32_t now = next_tick(d);
+    if (key == d->last_key) {           /* the same line again: it is still in L1 */
+        d->lv[0].stamp[d->last_idx] = now;
+        return DC_L1;
+    }
     int found = DC_MEMORY;
     size_t base[3];
     for (int i = 0; i < d->levels; i++) {
@@ -56,6 +61,8 @@ int dcache_access(dcache *d, uint64_t hpa)
             if (l->line[base[i] + w] == key) {
                 l->stamp[base[i] + w] = now;
                 found = i;
+                if (i == 0)
+                    d->last_idx = base[0] + w;
                 break;
             }
         if (found == i)
@@ -76,6 +83,9 @@ int dcache_access(dcache *d, uint64_t hpa)
         }
         l->line[victim] = key;
         l->stamp[victim] = now;
+        if (i == 0)
+            d->last_idx = victim;
     }
+    d->last_key = d->levels ? key : 0;
     return found;
 }
