@@ -49,7 +49,18 @@ describe('explainReplay', () => {
     const ex = w.shadow.reasons.find((r) => r.key === 'why.exitsFirstTouch')!;
     expect(ex.values.exits).toBe(reports.od.modes.find((m) => m.mode === 'shadow')!.exits);
     expect(ex.values.pages).toBe(reports.od.trace.pages);
-    expect(byMode(reports['2m']).shadow.reasons.map((r) => r.key)).toEqual(['why.shadowLikeNative']);
+    expect(byMode(reports['2m']).shadow.reasons.map((r) => r.key)).toEqual(['why.shadowLikeNative', 'why.where']);
+  });
+  it('says where the references found their entries and what they cost', () => {
+    const r = reports['256m-4k'];
+    const ept = r.modes.find((m) => m.mode === 'ept')!, native = r.modes.find((m) => m.mode === 'native')!;
+    const why = byMode(r).ept.reasons.find((x) => x.key === 'why.where')!;
+    const v = why.values as Record<string, number>;
+    expect(v.l1 + v.l2 + v.llc + v.memory).toBeCloseTo(100, 0);
+    expect(v.cycles).toBe(ept.ref_cycles);
+    expect(v.native).toBe(native.ref_cycles);
+    const w = ept.refs_by_where!;
+    expect(v.memory).toBeCloseTo((100 * w.memory) / (w.l1 + w.l2 + w.llc + w.memory), 1);
   });
   it('says a flat walk with no nested TLB reads one entry per table and the data page', () => {
     const w = byMode(reports.sw);
