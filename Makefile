@@ -75,13 +75,18 @@ GRADE_INPUTS := web/server/grade-entry.ts web/server/grade.vite.config.mjs web/s
 web/server/gen/grade.mjs: $(GRADE_INPUTS) wasm-core/build/wasm/vmsim.mjs node_modules/.package-lock.json
 	npx vite build --config web/server/grade.vite.config.mjs --logLevel warn
 
-# The two example traces the page offers (programs of ours recorded with hw-lab/run trace,
-# valgrind lackey); copied into web/dist/traces/ with the app, not committed.
-TRACE_EXAMPLES := hw-lab/build/traces/pointer-chase.vmtrace hw-lab/build/traces/sequential-scan.vmtrace
+# The example traces the page offers (programs of ours recorded with hw-lab/run trace: a
+# pointer chase over 8 MiB and over 256 MiB, a sequential scan); copied into
+# web/dist/traces/ with the app, not committed.
+TRACE_EXAMPLES := hw-lab/build/traces/pointer-chase.vmtrace hw-lab/build/traces/sequential-scan.vmtrace \
+	hw-lab/build/traces/pointer-chase-256m.vmtrace
 TRACE_RECORDER := hw-lab/trace/tracepack.c hw-lab/run hw-lab/lib/hwlab/trace.py hw-lab/lib/hwlab/cli.py \
 	hw-lab/lib/hwlab/probe.py hw-lab/schema/trace.schema.json
 hw-lab/build/traces/%.vmtrace: hw-lab/trace/examples/%.c $(TRACE_RECORDER)
 	$(MAKE) -C hw-lab build/traces/$*.vmtrace
+	@touch $@
+hw-lab/build/traces/pointer-chase-256m.vmtrace: hw-lab/trace/examples/pointer-chase.c $(TRACE_RECORDER)
+	$(MAKE) -C hw-lab build/traces/pointer-chase-256m.vmtrace
 	@touch $@
 
 $(VALIDATORS) &: web/scripts/gen-validator.mjs wasm-core/schema/scenario.schema.json hw-lab/schema/result.schema.json

@@ -16,6 +16,7 @@ const TABS: [string, string, string][] = [
   ['walk, npt A/D', '?example=npt-fault-walk&access=0&step=3', '#counter'],
   ['memory', '?view=memory&example=shadow&access=0&step=3', 'svg.memsvg'],
   ['compare', '?view=compare', '[data-testid="compare-ordering"]'],
+  ['compare, tables filled on demand', '?view=compare&tables=on-demand', '[data-testid="compare-ordering"]'],
   ['playground', '?view=playground&example=ept-4k', '[data-testid="toggles"]'],
   ['results', '?view=results', '.results-page'],
   ['lessons', '?view=lessons&lesson=ept-and-npt', '.prose'],

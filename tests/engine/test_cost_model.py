@@ -53,6 +53,8 @@ def test_figures_are_the_published_numbers():
         "003/vmfunc-gate-ns": PUB["vmfunc_vs_vmcall"]["round_trip_ns"]["vmfunc_gate"],
         "004/refs-nested-4x4": walk["nested_4x4_no_caches"], "004/refs-flat-4level": walk["flat_nested_4level_guest"],
         "004/429.mcf-order": " < ".join(m for _, m in sorted(zip(mcf[1:], ("shadow", "ept", "flat")))),
+        "004/x86-caches": PUB["flat_nested"]["machines"]["x86"]["cache"],
+        "004/sunway-caches": PUB["flat_nested"]["machines"]["sunway_1621"]["cache"],
     }
     assert set(expect) == set(COST["figures"])
     for fid, v in expect.items():
@@ -70,6 +72,16 @@ def test_derived_parameters_follow_from_their_figures():
     assert p["exit_round_trip_kvm_cycles"] == f["001/kvm-min"] - f["001/native-min"]
     assert p["touch_1gib_ept_on_s"] == f["000/ept-on-real-s"] and p["xeon_e5_2686_v4_hz"] == f["000/cpu-hz"]
     assert p["ctxswitch_native_us"] == f["002/native-us"]
+    # the cache sizes the replay's data caches take from the published machine table
+    import re
+    for prefix, fig in (("x86", "004/x86-caches"), ("sunway", "004/sunway-caches")):
+        sizes = {lv: int(n) * (1 << (20 if unit == "MB" else 10))
+                 for lv, n, unit in re.findall(r"(L\d)(?: I/D)? (\d+)(KB|MB)", f[fig])}
+        assert p[f"{prefix}_l1_bytes"] == sizes["L1"] and p[f"{prefix}_l2_bytes"] == sizes["L2"]
+        if "L3" in sizes:
+            assert p[f"{prefix}_llc_bytes"] == sizes["L3"]
+        else:
+            assert f"{prefix}_llc_bytes" not in p
 
 
 def test_header_is_generated_from_the_data_file(tmp_path):

@@ -4,7 +4,12 @@
   trace the machine is rebuilt here as scenarios from the layout rule of
   wasm-core/docs/replay.md (written again in this file), every access is run through
   `vmsim run`, and the per-access results are added up, for every mode, both presets,
-  cold and warm starts, 4 KiB and 2 MiB guest pages, 2 MiB and 4 KiB host pages.
+  cold and warm starts, tables built in advance and filled on demand, 4 KiB and 2 MiB
+  guest pages, 2 MiB and 4 KiB host pages.
+- Tables filled on demand cost exactly one nested violation per nested page first
+  touched (data and guest page tables), one flat fill per frame, one hidden page fault
+  per page (a read-only trace); built in advance, no mode exits (counted here from the
+  layout, not from the engine).
 - Traces are written by hwlab.tracefile (Python, apart from the C encoder and decoder).
 - Truncated, corrupt, oversized, wrong-version and not-a-trace files are refused with
   exit 2 and a message that says what is wrong."""
@@ -100,7 +105,7 @@ def layout(accesses, guest_2m, huge_min):
                    for m in maps], ram
 
 
-def scenario(mode, maps, ram, preset, host_4k, accesses):
+def scenario(mode, maps, ram, preset, host_4k, accesses, on_demand=False):
     s = {"name": "replay-check", "mode": mode,
          "guest": {"paging": "4level", "table_base": hex(TABLES), "mappings": maps},
          "caches": {"preset": preset}, "accesses": accesses}
@@ -108,15 +113,16 @@ def scenario(mode, maps, ram, preset, host_4k, accesses):
     if mode in ("ept", "npt"):
         s["nested"] = {"table_base": hex(HOST_TABLES), "mappings": [
             {"gpa": "0x0", "hpa": hex(HOST), "page": "4K" if host_4k else "2M",
-             "pages": (ram >> 12) if host_4k else (ram >> 21)}]}
+             "pages": (ram >> 12) if host_4k else (ram >> 21)}], "on_demand": on_demand}
     elif mode == "flat":
-        s["flat"] = {"table_base": hex(HOST_TABLES), "guest_ram": hex(ram), "prefill": True, "mappings": slots}
+        s["flat"] = {"table_base": hex(HOST_TABLES), "guest_ram": hex(ram), "prefill": not on_demand, "mappings": slots}
     elif mode == "shadow":
-        s["shadow"] = {"table_base": hex(HOST_TABLES), "mappings": slots}
+        s["shadow"] = {"table_base": hex(HOST_TABLES), "prefill": not on_demand, "mappings": slots}
     return s
 
 
-def expected(accesses, mode, preset="x86-server", guest_2m=False, huge_min=1, host_4k=False, warm=False):
+def expected(accesses, mode, preset="x86-server", guest_2m=False, huge_min=1, host_4k=False, warm=False,
+             on_demand=False):
     pages, maps, ram = layout(accesses, guest_2m, huge_min)
     seen = {}
     for k, a in accesses:
@@ -127,7 +133,7 @@ def expected(accesses, mode, preset="x86-server", guest_2m=False, huge_min=1, ho
               for p in pages for op in ("fetch", "read", "write") if op in seen[p]] if warm else []
     run = [{"gva": hex(a), "op": OPS[k], "user": True} for k, a in accesses]
     assert len(warmup) + len(run) <= 4096
-    s = scenario(mode, maps, ram, preset, host_4k, warmup + run)
+    s = scenario(mode, maps, ram, preset, host_4k, warmup + run, on_demand)
     p = subprocess.run([VMSIM, "run", "-"], input=json.dumps(s), capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     res = json.loads(p.stdout)["accesses"][len(warmup):]
@@ -138,6 +144,7 @@ def expected(accesses, mode, preset="x86-server", guest_2m=False, huge_min=1, ho
     e["ntlb_hits"] = sum(r["cache"]["ntlb_hits"] for r in res)
     hpf = sum(1 for r in res for st in r["steps"] if st["result"] == "hidden_page_fault")
     e["hidden_page_fault"] = hpf
+    e["fills"] = sum(1 for r in res for st in r["steps"] if st["kind"] == "vmm_fill" and mode != "shadow")
     e["walks"] = e["tlb_misses"] + (hpf if mode == "shadow" else 0)
     e["faults"] = sum(1 for r in res if r["outcome"] != "ok")
     ca, cr, ce, trap = COST[preset]
@@ -146,7 +153,7 @@ def expected(accesses, mode, preset="x86-server", guest_2m=False, huge_min=1, ho
 
 
 def check(path, accesses, **kw):
-    args = []
+    args = ["--cycles-per-ref", "40"]       # every reference at one price here; by where found: test_by_where_*
     if kw.get("preset"):
         args += ["--preset", kw["preset"]]
     if kw.get("guest_2m"):
@@ -155,6 +162,8 @@ def check(path, accesses, **kw):
         args += ["--host-pages", "4k"]
     if kw.get("warm"):
         args += ["--start", "warm"]
+    if kw.get("on_demand"):
+        args += ["--tables", "on-demand"]
     out = replay_json(path, *args)
     got = {m["mode"]: m for m in out["modes"]}
     assert list(got) == MODES
@@ -173,8 +182,13 @@ def check(path, accesses, **kw):
         assert g["walks"] == e["walks"], mode
         assert g["faults"] == e["faults"] == 0, mode
         assert g["exits_by_kind"]["hidden_page_fault"] == (e["hidden_page_fault"] if mode == "shadow" else 0)
+        fill_kind = {"ept": "ept_violation", "npt": "npt_fault", "flat": "flat_fill"}.get(mode)
+        if fill_kind:
+            assert g["exits_by_kind"][fill_kind] == e["fills"], mode
         assert sum(g["exits_by_kind"].values()) == g["exits"], mode
         assert g["cycles"] == e["cycles"], mode
+        assert sum(g["refs_by_where"][w] for w in ("l1", "l2", "llc", "memory")) == g["refs"], mode
+        assert g["refs_by_where"]["walk_cache"] == g["pwc_hits"] + g["ntlb_hits"], mode
     return out
 
 
@@ -195,25 +209,174 @@ def short(tmp_path_factory):
     {"guest_2m": True, "huge_min": 8, "warm": True},
     {"host_4k": True},
     {"host_4k": True, "preset": "sunway-1621", "guest_2m": True, "huge_min": 30},
+    {"on_demand": True},
+    {"on_demand": True, "warm": True},
+    {"on_demand": True, "host_4k": True, "preset": "sunway-1621"},
+    {"on_demand": True, "guest_2m": True, "huge_min": 8},
 ])
 def test_replay_counters_equal_vmsim_run(short, kw):
     path, accesses = short
     out = check(path, accesses, **kw)
     m = out["machine"]
     assert m["start"] == ("warm" if kw.get("warm") else "cold")
+    assert m["tables"] == ("on-demand" if kw.get("on_demand") else "built")
     assert m["guest_4k_pages"] + m["guest_2m_pages"] > 0
 
 
-def test_cold_shadow_fills_every_page_and_warm_does_not(short):
+def test_built_in_advance_no_mode_exits(short):
     path, accesses = short
-    pages = len({a >> 12 for _, a in accesses})
     cold = {m["mode"]: m for m in replay_json(path)["modes"]}
-    warm = {m["mode"]: m for m in replay_json(path, "--start", "warm")["modes"]}
-    # each touched page takes at least one hidden page fault the first time
-    assert cold["shadow"]["exits_by_kind"]["hidden_page_fault"] >= pages
-    assert warm["shadow"]["exits"] == 0
-    assert all(m["exits"] == 0 for k, m in cold.items() if k != "shadow")
+    assert all(m["exits"] == 0 for m in cold.values())
     assert cold["native"]["overhead_pct"] == 0
+
+
+def guest_table_gpas(maps):
+    """The guest's page-table frames, counted from the layout rule (a root, then one table
+    per distinct 512 GiB, 1 GiB and, for 4 KiB pages, 2 MiB region, allocated in order)."""
+    keys = set()
+    for m in maps:
+        gva, size = int(m["gva"], 16), 1 << (21 if m["page"] == "2M" else 12)
+        for k in range(m["pages"]):
+            a = gva + k * size
+            keys |= {(4, a >> 39), (3, a >> 30)} | ({(2, a >> 21)} if m["page"] == "4K" else set())
+    return [TABLES + i * 4096 for i in range(1 + len(keys))]
+
+
+def data_gpas(accesses, maps):
+    out = set()
+    for _, a in accesses:
+        for m in maps:
+            gva, size = int(m["gva"], 16), 1 << (21 if m["page"] == "2M" else 12)
+            if gva <= a < gva + m["pages"] * size:
+                out.add(int(m["gpa"], 16) + (a - gva))
+    return out
+
+
+@pytest.mark.parametrize("guest_2m,host_4k", [(False, False), (False, True), (True, True), (True, False)])
+def test_on_demand_one_exit_per_page_first_touched(short, guest_2m, host_4k):
+    """Filled on demand: one EPT violation (NPT fault) per nested page the walks touch,
+    one flat fill per 4 KiB frame, against a count made here from the layout."""
+    path, accesses = short
+    _, maps, _ = layout(accesses, guest_2m, 1)
+    gpas = data_gpas(accesses, maps) | set(guest_table_gpas(maps))
+    nested_pages = {g >> (12 if host_4k else 21) for g in gpas}
+    frames = {g >> 12 for g in gpas}
+    args = ["--tables", "on-demand"] + (["--guest-pages", "2m"] if guest_2m else []) + \
+        (["--host-pages", "4k"] if host_4k else [])
+    got = {m["mode"]: m for m in replay_json(path, *args)["modes"]}
+    assert got["ept"]["exits_by_kind"]["ept_violation"] == got["ept"]["exits"] == len(nested_pages)
+    assert got["npt"]["exits_by_kind"]["npt_fault"] == got["npt"]["exits"] == len(nested_pages)
+    assert got["flat"]["exits_by_kind"]["flat_fill"] == got["flat"]["exits"] == len(frames)
+    assert got["native"]["exits"] == 0
+    # shadow: a write after a read-only fill is one more hidden page fault
+    assert got["shadow"]["exits_by_kind"]["hidden_page_fault"] >= len({a >> 12 for _, a in accesses})
+
+
+def test_on_demand_shadow_one_fault_per_page_read(tmp_path):
+    """A trace of loads only: each page shadowed once, one hidden page fault per page."""
+    rnd = random.Random(3)
+    pages = [0x5555_5560_0000 + 0x1000 * i for i in range(50)] + [0x7f00_0000_0000 + 0x1000 * i for i in range(9)]
+    accesses = [(KIND["load"], rnd.choice(pages) + rnd.randrange(4096)) for _ in range(800)]
+    path = tmp_path / "loads.vmtrace"
+    write_trace(str(path), accesses, program="loads")
+    got = {m["mode"]: m for m in replay_json(path, "--tables", "on-demand")["modes"]}
+    assert got["shadow"]["exits"] == got["shadow"]["exits_by_kind"]["hidden_page_fault"] == \
+        len({a >> 12 for _, a in accesses})
+    built = {m["mode"]: m for m in replay_json(path)["modes"]}
+    assert all(m["exits"] == 0 for m in built.values())
+
+
+# ---- where each reference is found: the data caches, written again from model.md 5c ----
+
+GEOMETRY = {  # bytes, ways of each level, from wasm-core/data/cost-model.json
+    "x86-server": [("x86_l1", "l1"), ("x86_l2", "l2"), ("x86_llc", "llc")],
+    "sunway-1621": [("sunway_l1", "l1"), ("sunway_l2", "l2")],
+}
+COSTS = json.loads((ROOT / "wasm-core" / "data" / "cost-model.json").read_text())["parameters"]
+
+
+class Caches:
+    """Physically indexed set-associative levels of 64-byte lines, LRU; a miss fills the
+    levels above where the line was found."""
+
+    def __init__(self, preset):
+        self.levels = []
+        for key, name in GEOMETRY[preset]:
+            size, ways = COSTS[key + "_bytes"]["value"], COSTS[key + "_ways"]["value"]
+            self.levels.append((name, size // 64 // ways, ways, {}))
+
+    def access(self, hpa):
+        line = hpa >> 6
+        found = "memory"
+        for name, sets, ways, content in self.levels:
+            lru = content.setdefault(line % sets, [])
+            if line in lru:
+                lru.remove(line)
+                lru.append(line)
+                found = name
+                break
+        for name, sets, ways, content in self.levels:
+            if name == found:
+                break
+            lru = content.setdefault(line % sets, [])
+            if len(lru) == ways:
+                lru.pop(0)
+            lru.append(line)
+        return found
+
+
+def by_where(accesses, preset, warm=False):
+    """vmsim run's steps through the caches: each reference's entry hpa in order, then the
+    access's own hpa; the warm-up's references warm the caches and are not counted."""
+    pages, maps, ram = layout(accesses, False, 1)
+    seen = {}
+    for k, a in accesses:
+        seen.setdefault(a >> 12, set()).add(OPS[k] if k != 3 else "write")
+        if k == 3:
+            seen[a >> 12].add("read")
+    warmup = [{"gva": hex(p << 12), "op": op, "user": True}
+              for p in pages for op in ("fetch", "read", "write") if op in seen[p]] if warm else []
+    run = [{"gva": hex(a), "op": OPS[k], "user": True} for k, a in accesses]
+    out = {}
+    for mode in MODES:
+        s = scenario(mode, maps, ram, preset, False, warmup + run)
+        p = subprocess.run([VMSIM, "run", "-"], input=json.dumps(s), capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        res = json.loads(p.stdout)["accesses"]
+        c = Caches(preset)
+        count = {"l1": 0, "l2": 0, "llc": 0, "memory": 0}
+        for i, r in enumerate(res):
+            assert len(r["steps"]) < 48      # every step recorded
+            for st in r["steps"]:
+                if st["ref"] is not None:
+                    w = c.access(int(st["entry_hpa"], 16))
+                    if i >= len(warmup):
+                        count[w] += 1
+            if i >= len(warmup) and r["outcome"] == "ok":
+                c.access(int(r["hpa"], 16))
+        walk_cache = sum(r["cache"]["pwc_hits"] + r["cache"]["ntlb_hits"] for r in res[len(warmup):])
+        cost = {w: COSTS[GEOMETRY[preset][0][0].split("_")[0] + f"_{w}_cycles"]["value"] for w in count if count[w]}
+        cycles = sum(count[w] * cost[w] for w in cost) + walk_cache * COSTS["walk_cache_hit_cycles"]["value"]
+        out[mode] = dict(count, walk_cache=walk_cache), cycles
+    return out
+
+
+@pytest.mark.parametrize("preset,warm", [("x86-server", False), ("x86-server", True), ("sunway-1621", False)])
+def test_by_where_each_reference_is_found(short, preset, warm):
+    """The replay's default prices a reference by where it is found; the count by level and
+    the cycles equal a cache simulation written here over vmsim run's steps."""
+    path, accesses = short
+    args = ["--preset", preset] + (["--start", "warm"] if warm else [])
+    out = replay_json(path, *args)
+    assert out["cost_model"]["per_ref"] == "by-where"
+    want = by_where(accesses, preset, warm)
+    ca, _, ce, trap = COST[preset]
+    for m in out["modes"]:
+        where, cycles = want[m["mode"]]
+        got = {w: m["refs_by_where"][w] for w in where}
+        assert got == where, m["mode"]
+        assert m["ref_cycles"] == round(cycles), m["mode"]
+        assert m["cycles"] == round(m["accesses"] * ca + cycles + m["exits"] * ce + m["tlb_misses"] * trap), m["mode"]
 
 
 def test_real_recorded_trace_matches_vmsim_run(tmp_path):
@@ -379,7 +542,7 @@ def test_lesson_4_your_own_program(tmp_path):
     """What lesson 4's 'Your own program' section tells learners they will see: the pointer
     chase suffers most under EPT (with every setting it names), the x86 server's caches on
     2 MiB host pages hide most of it, 4 KiB host pages and the Sunway preset bring the 2-D walk
-    back, and shadow paging's cold-start exits are gone when warm."""
+    back, and shadow paging's cold-start exits (tables filled on demand) are gone when warm."""
     examples = ROOT / "hw-lab" / "build" / "traces"
     chase, scan = examples / "pointer-chase.vmtrace", examples / "sequential-scan.vmtrace"
     if not chase.exists() or not scan.exists():
@@ -400,9 +563,105 @@ def test_lesson_4_your_own_program(tmp_path):
                      (("chase", chase), ("scan", scan), ("ls", ls))}
         assert ept[args]["chase"] > ept[args]["scan"] and ept[args]["chase"] > ept[args]["ls"], (args, ept[args])
     # the caches on 2 MiB host pages hide most of it; 4 KiB host pages bring the nested walks back
-    assert ept[()]["chase"] < 1 < ept[("--host-pages", "4k")]["chase"]
+    assert ept[()]["chase"] < ept[("--host-pages", "4k")]["chase"] / 3
     sunway = modes(chase, "--preset", "sunway-1621")
     assert sunway["ept"]["refs_per_access"] > 3 * sunway["native"]["refs_per_access"]
     for p in (chase, scan, ls):
-        assert modes(p)["shadow"]["exits_by_kind"]["hidden_page_fault"] > 0
-        assert modes(p, "--start", "warm")["shadow"]["exits"] == 0
+        assert modes(p, "--tables", "on-demand")["shadow"]["exits_by_kind"]["hidden_page_fault"] > 0
+        assert modes(p, "--tables", "on-demand", "--start", "warm")["shadow"]["exits"] == 0
+        assert modes(p)["shadow"]["exits"] == 0
+
+
+def test_the_256_mib_example_shows_the_2d_walk():
+    """The page's third example: a chase over 256 MiB. On 4 KiB host pages the nested TLB
+    (64 entries) cannot cover it and most walks read the nested tables; on 2 MiB host pages
+    it needs 129 entries, still more than 64, but each covers 512 pages."""
+    path = ROOT / "hw-lab" / "build" / "traces" / "pointer-chase-256m.vmtrace"
+    if not path.exists():
+        pytest.skip("the example traces are recorded by make build")
+    host4k = {m["mode"]: m for m in replay_json(path, "--host-pages", "4k")["modes"]}
+    host2m = {m["mode"]: m for m in replay_json(path)["modes"]}
+    e4, e2 = host4k["ept"], host2m["ept"]
+    assert e4["nested_refs"] / e4["walks"] > 1 > e2["nested_refs"] / e2["walks"]
+    assert e4["overhead_pct"] > 3 * e2["overhead_pct"] > 0
+    # the extra references come from beyond L1
+    extra = {w: e4["refs_by_where"][w] - host4k["native"]["refs_by_where"][w] for w in ("l1", "l2", "llc", "memory")}
+    assert extra["l2"] + extra["llc"] + extra["memory"] > 0
+
+
+
+# ---- --machine: a hw-lab result's costs, written again from replay.md ("Your machine") ----
+
+def machine_costs(result):
+    """The exit: cpuid's minimum less the timer's, measured in a VM; the reference: the
+    pointer chase's median at its largest 4 KiB working set less THP's at the same size."""
+    def bench(name):
+        return next((b for b in result["benchmarks"] if b["name"] == name), {"cases": []})
+
+    def ok(c):
+        return c.get("status", "ok") == "ok"
+
+    def metric(c, name, field):
+        return next(m[field] for m in c["metrics"] if m["name"] == name)
+    exit_ = ref = None
+    cases = bench("cpuid_exit")["cases"]
+    leaf = next(c for c in cases if c["name"].startswith("cpuid") and ok(c))
+    timer = next(c for c in cases if c["name"] == "timer_overhead" and ok(c))
+    if result["probe"]["virtualization"]["in_vm"]:
+        exit_ = metric(leaf, "cycles", "min") - metric(timer, "cycles", "min")
+    chase = [c for c in bench("ptrchase")["cases"] if ok(c)]
+    big = max((c for c in chase if c["name"].startswith("4k_")), key=lambda c: c["params"]["working_set_bytes"])
+    thp = next(c for c in chase if c["name"].startswith("thp_")
+               and c["params"]["working_set_bytes"] == big["params"]["working_set_bytes"])
+    ref = round((metric(big, "access", "median") - metric(thp, "access", "median")) * 10) / 10
+    return exit_, ref
+
+
+def test_machine_option_prices_the_counts_with_a_hw_lab_result(short, tmp_path):
+    path, _ = short
+    res_path = ROOT / "tests" / "server" / "fixtures" / "result-quick.json"
+    result = json.loads(res_path.read_text())
+    exit_, ref = machine_costs(result)
+    out = replay_json(path, "--machine", str(res_path), "--tables", "on-demand")
+    ym = out["your_machine"]
+    assert ym["cycles_per_exit"] == exit_ and ym["cycles_per_ref"] == ref and ym["in_vm"] is True
+    assert "cpuid_leaf0" in ym["exit_from"] and "ptrchase 4k_" in ym["ref_from"]
+    ca, trap = out["cost_model"]["cycles_per_access"], out["cost_model"]["refill_trap"]
+    cyc = {m["mode"]: m["accesses"] * ca + m["refs"] * ref + m["exits"] * exit_ + m["tlb_misses"] * trap
+           for m in out["modes"]}
+    for m in out["modes"]:
+        want = 100 * (cyc[m["mode"]] - cyc["native"]) / cyc["native"]
+        assert m["overhead_pct_machine"] == pytest.approx(want, abs=1e-4), m["mode"]
+    assert replay_json(path)["your_machine"] is None
+    # on bare metal there is no exit to take: the preset's stays
+    bare = json.loads(json.dumps(result))
+    bare["probe"]["virtualization"]["in_vm"] = False
+    (tmp_path / "bare.json").write_text(json.dumps(bare))
+    ym = replay_json(path, "--machine", str(tmp_path / "bare.json"))["your_machine"]
+    assert ym["cycles_per_exit"] is None and ym["in_vm"] is False and ym["cycles_per_ref"] == ref
+    # not a result: refused with a line that says so
+    (tmp_path / "x.json").write_text('{"format": "vmsim-replay/1"}')
+    p = replay(path, "--machine", str(tmp_path / "x.json"))
+    assert p.returncode == 2 and "not a hw-lab result" in p.stderr
+    t = replay(path, "--machine", str(res_path), fmt="table")
+    assert "on yours" in t.stdout and f"{exit_:g} cycles per exit" in t.stdout
+
+
+def test_exits_priced_by_kind(short):
+    """Each kind of exit has its price (cost-model.json exit_<kind>_cycles); the cycles add
+    them up by kind; --cycles-per-exit sets every kind."""
+    path, _ = short
+    costs = json.loads((ROOT / "wasm-core" / "data" / "cost-model.json").read_text())["parameters"]
+    out = replay_json(path, "--tables", "on-demand")
+    by_kind = out["cost_model"]["exit_cycles_by_kind"]
+    for kind in ("hidden_page_fault", "pt_write", "cr3_write", "ept_violation", "npt_fault", "flat_fill", "ept_misconfig"):
+        assert by_kind[kind] == costs[f"exit_{kind}_cycles"]["value"], kind
+    ca = out["cost_model"]["cycles_per_access"]
+    for m in out["modes"]:
+        assert m["cycles"] == round(m["accesses"] * ca + m["ref_cycles"] +
+                                    sum(n * by_kind[k] for k, n in m["exits_by_kind"].items())), m["mode"]
+    one = replay_json(path, "--tables", "on-demand", "--cycles-per-exit", "100")
+    assert set(one["cost_model"]["exit_cycles_by_kind"].values()) == {100}
+    for m, o in zip(out["modes"], one["modes"]):
+        assert o["cycles"] == m["cycles"] - m["exits"] * 1700 + m["exits"] * 100 or m["exits"] == 0
+

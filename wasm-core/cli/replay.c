@@ -21,6 +21,7 @@ static void replay_usage(FILE *f)
 {
     fprintf(f, "usage: vmsim replay FILE [--modes native,ept,npt,shadow,flat] [--preset x86-server|sunway-1621]\n"
                "                   [--guest-pages 4k|2m] [--huge-min N] [--host-pages 2m|4k] [--start cold|warm]\n"
+               "                   [--tables built|on-demand] [--machine HW-LAB-RESULT.json]\n"
                "                   [--format table|json|csv] [--cycles-per-access C] [--cycles-per-ref C]\n"
                "                   [--cycles-per-exit C] [--refill-trap C] [--quiet]\n"
                "  replays a trace recorded with hw-lab/run trace through every mode and prints a row per mode\n"
@@ -126,10 +127,42 @@ static bool add_choice(strbuf *o, const char *key, const char *flag, const char 
     return false;
 }
 
+/* --machine FILE: a hw-lab result's costs beside the preset's (machine.c). */
+static bool add_machine(strbuf *o, const char *path)
+{
+    if (!path) {
+        fprintf(stderr, "vmsim replay: --machine needs a hw-lab result file (results/*.json)\n");
+        return false;
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "vmsim replay: --machine: cannot open %s: %s\n", path, strerror(errno));
+        return false;
+    }
+    size_t cap = 8u << 20, n = 0;
+    char *text = malloc(cap);
+    if (text)
+        n = fread(text, 1, cap, f);
+    bool too_big = text && n == cap;
+    fclose(f);
+    strbuf m;
+    sb_init(&m);
+    char err[200];
+    bool ok = text && !too_big && machine_option(text, n, &m, err, sizeof err) && !m.oom;
+    if (!ok)
+        fprintf(stderr, "vmsim replay: --machine %s: %s\n", path,
+                !text ? "out of memory" : too_big ? "larger than 8 MiB: not a hw-lab result" : m.oom ? "out of memory" : err);
+    else
+        sb_puts(o, o->len > 1 ? m.data : m.data + 1);
+    sb_free(&m);
+    free(text);
+    return ok;
+}
+
 int replay_main(int argc, char **argv)
 {
     static const char *const presets[] = {"x86-server", "sunway-1621", NULL}, *const gp[] = {"4k", "2m", NULL},
-                             *const hp[] = {"2m", "4k", NULL}, *const st[] = {"cold", "warm", NULL},
+                             *const hp[] = {"2m", "4k", NULL}, *const st[] = {"cold", "warm", NULL}, *const tb[] = {"built", "on-demand", NULL},
                              *const fm[] = {"table", "json", "csv", NULL},
                              *const modes[] = {"native", "ept", "npt", "shadow", "flat", NULL};
     const char *file = NULL;
@@ -184,6 +217,8 @@ int replay_main(int argc, char **argv)
         else if (!strcmp(f, "--guest-pages")) ok = add_choice(&o, "guest_pages", f, v, gp);
         else if (!strcmp(f, "--host-pages")) ok = add_choice(&o, "host_pages", f, v, hp);
         else if (!strcmp(f, "--start")) ok = add_choice(&o, "start", f, v, st);
+        else if (!strcmp(f, "--tables")) ok = add_choice(&o, "tables", f, v, tb);
+        else if (!strcmp(f, "--machine")) ok = add_machine(&o, v);
         else if (!strcmp(f, "--format")) ok = format_set = add_choice(&o, "format", f, v, fm);
         else if (!strcmp(f, "--huge-min")) ok = add_number(&o, "huge_min", f, v, 1, 512);
         else if (!strcmp(f, "--cycles-per-access")) ok = add_number(&o, "cycles_per_access", f, v, 0, 1e6);

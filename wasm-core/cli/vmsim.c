@@ -21,6 +21,7 @@ static void usage(FILE *f)
                "       vmsim image FILE      print the built machine (memory words, CR3s, EPTP) as JSON\n"
                "       vmsim experiment [--workload NAME] [--accesses N] [--seed N] [--footprint MIB]\n"
                "                        [--spaces N] [--cr3-targets N] [--paravirt-cr3] [--format table|json|csv]\n"
+               "                        [--tables built|on-demand]\n"
                "                        [--cycles-per-access C] [--cycles-per-ref C] [--cycles-per-exit C]\n"
                "                        [--cycles-per-vmfunc C] [--refill-trap C]\n"
                "                             run a synthetic workload under every mode (default: all workloads)\n"
@@ -130,6 +131,13 @@ static int experiment_main(int argc, char **argv)
         } else if (!strcmp(f, "--spaces")) {
             if (!parse_number(f, v, 1, 64, &d)) return 2;
             o.spaces = (uint32_t)d;
+        } else if (!strcmp(f, "--tables")) {
+            if (v && (!strcmp(v, "built") || !strcmp(v, "on-demand")))
+                o.on_demand = !strcmp(v, "on-demand");
+            else {
+                fprintf(stderr, "vmsim experiment: --tables must be built or on-demand\n");
+                return 2;
+            }
         } else if (!strcmp(f, "--cr3-targets")) {
             if (!parse_number(f, v, 0, 4, &d)) return 2;
             o.cr3_targets = (uint32_t)d;

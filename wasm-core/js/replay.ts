@@ -13,6 +13,10 @@ export interface ReplayOptions {
   huge_min?: number;
   host_pages?: '2m' | '4k';
   start?: 'cold' | 'warm';
+  /** The learner's machine's costs (replay.md, "Your machine"), priced beside the preset's. */
+  machine?: { label?: string; cycles_per_exit?: number; exit_from?: string; cycles_per_ref?: number; ref_from?: string; in_vm?: boolean };
+  /** Every mode's tables built in advance (default) or filled on demand (model.md 1). */
+  tables?: 'built' | 'on-demand';
   format?: 'json' | 'table' | 'csv';
   cycles_per_access?: number;
   cycles_per_ref?: number;
@@ -30,12 +34,21 @@ export interface ReplayReport {
   };
   machine: {
     preset: 'x86-server' | 'sunway-1621'; guest_paging: '4level'; guest_pages: '4k' | '2m'; huge_min: number;
-    host_pages: '2m' | '4k'; start: 'cold' | 'warm'; guest_4k_pages: number; guest_2m_pages: number;
+    host_pages: '2m' | '4k'; start: 'cold' | 'warm'; tables: 'built' | 'on-demand'; guest_4k_pages: number; guest_2m_pages: number;
     guest_table_frames: number; guest_ram_bytes: number; tlb_entries: number; pwc_entries: number; ntlb_entries: number;
   };
-  cost_model: { cycles_per_access: number; cycles_per_ref: number; cycles_per_exit: number; refill_trap: number };
+  cost_model: {
+    cycles_per_access: number; cycles_per_ref: number; cycles_per_exit: number; refill_trap: number;
+    /** by-where: a reference costs what the level it was found in costs (model.md 5c); flat: cycles_per_ref. */
+    per_ref?: 'by-where' | 'flat'; ref_cycles_by_where?: Partial<Record<RefWhere, number>> | null;
+  };
+  /** A hw-lab result's costs (`--machine`, option machine), null without one. */
+  your_machine?: { label: string; in_vm: boolean; cycles_per_exit: number | null; exit_from: string | null;
+    cycles_per_ref: number | null; ref_from: string | null } | null;
   modes: ReplayModeResult[];
 }
+
+export type RefWhere = 'walk_cache' | 'l1' | 'l2' | 'llc' | 'memory';
 
 export type ExitKind = 'hidden_page_fault' | 'pt_write' | 'cr3_write' | 'reflected_page_fault' | 'ept_violation' |
   'ept_misconfig' | 'npt_fault' | 'flat_fill';
@@ -45,6 +58,9 @@ export interface ReplayModeResult {
   tlb_misses: number; tlb_miss_pct: number; walks: number; pwc_hits: number; ntlb_hits: number; ad_writes: number;
   exits: number; exits_per_1k: number; exits_by_kind: Record<ExitKind, number>; faults: number; cycles: number;
   cycles_per_access: number; overhead_pct: number | null;
+  /** references by where the entry was found, the program's accesses likewise, the references' cycles */
+  overhead_pct_machine?: number | null;
+  refs_by_where?: Record<RefWhere, number>; data_by_where?: Record<Exclude<RefWhere, 'walk_cache'>, number>; ref_cycles?: number;
 }
 
 /** A trace the engine (or the gzip layer) refused: `message` says what is wrong. */

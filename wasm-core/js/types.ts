@@ -55,10 +55,10 @@ export interface Scenario {
   nested?: {
     levels?: 4 | 5; table_base?: Hex; ad?: boolean; memory_type?: 0 | 6; execute_only?: boolean;
     host_nxe?: boolean; host_smep?: boolean; mappings: NestedMapping[]; overrides?: NestedOverride[];
-    vmfunc?: boolean; eptp_list?: { mappings: NestedMapping[]; overrides?: NestedOverride[] }[];
+    on_demand?: boolean; vmfunc?: boolean; eptp_list?: { mappings: NestedMapping[]; overrides?: NestedOverride[] }[];
   };
   flat?: { table_base?: Hex; guest_ram: Hex; prefill?: boolean; mappings: MemorySlot[] };
-  shadow?: { table_base?: Hex; mappings: MemorySlot[]; cr3_targets?: number };
+  shadow?: { table_base?: Hex; mappings: MemorySlot[]; cr3_targets?: number; prefill?: boolean };
   caches?: CacheConfig;
   accesses: Access[];
 }

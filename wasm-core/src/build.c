@@ -52,6 +52,18 @@ bool nested_lookup(machine *m, uint64_t gpa, uint64_t *hpa)
         *hpa = gpa;
         return true;
     }
+    if (m->s->nested_on_demand) {
+        /* the VMM's view is its memory slots, filled in the nested table or not */
+        for (uint32_t i = 0; i < m->s->n_nmaps; i++) {
+            const nested_map *nm = &m->s->nmaps[i];
+            uint64_t span = page_bytes(nm->page) * nm->pages;
+            if (gpa >= nm->gpa && gpa - nm->gpa < span) {
+                *hpa = nm->hpa + (gpa - nm->gpa);
+                return true;
+            }
+        }
+        return false;
+    }
     uint64_t table = m->nested_root;
     for (int level = m->s->nested_levels; level >= 1; level--) {
         uint64_t e = mem_read(&m->mem, table + 8u * nested_index(gpa, level), 8);
@@ -127,6 +139,43 @@ static bool build_ept(bctx *b, const char *label, const nested_map *maps, uint32
     return true;
 }
 
+bool nested_demand_fill(machine *m, uint64_t gpa, uint64_t *leaf_hpa, uint64_t *leaf)
+{
+    const scenario *s = m->s;
+    const nested_map *nm = NULL;
+    for (uint32_t i = 0; i < s->n_nmaps && !nm; i++) {
+        uint64_t span = page_bytes(s->nmaps[i].page) * s->nmaps[i].pages;
+        if (gpa >= s->nmaps[i].gpa && gpa - s->nmaps[i].gpa < span)
+            nm = &s->nmaps[i];
+    }
+    if (!nm)
+        return false;
+    uint64_t size = page_bytes(nm->page), base = gpa & ~(size - 1);
+    int leaf_level = nested_leaf_level(nm->page);
+    uint64_t table = m->nested_root;
+    for (int level = s->nested_levels; level > leaf_level; level--) {
+        uint64_t ea = table + 8u * nested_index(gpa, level);
+        uint64_t e = mem_read(&m->mem, ea, 8);
+        if (e == 0) {
+            uint64_t t = s->nested_table_base + (uint64_t)m->nested_frames * FRAME_SIZE;
+            if ((t >> s->maxphyaddr) || !mem_frame_create(&m->mem, t))
+                return false;
+            m->nested_frames++;
+            e = t | m->nf->nonleaf_bits;
+            mem_write_existing(&m->mem, ea, 8, e);
+        } else if (nested_is_leaf(e, level))
+            return false;
+        table = e & bits_range(51, 12);
+    }
+    uint64_t ea = table + 8u * nested_index(gpa, leaf_level);
+    if (mem_read(&m->mem, ea, 8) != 0)
+        return false;
+    *leaf = m->nf->make_leaf(s, nm, nm->hpa + (base - nm->gpa));
+    *leaf_hpa = ea;
+    mem_write_existing(&m->mem, ea, 8, *leaf);
+    return true;
+}
+
 static uint64_t make_eptp(const scenario *s, uint64_t root)
 {
     return root | ((uint64_t)(s->nested_levels - 1) << 3) | (s->ept_ad ? BIT(6) : 0) | (uint64_t)s->eptp_memtype;
@@ -138,7 +187,8 @@ static bool build_nested(bctx *b)
 {
     machine *m = b->m;
     const scenario *s = b->s;
-    if (!build_ept(b, "nested.mappings", s->nmaps, s->n_nmaps, &m->nested_root))
+    /* on demand: only the root; the mappings are the memory slots the VMM fills from */
+    if (!build_ept(b, "nested.mappings", s->nmaps, s->nested_on_demand ? 0 : s->n_nmaps, &m->nested_root))
         return false;
     if (!s->vmfunc)
         return true;
@@ -443,7 +493,7 @@ bool machine_build(machine *m, const scenario *s, char *err, size_t errlen)
     bctx b = {.m = m, .s = s, .err = err, .errlen = errlen};
     if (!make_caches(&b) || (m->nf && !build_nested(&b)) || (m->flat && !build_flat(&b)) || !build_guest(&b) || !apply_guest_overrides(&b) ||
         (s->paging == PAGING_PAE && !load_pdptes(&b)) || !apply_nested_overrides(&b) ||
-        (m->shadow && !shadow_build(m, err, errlen))) {
+        (m->shadow && !shadow_build(m, err, errlen)) || (m->shadow && s->shadow_prefill && !shadow_prefill(m, err, errlen))) {
         machine_free(m);
         return false;
     }

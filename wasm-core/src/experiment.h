@@ -16,6 +16,7 @@ typedef struct experiment_opts {
     uint32_t spaces;            /* memcached: address spaces */
     uint32_t cr3_targets;       /* shadow: VMX CR3-target values */
     bool paravirt_cr3;          /* shadow: the paravirtual CR3 cache */
+    bool on_demand;             /* tables filled on demand, not built in advance (model.md 5b) */
     double cycles_per_access, cycles_per_ref, cycles_per_exit, cycles_per_vmfunc, refill_trap_cycles;
     enum exp_format format;
     bool progress;

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dcache.h"
 #include "mem.h"
 
 #define BIT(n) (1ull << (n))
@@ -144,6 +145,7 @@ typedef struct scenario {
     uint32_t n_nmaps;
     nested_override *novr;
     uint32_t n_novr;
+    bool nested_on_demand;      /* nested.on_demand: mappings are memory slots, entries filled on first touch */
     bool vmfunc;                /* VM functions enabled with EPTP switching (EPT only) */
     ept_def *eptp_list;         /* EPTP-list entries 1..n (entry 0 is the main EPT) */
     uint32_t n_eptp_list;
@@ -157,6 +159,7 @@ typedef struct scenario {
     uint64_t shadow_table_base;
     uint32_t cr3_targets;       /* VMX CR3-target values: the first n address spaces */
     bool pv_cr3_cache;          /* the 2007 paravirtual 4-entry guest_cr3 -> host_cr3 cache */
+    bool shadow_prefill;        /* shadow.prefill: every mapped page shadowed at build time */
     /* caches (all sizes 0 = off) */
     uint32_t tlb_entries, tlb_ways, pwc_entries, ntlb_entries, ntlb_ways;
     bool flush_on_eptp_switch;
@@ -256,6 +259,8 @@ typedef struct machine {
     uint32_t wp_cap, wp_count;
     uint32_t pv_cache[4], pv_n; /* paravirtual guest_cr3 -> host_cr3 cache (address spaces, LRU first) */
     uint32_t exit_counts[4];    /* shadow exits: hidden page fault, pt write, cr3 write, reflected #PF */
+    uint32_t nested_fills;      /* nested.on_demand: EPT violations / NPT faults the VMM filled */
+    dcache *dc;                 /* the data caches page-table entry reads go through (the replay's); NULL: none */
     uint64_t flat_page;         /* bytes per guest frame in the flat table */
     uint64_t cr3;               /* of the active address space */
     uint64_t cr3s[64];          /* one per address space */
@@ -270,6 +275,13 @@ typedef struct machine {
     uint64_t pdpte[4], pdpte_hpa[4];
     uint32_t guest_frames, nested_frames;
 } machine;
+
+/* A page-table entry read at hpa: where the data caches found it (when the machine has them). */
+static inline void dc_ref(machine *m, uint64_t hpa)
+{
+    if (m->dc)
+        m->dc->refs[dcache_access(m->dc, hpa)]++;
+}
 
 uint64_t page_bytes(enum vm_page p);
 const guest_format *guest_format_for(enum vm_paging p);
@@ -292,6 +304,7 @@ void tlb_insert(machine *m, const vm_access *a, uint64_t gpa, uint64_t hpa, uint
 
 /* shadow.c */
 bool shadow_build(machine *m, char *err, size_t errlen);
+bool shadow_prefill(machine *m, char *err, size_t errlen);
 void shadow_free(machine *m);
 void shadow_translate(machine *m, const vm_access *a, vm_result *r);
 void shadow_event(machine *m, const vm_access *a, vm_result *r);
@@ -312,6 +325,10 @@ bool machine_build(machine *m, const scenario *s, char *err, size_t errlen);
 void machine_free(machine *m);
 /* Lookup through the nested tables without checks or A/D: the hypervisor's view. */
 bool nested_lookup(machine *m, uint64_t gpa, uint64_t *hpa);
+/* nested.on_demand: the VMM's answer to a not-present nested entry for gpa: the leaf of
+ * the memory slot holding it (tables as needed). False when no slot holds gpa or the
+ * entry is there already (a fault of another kind). */
+bool nested_demand_fill(machine *m, uint64_t gpa, uint64_t *leaf_hpa, uint64_t *leaf);
 
 /* translate.c (4) */
 void translate(machine *m, const vm_access *a, vm_result *r);

@@ -6,6 +6,8 @@
  * the trace's length, and nothing is allocated per access. */
 #include "vmsim_replay.h"
 #include "cache.h"
+#include "cost_params.h"
+#include "dcache.h"
 #include "experiment.h"
 #include "json.h"
 #include "model.h"
@@ -48,9 +50,17 @@ typedef struct replay_opts {
     unsigned modes;                 /* bit per mode */
     int preset;                     /* 0 x86-server, 1 sunway-1621 */
     bool guest_2m, host_4k, warm;
+    bool on_demand;                 /* tables filled on demand (model.md 5, "Tables at the start") */
     uint32_t huge_min;
     int format;
     double cycles_per_access, cycles_per_ref, cycles_per_exit, refill_trap;
+    bool flat_ref;                  /* cycles_per_ref given: every reference costs it, wherever found */
+    bool mine;                      /* "machine": the learner's machine's costs, beside the preset's */
+    double mine_exit, mine_ref;     /* < 0: not measured, the preset's stands */
+    char mine_label[128], mine_exit_from[160], mine_ref_from[200];
+    bool mine_in_vm;
+    double where[DC_WHERE + 1];     /* cycles of a reference found in L1, L2, LLC, memory, a walk cache */
+    double exit_kind[8];            /* cycles of an exit by kind (exit_kind_names) */
 } replay_opts;
 
 /* Pages whose last access in a mode was answered by its TLB, and the TLB line that
@@ -64,6 +74,7 @@ typedef struct tlb_memo {
     uint64_t key;           /* page | gen << 36 (pages are below 2^35) */
     uint32_t ops;           /* bit per vm_op that hit */
     uint64_t *age;          /* the line's age in the TLB (cache.h) */
+    uint64_t hpa_page;      /* where the page is in host memory (for the data caches) */
 } tlb_memo;
 #define MEMO_KEY(page, gen) ((page) | (uint64_t)(gen) << 36)
 
@@ -103,8 +114,10 @@ struct vmsim_replay {
     machine m[N_REPLAY_MODES];
     bool built[N_REPLAY_MODES];
     uint32_t exit_base[N_REPLAY_MODES][4];
+    uint32_t fill_base[N_REPLAY_MODES];     /* nested fills before counting */
     mode_stats st[N_REPLAY_MODES];
     mode_memo memo[N_REPLAY_MODES];
+    dcache dc[N_REPLAY_MODES];      /* each mode's data caches, sized from the preset */
     vm_result *r;
     trace_access batch[BATCH];
     uint16_t run[BATCH];
@@ -157,6 +170,79 @@ static bool opt_number(vmsim_replay *r, const json_value *root, const char *key,
     return true;
 }
 
+/* The cycles of a page-table entry read by where it is found (model.md 5c). */
+static void set_where(replay_opts *o)
+{
+    bool sw = o->preset == 1;
+    o->where[DC_L1] = sw ? COST_SUNWAY_L1_CYCLES : COST_X86_L1_CYCLES;
+    o->where[DC_L2] = sw ? COST_SUNWAY_L2_CYCLES : COST_X86_L2_CYCLES;
+    o->where[DC_LLC] = sw ? 0 : COST_X86_LLC_CYCLES;
+    o->where[DC_MEMORY] = sw ? COST_SUNWAY_MEMORY_CYCLES : COST_X86_MEMORY_CYCLES;
+    o->where[DC_WHERE] = COST_WALK_CACHE_HIT_CYCLES;
+}
+
+/* The cycles of each kind of exit (model.md 5c); --cycles-per-exit sets them all. */
+static void set_exit_kinds(replay_opts *o, bool all_one)
+{
+    static const double k[] = {COST_EXIT_HIDDEN_PAGE_FAULT_CYCLES, COST_EXIT_PT_WRITE_CYCLES, COST_EXIT_CR3_WRITE_CYCLES,
+                               COST_EXIT_HIDDEN_PAGE_FAULT_CYCLES, COST_EXIT_EPT_VIOLATION_CYCLES,
+                               COST_EXIT_EPT_MISCONFIG_CYCLES, COST_EXIT_NPT_FAULT_CYCLES, COST_EXIT_FLAT_FILL_CYCLES};
+    for (int i = 0; i < 8; i++)
+        o->exit_kind[i] = all_one ? o->cycles_per_exit : k[i];
+}
+
+/* {"label", "cycles_per_exit"?, "exit_from"?, "cycles_per_ref"?, "ref_from"?, "in_vm"?}: the
+ * learner's machine (vmsim replay --machine, the page's "your machine"). */
+static bool parse_machine(vmsim_replay *r, const json_value *m)
+{
+    replay_opts *o = &r->o;
+    o->mine_exit = o->mine_ref = -1;
+    if (!m)
+        return true;
+    static const char *const keys[] = {"label", "cycles_per_exit", "exit_from", "cycles_per_ref", "ref_from", "in_vm", NULL};
+    if (m->type != JSON_OBJECT) {
+        failf(r, VMSIM_REPLAY_BAD_TRACE, "option machine must be an object (label, cycles_per_exit, cycles_per_ref)");
+        return false;
+    }
+    for (const json_value *c = m->first_child; c; c = c->next) {
+        bool known = false;
+        for (int i = 0; keys[i]; i++)
+            known |= !strcmp(c->key, keys[i]);
+        if (!known) {
+            failf(r, VMSIM_REPLAY_BAD_TRACE, "unknown key machine.%.40s", c->key);
+            return false;
+        }
+    }
+    const json_value *v;
+    struct { const char *key; char *dst; size_t n; } strs[] = {{"label", o->mine_label, sizeof o->mine_label},
+        {"exit_from", o->mine_exit_from, sizeof o->mine_exit_from}, {"ref_from", o->mine_ref_from, sizeof o->mine_ref_from}};
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
+        if ((v = json_get(m, strs[i].key))) {
+            if (v->type != JSON_STRING) {
+                failf(r, VMSIM_REPLAY_BAD_TRACE, "machine.%s must be a string", strs[i].key);
+                return false;
+            }
+            snprintf(strs[i].dst, strs[i].n, "%s", v->str);
+        }
+    if ((v = json_get(m, "cycles_per_exit"))) {
+        if (v->type != JSON_NUMBER || v->number < 0 || v->number > 1e9) {
+            failf(r, VMSIM_REPLAY_BAD_TRACE, "machine.cycles_per_exit must be a number from 0 to 1e9");
+            return false;
+        }
+        o->mine_exit = v->number;
+    }
+    if ((v = json_get(m, "cycles_per_ref"))) {
+        if (v->type != JSON_NUMBER || v->number < 0 || v->number > 1e6) {
+            failf(r, VMSIM_REPLAY_BAD_TRACE, "machine.cycles_per_ref must be a number from 0 to 1e6");
+            return false;
+        }
+        o->mine_ref = v->number;
+    }
+    o->mine_in_vm = (v = json_get(m, "in_vm")) && v->type == JSON_BOOL && v->boolean;
+    o->mine = true;
+    return true;
+}
+
 static bool parse_options(vmsim_replay *r, const char *text, size_t len)
 {
     replay_opts *o = &r->o;
@@ -165,6 +251,9 @@ static bool parse_options(vmsim_replay *r, const char *text, size_t len)
     *o = (replay_opts){.modes = (1u << N_REPLAY_MODES) - 1, .huge_min = 1, .format = FMT_JSON,
                        .cycles_per_access = e.cycles_per_access, .cycles_per_ref = e.cycles_per_ref,
                        .cycles_per_exit = e.cycles_per_exit, .refill_trap = e.refill_trap_cycles};
+    set_where(o);
+    set_exit_kinds(o, false);
+    o->mine_exit = o->mine_ref = -1;
     if (!text || !len)
         return true;
     json_doc doc;
@@ -173,7 +262,7 @@ static bool parse_options(vmsim_replay *r, const char *text, size_t len)
         return false;
     }
     static const char *const keys[] = {"modes", "preset", "guest_pages", "huge_min", "host_pages", "start", "format",
-                                       "cycles_per_access", "cycles_per_ref", "cycles_per_exit", "refill_trap", NULL};
+                                       "cycles_per_access", "cycles_per_ref", "cycles_per_exit", "refill_trap", "tables", "machine", NULL};
     bool ok = false;
     const json_value *root = doc.root;
     if (root->type != JSON_OBJECT) {
@@ -210,12 +299,12 @@ static bool parse_options(vmsim_replay *r, const char *text, size_t len)
         }
     }
     static const char *const gp[] = {"4k", "2m"}, *const hp[] = {"2m", "4k"}, *const st[] = {"cold", "warm"},
-                             *const fm[] = {"json", "table", "csv"};
-    int g = 0, hpi = 0, s = 0;
+                             *const fm[] = {"json", "table", "csv"}, *const tb[] = {"built", "on-demand"};
+    int g = 0, hpi = 0, s = 0, tbi = 0;
     double huge = 1;
     if (!opt_enum(r, root, "preset", preset_names, 2, &o->preset) || !opt_enum(r, root, "guest_pages", gp, 2, &g) ||
         !opt_enum(r, root, "host_pages", hp, 2, &hpi) || !opt_enum(r, root, "start", st, 2, &s) ||
-        !opt_enum(r, root, "format", fm, 3, &o->format) || !opt_number(r, root, "huge_min", 1, 512, &huge) ||
+        !opt_enum(r, root, "format", fm, 3, &o->format) || !opt_enum(r, root, "tables", tb, 2, &tbi) || !opt_number(r, root, "huge_min", 1, 512, &huge) ||
         !opt_number(r, root, "cycles_per_access", 0, 1e6, &o->cycles_per_access) ||
         !opt_number(r, root, "cycles_per_ref", 0, 1e6, &o->cycles_per_ref) ||
         !opt_number(r, root, "cycles_per_exit", 0, 1e9, &o->cycles_per_exit) ||
@@ -224,6 +313,12 @@ static bool parse_options(vmsim_replay *r, const char *text, size_t len)
     o->guest_2m = g == 1;
     o->host_4k = hpi == 1;
     o->warm = s == 1;
+    o->on_demand = tbi == 1;
+    o->flat_ref = json_get(root, "cycles_per_ref") != NULL;
+    set_exit_kinds(o, json_get(root, "cycles_per_exit") != NULL);
+    if (!parse_machine(r, json_get(root, "machine")))
+        goto out;
+    set_where(o);
     o->huge_min = (uint32_t)huge;
     ok = true;
 out:
@@ -307,18 +402,19 @@ static char *skeleton_json(const vmsim_replay *r, int mode)
     uint64_t frames = r->ram_bytes >> 12;
     if (mode == M_EPT || mode == M_NPT) {
         bool huge = !r->o.host_4k;
-        sb_printf(&sb, ",\"nested\":{\"table_base\":\"0x%llx\",\"mappings\":[{\"gpa\":\"0x0\",\"hpa\":\"0x%llx\","
-                       "\"page\":\"%s\",\"pages\":%llu}]}",
-                  (unsigned long long)HOST_TABLES, (unsigned long long)HOST_BASE, huge ? "2M" : "4K",
+        sb_printf(&sb, ",\"nested\":{\"table_base\":\"0x%llx\",\"on_demand\":%s,\"mappings\":[{\"gpa\":\"0x0\","
+                       "\"hpa\":\"0x%llx\",\"page\":\"%s\",\"pages\":%llu}]}",
+                  (unsigned long long)HOST_TABLES, r->o.on_demand ? "true" : "false", (unsigned long long)HOST_BASE, huge ? "2M" : "4K",
                   (unsigned long long)(huge ? r->ram_bytes >> 21 : frames));
     } else if (mode == M_FLAT) {
-        sb_printf(&sb, ",\"flat\":{\"table_base\":\"0x%llx\",\"guest_ram\":\"0x%llx\",\"prefill\":true,\"mappings\":"
+        sb_printf(&sb, ",\"flat\":{\"table_base\":\"0x%llx\",\"guest_ram\":\"0x%llx\",\"prefill\":%s,\"mappings\":"
                        "[{\"gpa\":\"0x0\",\"hpa\":\"0x%llx\",\"pages\":%llu}]}",
-                  (unsigned long long)HOST_TABLES, (unsigned long long)r->ram_bytes, (unsigned long long)HOST_BASE,
-                  (unsigned long long)frames);
+                  (unsigned long long)HOST_TABLES, (unsigned long long)r->ram_bytes, r->o.on_demand ? "false" : "true",
+                  (unsigned long long)HOST_BASE, (unsigned long long)frames);
     } else if (mode == M_SHADOW) {
-        sb_printf(&sb, ",\"shadow\":{\"table_base\":\"0x%llx\",\"mappings\":[{\"gpa\":\"0x0\",\"hpa\":\"0x%llx\",\"pages\":%llu}]}",
-                  (unsigned long long)HOST_TABLES, (unsigned long long)HOST_BASE, (unsigned long long)frames);
+        sb_printf(&sb, ",\"shadow\":{\"table_base\":\"0x%llx\",\"prefill\":%s,\"mappings\":[{\"gpa\":\"0x0\",\"hpa\":\"0x%llx\","
+                       "\"pages\":%llu}]}",
+                  (unsigned long long)HOST_TABLES, r->o.on_demand ? "false" : "true", (unsigned long long)HOST_BASE, (unsigned long long)frames);
     }
     sb_printf(&sb, ",\"caches\":{\"preset\":\"%s\"},\"accesses\":[]}", preset_names[r->o.preset]);
     return sb_take(&sb);
@@ -467,6 +563,16 @@ static int build_machines(vmsim_replay *r)
             return failf(r, VMSIM_REPLAY_BAD_TRACE, "building the guest's tables for mode %s: %s", replay_mode_names[mode], err);
         }
         r->built[mode] = true;
+        bool sw = r->o.preset == 1;
+        const uint32_t bytes[3] = {sw ? COST_SUNWAY_L1_BYTES : COST_X86_L1_BYTES, sw ? COST_SUNWAY_L2_BYTES : COST_X86_L2_BYTES,
+                                   sw ? 0 : COST_X86_LLC_BYTES};
+        const uint32_t ways[3] = {sw ? COST_SUNWAY_L1_WAYS : COST_X86_L1_WAYS, sw ? COST_SUNWAY_L2_WAYS : COST_X86_L2_WAYS,
+                                  sw ? 1 : COST_X86_LLC_WAYS};
+        if (!dcache_init(&r->dc[mode], bytes, ways)) {
+            free(maps);
+            return failf(r, VMSIM_REPLAY_NO_MEMORY, "out of memory for the data caches of mode %s", replay_mode_names[mode]);
+        }
+        r->m[mode].dc = &r->dc[mode];
     }
     free(maps);
     return 0;
@@ -621,6 +727,9 @@ EXPORT int vmsim_replay_scan_end(vmsim_replay *r)
     for (int mode = 0; mode < N_REPLAY_MODES; mode++)
         if (r->built[mode]) {
             memcpy(r->exit_base[mode], r->m[mode].exit_counts, sizeof r->exit_base[mode]);
+            r->fill_base[mode] = r->m[mode].nested_fills;
+            memset(r->dc[mode].refs, 0, sizeof r->dc[mode].refs);     /* the warm-up's reads warmed the caches only */
+            memset(r->dc[mode].data, 0, sizeof r->dc[mode].data);
             r->memo[mode].gen = 1;      /* every slot (gen 0) invalid */
         }
     trace_decoder_init(&r->dec);
@@ -661,8 +770,11 @@ static void translate_one(machine *m, mode_memo *mm, vm_result *res, mode_stats 
     st->pwc_hits += res->pwc_hits;
     st->ntlb_hits += res->ntlb_hits;
     st->outcomes[res->outcome]++;
-    if (res->outcome == OUT_OK)
+    if (res->outcome == OUT_OK) {
         st->exits_ok += res->exits;
+        if (res->hpa_valid)
+            m->dc->data[dcache_access(m->dc, res->hpa)]++;
+    }
     if (res->tlb_hit != 1) {
         st->tlb_misses += res->tlb_hit == 0;
         if (++mm->gen == 1u << 27) {     /* the key's 27 bits of generation wrap: forget every slot */
@@ -679,6 +791,7 @@ static void translate_one(machine *m, mode_memo *mm, vm_result *res, mode_stats 
         *e = (tlb_memo){.key = key};
     e->ops |= 1u << op;
     e->age = &m->tlb->age[line - m->tlb->lines];
+    e->hpa_page = res->hpa & ~0xFFFull;
 }
 
 /* One batch through one mode: the hot loop. Mode by mode rather than access by access:
@@ -703,6 +816,8 @@ static void run_batch(vmsim_replay *r, int mode, const trace_access *b, const ui
             tick += k;
             *e->age = (uint64_t)tick << 1 | 1;      /* what cache.c does to a line it finds */
             ok += k;
+            for (uint32_t j = 0; j < k; j++)         /* each access still reads its own line */
+                m->dc->data[dcache_access(m->dc, e->hpa_page | (b[i + j].addr & 0xFFF))]++;
             i += k - 1;
             continue;
         }
@@ -754,8 +869,11 @@ EXPORT int vmsim_replay_feed(vmsim_replay *r, const uint8_t *body, size_t n)
 
 /* ---- the report ---- */
 
+static const char *const where_names[] = {"l1", "l2", "llc", "memory", "walk_cache"};
+
 typedef struct derived {
-    double rpa, miss_pct, exits_per_k, cycles, cpa, overhead;
+    double rpa, miss_pct, exits_per_k, cycles, cpa, overhead, ref_cycles, exit_cycles, mine_cycles, mine_overhead;
+    uint64_t where[DC_WHERE + 1];   /* references by where found, then walk-cache and nested-TLB hits */
     bool has_overhead;
     uint64_t walks, faults, kinds[N_EXIT_KINDS];
 } derived;
@@ -768,9 +886,10 @@ static void derive(const vmsim_replay *r, int mode, derived *d)
     double acc = s->accesses ? (double)s->accesses : 1;
     for (int k = 0; k < 4; k++)
         d->kinds[k] = r->m[mode].exit_counts[k] - r->exit_base[mode][k];
-    d->kinds[EXIT_EPT_VIOLATION] = s->outcomes[OUT_EPT_VIOLATION];
+    uint64_t fills = r->m[mode].nested_fills - r->fill_base[mode];     /* on demand: violations the VMM filled */
+    d->kinds[EXIT_EPT_VIOLATION] = s->outcomes[OUT_EPT_VIOLATION] + (mode == M_EPT ? fills : 0);
     d->kinds[EXIT_EPT_MISCONFIG] = s->outcomes[OUT_EPT_MISCONFIG];
-    d->kinds[EXIT_NPT_FAULT] = s->outcomes[OUT_NPT_FAULT];
+    d->kinds[EXIT_NPT_FAULT] = s->outcomes[OUT_NPT_FAULT] + (mode == M_NPT ? fills : 0);
     d->kinds[EXIT_FLAT_FILL] = mode == M_FLAT ? s->exits_ok : 0;
     /* a hidden page fault is filled and the walk retried: one more walk */
     d->walks = s->tlb_misses + (mode == M_SHADOW ? d->kinds[EXIT_HPF] : 0);
@@ -778,14 +897,29 @@ static void derive(const vmsim_replay *r, int mode, derived *d)
     d->rpa = (double)s->refs / acc;
     d->miss_pct = 100.0 * (double)s->tlb_misses / acc;
     d->exits_per_k = 1000.0 * (double)s->exits / acc;
-    d->cycles = (double)s->accesses * o->cycles_per_access + (double)s->refs * o->cycles_per_ref +
-                (double)s->exits * o->cycles_per_exit + (r->o.preset == 1 ? (double)s->tlb_misses * o->refill_trap : 0);
+    memcpy(d->where, r->dc[mode].refs, sizeof r->dc[mode].refs);
+    d->where[DC_WHERE] = s->pwc_hits + s->ntlb_hits;
+    if (o->flat_ref)
+        d->ref_cycles = (double)s->refs * o->cycles_per_ref;
+    else
+        for (int w = 0; w <= DC_WHERE; w++)
+            d->ref_cycles += (double)d->where[w] * o->where[w];
+    for (int k = 0; k < N_EXIT_KINDS; k++)
+        d->exit_cycles += (double)d->kinds[k] * o->exit_kind[k];
+    d->cycles = (double)s->accesses * o->cycles_per_access + d->ref_cycles + d->exit_cycles +
+                (r->o.preset == 1 ? (double)s->tlb_misses * o->refill_trap : 0);
     d->cpa = d->cycles / acc;
+    /* on the learner's machine: its exit and reference where it measured them, the rest the preset's */
+    d->mine_cycles = (double)s->accesses * o->cycles_per_access +
+                     (o->mine_ref >= 0 ? (double)s->refs * o->mine_ref : d->ref_cycles) +
+                     (o->mine_exit >= 0 ? (double)s->exits * o->mine_exit : d->exit_cycles) +
+                     (r->o.preset == 1 ? (double)s->tlb_misses * o->refill_trap : 0);
     if (r->built[M_NATIVE]) {
         derived nd;
         if (mode != M_NATIVE) {
             derive(r, M_NATIVE, &nd);
             d->overhead = nd.cycles > 0 ? 100.0 * (d->cycles - nd.cycles) / nd.cycles : 0;
+            d->mine_overhead = nd.mine_cycles > 0 ? 100.0 * (d->mine_cycles - nd.mine_cycles) / nd.mine_cycles : 0;
         }
         d->has_overhead = true;
     }
@@ -811,15 +945,46 @@ static void report_json(const vmsim_replay *r, strbuf *sb)
         if (r->built[mode])
             any = &r->sc[mode];
     sb_printf(sb, "},\"machine\":{\"preset\":\"%s\",\"guest_paging\":\"4level\",\"guest_pages\":\"%s\",\"huge_min\":%u,"
-                  "\"host_pages\":\"%s\",\"start\":\"%s\",\"guest_4k_pages\":%u,\"guest_2m_pages\":%u,"
+                  "\"host_pages\":\"%s\",\"start\":\"%s\",\"tables\":\"%s\",\"guest_4k_pages\":%u,\"guest_2m_pages\":%u,"
                   "\"guest_table_frames\":%u,\"guest_ram_bytes\":%llu,\"tlb_entries\":%u,\"pwc_entries\":%u,"
                   "\"ntlb_entries\":%u},",
               preset_names[o->preset], o->guest_2m ? "2m" : "4k", o->huge_min, o->host_4k ? "4k" : "2m",
-              o->warm ? "warm" : "cold", r->n4k, r->n2m, r->table_frames, (unsigned long long)r->ram_bytes,
+              o->warm ? "warm" : "cold", o->on_demand ? "on-demand" : "built", r->n4k, r->n2m, r->table_frames, (unsigned long long)r->ram_bytes,
               any ? any->tlb_entries : 0, any ? any->pwc_entries : 0, any ? any->ntlb_entries : 0);
-    sb_printf(sb, "\"cost_model\":{\"cycles_per_access\":%g,\"cycles_per_ref\":%g,\"cycles_per_exit\":%g,\"refill_trap\":%g},"
-                  "\"modes\":[",
-              o->cycles_per_access, o->cycles_per_ref, o->cycles_per_exit, o->preset == 1 ? o->refill_trap : 0.0);
+    sb_printf(sb, "\"cost_model\":{\"cycles_per_access\":%g,\"cycles_per_ref\":%g,\"cycles_per_exit\":%g,\"refill_trap\":%g,"
+                  "\"per_ref\":\"%s\",\"ref_cycles_by_where\":",
+              o->cycles_per_access, o->cycles_per_ref, o->cycles_per_exit, o->preset == 1 ? o->refill_trap : 0.0,
+              o->flat_ref ? "flat" : "by-where");
+    if (o->flat_ref)
+        sb_puts(sb, "null");
+    else
+        for (int w = 0; w <= DC_WHERE; w++)
+            if (w != DC_LLC || o->preset != 1)
+                sb_printf(sb, "%s\"%s\":%g", w ? "," : "{", where_names[w], o->where[w]);
+    sb_puts(sb, o->flat_ref ? ",\"exit_cycles_by_kind\":{" : "},\"exit_cycles_by_kind\":{");
+    for (int k = 0; k < N_EXIT_KINDS; k++)
+        sb_printf(sb, "%s\"%s\":%g", k ? "," : "", exit_kind_names[k], o->exit_kind[k]);
+    sb_puts(sb, "}},\"your_machine\":");
+    if (!o->mine)
+        sb_puts(sb, "null");
+    else {
+        sb_puts(sb, "{\"label\":");
+        sb_json_string(sb, o->mine_label);
+        sb_printf(sb, ",\"in_vm\":%s,\"cycles_per_exit\":", o->mine_in_vm ? "true" : "false");
+        if (o->mine_exit >= 0) {
+            sb_printf(sb, "%g,\"exit_from\":", o->mine_exit);
+            sb_json_string(sb, o->mine_exit_from);
+        } else
+            sb_puts(sb, "null,\"exit_from\":null");
+        sb_puts(sb, ",\"cycles_per_ref\":");
+        if (o->mine_ref >= 0) {
+            sb_printf(sb, "%g,\"ref_from\":", o->mine_ref);
+            sb_json_string(sb, o->mine_ref_from);
+        } else
+            sb_puts(sb, "null,\"ref_from\":null");
+        sb_putc(sb, '}');
+    }
+    sb_puts(sb, ",\"modes\":[");
     bool first = true;
     for (int mode = 0; mode < N_REPLAY_MODES; mode++) {
         if (!r->built[mode])
@@ -837,10 +1002,21 @@ static void report_json(const vmsim_replay *r, strbuf *sb)
                   (unsigned long long)s->exits, d.exits_per_k);
         for (int k = 0; k < N_EXIT_KINDS; k++)
             sb_printf(sb, "%s\"%s\":%llu", k ? "," : "", exit_kind_names[k], (unsigned long long)d.kinds[k]);
-        sb_printf(sb, "},\"faults\":%llu,\"cycles\":%.0f,\"cycles_per_access\":%.4f,\"overhead_pct\":",
-                  (unsigned long long)d.faults, d.cycles, d.cpa);
+        sb_puts(sb, "},\"refs_by_where\":{");
+        for (int w = 0; w <= DC_WHERE; w++)
+            sb_printf(sb, "%s\"%s\":%llu", w ? "," : "", where_names[w], (unsigned long long)d.where[w]);
+        sb_puts(sb, "},\"data_by_where\":{");
+        for (int w = 0; w < DC_WHERE; w++)
+            sb_printf(sb, "%s\"%s\":%llu", w ? "," : "", where_names[w], (unsigned long long)r->dc[mode].data[w]);
+        sb_printf(sb, "},\"faults\":%llu,\"ref_cycles\":%.0f,\"cycles\":%.0f,\"cycles_per_access\":%.4f,\"overhead_pct\":",
+                  (unsigned long long)d.faults, d.ref_cycles, d.cycles, d.cpa);
         if (d.has_overhead)
-            sb_printf(sb, "%.4f}", d.overhead);
+            sb_printf(sb, "%.4f", d.overhead);
+        else
+            sb_puts(sb, "null");
+        sb_puts(sb, ",\"overhead_pct_machine\":");
+        if (d.has_overhead && o->mine)
+            sb_printf(sb, "%.4f}", d.mine_overhead);
         else
             sb_puts(sb, "null}");
         first = false;
@@ -858,10 +1034,11 @@ static void report_table(const vmsim_replay *r, strbuf *sb)
               (unsigned long long)h->counts[TRACE_MODIFY], (unsigned long long)h->pages,
               h->partial ? "\n  PARTIAL: " : "", h->partial ? h->partial_reason : "");
     sb_printf(sb, "machine: %s caches; guest 4-level paging, %u pages of 4 KiB and %u of 2 MiB; guest RAM on %s host pages; "
-                  "%s start\n",
-              preset_names[o->preset], r->n4k, r->n2m, o->host_4k ? "4 KiB" : "2 MiB", o->warm ? "warm" : "cold");
-    sb_printf(sb, "%-7s %9s %11s %10s %9s %9s %14s %9s\n", "mode", "refs/acc", "TLB miss %", "walks", "exits", "exits/1k",
-              "cycles/access", "overhead");
+                  "%s start, tables %s\n",
+              preset_names[o->preset], r->n4k, r->n2m, o->host_4k ? "4 KiB" : "2 MiB", o->warm ? "warm" : "cold",
+              o->on_demand ? "filled on demand" : "built in advance");
+    sb_printf(sb, "%-7s %9s %11s %10s %9s %9s %14s %9s%s\n", "mode", "refs/acc", "TLB miss %", "walks", "exits", "exits/1k",
+              "cycles/access", "overhead", o->mine ? "   on yours" : "");
     for (int mode = 0; mode < N_REPLAY_MODES; mode++) {
         if (!r->built[mode])
             continue;
@@ -872,8 +1049,11 @@ static void report_table(const vmsim_replay *r, strbuf *sb)
             snprintf(over, sizeof over, "%.2f%%", d.overhead);
         else
             snprintf(over, sizeof over, "-");
-        sb_printf(sb, "%-7s %9.3f %11.3f %10llu %9llu %9.3f %14.2f %9s\n", replay_mode_names[mode], d.rpa, d.miss_pct,
+        sb_printf(sb, "%-7s %9.3f %11.3f %10llu %9llu %9.3f %14.2f %9s", replay_mode_names[mode], d.rpa, d.miss_pct,
                   (unsigned long long)d.walks, (unsigned long long)r->st[mode].exits, d.exits_per_k, d.cpa, over);
+        if (o->mine && d.has_overhead)
+            sb_printf(sb, " %10.2f%%", d.mine_overhead);
+        sb_putc(sb, '\n');
     }
     for (int mode = 0; mode < N_REPLAY_MODES; mode++) {
         if (!r->built[mode] || !r->st[mode].exits)
@@ -886,11 +1066,45 @@ static void report_table(const vmsim_replay *r, strbuf *sb)
                 sb_printf(sb, " %llu %s", (unsigned long long)d.kinds[k], exit_kind_names[k]);
         sb_putc(sb, '\n');
     }
-    sb_printf(sb, "cost model: %g cycles per access, %g per page-walk reference, %g per VM exit", o->cycles_per_access,
-              o->cycles_per_ref, o->cycles_per_exit);
+    for (int mode = 0; mode < N_REPLAY_MODES; mode++) {
+        if (!r->built[mode])
+            continue;
+        derived d;
+        derive(r, mode, &d);
+        sb_printf(sb, "references under %s: %llu from a walk cache or the nested TLB, %llu L1, %llu L2, ", replay_mode_names[mode],
+                  (unsigned long long)d.where[DC_WHERE], (unsigned long long)d.where[DC_L1],
+                  (unsigned long long)d.where[DC_L2]);
+        if (o->preset != 1)
+            sb_printf(sb, "%llu LLC, ", (unsigned long long)d.where[DC_LLC]);
+        sb_printf(sb, "%llu memory: %.0f cycles\n", (unsigned long long)d.where[DC_MEMORY], d.ref_cycles);
+    }
+    if (o->flat_ref)
+        sb_printf(sb, "cost model: %g cycles per access, %g per page-walk reference wherever found, %g per VM exit",
+                  o->cycles_per_access, o->cycles_per_ref, o->cycles_per_exit);
+    else if (o->preset == 1)
+        sb_printf(sb, "cost model: %g cycles per access; a page-walk reference %g from L1, %g L2, %g memory (%g a walk-cache "
+                      "hit); %g per VM exit", o->cycles_per_access, o->where[DC_L1], o->where[DC_L2], o->where[DC_MEMORY],
+                  o->where[DC_WHERE], o->cycles_per_exit);
+    else
+        sb_printf(sb, "cost model: %g cycles per access; a page-walk reference %g from L1, %g L2, %g LLC, %g memory (%g a "
+                      "walk-cache or nested-TLB hit); %g per VM exit", o->cycles_per_access, o->where[DC_L1], o->where[DC_L2],
+                  o->where[DC_LLC], o->where[DC_MEMORY], o->where[DC_WHERE], o->cycles_per_exit);
     if (o->preset == 1)
         sb_printf(sb, ", %g per software TLB refill (Sunway)", o->refill_trap);
     sb_puts(sb, "; overhead against native on the same machine\n");
+    if (o->mine) {
+        sb_printf(sb, "on yours (%s): ", o->mine_label[0] ? o->mine_label : "your machine");
+        if (o->mine_exit >= 0)
+            sb_printf(sb, "%g cycles per exit (%s)", o->mine_exit, o->mine_exit_from);
+        else
+            sb_printf(sb, "no exit measured (%s), the preset's %g", o->mine_in_vm ? "no cpuid sample" : "not run in a VM",
+                      o->cycles_per_exit);
+        if (o->mine_ref >= 0)
+            sb_printf(sb, ", %g per page-walk reference (%s)", o->mine_ref, o->mine_ref_from);
+        else
+            sb_puts(sb, ", page-walk references priced as above (no pointer chase to take them from)");
+        sb_puts(sb, "; the counts are the preset's\n");
+    }
 }
 
 static void report_csv(const vmsim_replay *r, strbuf *sb)
@@ -899,7 +1113,7 @@ static void report_csv(const vmsim_replay *r, strbuf *sb)
                 "ad_writes,exits");
     for (int k = 0; k < N_EXIT_KINDS; k++)
         sb_printf(sb, ",%s", exit_kind_names[k]);
-    sb_puts(sb, ",faults,cycles,cycles_per_access,overhead_pct\n");
+    sb_puts(sb, ",faults,cycles,cycles_per_access,overhead_pct,refs_walk_cache,refs_l1,refs_l2,refs_llc,refs_memory,ref_cycles\n");
     for (int mode = 0; mode < N_REPLAY_MODES; mode++) {
         if (!r->built[mode])
             continue;
@@ -916,7 +1130,9 @@ static void report_csv(const vmsim_replay *r, strbuf *sb)
         sb_printf(sb, ",%llu,%.0f,%.4f,", (unsigned long long)d.faults, d.cycles, d.cpa);
         if (d.has_overhead)
             sb_printf(sb, "%.4f", d.overhead);
-        sb_putc(sb, '\n');
+        sb_printf(sb, ",%llu,%llu,%llu,%llu,%llu,%.0f\n", (unsigned long long)d.where[DC_WHERE],
+                  (unsigned long long)d.where[DC_L1], (unsigned long long)d.where[DC_L2], (unsigned long long)d.where[DC_LLC],
+                  (unsigned long long)d.where[DC_MEMORY], d.ref_cycles);
     }
 }
 
@@ -960,6 +1176,7 @@ EXPORT void vmsim_replay_close(vmsim_replay *r)
     for (int mode = 0; mode < N_REPLAY_MODES; mode++) {
         if (r->built[mode])
             machine_free(&r->m[mode]);
+        dcache_free(&r->dc[mode]);
         scenario_free(&r->sc[mode]);
     }
     trace_header_free(&r->h);

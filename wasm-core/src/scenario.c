@@ -863,7 +863,7 @@ static bool parse_ept_def(pctx *c, const json_value *o, const char *path, ept_de
  * shadow tables, and the two ways to spare mov cr3 its exit. */
 static bool parse_shadow(pctx *c, const json_value *root, scenario *s)
 {
-    static const char *const keys[] = {"table_base", "mappings", "cr3_targets", "paravirt_cr3_cache", NULL};
+    static const char *const keys[] = {"table_base", "mappings", "cr3_targets", "paravirt_cr3_cache", "prefill", NULL};
     if (s->paging == PAGING_SUNWAY)
         return errf(c, "guest.paging", "shadow mode models x86 guests (4level, 5level, pae, 32bit): Sunway refills its TLB in HMcode");
     const json_value *o = want(c, root, "shadow", "", JSON_OBJECT, true);
@@ -873,8 +873,11 @@ static bool parse_shadow(pctx *c, const json_value *root, scenario *s)
     get_hex(c, o, "table_base", "shadow", false, 0x20000000, &s->shadow_table_base);
     get_int(c, o, "cr3_targets", "shadow", false, 0, 4, 0, &targets);
     get_bool(c, o, "paravirt_cr3_cache", "shadow", false, &s->pv_cr3_cache);
+    get_bool(c, o, "prefill", "shadow", false, &s->shadow_prefill);
     if (c->failed)
         return false;
+    if (s->shadow_prefill && json_get(json_get(root, "guest"), "tables"))
+        return errf(c, "shadow.prefill", "needs guest.mappings (the VMM prefills what the mappings map), not guest.tables");
     s->cr3_targets = (uint32_t)targets;
     if (s->shadow_table_base & 0xFFF)
         return errf(c, "shadow.table_base", "0x%llx is not 4 KiB aligned", (unsigned long long)s->shadow_table_base);
@@ -888,8 +891,9 @@ static bool parse_shadow(pctx *c, const json_value *root, scenario *s)
 static bool parse_nested(pctx *c, const json_value *root, scenario *s)
 {
     static const char *const ept_keys[] = {"levels", "table_base", "ad", "memory_type", "execute_only",
-                                           "mappings", "overrides", "vmfunc", "eptp_list", NULL};
-    static const char *const npt_keys[] = {"levels", "table_base", "host_nxe", "host_smep", "mappings", "overrides", NULL};
+                                           "mappings", "overrides", "vmfunc", "eptp_list", "on_demand", NULL};
+    static const char *const npt_keys[] = {"levels", "table_base", "host_nxe", "host_smep", "mappings", "overrides",
+                                           "on_demand", NULL};
     const json_value *n = json_get(root, "nested");
     s->host_nxe = true;
     s->execute_only = true;
@@ -941,8 +945,12 @@ static bool parse_nested(pctx *c, const json_value *root, scenario *s)
     if (!ok)
         return false;
     get_bool(c, n, "vmfunc", "nested", false, &s->vmfunc);
+    get_bool(c, n, "on_demand", "nested", false, &s->nested_on_demand);
     if (c->failed)
         return false;
+    if (s->nested_on_demand && (s->n_novr || s->vmfunc))
+        return errf(c, "nested.on_demand", "the nested table is filled on first touch: it cannot take %s",
+                    s->n_novr ? "nested.overrides (there is no entry to change yet)" : "nested.vmfunc (EPTP switching)");
     if (json_get(n, "eptp_list") && !s->vmfunc)
         return errf(c, "nested.eptp_list", "needs nested.vmfunc: true (VM functions with EPTP switching enabled)");
     ok = parse_array(c, n, "eptp_list", "nested", false, sizeof(ept_def), EPTP_LIST_ENTRIES - 1,

@@ -16,6 +16,7 @@
 #include "model.h"
 #include "cache.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +71,42 @@ bool shadow_build(machine *m, char *err, size_t errlen)
         }
     }
     return true;
+}
+
+static bool vmm_fill(machine *m, const vm_access *a, vm_result *r);
+
+/* shadow.prefill: the shadow tables as the VMM leaves them once the guest has touched
+ * every mapped page, each 4 KiB piece filled as a hidden page fault would (a write where
+ * the mapping is writable, so the guest's A and D bits are set and the shadow entry is
+ * writable), in every address space; no exit is counted and the caches stay empty. */
+bool shadow_prefill(machine *m, char *err, size_t errlen)
+{
+    vm_result *r = malloc(sizeof *r);
+    if (!r) {
+        snprintf(err, errlen, "out of memory");
+        return false;
+    }
+    bool ok = true;
+    for (uint32_t as = 0; as < m->s->address_spaces && ok; as++) {
+        switch_address_space(m, as);
+        for (uint32_t i = 0; i < m->s->n_gmaps && ok; i++) {
+            const guest_map *g = &m->s->gmaps[i];
+            uint64_t bytes = page_bytes(g->page) * g->pages;
+            for (uint64_t off = 0; off < bytes && ok; off += 4096) {
+                vm_access a = {.gva = g->gva + off, .op = g->writable ? OP_WRITE : OP_READ, .user = g->user};
+                memset(r, 0, offsetof(vm_result, steps));
+                if (!vmm_fill(m, &a, r)) {
+                    snprintf(err, errlen, "shadow.prefill: gva 0x%llx does not translate (%s)",
+                             (unsigned long long)a.gva, outcome_names[r->outcome]);
+                    ok = false;
+                }
+            }
+        }
+    }
+    switch_address_space(m, 0);
+    memset(m->exit_counts, 0, sizeof m->exit_counts);
+    free(r);
+    return ok;
 }
 
 void shadow_free(machine *m)
@@ -160,6 +197,7 @@ static bool hw_walk(machine *m, const vm_access *a, vm_result *r, uint64_t *hpa,
         uint32_t idx = shadow_index(m, a->gva, level);
         uint64_t ea = table + 8u * idx;
         uint64_t e = mem_read(&m->mem, ea, 8);
+        dc_ref(m, ea);
         r->memory_refs++;
         r->nested_refs++;
         bool present = e & 1;

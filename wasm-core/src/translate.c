@@ -169,6 +169,7 @@ static inline __attribute__((always_inline)) bool nested_walk_impl(machine *m, v
         uint32_t idx = (uint32_t)(gpa >> (12 + 9 * (level - 1))) & 511u;
         uint64_t ea = table + 8u * idx;
         e = mem_read_entry(&m->mem, table, 8u * idx);      /* tables are 4 KiB aligned */
+        dc_ref(m, ea);
         if (record && (st = record_step(r)))
             *st = (vm_step){.kind = STEP_READ, .dim = DIM_NESTED, .level = (uint8_t)level, .stage = (uint8_t)q->stage,
                             .gpa_valid = true, .gpa = gpa, .table = table, .index = idx, .entry_hpa = ea, .entry = e,
@@ -269,6 +270,7 @@ static bool flat_walk(machine *m, vm_result *r, uint64_t gpa, const nested_req *
     }
     for (int attempt = 0;; attempt++) {
         uint64_t e = mem_read(&m->mem, ea, 8);
+        dc_ref(m, ea);
         r->memory_refs++;
         r->nested_refs++;
         vm_step *st = NULL;
@@ -309,14 +311,45 @@ static bool flat_walk(machine *m, vm_result *r, uint64_t gpa, const nested_req *
 /* A walk of the nested dimension for one gpa. */
 typedef bool nested_walk_fn(machine *m, vm_result *r, uint64_t gpa, const nested_req *q, nested_out *o);
 
+static nested_walk_fn *nested_walker_built(const machine *m, bool record)
+{
+    if (m->nf == &nested_ept)
+        return record ? nested_walk_ept_traced : nested_walk_ept;
+    return record ? nested_walk_npt_traced : nested_walk_npt;
+}
+
+/* nested.on_demand: a not-present entry is an EPT violation (NPT fault) the VMM answers
+ * by filling the leaf from its memory slots; the walk is then retried. The exit and the
+ * references of both walks count. */
+static __attribute__((noinline)) bool nested_walk_demand(machine *m, vm_result *r, uint64_t gpa, const nested_req *q,
+                                                         nested_out *o)
+{
+    nested_walk_fn *walk = nested_walker_built(m, r->record);
+    if (walk(m, r, gpa, q, o))
+        return true;
+    uint64_t ea, leaf;
+    if ((r->outcome != OUT_EPT_VIOLATION && r->outcome != OUT_NPT_FAULT) || r->fault.reason != REASON_NOT_PRESENT ||
+        !nested_demand_fill(m, gpa, &ea, &leaf))
+        return false;
+    m->nested_fills++;
+    r->outcome = OUT_OK;
+    r->fault = (vm_fault){0};
+    vm_step *st = record_step(r);
+    if (st)
+        *st = (vm_step){.kind = STEP_VMM_FILL, .dim = DIM_NESTED, .level = 1, .stage = (uint8_t)q->stage,
+                        .gpa_valid = true, .gpa = gpa, .table = ea & ~0xFFFull, .index = (uint32_t)((ea & 0xFFF) / 8),
+                        .entry_hpa = ea, .entry = leaf, .result = RES_WRITTEN};
+    return walk(m, r, gpa, q, o);
+}
+
 /* The nested walk proper, by format, with or without steps. */
 static nested_walk_fn *nested_walker(const machine *m, bool record)
 {
     if (m->flat)
         return flat_walk;
-    if (m->nf == &nested_ept)
-        return record ? nested_walk_ept_traced : nested_walk_ept;
-    return record ? nested_walk_npt_traced : nested_walk_npt;
+    if (m->s->nested_on_demand)
+        return nested_walk_demand;
+    return nested_walker_built(m, record);
 }
 
 /* The nested TLB caches gpa -> hpa per nested page, tagged by EPT: a hit replaces the
@@ -600,6 +633,7 @@ static inline __attribute__((always_inline)) void guest_walk(machine *m, const v
         if (!nested_walk(m, r, egpa, &tq, &no))
             return;
         uint64_t e = mem_read(&m->mem, no.hpa, 8);
+        dc_ref(m, no.hpa);
         r->memory_refs++;
         r->guest_refs++;
         bool present = e & 1;
@@ -628,6 +662,7 @@ static inline __attribute__((always_inline)) void guest_walk(machine *m, const v
         }
         /* x86-64 tables are 4 KiB aligned: in native mode the entry is in table's frame */
         uint64_t e = x64 && !two_d ? mem_read_entry(&m->mem, table, 8u * idx) : mem_read(&m->mem, ehpa, es);
+        dc_ref(m, ehpa);
         r->memory_refs++;
         r->guest_refs++;
         bool present = e & 1, leaf = false, reserved = false;

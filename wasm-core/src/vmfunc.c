@@ -50,6 +50,7 @@ void vmfunc_execute(machine *m, const vm_access *a, vm_result *r)
     }
     uint64_t ea = m->eptp_list_hpa + 8u * a->eptp_index;
     uint64_t eptp = mem_read(&m->mem, ea, 8);
+    dc_ref(m, ea);
     r->memory_refs++;
     r->nested_refs++;
     bool valid = eptp_valid(s, eptp);

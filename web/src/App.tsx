@@ -4,7 +4,7 @@
 import { lazy, Suspense, useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import type { Result, Scenario } from '../../wasm-core/js/types';
 import type { Vmsim } from '../../wasm-core/js/vmsim';
-import { DEFAULT_COMPARE, type CompareInput } from './model/compare';
+import { DEFAULT_COMPARE, TABLES, type CompareInput, type Tables } from './model/compare';
 import { accessLabel } from './model/decode';
 import { EXAMPLES, EXAMPLE_NAMES, scenarioDescription } from './model/examples';
 import { parseUrl, toSearch, type UrlState, type View } from './model/url';
@@ -157,6 +157,7 @@ export function App({ engine }: { engine: Vmsim }) {
     gva: url.gva ?? DEFAULT_COMPARE.gva, gpa: url.gpa ?? DEFAULT_COMPARE.gpa,
     op: (['read', 'write', 'fetch'].includes(url.op ?? '') ? url.op : DEFAULT_COMPARE.op) as CompareInput['op'],
     user: false,
+    tables: TABLES.includes(url.tables as Tables) ? (url.tables as Tables) : DEFAULT_COMPARE.tables,
   };
 
   const picker = (
@@ -242,7 +243,7 @@ export function App({ engine }: { engine: Vmsim }) {
         {url.view === 'compare' && (
           <Suspense fallback={<p className="muted">{tv('app.loading')}</p>}>
             <CompareView engine={engine} input={compareInput}
-              onInput={(i) => update({ gva: i.gva, gpa: i.gpa, op: i.op })}
+              onInput={(i) => update({ gva: i.gva, gpa: i.gpa, op: i.op, tables: i.tables })}
               onOpen={(json, access) => update({ view: 'walk', scenario: json, access, step: 0 }, true)} />
           </Suspense>
         )}

@@ -1,18 +1,31 @@
 /* One guest mapping and one access, expressed as a scenario for every mode, so that the
  * compare view runs the same translation five ways, twice: cold (the first access of a
- * fresh machine) and warm (the same access again, after the first pass filled the shadow
- * and flat tables and set the A/D bits; no TLB or walk caches, so every access walks).
+ * fresh machine whose tables are all built in advance or all filled on demand, `Tables`)
+ * and warm (the same access again, after the first pass filled whatever was missing and
+ * set the A/D bits; no TLB or walk caches, so every access walks).
  * Cycles use the cost model of `vmsim experiment` (wasm-core/docs/model.md 5b, 5c) so the
  * numbers line up with the CLI. */
 import type { AccessResult, Mode, Op, Scenario } from '../../../wasm-core/js/types';
 import costModel from '../../../wasm-core/data/cost-model.json';
 import { hex, hexToBig } from './decode';
 
+/** How every mode's translation structures start (one meaning everywhere: Compare,
+ * `vmsim replay --tables`, `vmsim experiment --tables`, model.md 5): "built" in advance
+ * (nested tables, the flat table and the shadow tables hold every mapped page: no exit
+ * to fill anything), or filled "on-demand" (each mode pays the exits of its first
+ * touches: one EPT violation or NPT fault per nested page, one flat fill per frame, one
+ * hidden page fault per shadowed page). */
+export type Tables = 'built' | 'on-demand';
+export const TABLES: Tables[] = ['built', 'on-demand'];
+export const DEFAULT_TABLES: Tables = 'built';
+
 export interface CompareInput {
   gva: string;
   gpa: string;
   op: Op;
   user: boolean;
+  /** DEFAULT_TABLES when left out. */
+  tables?: Tables;
 }
 
 export const COMPARE_MODES: Mode[] = ['native', 'ept', 'npt', 'flat', 'shadow'];
@@ -25,7 +38,7 @@ export function ordering(items: { name: string; value: number }[], fmt: (n: numb
   const sorted = [...items].sort((a, b) => a.value - b.value);
   return sorted.map((x, i) => (i === 0 ? '' : x.value === sorted[i - 1].value ? ' = ' : ' < ') + `${x.name} ${fmt(x.value)}`).join('');
 }
-export const DEFAULT_COMPARE: CompareInput = { gva: '0x400000', gpa: '0x200000', op: 'read', user: false };
+export const DEFAULT_COMPARE: CompareInput = { gva: '0x400000', gpa: '0x200000', op: 'read', user: false, tables: DEFAULT_TABLES };
 
 /* Guest tables sit at gpa 0x100000; the first 4 MiB of guest RAM are backed one to one
  * from hpa 0x80000000, and the data page too when it lies above. */
@@ -59,10 +72,11 @@ export function compareScenario(mode: Mode, inp: CompareInput): Scenario {
     // the same access twice: [0] cold, [1] warm
     accesses: [{ gva: inp.gva, op: inp.op, user: inp.user }, { gva: inp.gva, op: inp.op, user: inp.user }],
   };
-  if (mode === 'ept' || mode === 'npt') s.nested = { mappings: slots };
-  // Lazy filling shows the exits a flat table pays on first touch, as shadow paging does.
-  if (mode === 'flat') s.flat = { guest_ram: '0x40000000', mappings: slots };
-  if (mode === 'shadow') s.shadow = { mappings: slots };
+  // Every mode starts the same way: all structures built, or all filled on first touch.
+  const built = (inp.tables ?? DEFAULT_TABLES) === 'built';
+  if (mode === 'ept' || mode === 'npt') s.nested = built ? { mappings: slots } : { on_demand: true, mappings: slots };
+  if (mode === 'flat') s.flat = { guest_ram: '0x40000000', prefill: built, mappings: slots };
+  if (mode === 'shadow') s.shadow = built ? { prefill: true, mappings: slots } : { mappings: slots };
   if (mode === 'native') s.guest.mappings![0].gpa = hex(HOST_BASE + gpa);
   return s;
 }
@@ -81,4 +95,9 @@ export const COST = {
 };
 export function cycles(a: Pick<AccessResult, 'memory_refs' | 'exits'>): number {
   return COST.perAccess + a.memory_refs * COST.perRef + a.exits * COST.perExit;
+}
+/** The same on the learner's machine: its exit and reference where its hw-lab result
+ * measured them (web/src/trace/machine.ts), the default's where not. */
+export function cyclesOn(a: Pick<AccessResult, 'memory_refs' | 'exits'>, mine: { exit: number | null; ref: number | null }): number {
+  return COST.perAccess + a.memory_refs * (mine.ref ?? COST.perRef) + a.exits * (mine.exit ?? COST.perExit);
 }

@@ -14,6 +14,8 @@ export interface UrlState {
   gva: string | null;
   gpa: string | null;
   op: string | null;
+  /** Compare: tables built in advance or filled on demand (model/compare.ts Tables). */
+  tables?: string | null;
   /** Lessons: which lesson, the exercise seed, the language. */
   lesson: string | null;
   seed: number;
@@ -56,6 +58,7 @@ export function parseUrl(search: string): UrlState {
     gva: p.get('gva'),
     gpa: p.get('gpa'),
     op: p.get('op'),
+    tables: p.get('tables'),
     lesson: p.get('lesson'),
     seed: int(p.get('seed'), 1),
     seeds: (p.get('seeds') ?? '').split(',').slice(0, 64).map((x) => (x === '' ? null : int(x, -1))).map((n) => (n !== null && n >= 0 ? n : null)),
@@ -80,6 +83,7 @@ export function toSearch(s: UrlState): string {
     if (s.gva) p.set('gva', s.gva);
     if (s.gpa) p.set('gpa', s.gpa);
     if (s.op) p.set('op', s.op);
+    if (s.tables) p.set('tables', s.tables);
   }
   return '?' + p.toString();
 }

@@ -4,6 +4,7 @@
  * figures drawn side by side for every trace replayed with the same settings. In the
  * Results tab, traces go to the class server with their report and come back from it. */
 import { useCallback, useEffect, useRef, useState } from 'react';
+import { DEFAULT_TABLES, TABLES, type Tables } from '../model/compare';
 import { Trans, useTranslation } from 'react-i18next';
 import type { T } from '../i18n';
 import { modeBars } from './chart';
@@ -16,20 +17,23 @@ import { workerRunner, type Runner, type Running } from './runner';
 import { listClassTraces, fetchClassTrace, shareTrace, TRACE_UPLOAD_MAX, type ClassTrace } from './share';
 import './trace.css';
 
-export const EXAMPLES = ['pointer-chase', 'sequential-scan'] as const;
+export const EXAMPLES = ['pointer-chase', 'sequential-scan', 'pointer-chase-256m'] as const;
 type Example = (typeof EXAMPLES)[number];
 const MODES = ['native', 'ept', 'npt', 'shadow', 'flat'] as const;
 const METRICS = ['refs_per_access', 'tlb_miss_pct', 'exits_per_1k', 'overhead_pct'] as const;
 type Metric = (typeof METRICS)[number];
+const WHERE = ['walk_cache', 'l1', 'l2', 'llc', 'memory'] as const;
 
 export interface Settings {
   preset: 'x86-server' | 'sunway-1621';
   start: 'cold' | 'warm';
   guest_pages: '4k' | '2m';
   host_pages: '2m' | '4k';
+  /** Every mode's tables built in advance or filled on demand, as in Compare (model/compare.ts). */
+  tables: Tables;
 }
-const DEFAULTS: Settings = { preset: 'x86-server', start: 'cold', guest_pages: '4k', host_pages: '2m' };
-const same = (a: Settings, b: Settings) => a.preset === b.preset && a.start === b.start && a.guest_pages === b.guest_pages && a.host_pages === b.host_pages;
+const DEFAULTS: Settings = { preset: 'x86-server', start: 'cold', guest_pages: '4k', host_pages: '2m', tables: DEFAULT_TABLES };
+const same = (a: Settings, b: Settings) => a.preset === b.preset && a.start === b.start && a.guest_pages === b.guest_pages && a.host_pages === b.host_pages && a.tables === b.tables;
 
 interface Entry {
   id: number;
@@ -213,11 +217,13 @@ export function TracePanel({ where, runner = workerRunner, exampleUrl = (n) => `
           <option value="4k">{t('pages.4k')}</option><option value="2m">{t('pages.2m')}</option></select></label>
         <label>{t('settings.hostPages')} <select value={settings.host_pages} onChange={(e) => setSettings({ ...settings, host_pages: e.target.value as Settings['host_pages'] })}>
           <option value="2m">{t('pages.2mHost')}</option><option value="4k">{t('pages.4k')}</option></select></label>
+        <label>{t('settings.tables')} <select value={settings.tables} data-setting="tables" onChange={(e) => setSettings({ ...settings, tables: e.target.value as Tables })}>
+          {TABLES.map((x) => <option key={x} value={x}>{t(`tables.${x}`)}</option>)}</select></label>
         {entries.some((e) => e.blob && e.status !== 'running' && (e.status !== 'done' || !same(e.settings, settings))) && (
           <button type="button" onClick={again} data-testid="trace-again">{t('again')}</button>
         )}
       </fieldset>
-      <p className="muted small">{t(`startNote.${settings.start}`)}</p>
+      <p className="muted small">{t(`startNote.${settings.start}`)} {t(`tablesNote.${settings.tables}`)}</p>
       <p className="small trace-mine" data-testid="trace-mine">
         <label className="filebtn">{t('mine.load')} <input type="file" accept=".json,application/json" data-testid="trace-mine-file"
           onChange={(e) => { void loadMine(e.target.files?.[0]); e.target.value = ''; }} /></label>{' '}
@@ -272,11 +278,12 @@ export function TracePanel({ where, runner = workerRunner, exampleUrl = (n) => `
 }
 
 function settingsOf(r: ReplayReport): Settings {
-  return { preset: r.machine.preset, start: r.machine.start, guest_pages: r.machine.guest_pages, host_pages: r.machine.host_pages };
+  return { preset: r.machine.preset, start: r.machine.start, guest_pages: r.machine.guest_pages, host_pages: r.machine.host_pages,
+    tables: r.machine.tables ?? 'built' };
 }
 
 function settingsWords(t: T, s: Settings) {
-  return [t(`preset.${s.preset}`), t(`start.${s.start}`), `${t('settings.guestPages')} ${t(`pages.${s.guest_pages}`)}`,
+  return [t(`preset.${s.preset}`), t(`start.${s.start}`), t(`tables.${s.tables}`), `${t('settings.guestPages')} ${t(`pages.${s.guest_pages}`)}`,
     `${t('settings.hostPages')} ${t(s.host_pages === '2m' ? 'pages.2mHost' : 'pages.4k')}`].join(' · ');
 }
 
@@ -311,7 +318,7 @@ function TraceCharts({ entries, t, lang, settings, mine }: { entries: Entry[]; t
           const row = e.report!.modes.find((x) => x.mode === mode);
           return row ? (m === 'overhead_pct' ? row.overhead_pct ?? 0 : row[m]) : 0;
         }),
-      })), names, { title: t(`metric.${m}.title`, { start: t(`startShort.${settings.start}`) }), unit: t(`metric.${m}.unit`), locale: lang });
+      })), names, { title: t(`metric.${m}.title`, { start: `${t(`startShort.${settings.start}`)}, ${t(`tables.${settings.tables}`)}` }), unit: t(`metric.${m}.unit`), locale: lang });
     }
   });
   const cost = entries[0].report!.cost_model;
@@ -349,7 +356,31 @@ function TraceCharts({ entries, t, lang, settings, mine }: { entries: Entry[]; t
           </tbody>
         </table>
       </div>
-      <p className="muted small">{t('cost', { access: cost.cycles_per_access, ref: cost.cycles_per_ref, exit: cost.cycles_per_exit.toLocaleString(lang), trap: cost.refill_trap })}</p>
+      {entries.some((e) => e.report!.modes.some((r) => r.refs_by_where)) && (
+        <div className="table-scroll">
+          <table className="trace-table" data-testid="trace-where">
+            <caption>{t('where.caption', { settings: settingsWords(t, settings) })}</caption>
+            <thead><tr><th scope="col">{t('table.trace')}</th><th scope="col">{t('table.mode')}</th>
+              {WHERE.map((w) => <th key={w} scope="col">{t(`where.${w}`, { cycles: cost.ref_cycles_by_where?.[w] ?? '–' })}</th>)}
+              <th scope="col">{t('where.cycles')}</th></tr></thead>
+            <tbody>
+              {entries.flatMap((e, i) => e.report!.modes.filter((r) => r.refs_by_where).map((r, j) => (
+                <tr key={`${e.id}-${r.mode}`} data-trace={i + 1} data-mode={r.mode}>
+                  {j === 0 && <th scope="rowgroup" rowSpan={e.report!.modes.length} title={names[i]}>{short[i]}</th>}
+                  <th scope="row">{t(`mode.${r.mode}`)}</th>
+                  {WHERE.map((w) => <td key={w} className="num" data-field={`where-${w}`}>{r.refs_by_where![w].toLocaleString(lang)}</td>)}
+                  <td className="num" data-field="ref_cycles">{(r.ref_cycles ?? 0).toLocaleString(lang)}</td>
+                </tr>
+              )))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <p className="muted small" data-testid="trace-cost">{cost.per_ref === 'by-where' && cost.ref_cycles_by_where
+        ? t('costByWhere', { access: cost.cycles_per_access, l1: cost.ref_cycles_by_where.l1, l2: cost.ref_cycles_by_where.l2,
+          llc: cost.ref_cycles_by_where.llc ?? '–', memory: cost.ref_cycles_by_where.memory, walk: cost.ref_cycles_by_where.walk_cache,
+          exit: cost.cycles_per_exit.toLocaleString(lang), trap: cost.refill_trap })
+        : t('cost', { access: cost.cycles_per_access, ref: cost.cycles_per_ref, exit: cost.cycles_per_exit.toLocaleString(lang), trap: cost.refill_trap })}</p>
       {entries.map((e, i) => <WhyList key={e.id} t={t} lang={lang} label={names[i]} report={e.report!} />)}
     </div>
   );

@@ -1,6 +1,7 @@
 /* The sentences under the replay's charts come from the report's counters. Fixtures:
  * vmsim replay of the pointer-chase example (8 MiB) with 2 MiB host pages, with 4 KiB
- * host pages, and on the Sunway preset (no nested TLB). */
+ * host pages, on the Sunway preset (no nested TLB), and with every mode's tables filled
+ * on demand; the 256 MiB chase example on 4 KiB host pages. */
 import { describe, expect, it } from 'vitest';
 import i18n from 'i18next';
 import type { ReplayReport } from '../../../wasm-core/js/replay';
@@ -10,7 +11,7 @@ import en from '../locales/en/trace.json';
 import ja from '../locales/ja/trace.json';
 import zh from '../locales/zh/trace.json';
 
-const reports = fixtures as unknown as Record<'2m' | '4k' | 'sw', ReplayReport>;
+const reports = fixtures as unknown as Record<'2m' | '4k' | 'sw' | 'od' | '256m-4k', ReplayReport>;
 const byMode = (r: ReplayReport) => Object.fromEntries(explainReplay(r).map((w) => [w.mode, w]));
 
 describe('explainReplay', () => {
@@ -31,11 +32,35 @@ describe('explainReplay', () => {
     expect(w.ept.reasons[0].values.nper).toBeGreaterThanOrEqual(1);
     expect(w.ept.reasons[0].values.entries).toBeGreaterThan(64);
   });
-  it('names the first-touch exits of shadow paging at a cold start', () => {
-    const w = byMode(reports['2m']);
+  it('says the 256 MiB chase on 4 KiB host pages walks the nested tables: the 2-D walk', () => {
+    const r = reports['256m-4k'];
+    const w = byMode(r);
+    expect(r.trace.pages).toBeGreaterThan(65536);
+    expect(w.ept.head.key).toBe('why.headMore');
+    expect(w.ept.reasons[0].key).toBe('why.ntlbMisses');
+    // about one 4 KiB host page per page touched, against the nested TLB's 64 entries
+    expect(w.ept.reasons[0].values.entries).toBeGreaterThan(1000 * r.machine.ntlb_entries);
+    expect(w.ept.reasons[0].values.mib).toBeGreaterThan(256);
+    const ept = r.modes.find((m) => m.mode === 'ept')!;
+    expect(ept.overhead_pct!).toBeGreaterThan(10);
+  });
+  it('names the first-touch exits of shadow paging when the tables fill on demand, and none when built', () => {
+    const w = byMode(reports.od);
     const ex = w.shadow.reasons.find((r) => r.key === 'why.exitsFirstTouch')!;
-    expect(ex.values.exits).toBe(reports['2m'].modes.find((m) => m.mode === 'shadow')!.exits);
-    expect(ex.values.pages).toBe(reports['2m'].trace.pages);
+    expect(ex.values.exits).toBe(reports.od.modes.find((m) => m.mode === 'shadow')!.exits);
+    expect(ex.values.pages).toBe(reports.od.trace.pages);
+    expect(byMode(reports['2m']).shadow.reasons.map((r) => r.key)).toEqual(['why.shadowLikeNative', 'why.where']);
+  });
+  it('says where the references found their entries and what they cost', () => {
+    const r = reports['256m-4k'];
+    const ept = r.modes.find((m) => m.mode === 'ept')!, native = r.modes.find((m) => m.mode === 'native')!;
+    const why = byMode(r).ept.reasons.find((x) => x.key === 'why.where')!;
+    const v = why.values as Record<string, number>;
+    expect(v.l1 + v.l2 + v.llc + v.memory).toBeCloseTo(100, 0);
+    expect(v.cycles).toBe(ept.ref_cycles);
+    expect(v.native).toBe(native.ref_cycles);
+    const w = ept.refs_by_where!;
+    expect(v.memory).toBeCloseTo((100 * w.memory) / (w.l1 + w.l2 + w.llc + w.memory), 1);
   });
   it('says a flat walk with no nested TLB reads one entry per table and the data page', () => {
     const w = byMode(reports.sw);

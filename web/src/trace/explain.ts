@@ -64,12 +64,22 @@ export function explainReplay(report: ReplayReport): ModeWhy[] {
       }
     }
     if (r.mode === 'shadow' && r.exits === 0) reasons.push({ key: 'why.shadowLikeNative', values: {} });
+    // where its references found their entries, and what they cost against native's
+    const w = r.refs_by_where;
+    const inCaches = w ? w.l1 + w.l2 + w.llc + w.memory : 0;
+    if (w && inCaches > 0 && r.ref_cycles !== undefined && native?.ref_cycles !== undefined) {
+      const pct = (n: number) => round((100 * n) / inCaches, 1);
+      reasons.push({
+        key: 'why.where',
+        values: { l1: pct(w.l1), l2: pct(w.l2), llc: pct(w.llc), memory: pct(w.memory), cycles: r.ref_cycles, native: native.ref_cycles },
+      });
+    }
     if (r.exits > 0) {
       const exitCycles = r.exits * report.cost_model.cycles_per_exit;
       const kinds = Object.entries(r.exits_by_kind).filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1]);
       const [kind, n] = kinds[0];
       reasons.push({
-        key: r.mode === 'shadow' && kind === 'hidden_page_fault' && n >= pages * 0.9 && report.machine.start === 'cold'
+        key: r.mode === 'shadow' && kind === 'hidden_page_fault' && n >= pages * 0.9 && report.machine.start === 'cold' && report.machine.tables === 'on-demand'
           ? 'why.exitsFirstTouch' : 'why.exits',
         values: {
           exits: r.exits, kind, n, pages,

@@ -4,8 +4,12 @@ import type { ReplayReport } from '../../../wasm-core/js/replay';
 import result from '../../../tests/server/fixtures/result-quick.json';
 import fixtures from './explain.fixtures.json';
 import { machineFromResult, overheadOn, type HwResult } from './machine';
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
-const reports = fixtures as unknown as Record<'2m' | '4k' | 'sw', ReplayReport>;
+const reports = fixtures as unknown as Record<'2m' | '4k' | 'sw' | 'od', ReplayReport>;
 
 describe('machineFromResult', () => {
   it('takes the exit from cpuid in a VM and a reference from the pointer chase', () => {
@@ -41,7 +45,7 @@ describe('overheadOn', () => {
     }
   });
   it('prices exits and references with the machine\'s costs', () => {
-    const r = reports['2m'];
+    const r = reports.od;      // tables filled on demand: shadow paging exits on each first touch
     const m = { exit: 3400, ref: 80, exitFrom: '', refFrom: '', cpu: '', inVm: true, basePage: 4096, hugePage: null, thp: null };
     const o = overheadOn(r, m);
     const n = r.modes.find((x) => x.mode === 'native')!, s = r.modes.find((x) => x.mode === 'shadow')!;
@@ -50,3 +54,20 @@ describe('overheadOn', () => {
     expect(o.shadow).toBeGreaterThan(s.overhead_pct!);
   });
 });
+
+/* The CLI's --machine (wasm-core/cli/machine.c) is a second implementation of the same
+ * rules: on the same result both take the same exit and the same reference. */
+describe('vmsim replay --machine agrees with the page', () => {
+  const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+  const trace = join(root, 'hw-lab', 'build', 'traces', 'pointer-chase.vmtrace');
+  it.skipIf(!existsSync(trace))('takes the same costs from the same result', () => {
+    const file = join(root, 'tests', 'server', 'fixtures', 'result-quick.json');
+    const out = JSON.parse(execFileSync(join(root, 'wasm-core', 'build', 'vmsim'), ['replay', trace, '--quiet', '--format', 'json', '--machine', file], { encoding: 'utf8' }));
+    const m = machineFromResult(result as unknown as HwResult);
+    expect(out.your_machine.cycles_per_exit).toBe(m.exit);
+    expect(out.your_machine.cycles_per_ref).toBe(m.ref);
+    const page = overheadOn(out, m);
+    for (const x of out.modes) expect(x.overhead_pct_machine).toBeCloseTo(page[x.mode], 3);
+  });
+});
+

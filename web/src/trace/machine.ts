@@ -77,9 +77,12 @@ export function machineFromResult(r: HwResult): MachineCost {
  * report's (the counts are the report's own): mode -> percent. */
 export function overheadOn(report: ReplayReport, m: MachineCost): Record<string, number> {
   const c = report.cost_model;
-  const perExit = m.exit ?? c.cycles_per_exit, perRef = m.ref ?? c.cycles_per_ref;
+  const perExit = m.exit ?? c.cycles_per_exit;
+  // the machine's own reference cost when it measured one; else the report's (by where found)
+  const refCycles = (x: ReplayReport['modes'][number]) =>
+    m.ref !== null ? x.refs * m.ref : x.ref_cycles ?? x.refs * c.cycles_per_ref;
   const cycles = (x: ReplayReport['modes'][number]) =>
-    x.accesses * c.cycles_per_access + x.refs * perRef + x.exits * perExit + x.tlb_misses * c.refill_trap;
+    x.accesses * c.cycles_per_access + refCycles(x) + x.exits * perExit + x.tlb_misses * c.refill_trap;
   const native = report.modes.find((x) => x.mode === 'native');
   const out: Record<string, number> = {};
   if (!native) return out;

@@ -79,12 +79,24 @@ function expected(report: { modes: { mode: string; refs_per_access: number; tlb_
 describe('the Your program panel', () => {
   it('replays two traces side by side with the CLI\'s figures, then both again warm', async () => {
     render(<TracePanel where="compare" runner={inThread} />);
-    fireEvent.click(screen.getByRole('button', { name: /pointer chase/ }));
+    fireEvent.click(screen.getByRole('button', { name: /pointer chase \(8 MiB\)/ }));
     await waitFor(() => expect(screen.getByTestId('trace-list')).toBeTruthy());
     drop([fileOf(scan, 'scan.vmtrace')]);
     await done(2);
     expect(rowsOf(1)).toEqual(expected(cli(chase)));
     expect(rowsOf(2)).toEqual(expected(cli(scan)));
+    // where each reference was found, as the CLI counts it; the levels add up to the references
+    const rep = cli(chase) as unknown as { modes: { mode: string; refs: number; ref_cycles: number; refs_by_where: Record<string, number> }[]; cost_model: { ref_cycles_by_where: Record<string, number> } };
+    for (const m of rep.modes) {
+      const tr = document.querySelector(`[data-testid="trace-where"] tr[data-trace="1"][data-mode="${m.mode}"]`)!;
+      for (const w of ['walk_cache', 'l1', 'l2', 'llc', 'memory'])
+        expect(tr.querySelector(`[data-field="where-${w}"]`)!.textContent).toBe(m.refs_by_where[w].toLocaleString('en'));
+      expect(m.refs_by_where.l1 + m.refs_by_where.l2 + m.refs_by_where.llc + m.refs_by_where.memory).toBe(m.refs);
+      const priced = Object.entries(m.refs_by_where).reduce((n, [w, k]) => n + k * rep.cost_model.ref_cycles_by_where[w], 0);
+      expect(m.ref_cycles).toBe(Math.round(priced));
+      expect(tr.querySelector('[data-field="ref_cycles"]')!.textContent).toBe(m.ref_cycles.toLocaleString('en'));
+    }
+    expect(screen.getByTestId('trace-cost').textContent).toMatch(/4 cycles from L1, 14 from L2, 60 from the LLC, 190 from memory/);
     expect(document.querySelectorAll('[data-testid="trace-charts"] figure svg rect').length).toBeGreaterThan(10);
     expect(screen.getByTestId('trace-charts').textContent).toContain('x86 server');
     expect(screen.getByTestId('trace-charts').textContent).toContain('cold');

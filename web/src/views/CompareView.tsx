@@ -5,10 +5,11 @@ import { useMemo, useState } from 'react';
 import { Trans, useTranslation } from 'react-i18next';
 import type { AccessResult, Op } from '../../../wasm-core/js/types';
 import type { Vmsim } from '../../../wasm-core/js/vmsim';
-import { checkCompareInput, COLD, COMPARE_MODES, compareScenario, COST, cycles, ordering, WARM, type CompareInput } from '../model/compare';
+import { checkCompareInput, COLD, COMPARE_MODES, compareScenario, COST, cycles, cyclesOn, DEFAULT_TABLES, ordering, TABLES, WARM, type CompareInput, type Tables } from '../model/compare';
 import { exitKinds, exitKindsWords, outcomeWords, refsSplit } from '../model/decode';
 import { Term } from './Term';
 import { YourProgram } from '../trace';
+import { machineFromResult, type HwResult, type MachineCost } from '../trace/machine';
 
 export interface CompareProps {
   engine: Pick<Vmsim, 'run'>;
@@ -33,30 +34,32 @@ export function runCompare(engine: Pick<Vmsim, 'run'>, input: CompareInput): Com
   });
 }
 
-type Measure = 'refs' | 'cycles';
-const value = (a: AccessResult, m: Measure) => (m === 'refs' ? a.memory_refs : cycles(a));
+type Measure = 'refs' | 'cycles' | 'cycles-mine';
+const value = (a: AccessResult, m: Measure, mine?: MachineCost | null) =>
+  (m === 'refs' ? a.memory_refs : m === 'cycles-mine' && mine ? cyclesOn(a, mine) : cycles(a));
 
 /* Grouped horizontal bars, cold and warm per mode, each bar labelled with its number. The
  * table above carries the same numbers for screen readers; the chart is one image. */
-function BarChart({ rows, measure, title, lang }: { rows: CompareRow[]; measure: Measure; title: string; lang: string }) {
+function BarChart({ rows, measure, title, lang, start, mine }: { rows: CompareRow[]; measure: Measure; title: string; lang: string; start: string; mine?: MachineCost | null }) {
   const { t } = useTranslation('views');
   const ok = rows.filter((r) => r.cold && r.warm);
-  const max = Math.max(1, ...ok.flatMap((r) => [value(r.cold!, measure), value(r.warm!, measure)]));
+  const val = (a: AccessResult) => value(a, measure, mine);
+  const max = Math.max(1, ...ok.flatMap((r) => [val(r.cold!), val(r.warm!)]));
   const fmt = (n: number) => n.toLocaleString(lang);
   const LABEL = 64, W = 360, BAR = 13, GAP = 4, GROUP = 2 * BAR + GAP + 12, NUM = 58;
   const height = ok.length * GROUP + 26;
   const scale = (v: number) => ((W - LABEL - NUM) * v) / max;
   return (
     <figure className="compare-chart" data-measure={measure}>
-      <figcaption>{title}</figcaption>
-      <svg viewBox={`0 0 ${W} ${height}`} role="img" aria-label={title + ': ' + ok.map((r) => t('compare.chartRow', { mode: t(`compare.mode.${r.mode}`), cold: fmt(value(r.cold!, measure)), warm: fmt(value(r.warm!, measure)) })).join('; ')}>
+      <figcaption>{title} <span className="muted chart-start" data-field="start">({start})</span></figcaption>
+      <svg viewBox={`0 0 ${W} ${height}`} role="img" aria-label={title + ': ' + ok.map((r) => t('compare.chartRow', { mode: t(`compare.mode.${r.mode}`), cold: fmt(val(r.cold!)), warm: fmt(val(r.warm!)) })).join('; ')}>
         {ok.map((r, i) => {
           const y = i * GROUP;
           return (
             <g key={r.mode} data-mode={r.mode}>
               <text x={LABEL - 6} y={y + BAR + 3} textAnchor="end" className="chart-label">{t(`compare.mode.${r.mode}`)}</text>
               {(['cold', 'warm'] as const).map((w, j) => {
-                const v = value(r[w]!, measure);
+                const v = val(r[w]!);
                 const by = y + j * (BAR + GAP);
                 return (
                   <g key={w} className={`bar-${w}`}>
@@ -117,6 +120,20 @@ export function CompareView({ engine, input, onInput, onOpen }: CompareProps) {
   const rows = useMemo(() => (problem ? [] : runCompare(engine, input)), [engine, input, problem]);
   const ok = rows.filter((r) => r.cold && r.warm);
   const fmt = (n: number) => n.toLocaleString(i18n.language);
+  const tables: Tables = input.tables ?? DEFAULT_TABLES;
+  const start = t(`compare.tables.${tables}`);
+  const [mine, setMine] = useState<MachineCost | null>(null);
+  const [mineError, setMineError] = useState<string | null>(null);
+  const loadMine = async (f: File | undefined) => {
+    if (!f) return;
+    try {
+      setMine(machineFromResult(JSON.parse(await f.text()) as HwResult));
+      setMineError(null);
+    } catch (e) {
+      setMine(null);
+      setMineError((e as Error).message);
+    }
+  };
   const order = (w: 'cold' | 'warm', m: Measure) =>
     ordering(ok.map((r) => ({ name: t(`compare.mode.${r.mode}`), value: value(r[w]!, m) })), fmt);
   const exitsCell = (a: AccessResult, mode: string, field: string) => {
@@ -130,11 +147,13 @@ export function CompareView({ engine, input, onInput, onOpen }: CompareProps) {
         <label>{t('compare.mapsTo')} <input value={draft.gpa} onChange={(e) => setDraft({ ...draft, gpa: e.target.value })} spellCheck={false} /></label>
         <label>{t('compare.op')} <select value={draft.op} onChange={(e) => setDraft({ ...draft, op: e.target.value as Op })}>
           {(['read', 'write', 'fetch'] as const).map((o) => <option key={o} value={o}>{t(`op.${o}`)}</option>)}</select></label>
+        <label>{t('compare.tables.label')} <select value={draft.tables ?? DEFAULT_TABLES} data-field="tables" onChange={(e) => setDraft({ ...draft, tables: e.target.value as Tables })}>
+          {TABLES.map((x) => <option key={x} value={x}>{t(`compare.tables.${x}`)}</option>)}</select></label>
         <label className="check"><input type="checkbox" checked={draft.user} onChange={(e) => setDraft({ ...draft, user: e.target.checked })} /> {t('compare.user')}</label>
         <button type="submit">{t('compare.submit')}</button>
       </form>
       {problem && <p className="error" role="alert">{t(`compare.problem.${problem}`)}</p>}
-      <p className="muted"><Trans t={t} i18nKey="compare.note" components={{ 1: <code /> }} /></p>
+      <p className="muted"><Trans t={t} i18nKey="compare.note" components={{ 1: <code /> }} /> <span data-testid="compare-start">{t(`compare.tables.about.${tables}`)}</span></p>
       <div className="table-scroll" tabIndex={0} role="region" aria-label={t('compare.tableLabel')}>
         <table className="comparetable">
           <thead>
@@ -179,9 +198,20 @@ export function CompareView({ engine, input, onInput, onOpen }: CompareProps) {
         <>
           <p className="fair" data-testid="compare-fair">{t('compare.fair')}</p>
           <div className="compare-charts">
-            <BarChart rows={rows} measure="refs" title={t('compare.chart.refs')} lang={i18n.language} />
-            <BarChart rows={rows} measure="cycles" title={t('compare.chart.cycles')} lang={i18n.language} />
+            <BarChart rows={rows} measure="refs" title={t('compare.chart.refs')} lang={i18n.language} start={start} />
+            <BarChart rows={rows} measure="cycles" title={t('compare.chart.cycles')} lang={i18n.language} start={start} />
+            {mine && <BarChart rows={rows} measure="cycles-mine" lang={i18n.language} start={start} mine={mine}
+              title={t('compare.mine.chart', { cpu: mine.cpu || t('compare.mine.yours'), exit: (mine.exit ?? COST.perExit).toLocaleString(i18n.language), ref: (mine.ref ?? COST.perRef).toLocaleString(i18n.language) })} />}
           </div>
+          <p className="small" data-testid="compare-mine">
+            <label className="filebtn">{t('compare.mine.load')} <input type="file" accept=".json,application/json" data-testid="compare-mine-file"
+              onChange={(e) => { void loadMine(e.target.files?.[0]); e.target.value = ''; }} /></label>{' '}
+            {mine && <span data-testid="compare-mine-costs">{t('compare.mine.costs', {
+              exit: mine.exit === null ? t('compare.mine.noExit', { n: COST.perExit.toLocaleString(i18n.language) }) : t('compare.mine.exit', { n: mine.exit.toLocaleString(i18n.language), from: mine.exitFrom }),
+              ref: mine.ref === null ? t('compare.mine.noRef', { n: COST.perRef }) : t('compare.mine.ref', { n: mine.ref.toLocaleString(i18n.language), from: mine.refFrom }),
+            })}</span>}
+            {mineError && <span className="error" role="alert">{t('compare.mine.refused', { error: mineError })}</span>}
+          </p>
           <p className="ordering" data-testid="compare-ordering">
             {t('compare.orderRefs', { warm: order('warm', 'refs'), cold: order('cold', 'refs') })}{' '}
             {t('compare.orderCycles', { warm: order('warm', 'cycles'), cold: order('cold', 'cycles') })}

@@ -185,12 +185,18 @@ describe('compare view', () => {
     expect(refs('native')).toBe(g);
     expect(refs('ept')).toBe(g + (g + 1) * n);
     expect(refs('npt')).toBe(g + (g + 1) * n);
-    expect(exits('ept')).toBe(0);
-    // Flat: one reference per nested translation once filled; a cold table misses g+1 times, each an exit.
-    expect(exits('flat')).toBe(g + 1);
-    expect(refs('flat')).toBe(g + 2 * (g + 1));
-    // Shadow: a cold shadow table is a hidden page fault: one exit, then the retried walk.
-    expect(exits('shadow')).toBe(1);
+    // Tables built in advance (the default): no mode exits, flat reads one entry per gpa.
+    for (const m of ['native', 'ept', 'npt', 'flat', 'shadow']) expect(exits(m), m).toBe(0);
+    expect(refs('flat')).toBe(g + (g + 1));
+    expect(refs('shadow')).toBe(g);
+    cleanup();
+    // Filled on demand: flat misses g+1 times, each an exit; shadow's one hidden page fault.
+    const od = render(<CompareView engine={engine} input={{ ...DEFAULT_COMPARE, tables: 'on-demand' }} />).container;
+    const odNum = (m: string, f: string) => Number(od.querySelector(`tr[data-mode="${m}"] [data-field="${f}"]`)!.textContent);
+    expect(odNum('flat', 'exits')).toBe(g + 1);
+    expect(odNum('flat', 'refs')).toBe(g + 2 * (g + 1));
+    expect(odNum('shadow', 'exits')).toBe(1);
+    expect(odNum('ept', 'exits')).toBe(g + 1);
   });
 
   it('shows the warm figures the lessons teach beside the cold ones, exits by kind, and says the ordering', () => {
@@ -204,10 +210,8 @@ describe('compare view', () => {
       expect(num(m, 'refs-warm'), m).toBe(want);
       expect(num(m, 'exits-warm'), m).toBe(0);
     }
-    // cold exits by kind: five flat-table fills, one shadow fill (a hidden page fault)
-    expect(text('flat', 'exits-kinds')).toContain('5 table fills');
-    expect(text('shadow', 'exits-kinds')).toContain('1 table fill');
-    expect(text('ept', 'exits-kinds')).toBe('');
+    // tables built in advance: no exit of any kind, cold or warm
+    for (const m of Object.keys(warm)) expect(text(m, 'exits-kinds'), m).toBe('');
     // each mode's own dimension names
     expect(text('shadow', 'split')).toBe('4 shadow');
     expect(text('flat', 'split')).toBe('4 guest + 5 flat');
@@ -231,6 +235,15 @@ describe('compare view', () => {
         .toBe((measure === 'refs' ? 9 : 10 + 40 * 9).toLocaleString('en'));
     }
     expect(screen.getByTestId('compare-fair').textContent).toMatch(/warm with warm/);
+  });
+
+  it('names the exits each mode pays when its tables fill on demand', () => {
+    const { container } = render(<CompareView engine={engine} input={{ ...DEFAULT_COMPARE, tables: 'on-demand' }} />);
+    const text = (m: string, f: string) => container.querySelector(`tr[data-mode="${m}"] [data-field="${f}"]`)?.textContent ?? '';
+    // five flat-table fills and five EPT/NPT fills (4 guest tables + the data page), one shadow fill
+    for (const m of ['flat', 'ept', 'npt']) expect(text(m, 'exits-kinds'), m).toContain('5 table fills');
+    expect(text('shadow', 'exits-kinds')).toContain('1 table fill');
+    expect(text('native', 'exits-kinds')).toBe('');
   });
 
   it('says what is wrong with a bad gva instead of running', () => {
