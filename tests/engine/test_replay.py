@@ -24,6 +24,9 @@ sys.path.insert(0, str(ROOT / "hw-lab" / "lib"))
 
 from hwlab.tracefile import KIND, encode_body, gzip_bytes, make_header, pack, write_trace  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "tests" / "engine"))
+import many_pages  # noqa: E402
+
 MODES = ["native", "ept", "npt", "shadow", "flat"]
 OPS = {0: "read", 1: "write", 2: "fetch", 3: "write"}
 DATA_GPA, TABLES, HOST, HOST_TABLES = 0x4000000, 0x1000000, 0x100000000, 0x800000000
@@ -331,23 +334,57 @@ def test_wrong_version(tmp_path):
     refused(tmp_path, pack(head, data[16 + header_len:]), "says format version 7")
 
 
+def test_million_pages(tmp_path):
+    """2^20 distinct pages (4 GiB touched), four times what the replay once took: the
+    machine it builds and the counts, from the trace's shape alone (many_pages.py)."""
+    n = 1 << 20
+    path = tmp_path / "million.vmtrace"
+    many_pages.write(path, n)
+    pages = [(many_pages.BASE >> 12) + i for i in range(n)]
+    # cold, x86-server: every store a TLB miss and its load a hit; shadow paging's first
+    # touch of each page a hidden page fault and a second walk
+    out = replay_json(path)
+    m = out["machine"]
+    assert (out["trace"]["accesses"], out["trace"]["pages"]) == (2 * n, n)
+    assert (m["guest_4k_pages"], m["guest_2m_pages"]) == (n, 0)
+    tables = 1 + len({p >> 27 for p in pages}) + len({p >> 18 for p in pages}) + len({p >> 9 for p in pages})
+    assert m["guest_table_frames"] == tables == 1 + 1 + 5 + 2048
+    assert m["guest_ram_bytes"] == DATA_GPA + (n << 12)
+    for g in out["modes"]:
+        assert (g["accesses"], g["tlb_misses"], g["faults"]) == (2 * n, n, 0), g["mode"]
+        hpf = n if g["mode"] == "shadow" else 0
+        assert g["exits"] == g["exits_by_kind"]["hidden_page_fault"] == hpf, g["mode"]
+        assert g["walks"] == n + hpf, g["mode"]
+        assert n <= g["refs"] <= 24 * n, g["mode"]
+    # Sunway, warm, 4 KiB host pages: no caches to hide a walk, so every miss pays all of it
+    walk = {"native": 4, "ept": 24, "npt": 24, "shadow": 4, "flat": 9}
+    out = replay_json(path, "--preset", "sunway-1621", "--start", "warm", "--host-pages", "4k")
+    for g in out["modes"]:
+        refs = walk[g["mode"]] * n
+        assert (g["tlb_misses"], g["refs"], g["exits"], g["faults"]) == (n, refs, 0, 0), g["mode"]
+        assert g["cycles"] == 2 * n * 10 + refs * 40 + n * 20, g["mode"]
+    # 2 MiB guest pages: 2,048 of them, no page tables below the directories
+    m = replay_json(path, "--guest-pages", "2m", "--modes", "native")["machine"]
+    assert (m["guest_4k_pages"], m["guest_2m_pages"], m["guest_table_frames"]) == (0, 2048, 1 + 1 + 5)
+
+
 def test_oversized(tmp_path):
     # more distinct pages than the replay builds tables for
-    acc = [(KIND["store"], 0x10000000 + (i << 12)) for i in range(270_000)]
+    acc = many_pages.accesses((1 << 20) + 1)[::2]
     gz = gzip_bytes(encode_body(acc))
-    refused(tmp_path, pack(make_header(acc, len(gz)), gz), "more than 262144 distinct 4 KiB pages")
+    refused(tmp_path, pack(make_header(acc, len(gz)), gz), "more than 1048576 distinct 4 KiB pages")
     # pages spread so thin that their tables would not fit
     acc = [(KIND["store"], i << 21) for i in range(1, 5000)]
     gz = gzip_bytes(encode_body(acc))
     refused(tmp_path, pack(make_header(acc, len(gz)), gz), "spread so thinly")
-    # 2 MiB pages for more regions than the guest memory the replay builds
-    acc = [(KIND["store"], 0x10000000000 + (i << 21)) for i in range(1100)]
+    # 2 MiB pages for more regions than the guest memory the replay builds (8 GiB)
+    acc = [(KIND["store"], 0x10000000000 + (i << 21)) for i in range(4100)]
     gz = gzip_bytes(encode_body(acc))
     f = tmp_path / "regions.vmtrace"
     f.write_bytes(pack(make_header(acc, len(gz)), gz))
     p = replay(f, "--guest-pages", "2m")
     assert p.returncode == 2 and "raise --huge-min" in p.stderr, p.stderr
-    assert replay(f).returncode == 2     # with 4 KiB pages: 1,100 page tables, too thin
+    assert replay(f).returncode == 2     # with 4 KiB pages: 4,100 page tables, too thin
     # an address beyond the 47-bit user half
     acc = [(KIND["load"], 1 << 47)]
     gz = gzip_bytes(encode_body(acc))
