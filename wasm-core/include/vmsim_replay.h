@@ -55,6 +55,7 @@ int vmsim_gunzip_push(vmsim_gunzip *g, const uint8_t *bytes, size_t n, int final
 int vmsim_gunzip_status(const vmsim_gunzip *g);
 const char *vmsim_gunzip_error(const vmsim_gunzip *g);
 int vmsim_gunzip_done(const vmsim_gunzip *g);
+double vmsim_gunzip_total(const vmsim_gunzip *g);
 void vmsim_gunzip_free(vmsim_gunzip *g);
 
 #ifdef __cplusplus

@@ -98,6 +98,7 @@ static int gz_fail(vmsim_gunzip *g, const char *what)
     return g->status;
 }
 
+/* r NULL: the output is only counted and checked (the fuzzer's use). */
 EXPORT vmsim_gunzip *vmsim_gunzip_new(vmsim_replay *r, int pass)
 {
     crc_init();
@@ -105,10 +106,14 @@ EXPORT vmsim_gunzip *vmsim_gunzip_new(vmsim_replay *r, int pass)
     if (!g)
         return NULL;
     g->buf = malloc(GZ_WINDOW + GZ_OUT);
-    if (!g->buf) {
+    g->in = malloc(GZ_MARGIN);
+    if (!g->buf || !g->in) {
+        free(g->buf);
+        free(g->in);
         free(g);
         return NULL;
     }
+    g->in_cap = GZ_MARGIN;
     g->r = r;
     g->pass = pass;
     g->check_crc = pass == 1;           /* the second pass reads the same body: replay.c compares the passes */
@@ -297,7 +302,8 @@ static int flush(vmsim_gunzip *g)
     if (n) {
         if (g->check_crc)
             g->crc = crc32_update(g->crc, g->buf + g->flushed, n);
-        if (g->pass == 1 ? vmsim_replay_scan(g->r, g->buf + g->flushed, n) : vmsim_replay_feed(g->r, g->buf + g->flushed, n))
+        if (g->r && (g->pass == 1 ? vmsim_replay_scan(g->r, g->buf + g->flushed, n)
+                                  : vmsim_replay_feed(g->r, g->buf + g->flushed, n)))
             return g->status = vmsim_replay_status(g->r);
     }
     if (g->pos > GZ_WINDOW + GZ_OUT - 258) {
@@ -585,7 +591,8 @@ EXPORT int vmsim_gunzip_push(vmsim_gunzip *g, const uint8_t *bytes, size_t n, in
         g->in = p;
         g->in_cap = cap;
     }
-    memcpy(g->in + g->in_len, bytes, n);
+    if (n)
+        memcpy(g->in + g->in_len, bytes, n);
     g->in_len += n;
     int rc = run(g, final != 0);
     if (rc == 1 && final)
@@ -593,6 +600,12 @@ EXPORT int vmsim_gunzip_push(vmsim_gunzip *g, const uint8_t *bytes, size_t n, in
     if (rc == 0 && g->state == S_DONE && !final && g->in_len)
         return gz_fail(g, "data after the end of the gzip member");
     return rc == 1 ? 0 : rc;
+}
+
+/* The inflated bytes so far. */
+EXPORT double vmsim_gunzip_total(const vmsim_gunzip *g)
+{
+    return g ? (double)g->total : 0;
 }
 
 /* Whether the member ended (its trailer checked). */
