@@ -156,6 +156,7 @@ fuzz: build
 bench: build
 	$(MAKE) -C wasm-core bench
 	npm run bench:web
+	npm run bench:replay
 	npm run bench:server
 	$(MAKE) -C public bench-guest
 	$(MAKE) -C hw-lab bench

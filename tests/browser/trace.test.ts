@@ -1,7 +1,7 @@
 /* The "Your program" panel in Chromium, served by the real class server: the example trace
  * the build recorded is replayed in a Web Worker (the engine's wasm loaded there under the
  * server's CSP) with the native CLI's figures; a long replay shows its progress and stops
- * on Cancel; a damaged file is refused in words; in the Results tab a trace is shared with
+ * on Cancel, or streams through both passes in many steps to the CLI's figures; a damaged file is refused in words; in the Results tab a trace is shared with
  * a class and comes back from the server for everyone. */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -78,6 +78,33 @@ describe('Your program, in Chromium', () => {
     expect(await page.$('[data-testid="trace-progress"]')).toBeNull();
     // the first trace's figures are still there
     expect(await rows(page, 1)).toEqual(expected(chase));
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 180_000);
+
+  it('streams a long trace through the worker: progress in many steps through both passes, then the CLI\'s figures', async () => {
+    const { page, problems } = await watched('?view=compare&example=ept-4k');
+    await page.waitForSelector('[data-testid="trace-panel"]');
+    // every progress value and pass the page shows, sampled in the page
+    await page.evaluate(() => {
+      const w = window as unknown as { seen: string[] };
+      w.seen = [];
+      setInterval(() => {
+        const bar = document.querySelector('[data-testid="trace-progress"] progress');
+        const pass = /pass ([12]) of 2/.exec(document.querySelector('[data-testid="trace-progress"]')?.textContent ?? '')?.[1];
+        const v = bar ? `${pass}:${bar.getAttribute('value')}` : null;
+        if (v && w.seen.at(-1) !== v) w.seen.push(v);
+      }, 20);
+    });
+    await page.setInputFiles('[data-testid="trace-file"]', long);
+    await page.waitForSelector('[data-testid="trace-table"] tr[data-trace="1"]', { timeout: 120_000 });
+    const seen = await page.evaluate(() => (window as unknown as { seen: string[] }).seen);
+    const values = seen.map((v) => Number(v.split(':')[1]));
+    expect(values.filter((v) => v > 0 && v < 1).length, seen.join(' ')).toBeGreaterThanOrEqual(4);
+    for (let i = 1; i < values.length; i++) expect(values[i], seen.join(' ')).toBeGreaterThanOrEqual(values[i - 1]);
+    expect(seen.some((v) => v.startsWith('1:') && Number(v.slice(2)) > 0), seen.join(' ')).toBe(true);
+    expect(seen.some((v) => v.startsWith('2:')), seen.join(' ')).toBe(true);
+    expect(await rows(page, 1)).toEqual(expected(long));
     expect(problems).toEqual([]);
     await page.close();
   }, 180_000);

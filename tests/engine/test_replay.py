@@ -29,6 +29,9 @@ sys.path.insert(0, str(ROOT / "hw-lab" / "lib"))
 
 from hwlab.tracefile import KIND, encode_body, gzip_bytes, make_header, pack, write_trace  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "tests" / "engine"))
+import many_pages  # noqa: E402
+
 MODES = ["native", "ept", "npt", "shadow", "flat"]
 OPS = {0: "read", 1: "write", 2: "fetch", 3: "write"}
 DATA_GPA, TABLES, HOST, HOST_TABLES = 0x4000000, 0x1000000, 0x100000000, 0x800000000
@@ -494,23 +497,57 @@ def test_wrong_version(tmp_path):
     refused(tmp_path, pack(head, data[16 + header_len:]), "says format version 7")
 
 
+def test_million_pages(tmp_path):
+    """2^20 distinct pages (4 GiB touched), four times what the replay once took: the
+    machine it builds and the counts, from the trace's shape alone (many_pages.py)."""
+    n = 1 << 20
+    path = tmp_path / "million.vmtrace"
+    many_pages.write(path, n)
+    pages = [(many_pages.BASE >> 12) + i for i in range(n)]
+    # cold, x86-server: every store a TLB miss and its load a hit; shadow paging's first
+    # touch of each page a hidden page fault and a second walk
+    out = replay_json(path)
+    m = out["machine"]
+    assert (out["trace"]["accesses"], out["trace"]["pages"]) == (2 * n, n)
+    assert (m["guest_4k_pages"], m["guest_2m_pages"]) == (n, 0)
+    tables = 1 + len({p >> 27 for p in pages}) + len({p >> 18 for p in pages}) + len({p >> 9 for p in pages})
+    assert m["guest_table_frames"] == tables == 1 + 1 + 5 + 2048
+    assert m["guest_ram_bytes"] == DATA_GPA + (n << 12)
+    for g in out["modes"]:
+        assert (g["accesses"], g["tlb_misses"], g["faults"]) == (2 * n, n, 0), g["mode"]
+        hpf = n if g["mode"] == "shadow" else 0
+        assert g["exits"] == g["exits_by_kind"]["hidden_page_fault"] == hpf, g["mode"]
+        assert g["walks"] == n + hpf, g["mode"]
+        assert n <= g["refs"] <= 24 * n, g["mode"]
+    # Sunway, warm, 4 KiB host pages: no caches to hide a walk, so every miss pays all of it
+    walk = {"native": 4, "ept": 24, "npt": 24, "shadow": 4, "flat": 9}
+    out = replay_json(path, "--preset", "sunway-1621", "--start", "warm", "--host-pages", "4k")
+    for g in out["modes"]:
+        refs = walk[g["mode"]] * n
+        assert (g["tlb_misses"], g["refs"], g["exits"], g["faults"]) == (n, refs, 0, 0), g["mode"]
+        assert g["cycles"] == 2 * n * 10 + refs * 40 + n * 20, g["mode"]
+    # 2 MiB guest pages: 2,048 of them, no page tables below the directories
+    m = replay_json(path, "--guest-pages", "2m", "--modes", "native")["machine"]
+    assert (m["guest_4k_pages"], m["guest_2m_pages"], m["guest_table_frames"]) == (0, 2048, 1 + 1 + 5)
+
+
 def test_oversized(tmp_path):
     # more distinct pages than the replay builds tables for
-    acc = [(KIND["store"], 0x10000000 + (i << 12)) for i in range(270_000)]
+    acc = many_pages.accesses((1 << 20) + 1)[::2]
     gz = gzip_bytes(encode_body(acc))
-    refused(tmp_path, pack(make_header(acc, len(gz)), gz), "more than 262144 distinct 4 KiB pages")
+    refused(tmp_path, pack(make_header(acc, len(gz)), gz), "more than 1048576 distinct 4 KiB pages")
     # pages spread so thin that their tables would not fit
     acc = [(KIND["store"], i << 21) for i in range(1, 5000)]
     gz = gzip_bytes(encode_body(acc))
     refused(tmp_path, pack(make_header(acc, len(gz)), gz), "spread so thinly")
-    # 2 MiB pages for more regions than the guest memory the replay builds
-    acc = [(KIND["store"], 0x10000000000 + (i << 21)) for i in range(1100)]
+    # 2 MiB pages for more regions than the guest memory the replay builds (8 GiB)
+    acc = [(KIND["store"], 0x10000000000 + (i << 21)) for i in range(4100)]
     gz = gzip_bytes(encode_body(acc))
     f = tmp_path / "regions.vmtrace"
     f.write_bytes(pack(make_header(acc, len(gz)), gz))
     p = replay(f, "--guest-pages", "2m")
     assert p.returncode == 2 and "raise --huge-min" in p.stderr, p.stderr
-    assert replay(f).returncode == 2     # with 4 KiB pages: 1,100 page tables, too thin
+    assert replay(f).returncode == 2     # with 4 KiB pages: 4,100 page tables, too thin
     # an address beyond the 47-bit user half
     acc = [(KIND["load"], 1 << 47)]
     gz = gzip_bytes(encode_body(acc))
@@ -539,37 +576,82 @@ def test_bad_options(short):
 
 
 def test_lesson_4_your_own_program(tmp_path):
-    """What lesson 4's 'Your own program' section tells learners they will see: the pointer
-    chase suffers most under EPT (with every setting it names), the x86 server's caches on
-    2 MiB host pages hide most of it, 4 KiB host pages and the Sunway preset bring the 2-D walk
-    back, and shadow paging's cold-start exits (tables filled on demand) are gone when warm."""
+    """What lesson 4's 'Your own program' section tells learners they will see, and the
+    figures it quotes (lessons/figures/04-own-program.json): a whole python run recorded
+    again here and replayed; the pointer chase suffers most under EPT with every setting
+    the section names, the x86 server's caches on 2 MiB host pages hide most of it, 4 KiB
+    host pages and the Sunway preset bring the 2-D walk back, and shadow paging's
+    cold-start exits are gone when warm."""
     examples = ROOT / "hw-lab" / "build" / "traces"
     chase, scan = examples / "pointer-chase.vmtrace", examples / "sequential-scan.vmtrace"
     if not chase.exists() or not scan.exists():
         pytest.skip("the example traces are recorded by make build")
     if subprocess.run(["sh", "-c", "command -v valgrind"], capture_output=True).returncode:
         pytest.skip("valgrind is not installed")
-    ls = tmp_path / "ls.vmtrace"
-    r = subprocess.run([sys.executable, str(ROOT / "hw-lab" / "run"), "trace", "--out", str(ls), "--", "ls", "/"],
-                       capture_output=True, text=True, timeout=300)
+    fig = json.loads((ROOT / "lessons" / "figures" / "04-own-program.json").read_text())
+    py = tmp_path / "py.vmtrace"
+    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    r = subprocess.run([sys.executable, str(ROOT / "hw-lab" / "run"), "trace", "--out", str(py), "--",
+                        python, *fig["python"]["command"][1:]], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
 
     def modes(path, *args):
-        return {m["mode"]: m for m in replay_json(path, *args)["modes"]}
+        return {m["mode"]: m for m in replay_json(path, "--modes", "native,ept,shadow", *args)["modes"]}
+
+    # the python run: recorded whole, the same size within a quarter (another python, another
+    # environment), its figures within what a slightly different interpreter changes
+    out = replay_json(py, "--modes", "native,ept,shadow")
+    want = fig["python"]
+    assert out["trace"]["partial"] is False
+    assert abs(out["trace"]["accesses"] / want["accesses"] - 1) < 0.25, out["trace"]
+    assert abs(out["trace"]["pages"] / want["pages"] - 1) < 0.25, out["trace"]
+    cold = {m["mode"]: m for m in out["modes"]}
+    # tables built in advance (the default): no exit anywhere, EPT within the TLB's reach
+    assert cold["ept"]["tlb_miss_pct"] < 0.01 and cold["ept"]["overhead_pct"] < 0.01, cold["ept"]
+    assert all(m["exits"] == 0 for m in cold.values()), cold
+    # filled on demand: shadow pays a hidden page fault per first touch (and per first write
+    # of a page first read); EPT one violation per 2 MiB host page touched, a handful
+    od = modes(py, "--tables", "on-demand")
+    hpf = od["shadow"]["exits_by_kind"]["hidden_page_fault"]
+    want_od = want["x86_server_cold_on_demand"]
+    assert abs(hpf / want_od["shadow_hidden_page_faults"] - 1) < 0.25, hpf
+    assert od["shadow"]["exits"] == hpf
+    assert out["trace"]["pages"] <= hpf <= 2 * out["trace"]["pages"], hpf
+    assert 0.5 < od["shadow"]["overhead_pct"] / want_od["shadow_overhead_pct"] < 2, od["shadow"]
+    assert 0 < od["ept"]["exits_by_kind"]["ept_violation"] <= 16 and od["ept"]["overhead_pct"] < 0.01, od["ept"]
+    sunway = modes(py, "--preset", "sunway-1621")
+    assert 0.5 < sunway["ept"]["overhead_pct"] / want["sunway_cold"]["ept_overhead_pct"] < 2, sunway["ept"]
+    warm = modes(py, "--tables", "on-demand", "--start", "warm")
+    assert all(m["exits"] == 0 and m["overhead_pct"] < 0.005 for m in warm.values()), warm
+    # the example the section sets beside it: the same build, the same figures
+    want = fig["pointer_chase"]
+    c = modes(chase)
+    assert c["ept"]["tlb_miss_pct"] == want["x86_server_cold"]["tlb_miss_pct"]
+    assert c["ept"]["overhead_pct"] == want["x86_server_cold"]["ept_overhead_pct"]
+    assert modes(chase, "--host-pages", "4k")["ept"]["overhead_pct"] == want["x86_server_cold_host_4k"]["ept_overhead_pct"]
+    assert modes(chase, "--preset", "sunway-1621")["ept"]["overhead_pct"] == want["sunway_cold"]["ept_overhead_pct"]
 
     ept = {}
     for args in [(), ("--host-pages", "4k"), ("--preset", "sunway-1621")]:
         ept[args] = {name: modes(p, *args)["ept"]["overhead_pct"] for name, p in
-                     (("chase", chase), ("scan", scan), ("ls", ls))}
-        assert ept[args]["chase"] > ept[args]["scan"] and ept[args]["chase"] > ept[args]["ls"], (args, ept[args])
+                     (("chase", chase), ("scan", scan))}
+        ept[args]["python"] = (sunway if args == ("--preset", "sunway-1621") else cold)["ept"]["overhead_pct"] \
+            if args != ("--host-pages", "4k") else modes(py, *args)["ept"]["overhead_pct"]
+        assert ept[args]["chase"] > ept[args]["scan"] and ept[args]["chase"] > ept[args]["python"], (args, ept[args])
     # the caches on 2 MiB host pages hide most of it; 4 KiB host pages bring the nested walks back
     assert ept[()]["chase"] < ept[("--host-pages", "4k")]["chase"] / 3
-    sunway = modes(chase, "--preset", "sunway-1621")
-    assert sunway["ept"]["refs_per_access"] > 3 * sunway["native"]["refs_per_access"]
-    for p in (chase, scan, ls):
+    s = modes(chase, "--preset", "sunway-1621")
+    assert s["ept"]["refs_per_access"] > 3 * s["native"]["refs_per_access"]
+    for p in (chase, scan):
         assert modes(p, "--tables", "on-demand")["shadow"]["exits_by_kind"]["hidden_page_fault"] > 0
         assert modes(p, "--tables", "on-demand", "--start", "warm")["shadow"]["exits"] == 0
         assert modes(p)["shadow"]["exits"] == 0
+    # the text quotes these figures, rounded, in all three languages
+    quoted = ["1,403", "1,676", "0.003 %", "0.00 %", "0.45 %", "0.17 %", "12 %", "2.2 %", "14 %", "57 %", "5.5 MiB", "24 MB"]
+    for lang in ("en", "ja", "zh"):
+        text = (ROOT / "lessons" / lang / "04-caching-the-walk.md").read_text()
+        for q in quoted:
+            assert q in text, (lang, q)
 
 
 def test_the_256_mib_example_shows_the_2d_walk():

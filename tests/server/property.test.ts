@@ -17,6 +17,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixture, root } from './helpers';
 import { writeTrace } from '../../web/src/test/traceFiles';
+import { BODY_MAX } from '../../web/server/trace-check.mjs';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20261126);
 const RUNS = Number(process.env.FUZZ_RUNS ?? 250);
@@ -90,7 +91,7 @@ const asBody = (doc: unknown) => fc.constantFrom(0, 1, 2).map((pad) => {
 /** limit: the route's body limit; a client still sending past it may see the connection
  * closed under its feet after the 413 (EPIPE), which is how an oversized body ends. */
 interface Req { method: string; path: string; headers: Record<string, string>; body?: string; what: string; limit?: number }
-const TRACE_BODY_LIMIT = Math.ceil(4 * 2 ** 20 * 4 / 3) + 256 * 1024;
+const TRACE_BODY_LIMIT = BODY_MAX;   // the trace route's own (trace-check.mjs)
 const json = { 'content-type': 'application/json' };
 const header = (n: number) => text(Math.min(n, 9000), 'A');
 

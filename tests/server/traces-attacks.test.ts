@@ -108,7 +108,7 @@ const p99 = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); return 
 
 let work: string;
 let base: Buffer; let rep: Json; let header: Json;
-let zerosBomb: string; let recordsBomb: string; let emptyModes: string;
+let zerosBomb: string; let recordsBomb: string; let emptyModes: string; let wholeBomb: string;
 beforeAll(async () => {
   work = tmp();
   const f = writeTrace(work, 'base.vmtrace', accesses(500));
@@ -118,6 +118,10 @@ beforeAll(async () => {
   zerosBomb = JSON.stringify({ report: forged(rep, 20_000_000), trace: pack(claim, await gzipZeros(400)).toString('base64') });
   // 20 M one-byte records and their end record in 19 KB: a trace its header describes exactly
   recordsBomb = JSON.stringify({ report: forged(rep, 20_000_000), trace: pack(claim, gzipSync(oneByteRecords(20_000_000), { level: 9 })).toString('base64') });
+  // 1 GiB of zeros in about 1 MB, its header claiming 2 G accesses (what a whole program may
+  // hold): the ceilings of the whole body (21 bytes an access, 768 times 1 MB) let 768 MB through
+  const whole = { ...header, accesses: 2_000_000_000, pages: 1, counts: { load: 2_000_000_000, store: 0, fetch: 0, modify: 0 } };
+  wholeBomb = JSON.stringify({ report: forged(rep, 2_000_000_000), trace: pack(whole, await gzipZeros(1024)).toString('base64') });
   emptyModes = JSON.stringify({ report: { ...rep, modes: Array.from({ length: 1_900_000 }, () => ({})) }, trace: base.toString('base64') });
 }, 60_000);
 
@@ -173,6 +177,15 @@ describe('attacks on a running server (web/server/main.mjs): refused at once, th
     console.log(`zeros bomb: 422 in ${times.map((t) => t.toFixed(0)).join(', ')} ms; server peak RSS ${peakRssMiB().toFixed(0)} MiB`);
     expect(Math.max(...times)).toBeLessThan(2000);
     expect(peakRssMiB()).toBeLessThan(300);
+  });
+
+  it(`1 GiB of zeros in 1 MB claiming 2 G accesses: refused within its first megabytes (${INFLATE_RATIO_MAX} times what was inflated so far), in under a second`, async () => {
+    expect(wholeBomb.length).toBeLessThan(2_000_000);
+    const r = await upload(wholeBomb);
+    console.log(`1 GiB zeros bomb claiming 2 G accesses: ${r.status} in ${r.ms.toFixed(0)} ms: ${r.message}`);
+    expect(r.status).toBe(422);
+    expect(r.message).toContain(`inflates to more than ${INFLATE_RATIO_MAX} times its compressed size`);
+    expect(r.ms).toBeLessThan(1000);
   });
 
   it(`20 M one-byte records in 19 KB with a report forged to match (stored after 451 ms): refused, the body inflates past ${INFLATE_RATIO_MAX} times its size`, async () => {

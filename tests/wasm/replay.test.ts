@@ -2,7 +2,9 @@
  * byte, in every format and with every setting, for the example traces (recorded from
  * programs of ours by make build) and traces written by hw-lab's Python writer; the same
  * refusal for the same damaged trace. The module is driven as the page drives it
- * (replayBlob: the file read as a Blob and inflated by DecompressionStream, in pieces). */
+ * (replayBlob: the file read as a Blob and streamed into the engine's own gzip reader, in
+ * pieces; src/gunzip.c against the CLI's zlib). At scale: a million distinct pages, and a
+ * body of 64 MiB that the module goes through twice without holding it. */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, openAsBlob, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Ajv2020 from 'ajv/dist/2020.js';
 import { loadVmsim, type Vmsim } from '../../wasm-core/js/vmsim';
-import { replayBlob, TraceError, type ReplayOptions } from '../../wasm-core/js/replay';
+import { openReplay, replayBlob, TRACE_HEAD_BYTES, TraceError, type ReplayModule, type ReplayOptions } from '../../wasm-core/js/replay';
 
 const root = join(__dirname, '..', '..');
 const vmsim = join(root, 'wasm-core', 'build', 'vmsim');
@@ -104,4 +106,64 @@ describe('trace replay: WebAssembly vs native CLI', () => {
     const w = await wasm(f, {});
     expect(w.ok).toBe(false);
   }, 120_000);
+});
+
+describe('trace replay at scale, in the WebAssembly module', () => {
+  it('replays a million distinct pages (4 GiB touched) with the native figures', async () => {
+    const path = join(work, 'million.vmtrace');
+    execFileSync('python3', [join(root, 'tests', 'engine', 'many_pages.py'), path, String(1 << 20)]);
+    const n = native(path, { format: 'json' });
+    expect(n.status, n.stderr).toBe(0);
+    const w = await wasm(path, { format: 'json' });
+    expect(w.ok, w.text).toBe(true);
+    expect(w.text).toBe(n.stdout);
+    expect(JSON.parse(w.text).trace.pages).toBe(1 << 20);
+  }, 300_000);
+
+  it('streams the file: reads only its head whole, inflates the body in pieces in the engine, and holds less than the body', async () => {
+    // 64 M loads of one address: the body inflates to 64 MiB from about 64 KB of gzip
+    const path = join(work, 'long-body.vmtrace');
+    const n = 64 << 20;
+    execFileSync('python3', ['-c', `import sys, zlib; sys.path.insert(0, ${JSON.stringify(join(root, 'hw-lab', 'lib'))})
+from hwlab.tracefile import encode_body, make_header, pack
+n = int(sys.argv[2])
+first = encode_body([(0, 0x10000000)])[:-2]     # the record without the end record
+z = zlib.compressobj(6, zlib.DEFLATED, 31)
+gz = z.compress(first)
+for _ in range(n // (1 << 20)):
+    gz += z.compress(bytes(1 << 20) if _ else bytes((1 << 20) - 1))
+end = bytearray([0xF8]); v = n
+while v >= 0x80: end.append(v & 0x7F | 0x80); v >>= 7
+end.append(v)
+gz += z.compress(bytes(end)) + z.flush()
+h = make_header([(0, 0x10000000)], len(gz), program='one-address')
+h.update(accesses=n, counts={'load': n, 'store': 0, 'fetch': 0, 'modify': 0})
+open(sys.argv[1], 'wb').write(pack(h, gz))`, path, String(n)]);
+    // the module as the page's worker has it, to read its memory's size afterwards
+    const { default: create } = await import('../../wasm-core/build/wasm/vmsim.mjs') as unknown as { default: (o: object) => Promise<ReplayModule> };
+    const mod = await create({ wasmBinary: readFileSync(join(root, 'wasm-core', 'build', 'wasm', 'vmsim.wasm')) });
+    const file = await openAsBlob(path);
+    const whole: number[] = [];
+    let streams = 0;
+    const spy = (b: Blob, start: number): Blob => ({
+      size: b.size, type: '',
+      slice: (s?: number, e?: number) => spy(b.slice(s, e), start + (s ?? 0)),
+      arrayBuffer: () => { whole.push(b.size); return b.arrayBuffer(); },
+      stream: () => { streams++; return b.stream(); },
+    }) as unknown as Blob;
+    const fractions: number[] = [];
+    const text = await replayBlob((h, size, o) => openReplay(mod, h, size, o), spy(file, 0), { format: 'table' },
+      (p) => fractions.push(p.fraction));
+    expect(text).toBe(native(path, { format: 'table' }).stdout);
+    expect(text).toContain(`${n} accesses`);
+    // one read of the head, two streams of the body (one per pass)
+    expect(whole).toEqual([Math.min(TRACE_HEAD_BYTES, file.size)]);
+    expect(streams).toBe(2);
+    // progress in many steps, from early in pass 1 to the end
+    expect(fractions.length).toBeGreaterThanOrEqual(10);
+    expect(fractions[0]).toBeLessThan(0.1);
+    expect(fractions.at(-1)).toBe(1);
+    // the engine's memory stays far below the body it went through twice
+    expect(mod.HEAPU8.length).toBeLessThan(32 << 20);
+  }, 300_000);
 });

@@ -47,6 +47,17 @@ int vmsim_replay_finish(vmsim_replay *r, char **out);
 void vmsim_replay_free_text(char *text);
 void vmsim_replay_close(vmsim_replay *r);
 
+/* The page's way in: the gzip body inflated by the engine itself (src/gunzip.c), piece by
+ * compressed piece, into vmsim_replay_scan (pass 1) or vmsim_replay_feed (pass 2). */
+typedef struct vmsim_gunzip vmsim_gunzip;
+vmsim_gunzip *vmsim_gunzip_new(vmsim_replay *r, int pass);
+int vmsim_gunzip_push(vmsim_gunzip *g, const uint8_t *bytes, size_t n, int final);
+int vmsim_gunzip_status(const vmsim_gunzip *g);
+const char *vmsim_gunzip_error(const vmsim_gunzip *g);
+int vmsim_gunzip_done(const vmsim_gunzip *g);
+double vmsim_gunzip_total(const vmsim_gunzip *g);
+void vmsim_gunzip_free(vmsim_gunzip *g);
+
 #ifdef __cplusplus
 }
 #endif

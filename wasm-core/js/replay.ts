@@ -1,7 +1,7 @@
 /* Replaying a recorded trace (hw-lab/run trace) in the WebAssembly engine: the typed side
  * of include/vmsim_replay.h, and replayBlob(), which streams a trace file through it
- * twice (DecompressionStream inflates the gzip body, built into browsers and Node 20), with
- * progress and cancellation. The report is the same bytes as `vmsim replay` prints. */
+ * twice (the engine inflates the gzip body itself, src/gunzip.c; DecompressionStream,
+ * built into browsers and Node 20, where a module lacks it), with progress and cancellation. The report is the same bytes as `vmsim replay` prints. */
 
 export type ReplayMode = 'native' | 'ept' | 'npt' | 'shadow' | 'flat';
 export const REPLAY_MODES: readonly ReplayMode[] = ['native', 'ept', 'npt', 'shadow', 'flat'];
@@ -84,6 +84,15 @@ export interface TraceReplay {
   done(): number;
   finish(): string;
   close(): void;
+  /** The engine's own gzip reader for a pass (src/gunzip.c): compressed pieces in, the
+   * inflated body straight into scan (pass 1) or feed (pass 2), nothing allocated per piece. */
+  inflater?(pass: 1 | 2): Inflater;
+}
+
+export interface Inflater {
+  /** The next compressed piece; final with the last one. */
+  push(piece: Uint8Array, final: boolean): void;
+  close(): void;
 }
 
 /** What the Emscripten module offers for the replay (see vmsim.ts). */
@@ -100,6 +109,10 @@ export interface ReplayModule {
   _vmsim_replay_finish(r: number, out: number): number;
   _vmsim_replay_free_text(p: number): void;
   _vmsim_replay_close(r: number): void;
+  _vmsim_gunzip_new?(r: number, pass: number): number;
+  _vmsim_gunzip_push?(g: number, p: number, n: number, final: number): number;
+  _vmsim_gunzip_error?(g: number): number;
+  _vmsim_gunzip_free?(g: number): void;
   _malloc(n: number): number;
   _free(p: number): void;
   HEAPU8: Uint8Array;
@@ -141,6 +154,20 @@ export function openReplay(mod: ReplayModule, head: Uint8Array, fileSize: number
     scan(body) { put(body); mod._vmsim_replay_scan(r, buf, body.length); check('body'); },
     endScan() { mod._vmsim_replay_scan_end(r); check('body'); },
     feed(body) { put(body); mod._vmsim_replay_feed(r, buf, body.length); check('body'); },
+    inflater: mod._vmsim_gunzip_new ? (pass) => {
+      const g = mod._vmsim_gunzip_new!(r, pass);
+      if (!g) throw new Error('vmsim: out of WebAssembly memory');
+      return {
+        push(piece, final) {
+          put(piece);
+          if (mod._vmsim_gunzip_push!(g, buf, piece.length, final ? 1 : 0)) {
+            check('body');      // the replay refused what it was given
+            throw new TraceError(mod.UTF8ToString(mod._vmsim_gunzip_error!(g)), 'gzip');
+          }
+        },
+        close() { mod._vmsim_gunzip_free!(g); },
+      };
+    } : undefined,
     done: () => mod._vmsim_replay_done(r),
     finish() {
       const out = mod._malloc(4);
@@ -181,6 +208,36 @@ export async function openBlob(open: (head: Uint8Array, size: number, o: ReplayO
   return open(head, blob.size, options);
 }
 
+/** Streams the compressed body of the trace, piece by piece as the file is read, into the
+ * engine's own gzip reader (the File is never read whole, and nothing is allocated per
+ * inflated piece: the browser's DecompressionStream hands out a new buffer for every
+ * 64 KiB, which a billion-access trace produced faster than they were collected). */
+const PUSH_BYTES = 8192;
+async function inflateInEngine(blob: Blob, offset: number, inf: Inflater, after: () => void, signal?: AbortSignal) {
+  const reader = blob.slice(offset).stream().getReader();
+  try {
+    let held: Uint8Array | undefined;
+    for (;;) {
+      if (signal?.aborted) throw new DOMException('the replay was cancelled', 'AbortError');
+      const step = await reader.read();
+      // one piece held back, so that the last one goes in marked final
+      if (held) {
+        // in pieces of 8 KiB of gzip: a trace that compresses well inflates a thousandfold
+        for (let a = 0; a < held.length; a += PUSH_BYTES) {
+          inf.push(held.subarray(a, a + PUSH_BYTES), !!step.done && a + PUSH_BYTES >= held.length);
+          after();
+        }
+      }
+      if (step.done) break;
+      held = step.value;
+    }
+    if (!held) inf.push(new Uint8Array(0), true);
+  } finally {
+    reader.releaseLock();
+    inf.close();
+  }
+}
+
 /** Streams the inflated body of the trace through fn, chunk by chunk. */
 async function inflate(blob: Blob, offset: number, fn: (chunk: Uint8Array) => void, signal?: AbortSignal) {
   const stream = blob.slice(offset).stream().pipeThrough(new DecompressionStream('gzip'));
@@ -211,9 +268,11 @@ export async function replayBlob(open: (head: Uint8Array, size: number, o: Repla
   try {
     const total = Math.max(1, r.accesses);
     const tell = (pass: 1 | 2) => onProgress?.({ pass, done: r.done(), accesses: r.accesses, fraction: Math.min(1, ((pass - 1) + r.done() / total) / 2) });
-    await inflate(blob, r.bodyOffset, (c) => { r.scan(c); tell(1); }, signal);
+    if (r.inflater) await inflateInEngine(blob, r.bodyOffset, r.inflater(1), () => tell(1), signal);
+    else await inflate(blob, r.bodyOffset, (c) => { r.scan(c); tell(1); }, signal);
     r.endScan();
-    await inflate(blob, r.bodyOffset, (c) => { r.feed(c); tell(2); }, signal);
+    if (r.inflater) await inflateInEngine(blob, r.bodyOffset, r.inflater(2), () => tell(2), signal);
+    else await inflate(blob, r.bodyOffset, (c) => { r.feed(c); tell(2); }, signal);
     return r.finish();
   } finally {
     r.close();

@@ -30,9 +30,10 @@
 #define DATA_GPA 0x4000000ull               /* 64 MiB: the program's pages from here */
 #define HOST_BASE 0x100000000ull            /* guest RAM at 4 GiB of host memory */
 #define HOST_TABLES 0x800000000ull          /* nested, shadow or flat tables */
-#define MAX_PAGES (1u << 18)                /* 1 GiB of distinct 4 KiB pages */
-#define MAX_TABLE_FRAMES 1024u              /* guest page tables per mode (4 MiB) */
-#define MAX_GUEST_RAM (2ull << 30)          /* what the layout may need: the flat table stays 4 MiB */
+#define MAX_PAGES (1u << 20)                /* 4 GiB of distinct 4 KiB pages */
+#define MAX_TABLE_FRAMES 4096u              /* guest page tables per mode (16 MiB) */
+#define MAX_GUEST_RAM (8ull << 30)          /* what the layout may need: the flat table stays 16 MiB */
+#define SLOT_PAGES (1u << 19)               /* 4 KiB frames per mapping of a memory slot (scenario.c takes 2^20) */
 #define BATCH 2048u
 
 enum { M_NATIVE, M_EPT, M_NPT, M_SHADOW, M_FLAT, N_REPLAY_MODES };
@@ -363,23 +364,32 @@ static bool ps_grow(page_set *ps)
 static int ps_add(vmsim_replay *r, uint64_t page, uint8_t bits)
 {
     page_set *ps = &r->ps;
+    uint64_t key = page + 1;
+    uint32_t i = 0;
+    if (ps->cap) {
+        i = page_hash(key, ps->cap);
+        while (ps->keys[i] && ps->keys[i] != key)
+            i = (i + 1) & (ps->cap - 1);
+        if (ps->keys[i]) {
+            ps->kinds[i] |= bits;
+            return 0;
+        }
+    }
+    /* a page not seen before */
+    if (ps->used >= MAX_PAGES)
+        return failf(r, VMSIM_REPLAY_BAD_TRACE,
+                     "the trace touches more than %u distinct 4 KiB pages (%u MiB): too large to replay here; record "
+                     "a shorter run (hw-lab/run trace --limit N) or a smaller input",
+                     MAX_PAGES, MAX_PAGES / 256);
     if ((ps->used + 1) * 2 > ps->cap) {
-        if (ps->used >= MAX_PAGES)
-            return failf(r, VMSIM_REPLAY_BAD_TRACE,
-                         "the trace touches more than %u distinct 4 KiB pages (%u MiB): too large to replay here; record "
-                         "a shorter run (hw-lab/run trace --limit N) or a smaller input",
-                         MAX_PAGES, MAX_PAGES / 256);
         if (!ps_grow(ps))
             return failf(r, VMSIM_REPLAY_NO_MEMORY, "out of memory collecting the trace's pages");
+        i = page_hash(key, ps->cap);
+        while (ps->keys[i])
+            i = (i + 1) & (ps->cap - 1);
     }
-    uint64_t key = page + 1;
-    uint32_t i = page_hash(key, ps->cap);
-    while (ps->keys[i] && ps->keys[i] != key)
-        i = (i + 1) & (ps->cap - 1);
-    if (!ps->keys[i]) {
-        ps->keys[i] = key;
-        ps->used++;
-    }
+    ps->keys[i] = key;
+    ps->used++;
     ps->kinds[i] |= bits;
     return 0;
 }
@@ -392,6 +402,22 @@ static int cmp_u64(const void *a, const void *b)
 
 /* ---- the machines ---- */
 
+/* Guest RAM from gpa 0 at hpa HOST_BASE as a list of mappings of 4 KiB frames (page: the
+ * nested tables' "page" field, or NULL), at most SLOT_PAGES frames each. */
+static void ram_mappings(strbuf *sb, uint64_t frames, const char *page)
+{
+    sb_putc(sb, '[');
+    for (uint64_t f = 0; f < frames; f += SLOT_PAGES) {
+        uint64_t n = frames - f < SLOT_PAGES ? frames - f : SLOT_PAGES;
+        sb_printf(sb, "%s{\"gpa\":\"0x%llx\",\"hpa\":\"0x%llx\",", f ? "," : "", (unsigned long long)(f << 12),
+                  (unsigned long long)(HOST_BASE + (f << 12)));
+        if (page)
+            sb_printf(sb, "\"page\":\"%s\",", page);
+        sb_printf(sb, "\"pages\":%llu}", (unsigned long long)n);
+    }
+    sb_putc(sb, ']');
+}
+
 static char *skeleton_json(const vmsim_replay *r, int mode)
 {
     strbuf sb;
@@ -401,20 +427,24 @@ static char *skeleton_json(const vmsim_replay *r, int mode)
               replay_mode_names[mode], (unsigned long long)GUEST_TABLE_BASE);
     uint64_t frames = r->ram_bytes >> 12;
     if (mode == M_EPT || mode == M_NPT) {
-        bool huge = !r->o.host_4k;
-        sb_printf(&sb, ",\"nested\":{\"table_base\":\"0x%llx\",\"on_demand\":%s,\"mappings\":[{\"gpa\":\"0x0\","
-                       "\"hpa\":\"0x%llx\",\"page\":\"%s\",\"pages\":%llu}]}",
-                  (unsigned long long)HOST_TABLES, r->o.on_demand ? "true" : "false", (unsigned long long)HOST_BASE, huge ? "2M" : "4K",
-                  (unsigned long long)(huge ? r->ram_bytes >> 21 : frames));
+        sb_printf(&sb, ",\"nested\":{\"table_base\":\"0x%llx\",\"on_demand\":%s,\"mappings\":", (unsigned long long)HOST_TABLES,
+                  r->o.on_demand ? "true" : "false");
+        if (!r->o.host_4k)
+            sb_printf(&sb, "[{\"gpa\":\"0x0\",\"hpa\":\"0x%llx\",\"page\":\"2M\",\"pages\":%llu}]",
+                      (unsigned long long)HOST_BASE, (unsigned long long)(r->ram_bytes >> 21));
+        else
+            ram_mappings(&sb, frames, "4K");
+        sb_putc(&sb, '}');
     } else if (mode == M_FLAT) {
-        sb_printf(&sb, ",\"flat\":{\"table_base\":\"0x%llx\",\"guest_ram\":\"0x%llx\",\"prefill\":%s,\"mappings\":"
-                       "[{\"gpa\":\"0x0\",\"hpa\":\"0x%llx\",\"pages\":%llu}]}",
-                  (unsigned long long)HOST_TABLES, (unsigned long long)r->ram_bytes, r->o.on_demand ? "false" : "true",
-                  (unsigned long long)HOST_BASE, (unsigned long long)frames);
+        sb_printf(&sb, ",\"flat\":{\"table_base\":\"0x%llx\",\"guest_ram\":\"0x%llx\",\"prefill\":%s,\"mappings\":",
+                  (unsigned long long)HOST_TABLES, (unsigned long long)r->ram_bytes, r->o.on_demand ? "false" : "true");
+        ram_mappings(&sb, frames, NULL);
+        sb_putc(&sb, '}');
     } else if (mode == M_SHADOW) {
-        sb_printf(&sb, ",\"shadow\":{\"table_base\":\"0x%llx\",\"prefill\":%s,\"mappings\":[{\"gpa\":\"0x0\",\"hpa\":\"0x%llx\","
-                       "\"pages\":%llu}]}",
-                  (unsigned long long)HOST_TABLES, r->o.on_demand ? "false" : "true", (unsigned long long)HOST_BASE, (unsigned long long)frames);
+        sb_printf(&sb, ",\"shadow\":{\"table_base\":\"0x%llx\",\"prefill\":%s,\"mappings\":", (unsigned long long)HOST_TABLES,
+                  r->o.on_demand ? "false" : "true");
+        ram_mappings(&sb, frames, NULL);
+        sb_putc(&sb, '}');
     }
     sb_printf(&sb, ",\"caches\":{\"preset\":\"%s\"},\"accesses\":[]}", preset_names[r->o.preset]);
     return sb_take(&sb);
@@ -549,16 +579,15 @@ static int build_machines(vmsim_replay *r)
             return failf(r, VMSIM_REPLAY_NO_MEMORY, "building mode %s: %s", replay_mode_names[mode], json ? err : "out of memory");
         }
         free(json);
-        guest_map *copy = malloc((nm ? nm : 1) * sizeof *copy);
-        if (!copy) {
-            free(maps);
-            return failf(r, VMSIM_REPLAY_NO_MEMORY, "out of memory building mode %s", replay_mode_names[mode]);
-        }
-        memcpy(copy, maps, nm * sizeof *copy);
+        /* the modes share one list of mappings, needed only while the tables are built
+         * (up to 32 MiB for a million scattered pages) */
         free(r->sc[mode].gmaps);
-        r->sc[mode].gmaps = copy;
+        r->sc[mode].gmaps = maps;
         r->sc[mode].n_gmaps = nm;
-        if (!machine_build(&r->m[mode], &r->sc[mode], err, sizeof err)) {
+        bool built = machine_build(&r->m[mode], &r->sc[mode], err, sizeof err);
+        r->sc[mode].gmaps = NULL;
+        r->sc[mode].n_gmaps = 0;
+        if (!built) {
             free(maps);
             return failf(r, VMSIM_REPLAY_BAD_TRACE, "building the guest's tables for mode %s: %s", replay_mode_names[mode], err);
         }

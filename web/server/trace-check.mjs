@@ -21,10 +21,12 @@ import { ACCESS_MAX_BYTES, BodyChecker, END_MAX_BYTES, readHeader, TraceFormatEr
 import { RETRY_AFTER_S } from './faults.mjs';
 import { checkJson, textProblem } from './limits.mjs';
 
-/** The largest trace file a class keeps. */
-export const TRACE_MAX_BYTES = Number(process.env.VMEMLAB_TRACE_MAX_BYTES ?? 4 * 2 ** 20);
-/** The most accesses an uploaded trace may hold (the recorder's default limit). */
-export const TRACE_MAX_ACCESSES = 20_000_000;
+/** The largest trace file a class keeps: a whole program recorded by hw-lab/run trace
+ * (python3 -c "sum(range(10**6))", 232 M accesses, is 26.5 MB; sum(range(5*10**6)), 984 M
+ * accesses, 38 MB). */
+export const TRACE_MAX_BYTES = Number(process.env.VMEMLAB_TRACE_MAX_BYTES ?? 64 * 2 ** 20);
+/** The most accesses an uploaded trace may hold (the recorder's default --limit). */
+export const TRACE_MAX_ACCESSES = 2_000_000_000;
 /** The most distinct pages an uploaded trace may touch (8 GiB of memory): the walk keeps
  * every page number it has seen, 16 to 32 bytes each (format.mjs's PageSet). */
 export const TRACE_MAX_PAGES = 2 ** 21;
@@ -54,8 +56,10 @@ export const POOL_SIZE = 1;
  * MB with 9 of 4.7 MB stored at once. A check takes 0.1-0.7 s, so 3 in flight still take
  * a class's uploads a few a second; the page sends a refused one again after Retry-After. */
 export const QUEUE_MAX = 2;
-/** A check that runs longer than this is stopped (its worker is replaced) and answered 503. */
-export const JOB_TIMEOUT_MS = 30_000;
+/** A check that runs longer than this is stopped (its worker is replaced) and answered 503:
+ * walking a whole program's body takes its time (984 M accesses, 1.9 GB inflated: 12 s of
+ * CPU here), a bad one is refused at its first problem. */
+export const JOB_TIMEOUT_MS = 120_000;
 /** The most objects and arrays, and the most values in them, a trace upload's JSON may
  * hold: a real one has about 20 objects and arrays (the report's sections and its modes)
  * and a few dozen values, plus the program's arguments (at most 4096, the schemas' bound). */
@@ -123,7 +127,10 @@ const cut = (s, n) => Array.from(s).slice(0, n).join(''); // whole code points
 /**
  * Inflates the gzip body as a stream and feeds each chunk to format.mjs's BodyChecker,
  * stopping at once when the output passes what the header's accesses can take or
- * INFLATE_RATIO_MAX times the compressed size (at least INFLATE_FLOOR_BYTES).
+ * INFLATE_RATIO_MAX times the compressed size (at least INFLATE_FLOOR_BYTES), or, on the
+ * way, INFLATE_RATIO_MAX times the compressed bytes inflated so far plus
+ * INFLATE_FLOOR_BYTES: a header may claim up to 2 G accesses, and a bomb is then refused
+ * within its first megabytes rather than after 768 times its whole size.
  */
 function inflateAndWalk(gz, header) {
   const declared = ACCESS_MAX_BYTES * header.accesses + END_MAX_BYTES;
@@ -143,8 +150,8 @@ function inflateAndWalk(gz, header) {
     z.on('data', (chunk) => {
       if (done) return;
       out += chunk.length;
-      if (out > ceiling) {
-        return stop(new TraceRefusal(422, declared <= byRatio
+      if (out > ceiling || out > INFLATE_RATIO_MAX * z.bytesWritten + INFLATE_FLOOR_BYTES) {
+        return stop(new TraceRefusal(422, out > declared
           ? 'the trace is corrupt: its body inflates to more than its accesses can take'
           : `the trace body inflates to more than ${INFLATE_RATIO_MAX} times its compressed size (${gz.length} bytes); a trace hw-lab/run recorded inflates 5 to 600 times, so this body is not one`));
       }

@@ -1,5 +1,5 @@
 /* The replay runs here, off the page's thread: the engine (WebAssembly) reads the trace
- * twice through DecompressionStream and posts its progress; the page cancels by
+ * file twice as a stream, inflating it itself (src/gunzip.c), and posts its progress; the page cancels by
  * terminating the worker. */
 import { loadVmsim } from '../../../wasm-core/js/vmsim';
 import { runReplay, type FromWorker, type ToWorker } from './protocol';

@@ -4,7 +4,7 @@ import type { TraceHeader } from './format.mjs';
 import type { ReplayReport } from './protocol';
 
 /** The largest trace the class server keeps (web/server/traces.mjs, TRACE_MAX_BYTES). */
-export const TRACE_UPLOAD_MAX = 4 * 2 ** 20;
+export const TRACE_UPLOAD_MAX = 64 * 2 ** 20;
 
 export interface ClassTrace { id: string; created_at: string; label: string; header: TraceHeader; report: ReplayReport }
 
