@@ -526,7 +526,8 @@ void pae_load_pdptes(machine *m)
 /* The guest walk of one access (4.2), with the nested walk of every gpa it touches, the
  * A/D updates, the final nested walk and the cache fills. */
 static inline __attribute__((always_inline)) void guest_walk(machine *m, const vm_access *a, vm_result *r,
-                                                             const bool x64, const bool record)
+                                                             const bool x64, const bool record, const int from_level,
+                                                             const uint64_t from_table, const uint64_t from_rights)
 {
     const scenario *s = m->s;
     const guest_format *gf = m->gf;
@@ -571,7 +572,14 @@ static inline __attribute__((always_inline)) void guest_walk(machine *m, const v
     }
 
     int top = gf->levels;
-    if (m->gpwc) {
+    if (from_level) {
+        /* Agile paging: the shadow walk ended on a switching entry, which gave the gpa of
+         * the guest's level-from_level table and the rights of the levels above it. */
+        top = from_level;
+        table = from_table;
+        rwus = from_rights & (BIT(1) | BIT(2));
+        xd = xd_on && (from_rights & BIT(63));
+    } else if (m->gpwc) {
         for (int l = 2; l <= gf->levels; l++) {
             cache_line *c = cache_find(m->gpwc, gpwc_key(gf, a->gva, l), m->s->pcid ? m->asid : 0);
             if (!c)
@@ -716,7 +724,7 @@ static inline __attribute__((always_inline)) void guest_walk(machine *m, const v
     }
     r->hpa_valid = true;
     r->outcome = OUT_OK;
-    if (m->gpwc)
+    if (m->gpwc && !from_level)
         for (int j = 0; j < nw - 1; j++)
             cache_fill(m->gpwc, gpwc_key(gf, a->gva, w[j].level), m->s->pcid ? m->asid : 0,
                        GUEST_FN(x64, x86_64_table_addr(wval[j]), gf->table_addr(wval[j])), 0, w[j].rights);
@@ -730,17 +738,31 @@ static inline __attribute__((always_inline)) void guest_walk(machine *m, const v
 
 static void guest_walk_x86_64(machine *m, const vm_access *a, vm_result *r)
 {
-    guest_walk(m, a, r, true, false);
+    guest_walk(m, a, r, true, false, 0, 0, 0);
 }
 
 static void guest_walk_x86_64_traced(machine *m, const vm_access *a, vm_result *r)
 {
-    guest_walk(m, a, r, true, true);
+    guest_walk(m, a, r, true, true, 0, 0, 0);
 }
 
 static void guest_walk_generic(machine *m, const vm_access *a, vm_result *r)
 {
-    guest_walk(m, a, r, false, r->record);
+    guest_walk(m, a, r, false, r->record, 0, 0, 0);
+}
+
+/* Agile paging's 2-D part (x86-64 guests only): the guest's tables from level `level`
+ * down, each entry's gpa through the nested walk, then the final nested walk. */
+void guest_walk_from(machine *m, const vm_access *a, vm_result *r, int level, uint64_t table, uint64_t rights)
+{
+    guest_walk(m, a, r, true, r->record, level, table, rights);
+}
+
+/* A guest page-table write that needs no VMM (agile paging below the switch): the
+ * store, then the guest's invlpg. */
+void agile_plain_pte_write(machine *m, const vm_access *a, vm_result *r)
+{
+    pte_write(m, a, r);
 }
 
 /* Every field before the steps back to zero, the record flag kept. Field by field: a
@@ -775,6 +797,13 @@ void translate(machine *m, const vm_access *a, vm_result *r)
         }
         return;
     }
+    if (m->agile) {
+        agile_tick(m);
+        if (a->op == OP_MOV_CR3 || a->op == OP_PTE_WRITE) {
+            agile_event(m, a, r);
+            return;
+        }
+    }
     if (m->shadow && (a->op == OP_MOV_CR3 || a->op == OP_PTE_WRITE)) {
         shadow_event(m, a, r);
         return;
@@ -791,6 +820,10 @@ void translate(machine *m, const vm_access *a, vm_result *r)
         return;
     if (m->shadow) {
         shadow_translate(m, a, r);
+        return;
+    }
+    if (m->agile) {
+        agile_translate(m, a, r);
         return;
     }
 
