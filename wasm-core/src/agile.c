@@ -156,6 +156,16 @@ static bool unmapped(vm_result *r, int dim, int level, uint64_t gpa)
     return false;
 }
 
+/* The VMM's own gpa -> hpa lookup through its EPT (no checks, no A/D): the host
+ * address is what the leaf's bits maxphyaddr-1:12 say. */
+static bool vmm_lookup(machine *m, uint64_t gpa, uint64_t *hpa)
+{
+    if (!nested_lookup(m, gpa, hpa))
+        return false;
+    *hpa &= bits_range(m->s->maxphyaddr - 1, 0);
+    return true;
+}
+
 /* The VMM's side of a hidden page fault: its software walk of the guest tables down to
  * the switching level (or the guest's leaf above it), then the shadow path: tables,
  * and a switch entry or a 4 KiB leaf. Returns false when the access ends here. */
@@ -174,7 +184,7 @@ static bool vmm_fill(machine *m, const vm_access *a, vm_result *r)
             break;
         }
         uint64_t egpa = table + 8u * gf->index(a->gva, level), hpa;
-        if (!nested_lookup(m, egpa, &hpa))
+        if (!vmm_lookup(m, egpa, &hpa))
             return unmapped(r, DIM_GUEST, level, egpa);
         uint64_t e = mem_read(&m->mem, hpa, 8);
         bool leaf = gf->is_leaf(s, e, level);
@@ -225,7 +235,7 @@ static bool vmm_fill(machine *m, const vm_access *a, vm_result *r)
     uint64_t gpa = 0, data_hpa = 0;
     if (!stop) {
         gpa = page | (a->gva & (size - 1));
-        if (!nested_lookup(m, gpa & ~0xFFFull, &data_hpa))
+        if (!vmm_lookup(m, gpa & ~0xFFFull, &data_hpa))
             return unmapped(r, DIM_NESTED, 1, gpa);
     }
     /* The shadow path down to the level of the entry to write. */

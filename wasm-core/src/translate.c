@@ -471,6 +471,7 @@ bool guest_entry_addr(machine *m, uint64_t gva, int level, uint64_t *egpa, uint6
         *egpa = table + (uint64_t)gf->entry_size * gf->index(gva, l);
         if (!nested_lookup(m, *egpa, hpa))
             return false;
+        *hpa &= bits_range(m->s->maxphyaddr - 1, 0);   /* a leaf's bits above MAXPHYADDR name no frame */
         if (l == level)
             return true;
         uint64_t e = mem_read(&m->mem, *hpa, gf->entry_size);
@@ -787,6 +788,8 @@ void translate(machine *m, const vm_access *a, vm_result *r)
     const scenario *s = m->s;
     result_reset(r);
     r->tlb_hit = -1;
+    if (m->agile)
+        agile_tick(m);      /* the VMM policy's clock: one tick per entry of the access list */
     if (a->op == OP_VMFUNC || a->op == OP_VMCALL) {
         vmfunc_execute(m, a, r);
         if (a->op == OP_VMFUNC && r->outcome == OUT_OK && m->s->flush_on_eptp_switch) {
@@ -797,12 +800,9 @@ void translate(machine *m, const vm_access *a, vm_result *r)
         }
         return;
     }
-    if (m->agile) {
-        agile_tick(m);
-        if (a->op == OP_MOV_CR3 || a->op == OP_PTE_WRITE) {
-            agile_event(m, a, r);
-            return;
-        }
+    if (m->agile && (a->op == OP_MOV_CR3 || a->op == OP_PTE_WRITE)) {
+        agile_event(m, a, r);
+        return;
     }
     if (m->shadow && (a->op == OP_MOV_CR3 || a->op == OP_PTE_WRITE)) {
         shadow_event(m, a, r);
