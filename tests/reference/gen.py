@@ -1567,3 +1567,29 @@ if __name__ == "__main__":
         make, args = random_raw_scenario, args[1:]
     seed = int(args[0]) if args else 0
     print(json.dumps(make(random.Random(seed)), indent=1))
+
+
+def _agile() -> dict:
+    sc = _base_ept()
+    sc["mode"] = "agile"
+    sc["agile"] = {"switch_level": 2}
+    return sc
+
+
+INVALID_SCENARIOS += [
+    ("agile-pae-guest", _edit(_set(["guest", "paging"], "pae"), _agile), "guest.paging"),
+    ("agile-32bit-guest", _edit(_set(["guest", "paging"], "32bit"), _agile), "guest.paging"),
+    ("agile-switch-above-root", _edit(_set(["agile", "switch_level"], 5), _agile),
+     "agile.switch_level"),
+    ("agile-switch-negative", _edit(_set(["agile", "switch_level"], -1), _agile),
+     "agile.switch_level"),
+    ("agile-subtree-level-0", _edit(_set(["agile", "subtrees"], [{"gva": "0x0", "level": 0}]),
+                                    _agile), "agile.subtrees[0].level"),
+    ("agile-subtree-no-gva", _edit(_set(["agile", "subtrees"], [{"level": 1}]), _agile),
+     "agile.subtrees[0].gva"),
+    ("agile-unknown-key", _edit(_set(["agile", "switch"], 1), _agile), "agile.switch"),
+    ("agile-table-base-misaligned", _edit(_set(["agile", "table_base"], "0x20000800"), _agile),
+     "agile.table_base"),
+    ("agile-in-ept-mode", _edit(_set(["agile"], {"switch_level": 1})), "agile"),
+    ("agile-with-npt-keys", _edit(_set(["nested", "host_nxe"], True), _agile), "nested.host_nxe"),
+]
