@@ -81,6 +81,8 @@ static void drop_subtree_entry(machine *m, const struct agile_subtree *t)
                 mem_write_existing(&m->mem, m->sroot[as] + 8u * i, 8, 0);
     if (m->tlb)
         cache_flush(m->tlb);
+    if (m->gpwc)
+        cache_flush(m->gpwc);
 }
 
 /* Before each access: nested subtrees that went shadow_after_quiet accesses without a
@@ -103,6 +105,12 @@ void agile_tick(machine *m)
     }
 }
 
+static uint64_t pwc_key(const machine *m, uint64_t gva, int level)
+{
+    (void)m;
+    return ((uint64_t)level << 58) | (gva >> (12 + 9 * (level - 1)));
+}
+
 /* The MMU's walk of the shadow table: 0 with *hpa at a shadow leaf, 1 at a switch
  * entry (*level: the guest level to go on from, *table its gpa, *rights the combined
  * rights above), -1 on a hidden page fault. */
@@ -110,7 +118,21 @@ static int hw_walk(machine *m, const vm_access *a, vm_result *r, uint64_t *hpa, 
                    uint64_t *table_out, uint64_t *rights)
 {
     uint64_t table = m->sroot[m->asid];
-    for (int level = top_level(m); level >= 1; level--) {
+    int top = top_level(m);
+    uint32_t tag = m->s->pcid ? m->asid : 0;
+    /* The page-walk cache holds shadow table pointers (never a switching entry's gpa). */
+    for (int l = 2; m->gpwc && l <= top; l++) {
+        cache_line *c = cache_find(m->gpwc, pwc_key(m, a->gva, l), tag);
+        if (c) {
+            table = c->value;
+            top = l - 1;
+            r->pwc_hits++;
+            step(r, (vm_step){.kind = STEP_PWC_HIT, .dim = DIM_NESTED, .level = (uint8_t)l, .table = table,
+                              .entry = table, .result = RES_TABLE});
+            break;
+        }
+    }
+    for (int level = top; level >= 1; level--) {
         uint32_t idx = m->gf->index(a->gva, level);
         uint64_t ea = table + 8u * idx;
         uint64_t e = mem_read(&m->mem, ea, 8);
@@ -138,6 +160,8 @@ static int hw_walk(machine *m, const vm_access *a, vm_result *r, uint64_t *hpa, 
             return 0;
         }
         table = e & bits_range(51, 12);
+        if (m->gpwc)
+            cache_fill(m->gpwc, pwc_key(m, a->gva, level), tag, table, 0, 7);
     }
     return -1;
 }
@@ -273,8 +297,8 @@ static bool vmm_fill(machine *m, const vm_access *a, vm_result *r)
 void agile_translate(machine *m, const vm_access *a, vm_result *r)
 {
     if (agile_switch_level(m, a->gva) >= top_level(m)) {
-        /* switched at the root: the walk is EPT's from the guest's CR3 */
-        guest_walk_from(m, a, r, top_level(m), m->cr3, BIT(1) | BIT(2));
+        /* switched at the root: the walk is EPT's from the guest's CR3, walk cache included */
+        guest_walk_from(m, a, r, 0, 0, 0);
         return;
     }
     uint64_t hpa = 0, leaf = 0, table = 0, rights = 0;

@@ -415,8 +415,7 @@ static bool make_caches(bctx *b)
     machine *m = b->m;
     const scenario *s = b->s;
     struct cache **slots[] = {&m->tlb, &m->gpwc, &m->npwc, &m->ntlb};
-    /* agile paging: no guest-dimension walk cache (its shadow and 2-D halves would share it) */
-    uint32_t entries[] = {s->tlb_entries, m->agile ? 0 : s->pwc_entries, m->nf ? s->pwc_entries : 0, m->nf || m->flat ? s->ntlb_entries : 0};
+    uint32_t entries[] = {s->tlb_entries, s->pwc_entries, m->nf ? s->pwc_entries : 0, m->nf || m->flat ? s->ntlb_entries : 0};
     uint32_t ways[] = {s->tlb_ways, 0, 0, s->ntlb_ways};
     for (int i = 0; i < 4; i++) {
         if (!entries[i])
