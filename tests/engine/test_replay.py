@@ -435,3 +435,9 @@ def test_replay_modes_default_leaves_agile_out_and_checks_the_level(short):
     assert [m["mode"] for m in replay_json(path)["modes"]] == MODES
     p = replay(path, "--modes", "agile", "--agile-switch-level", "5")
     assert p.returncode != 0 and "agile-switch-level" in p.stderr
+
+
+def test_replay_report_names_the_agile_level_only_when_agile_ran(short):
+    path, _ = short
+    assert "agile_switch_level" not in replay_json(path)["machine"]
+    assert replay_json(path, "--modes", "agile", "--agile-switch-level", "3")["machine"]["agile_switch_level"] == 3

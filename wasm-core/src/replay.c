@@ -827,10 +827,13 @@ static void report_json(const vmsim_replay *r, strbuf *sb)
     sb_printf(sb, "},\"machine\":{\"preset\":\"%s\",\"guest_paging\":\"4level\",\"guest_pages\":\"%s\",\"huge_min\":%u,"
                   "\"host_pages\":\"%s\",\"start\":\"%s\",\"guest_4k_pages\":%u,\"guest_2m_pages\":%u,"
                   "\"guest_table_frames\":%u,\"guest_ram_bytes\":%llu,\"tlb_entries\":%u,\"pwc_entries\":%u,"
-                  "\"ntlb_entries\":%u},",
+                  "\"ntlb_entries\":%u",
               preset_names[o->preset], o->guest_2m ? "2m" : "4k", o->huge_min, o->host_4k ? "4k" : "2m",
               o->warm ? "warm" : "cold", r->n4k, r->n2m, r->table_frames, (unsigned long long)r->ram_bytes,
               any ? any->tlb_entries : 0, any ? any->pwc_entries : 0, any ? any->ntlb_entries : 0);
+    if (r->built[M_AGILE])
+        sb_printf(sb, ",\"agile_switch_level\":%d", o->agile_switch_level);
+    sb_puts(sb, "},");
     sb_printf(sb, "\"cost_model\":{\"cycles_per_access\":%g,\"cycles_per_ref\":%g,\"cycles_per_exit\":%g,\"refill_trap\":%g},"
                   "\"modes\":[",
               o->cycles_per_access, o->cycles_per_ref, o->cycles_per_exit, o->preset == 1 ? o->refill_trap : 0.0);

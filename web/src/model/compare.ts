@@ -1,5 +1,5 @@
 /* One guest mapping and one access, expressed as a scenario for every mode, so that the
- * compare view runs the same translation five ways, twice: cold (the first access of a
+ * compare view runs the same translation six ways, twice: cold (the first access of a
  * fresh machine) and warm (the same access again, after the first pass filled the shadow
  * and flat tables and set the A/D bits; no TLB or walk caches, so every access walks).
  * Cycles use the cost model of `vmsim experiment` (wasm-core/docs/model.md 5b, 5c) so the
@@ -15,7 +15,10 @@ export interface CompareInput {
   user: boolean;
 }
 
-export const COMPARE_MODES: Mode[] = ['native', 'ept', 'npt', 'flat', 'shadow'];
+export const COMPARE_MODES: Mode[] = ['native', 'ept', 'npt', 'flat', 'shadow', 'agile'];
+/** Agile paging in the comparison: the switch at guest level 2 (2 shadow entries, then
+ * the 2-D walk of the guest's L2 and L1 tables: 16 references warm). */
+export const COMPARE_AGILE_SWITCH = 2;
 /** Which access of a compare scenario is which. */
 export const COLD = 0;
 export const WARM = 1;
@@ -59,7 +62,8 @@ export function compareScenario(mode: Mode, inp: CompareInput): Scenario {
     // the same access twice: [0] cold, [1] warm
     accesses: [{ gva: inp.gva, op: inp.op, user: inp.user }, { gva: inp.gva, op: inp.op, user: inp.user }],
   };
-  if (mode === 'ept' || mode === 'npt') s.nested = { mappings: slots };
+  if (mode === 'ept' || mode === 'npt' || mode === 'agile') s.nested = { mappings: slots };
+  if (mode === 'agile') s.agile = { switch_level: COMPARE_AGILE_SWITCH };
   // Lazy filling shows the exits a flat table pays on first touch, as shadow paging does.
   if (mode === 'flat') s.flat = { guest_ram: '0x40000000', mappings: slots };
   if (mode === 'shadow') s.shadow = { mappings: slots };
