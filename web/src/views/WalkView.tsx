@@ -108,6 +108,8 @@ export const WalkGrid = memo(function WalkGrid({ result, access, step, onStep }:
   // One tab stop for the grid (roving tabindex): the current cell, or the first one.
   const tabKey = curKey ?? grid.cells.keys().next().value;
   const done = step >= access.steps.length;
+  // agile paging: the shadow entry whose switch bit hands the walk to the guest's own tables
+  const switchStep = access.steps.find((st) => isSwitchStep(st, result.mode) && st.kind === 'read');
   const rowLabel = new Map(grid.rows.map((r) => [r.key, r.label]));
   const colLabel = new Map(grid.cols.map((c) => [c.key, c.label]));
   return (
@@ -162,6 +164,9 @@ export const WalkGrid = memo(function WalkGrid({ result, access, step, onStep }:
           </caption>
         )}
       </table>
+      {switchStep && (
+        <p className="muted small" data-testid="switch-note">{t('walk.switchNote', { level: switchStep.level, below: switchStep.level - 1 })}</p>
+      )}
     </div>
   );
 });

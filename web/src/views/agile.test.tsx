@@ -57,6 +57,9 @@ describe('agile paging in the walk grid', () => {
       expect(cell!.getAttribute('data-row')).toBe('3');
       expect(cell!.getAttribute('data-col')).toBe('S');
       expect(container.querySelectorAll('td.cell.switch')).toHaveLength(1);
+      const note = container.querySelector('[data-testid="switch-note"]')!.textContent!;
+      expect(note).toMatch(/3/);
+      expect(note).not.toMatch(/\{\{|walk\.switchNote/);
       const text = explainStep(sw, r, i18n.getFixedT(lng, 'views'));
       expect(text).toContain(word);
       expect(text).not.toMatch(/\{\{|step\./);
