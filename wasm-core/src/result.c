@@ -350,8 +350,8 @@ void explain_access(strbuf *sb, const machine *m, const vm_access *a, const vm_r
         sb_printf(sb, ", gpa 0x%llx", (unsigned long long)r->gpa);
     if (r->hpa_valid && m->nf)
         sb_printf(sb, ", hpa 0x%llx", (unsigned long long)r->hpa);
-    sb_printf(sb, "\n  %u memory references (%u guest + %u nested), %u A/D writes\n", r->memory_refs, r->guest_refs,
-              r->nested_refs, r->ad_writes);
+    sb_printf(sb, "\n  %u memory references (%u guest + %u %s), %u A/D writes\n", r->memory_refs, r->guest_refs,
+              r->nested_refs, m->agile ? "shadow and nested" : "nested", r->ad_writes);
     sb_printf(sb, "  %-3s %-3s %-8s %-6s %-2s %-5s %-18s %-18s %-4s %-18s %-18s %-3s %s\n", "#", "ref", "kind", "dim",
               "L", "stage", "gpa", "table", "idx", "entry_hpa", "entry", "set", "result  flags");
     for (uint32_t k = 0; k < r->nsteps; k++) {
