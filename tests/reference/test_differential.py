@@ -13,7 +13,7 @@ gen.random_flat_scenario (mode flat; artifact diff-fail-flat-SEED.json), on seed
 every x86 guest, with page-table writes, mov cr3 and invlpg; diff-fail-shadow-SEED.json),
 on seeds 0..W-1 (W = $DIFF_SUNWAY_SCENARIOS, default 150) of gen.random_sunway_scenario
 (Sunway guests, native and flat; diff-fail-sunway-SEED.json), on seeds 0..A-1
-(A = $DIFF_AGILE_SCENARIOS, default 240) of gen.random_agile_scenario (mode agile, the
+(A = $DIFF_AGILE_SCENARIOS, default 120) of gen.random_agile_scenario (mode agile, the
 switching level seed % 6: every level from all shadow to all nested, 5level guests up
 to their root; page-table writes, the VMM policy, mov cr3 and invlpg;
 diff-fail-agile-SEED.json),
@@ -55,7 +55,7 @@ N_RAW_SCENARIOS = int(os.environ.get("DIFF_RAW_SCENARIOS", "500"))
 N_FLAT_SCENARIOS = int(os.environ.get("DIFF_FLAT_SCENARIOS", "200"))
 N_SHADOW_SCENARIOS = int(os.environ.get("DIFF_SHADOW_SCENARIOS", "200"))
 N_SUNWAY_SCENARIOS = int(os.environ.get("DIFF_SUNWAY_SCENARIOS", "150"))
-N_AGILE_SCENARIOS = int(os.environ.get("DIFF_AGILE_SCENARIOS", "240"))
+N_AGILE_SCENARIOS = int(os.environ.get("DIFF_AGILE_SCENARIOS", "120"))
 CHUNK = 25
 TIMEOUT_S = 60
 
