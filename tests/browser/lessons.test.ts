@@ -16,10 +16,10 @@ beforeAll(async () => {
 });
 
 describe('lessons tab', () => {
-  it('lists the seven lessons and opens one with its live 2-D walk', async () => {
+  it('lists the eight lessons and opens one with its live 2-D walk', async () => {
     await page.goto(session.url + '?view=lessons&lang=en');
     await page.waitForSelector('.lessons-index');
-    expect(await page.locator('.lessons-index li').count()).toBe(7);
+    expect(await page.locator('.lessons-index li').count()).toBe(8);
     await page.getByRole('button', { name: 'EPT and NPT: the 2-D walk' }).click();
     await page.waitForSelector('figure.embedded-walk[data-scenario="ept-4k"]');
     expect(new URL(page.url()).searchParams.get('lesson')).toBe('ept-and-npt');

@@ -26,8 +26,43 @@ def refs_2d(g, n):
     return g + (g + 1) * n
 
 
+def refs_agile(s, n=4, m=4):
+    """References of a completed agile walk switched at guest level s (model.md 1,
+    "Agile paging"): n - s shadow entries, s guest entries each behind an m-level nested
+    walk, the final nested walk; n when all shadow (the shadow leaf holds the hpa)."""
+    return n if s == 0 else (n - s) + s * (m + 1) + m
+
+
+def agile_switch_example(s):
+    """agile-switch-l<s>: cold (the empty shadow root, an exit, the refill, the walk),
+    warm, a write below the switch (no exit), a write at level s + 1 (an exit that zaps
+    the switching entry: the next walk reads the n - s shadow entries down to it, exits,
+    and walks again), and a write to the page whose PTE lost RW: a guest #PF (P|W) after
+    every guest level, with no exit and no final nested walk."""
+    return [("ok", 1 + refs_agile(s), {"exits": 1}),
+            ("ok", refs_agile(s), {"exits": 0, "exit": False}),
+            ("ok", 0, {"exits": 0}),
+            ("ok", 0, {"exits": 1}),
+            ("ok", (4 - s) + refs_agile(s), {"exits": 1}),
+            ("guest_page_fault", (4 - s) + s * 5, {"exits": 0, "fault.error_code": "0x3"})]
+
+
 # (outcome, memory_refs, extra fields to check) per access, derived by hand.
 EXPECT = {
+    "agile-switch-l1": agile_switch_example(1),
+    "agile-switch-l2": agile_switch_example(2),
+    "agile-switch-l3": agile_switch_example(3),
+    # all shadow (4); two pt_write exits on the L1 table move it nested: the next walk
+    # reads L4, L3 and the zapped L2 entry (3), exits and walks 12; 4 quiet entries after
+    # the write at entry 7 it is shadow again: 3 reads to the zapped L2 entry, exit, 4
+    "agile-policy": [("ok", 1 + 4, {"exits": 1}), ("ok", 0, {"exits": 1}),
+                     ("ok", 4 + 4, {"exits": 1}),        # the zapped PTE: 4 reads, exit, 4
+                     ("ok", 0, {"exits": 1}),
+                     ("ok", 3 + refs_agile(1), {"exits": 1}),
+                     ("ok", refs_agile(1), {"exits": 0}),
+                     ("ok", 0, {"exits": 0}),            # below the switch now: a store
+                     ("ok", refs_agile(1), {}), ("ok", refs_agile(1), {}), ("ok", refs_agile(1), {}),
+                     ("ok", 3 + 4, {"exits": 1})],
     "native-4k": [("ok", 4, {"ad_writes": 4, "hpa": "0x200123"}),  # A set at 4 levels
                   ("ok", 4, {"ad_writes": 1})],                     # then only D on the PTE
     "ept-4k": [("ok", refs_2d(4, 4), {"hpa": "0x80200123", "guest_refs": 4, "nested_refs": 20})],
@@ -275,6 +310,18 @@ def test_shadow_pae_guest():
     assert [st["kind"] for st in vmm] == ["pdpte", "vmm_read", "vmm_read"]
     # gva 0x40000000: PDPTE 1 is not present in the guest -> reflected #PF (error code 0)
     assert a[2]["fault"]["error_code"] == "0x0" and a[2]["exits"] == 1
+
+
+def test_agile_counters():
+    r = run(EXAMPLES / "agile-policy.json")
+    assert r["mode"] == "agile" and r["eptp"] is not None
+    assert r["shadow"]["to_nested"] == 1 and r["shadow"]["to_shadow"] == 1
+    assert r["shadow"]["pt_write_exits"] == 2 and r["shadow"]["nested_subtrees"] == 0
+    for lv in (1, 2, 3):
+        r = run(EXAMPLES / f"agile-switch-l{lv}.json")
+        # the VMM write-protects only the tables above the switch: 4 - lv of them
+        assert r["shadow"]["write_protected_pages"] == 4 - lv
+        assert r["shadow"]["switch_level"] == lv
 
 
 def test_shadow_counters():

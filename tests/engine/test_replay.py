@@ -108,12 +108,14 @@ def layout(accesses, guest_2m, huge_min):
                    for m in maps], ram
 
 
-def scenario(mode, maps, ram, preset, host_4k, accesses, on_demand=False):
+def scenario(mode, maps, ram, preset, host_4k, accesses, on_demand=False, agile_sw=0):
     s = {"name": "replay-check", "mode": mode,
          "guest": {"paging": "4level", "table_base": hex(TABLES), "mappings": maps},
          "caches": {"preset": preset}, "accesses": accesses}
     slots = [{"gpa": "0x0", "hpa": hex(HOST), "pages": ram >> 12}]
-    if mode in ("ept", "npt"):
+    if mode == "agile":
+        s["agile"] = {"table_base": hex(HOST_TABLES + (1 << 30)), "switch_level": agile_sw}
+    if mode in ("ept", "npt", "agile"):
         s["nested"] = {"table_base": hex(HOST_TABLES), "mappings": [
             {"gpa": "0x0", "hpa": hex(HOST), "page": "4K" if host_4k else "2M",
              "pages": (ram >> 12) if host_4k else (ram >> 21)}], "on_demand": on_demand}
@@ -125,7 +127,7 @@ def scenario(mode, maps, ram, preset, host_4k, accesses, on_demand=False):
 
 
 def expected(accesses, mode, preset="x86-server", guest_2m=False, huge_min=1, host_4k=False, warm=False,
-             on_demand=False):
+             on_demand=False, agile_sw=0):
     pages, maps, ram = layout(accesses, guest_2m, huge_min)
     seen = {}
     for k, a in accesses:
@@ -136,7 +138,7 @@ def expected(accesses, mode, preset="x86-server", guest_2m=False, huge_min=1, ho
               for p in pages for op in ("fetch", "read", "write") if op in seen[p]] if warm else []
     run = [{"gva": hex(a), "op": OPS[k], "user": True} for k, a in accesses]
     assert len(warmup) + len(run) <= 4096
-    s = scenario(mode, maps, ram, preset, host_4k, warmup + run, on_demand)
+    s = scenario(mode, maps, ram, preset, host_4k, warmup + run, on_demand, agile_sw)
     p = subprocess.run([VMSIM, "run", "-"], input=json.dumps(s), capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     res = json.loads(p.stdout)["accesses"][len(warmup):]
@@ -147,8 +149,8 @@ def expected(accesses, mode, preset="x86-server", guest_2m=False, huge_min=1, ho
     e["ntlb_hits"] = sum(r["cache"]["ntlb_hits"] for r in res)
     hpf = sum(1 for r in res for st in r["steps"] if st["result"] == "hidden_page_fault")
     e["hidden_page_fault"] = hpf
-    e["fills"] = sum(1 for r in res for st in r["steps"] if st["kind"] == "vmm_fill" and mode != "shadow")
-    e["walks"] = e["tlb_misses"] + (hpf if mode == "shadow" else 0)
+    e["fills"] = sum(1 for r in res for st in r["steps"] if st["kind"] == "vmm_fill" and mode not in ("shadow", "agile"))
+    e["walks"] = e["tlb_misses"] + (hpf if mode in ("shadow", "agile") else 0)
     e["faults"] = sum(1 for r in res if r["outcome"] != "ok")
     ca, cr, ce, trap = COST[preset]
     e["cycles"] = round(len(res) * ca + e["memory_refs"] * cr + e["exits"] * ce + e["tlb_misses"] * trap)
@@ -747,3 +749,35 @@ def test_exits_priced_by_kind(short):
     for m, o in zip(out["modes"], one["modes"]):
         assert o["cycles"] == m["cycles"] - m["exits"] * 1700 + m["exits"] * 100 or m["exits"] == 0
 
+
+@pytest.mark.parametrize("sw", range(5))
+@pytest.mark.parametrize("warm", [False, True])
+def test_replay_agile_at_every_switching_level_equals_vmsim_run(short, sw, warm):
+    """--modes agile --agile-switch-level S: the replay's counters are those of `vmsim run`
+    on the same machine in mode agile (a trace writes no page table: the switch stays)."""
+    path, accesses = short
+    args = ["--modes", "ept,shadow,agile", "--agile-switch-level", str(sw)] + (["--start", "warm"] if warm else [])
+    got = {m["mode"]: m for m in replay_json(path, *args)["modes"]}
+    assert list(got) == ["ept", "shadow", "agile"]
+    e, g = expected(accesses, "agile", warm=warm, agile_sw=sw), got["agile"]
+    for k in ("refs", "guest_refs", "nested_refs", "ad_writes", "exits", "tlb_misses", "pwc_hits", "ntlb_hits",
+              "walks", "cycles"):
+        assert g[k] == e["memory_refs" if k == "refs" else k], k
+    assert g["exits_by_kind"]["hidden_page_fault"] == e["hidden_page_fault"]
+    if sw == 4:     # switched at the root: EPT's walk, walk caches included
+        assert (g["refs"], g["exits"]) == (got["ept"]["refs"], 0)
+    if warm:
+        assert g["exits"] == 0
+
+
+def test_replay_modes_default_leaves_agile_out_and_checks_the_level(short):
+    path, _ = short
+    assert [m["mode"] for m in replay_json(path)["modes"]] == MODES
+    p = replay(path, "--modes", "agile", "--agile-switch-level", "5")
+    assert p.returncode != 0 and "agile-switch-level" in p.stderr
+
+
+def test_replay_report_names_the_agile_level_only_when_agile_ran(short):
+    path, _ = short
+    assert "agile_switch_level" not in replay_json(path)["machine"]
+    assert replay_json(path, "--modes", "agile", "--agile-switch-level", "3")["machine"]["agile_switch_level"] == 3

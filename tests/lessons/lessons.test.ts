@@ -16,7 +16,7 @@ const vmsim = process.env.VMSIM ?? join(root, 'wasm-core', 'build', 'vmsim');
 const ajv = new Ajv({ allErrors: true });
 const validate = ajv.compile(JSON.parse(readFileSync(join(root, 'wasm-core', 'schema', 'scenario.schema.json'), 'utf8')));
 const EXERCISE_KINDS = ['compute-hpa', 'count-refs', 'predict-exit', 'predict-bits', 'which-wins', 'flat-table-size',
-  'shadow-exits', 'flat-walk', 'vmfunc-switch', 'cache-hits'];
+  'shadow-exits', 'flat-walk', 'vmfunc-switch', 'cache-hits', 'agile-walk'];
 
 /** The lessons (NN-id.md) of a language; `guides` the other pages (teacher-guide.md). */
 function pages(lang: string, which: 'lessons' | 'guides') {
@@ -50,10 +50,10 @@ function run(name: string) {
 describe('lessons', () => {
   const en = lessons('en');
 
-  it('seven English lessons, ordered 1..7, with unique ids and known prerequisites', () => {
-    expect(en.map((l) => l.data.order).sort()).toEqual([1, 2, 3, 4, 5, 6, 7]);
+  it('eight English lessons, ordered 1..8, with unique ids and known prerequisites', () => {
+    expect(en.map((l) => l.data.order).sort()).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
     const ids = new Set(en.map((l) => l.data.id));
-    expect(ids.size).toBe(7);
+    expect(ids.size).toBe(8);
     for (const l of en) {
       expect(l.data.language).toBe('en');
       expect(typeof l.data.title).toBe('string');
@@ -124,6 +124,21 @@ describe('lessons', () => {
     expect(gate[1].fault).toMatchObject({ exit_reason: 48, qualification: '0x181' });
     expect(gate[3].hpa).toBe('0x80300000');
     expect([gate[6], gate[7], gate[8]].map((a: Acc) => a.fault?.exit_reason)).toEqual([18, 59, 59]);
+    // lesson 8: switched at level 2, 17 cold, 16 warm, a store below the switch, an exit above
+    // it, 18 after the zap, and the guest's own #PF after 12 with no exit
+    const agile = run('agile-switch').accesses;
+    expect(agile.map((a: Acc) => [a.memory_refs, a.exits])).toEqual([[17, 1], [16, 0], [0, 0], [0, 1], [18, 1], [12, 0]]);
+    expect(agile[5].outcome).toBe('guest_page_fault');
+    // the table: 4, 12, 16, 20, 24 for no switch and switches at levels 1..4
+    const sc = JSON.parse(readFileSync(join(lessonsDir, 'scenarios', 'agile-switch.json'), 'utf8'));
+    const warm = [0, 1, 2, 3, 4].map((sw) => {
+      const p = spawnSync(vmsim, ['run', '-'], { input: JSON.stringify({ ...sc, agile: { switch_level: sw } }), encoding: 'utf8' });
+      return JSON.parse(p.stdout).accesses[1].memory_refs;
+    });
+    expect(warm).toEqual([4, 12, 16, 20, 24]);
+    // the policy: 4 a walk, 3 + 12 at the move, 12 while nested, 3 + 4 back in shadow
+    const policy = run('agile-policy').accesses;
+    expect(policy.map((a: Acc) => a.memory_refs)).toEqual([5, 0, 8, 0, 15, 12, 0, 12, 12, 12, 7]);
   });
 
   // Every figure of the English text (24 references, 1 GiB -> 1 MiB, 196 ns, ...) is in the
@@ -134,10 +149,10 @@ describe('lessons', () => {
     return [...nums(original)].filter((n) => !have.has(n));
   };
 
-  it('all seven lessons exist in Japanese and Chinese with the same ids, scenarios, views and exercises', () => {
+  it('all eight lessons exist in Japanese and Chinese with the same ids, scenarios, views and exercises', () => {
     for (const lang of ['ja', 'zh']) {
       const tr = lessons(lang);
-      expect(tr.map((l) => l.data.order).sort(), lang).toEqual([1, 2, 3, 4, 5, 6, 7]);
+      expect(tr.map((l) => l.data.order).sort(), lang).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
       for (const l of tr) {
         const original = en.find((e) => e.data.id === l.data.id)!;
         expect(original, `${lang}/${l.file}`).toBeTruthy();

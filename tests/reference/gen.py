@@ -707,6 +707,72 @@ def _make_shadow(rng: random.Random, sc: dict) -> bool:
     return True
 
 
+def random_agile_scenario(rng: random.Random, switch_level=None) -> dict:
+    """A seeded random valid scenario in mode agile (model.md 1, "Agile paging"): an ept
+    scenario of random_scenario with a 4level or 5level guest (nested overrides, EPT A/D
+    and every fault kind included) made agile. The switching level is switch_level, or
+    drawn from 0 (all shadow) to the guest's top (all nested); some scenarios add
+    subtrees nested from the start and the VMM policy (nested after 1 to 3 pt_write
+    exits, back after 2 to 12 quiet accesses). The shadow tables go to the upper half of
+    the 8 MiB host window the nested tables start in. Accesses are repeated (a second
+    walk finds the shadow entries the first one filled) and interleaved with guest
+    page-table writes at every level of a mapped page's path, mov cr3 among one to three
+    address spaces, and invlpg."""
+    for _ in range(400):
+        sc = random_scenario(rng)
+        if sc["mode"] == "ept" and sc["guest"]["paging"] in ("4level", "5level") \
+                and _make_agile(rng, sc, switch_level):
+            return sc
+    raise GeneratorError("no 4level/5level ept scenario that works agile in 400 draws")
+
+
+def _make_agile(rng: random.Random, sc: dict, switch_level) -> bool:
+    sc["mode"] = "agile"
+    sc["name"] = sc["name"].replace("-ept-", "-agile-")
+    g, n = sc["guest"], sc["nested"]
+    top = {"5level": 5, "4level": 4}[g["paging"]]
+    ntb = int(n.get("table_base", "0x10000000"), 16)
+    sw = rng.randint(0, top) if switch_level is None else min(switch_level, top)
+    ag = {"table_base": hex(ntb + M4)}
+    if sw or rng.random() < 0.5:
+        ag["switch_level"] = sw
+    maps = g.get("mappings", [])
+    if maps and rng.random() < 0.3:
+        ag["subtrees"] = [{"gva": rng.choice(maps)["gva"], "level": rng.randint(1, top)}
+                          for _ in range(rng.randint(1, 3))]
+    if rng.random() < 0.6:
+        ag["nested_after_writes"] = rng.randint(1, 3)
+    if rng.random() < 0.5:
+        ag["shadow_after_quiet"] = rng.randint(2, 12)
+    sc["agile"] = ag
+    spaces = rng.choice([1, 1, 2, 3])
+    if spaces > 1:
+        g["address_spaces"] = spaces
+    out = []
+    for a in sc["accesses"]:
+        p = rng.random()
+        if maps and p < 0.2:
+            m = rng.choice(maps)
+            leaf = {"4K": 1, "2M": 2, "1G": 3}[m.get("page", "4K")]
+            bit = rng.choice([("0x0", "0x0"), ("0x0", "0x2"), ("0x0", "0x1"), ("0x20", "0x0"),
+                              ("0x40", "0x0"), ("0x2", "0x0"), ("0x0", "0x4")])
+            out.append({"pte_write": {"gva": m["gva"], "level": rng.randint(leaf, top),
+                                      "set": bit[0], "clear": bit[1]}})
+        elif spaces > 1 and p < 0.27:
+            out.append({"mov_cr3": rng.randrange(0, spaces)})
+        elif p < 0.3:
+            out.append({"invlpg": a["gva"]})
+        out.append(a)
+        if rng.random() < 0.4:
+            out.append(dict(a))
+    sc["accesses"] = out[:4096]
+    try:
+        rw.run(sc)
+    except rw.ScenarioError:
+        return False
+    return True
+
+
 K8 = 1 << 13
 
 
@@ -1501,3 +1567,29 @@ if __name__ == "__main__":
         make, args = random_raw_scenario, args[1:]
     seed = int(args[0]) if args else 0
     print(json.dumps(make(random.Random(seed)), indent=1))
+
+
+def _agile() -> dict:
+    sc = _base_ept()
+    sc["mode"] = "agile"
+    sc["agile"] = {"switch_level": 2}
+    return sc
+
+
+INVALID_SCENARIOS += [
+    ("agile-pae-guest", _edit(_set(["guest", "paging"], "pae"), _agile), "guest.paging"),
+    ("agile-32bit-guest", _edit(_set(["guest", "paging"], "32bit"), _agile), "guest.paging"),
+    ("agile-switch-above-root", _edit(_set(["agile", "switch_level"], 5), _agile),
+     "agile.switch_level"),
+    ("agile-switch-negative", _edit(_set(["agile", "switch_level"], -1), _agile),
+     "agile.switch_level"),
+    ("agile-subtree-level-0", _edit(_set(["agile", "subtrees"], [{"gva": "0x0", "level": 0}]),
+                                    _agile), "agile.subtrees[0].level"),
+    ("agile-subtree-no-gva", _edit(_set(["agile", "subtrees"], [{"level": 1}]), _agile),
+     "agile.subtrees[0].gva"),
+    ("agile-unknown-key", _edit(_set(["agile", "switch"], 1), _agile), "agile.switch"),
+    ("agile-table-base-misaligned", _edit(_set(["agile", "table_base"], "0x20000800"), _agile),
+     "agile.table_base"),
+    ("agile-in-ept-mode", _edit(_set(["agile"], {"switch_level": 1})), "agile"),
+    ("agile-with-npt-keys", _edit(_set(["nested", "host_nxe"], True), _agile), "nested.host_nxe"),
+]

@@ -217,6 +217,18 @@ class ShadowConfig:
 
 
 @dataclass
+class AgileConfig:
+    """Mode agile (model.md 1, "Agile paging"): where the VMM's shadow tables go, the
+    switching level for every gva, the subtrees (gva, level) nested from the start, and
+    the policy's two parameters (0 = off)."""
+    table_base: int
+    switch_level: int
+    subtrees: list
+    nested_after_writes: int
+    shadow_after_quiet: int
+
+
+@dataclass
 class Event:
     """An access-list entry that is no memory access: mov_cr3 (arg: address space),
     invlpg (gva), pte_write (gva, level, set, clear)."""
@@ -240,6 +252,7 @@ class Scenario:
     flat: Optional[FlatConfig] = None
     shadow: Optional[ShadowConfig] = None
     address_spaces: int = 1
+    agile: Optional[AgileConfig] = None
 
 
 _REQUIRED = object()
@@ -366,11 +379,11 @@ def parse_scenario(data) -> Scenario:
     Errors that need the built tables (overlaps, unreachable overrides, unbacked guest
     tables, bad PAE PDPTEs) are raised while building (section 3 below)."""
     top = _Fields(data, "", {"name", "description", "mode", "machine", "guest", "nested",
-                             "flat", "shadow", "accesses"})
+                             "flat", "shadow", "agile", "accesses"})
     name = top.string("name")
     if top.has("description"):
         top.string("description")
-    mode = top.string("mode", choices=("native", "ept", "npt", "flat", "shadow"))
+    mode = top.string("mode", choices=("native", "ept", "npt", "flat", "shadow", "agile"))
 
     maxphyaddr = 46
     if top.has("machine"):
@@ -390,7 +403,9 @@ def parse_scenario(data) -> Scenario:
     else:
         if guest.paging == "sunway":
             raise ScenarioError("guest.paging: Sunway guests run in native or flat mode")
-        nested = _parse_nested(top.raw("nested"), mode, maxphyaddr, guest)
+        # agile paging runs over an EPT: the nested table is EPT's, field for field
+        nested = _parse_nested(top.raw("nested"), "ept" if mode == "agile" else mode,
+                               maxphyaddr, guest)
     if mode == "flat":
         flat = _parse_flat(top.raw("flat"), maxphyaddr, guest)
     elif top.has("flat"):
@@ -401,6 +416,11 @@ def parse_scenario(data) -> Scenario:
             raise ScenarioError("guest.paging: Sunway guests run in native or flat mode")
     elif top.has("shadow"):
         raise ScenarioError("shadow: only in shadow mode")
+    agile = None
+    if mode == "agile":
+        agile = _parse_agile(top.raw("agile", {}), maxphyaddr, guest)
+    elif top.has("agile"):
+        raise ScenarioError("agile: only in agile mode")
 
     accesses_raw = top.array("accesses")
     if len(accesses_raw) > 4096:
@@ -417,7 +437,7 @@ def parse_scenario(data) -> Scenario:
         accesses.append(Access(gva, f.string("op", choices=("read", "write", "fetch")),
                                f.boolean("user", False)))
     return Scenario(name, mode, maxphyaddr, guest, nested, accesses, flat, shadow,
-                    guest.address_spaces)
+                    guest.address_spaces, agile)
 
 
 def _parse_event(a, path: str, guest: GuestConfig) -> Event:
@@ -442,6 +462,29 @@ def _parse_event(a, path: str, guest: GuestConfig) -> Event:
     if set_ & clear:
         raise ScenarioError(f"{pf.at('set')}: set and clear share bits")
     return Event("pte_write", gva=gva, level=level, set=set_, clear=clear)
+
+
+def _parse_agile(value, maxphyaddr: int, guest: GuestConfig) -> AgileConfig:
+    if guest.paging not in ("4level", "5level"):
+        raise ScenarioError("guest.paging: agile paging models 4level and 5level guests")
+    top = GUEST_TOP_LEVEL[guest.paging]
+    f = _Fields(value, "agile", {"table_base", "switch_level", "subtrees",
+                                 "nested_after_writes", "shadow_after_quiet"})
+    table_base = f.hex("table_base", "0x20000000")
+    if table_base % FRAME_SIZE:
+        raise ScenarioError("agile.table_base: must be 4 KiB aligned")
+    _check_phys(table_base, "agile.table_base", maxphyaddr)
+    switch_level = f.integer("switch_level", 0, top, 0)
+    writes = f.integer("nested_after_writes", 0, 1000000, 0)
+    quiet = f.integer("shadow_after_quiet", 0, 100000000, 0)
+    subs = []
+    raw = f.array("subtrees", [])
+    if len(raw) > 64:
+        raise ScenarioError("agile.subtrees: at most 64 entries")
+    for i, e in enumerate(raw):
+        sf = _Fields(e, f"agile.subtrees[{i}]", {"gva", "level"})
+        subs.append((sf.hex("gva"), sf.integer("level", 1, top)))
+    return AgileConfig(table_base, switch_level, subs, writes, quiet)
 
 
 def _parse_shadow(value, maxphyaddr: int) -> ShadowConfig:
@@ -835,6 +878,11 @@ class Machine:
     wp: set = field(default_factory=set)
     pv_cache: list = field(default_factory=list)
     counters: dict = field(default_factory=dict)
+    # agile paging: the VMM's subtrees (nested or on their way) and its policy clock
+    subtrees: list = field(default_factory=list)
+    clock: int = 0
+    to_nested: int = 0
+    to_shadow: int = 0
 
     @property
     def nested(self) -> Optional[NestedConfig]:
@@ -842,7 +890,7 @@ class Machine:
 
     @property
     def ept(self) -> bool:
-        return self.sc.mode == "ept"
+        return self.sc.mode in ("ept", "agile")
 
     @property
     def flat(self) -> Optional[FlatConfig]:
@@ -893,6 +941,15 @@ def build(sc: Scenario) -> Machine:
                       "reflected_page_faults": 0, "shadow_pages": 0,
                       "write_protected_pages": 0}
         m.sroots = [new_shadow_table(m) for _ in m.cr3s]
+    if sc.agile:
+        # as shadow mode: a shadow root per address space, after everything else
+        m.shadow_alloc = Allocator(sc.agile.table_base, sc.maxphyaddr, "agile.table_base")
+        m.counters = {"hidden_page_faults": 0, "pt_write_exits": 0, "cr3_write_exits": 0,
+                      "reflected_page_faults": 0, "shadow_pages": 0,
+                      "write_protected_pages": 0}
+        m.sroots = [new_shadow_table(m) for _ in m.cr3s]
+        m.subtrees = [Subtree(subtree_base(m, gva, level), level, nested=True)
+                      for gva, level in sc.agile.subtrees]
     return m
 
 
@@ -1638,8 +1695,9 @@ def translate(m: Machine, acc: Access) -> dict:
     return out
 
 
-def guest_walk(m: Machine, t: Trace, acc: Access) -> tuple[int, int]:
-    """The guest dimension (model.md 4.2): returns (final gpa, guest page size)."""
+def guest_walk(m: Machine, t: Trace, acc: Access, start=None) -> tuple[int, int]:
+    """The guest dimension (model.md 4.2): returns (final gpa, guest page size).  start:
+    agile paging's switch, (level, table gpa, rw, us, xd) to go on from."""
     fmt, g = m.fmt, m.sc.guest
     native = not m.two_d
     # Guest paging-structure accesses: reads, but writes for EPT A/D (SDM 29.3.5) and
@@ -1648,8 +1706,11 @@ def guest_walk(m: Machine, t: Trace, acc: Access) -> tuple[int, int]:
     table = m.cr3
     rw = us = True
     xd = False
+    first = fmt.top
+    if start is not None:
+        first, table, rw, us, xd = start
     walked: list[WalkedEntry] = []
-    for level in range(fmt.top, 0, -1):
+    for level in range(first, 0, -1):
         index = fmt.index(acc.gva, level)
         if g.paging == "pae" and level == 3 and m.sc.mode != "npt":
             table = pae_pdpte_step(m, t, acc, index)
@@ -1956,6 +2017,299 @@ def shadow_fill(m: Machine, t: Trace, acc: Access, root: int, gpa: int, rights) 
            x86_flags(value, 1, True), "written")
 
 
+# --- agile paging (model.md 1, "Agile paging") ---------------------------------------
+
+SWITCH = 1 << 11          # the switch bit of a shadow entry
+
+
+@dataclass
+class Subtree:
+    """A guest table (the level-`level` table mapping gvas from base) and what the VMM
+    knows of it: nested or not, pt_write exits since it was last shadowed, the clock at
+    its last write while nested."""
+    base: int
+    level: int
+    nested: bool = False
+    writes: int = 0
+    last_write: int = 0
+
+
+def subtree_base(m: Machine, gva: int, level: int) -> int:
+    if level >= m.fmt.top:
+        return 0
+    span = 1 << (12 + 9 * level)          # what one level-`level` table maps
+    return gva - gva % span
+
+
+def subtree_covers(m: Machine, st: Subtree, gva: int) -> bool:
+    return st.level >= m.fmt.top or subtree_base(m, gva, st.level) == st.base
+
+
+def agile_switch(m: Machine, gva: int) -> int:
+    """The level from which the VMM has gva's walk nested: the scenario's switch_level or
+    a nested subtree's level, whichever is higher; 0 = all shadow."""
+    levels = [m.sc.agile.switch_level]
+    levels += [st.level for st in m.subtrees if st.nested and subtree_covers(m, st, gva)]
+    return max(levels)
+
+
+def agile_counters(m: Machine) -> dict:
+    out = dict(m.counters)
+    out.update({"switch_level": m.sc.agile.switch_level,
+                "nested_subtrees": sum(1 for st in m.subtrees if st.nested),
+                "to_nested": m.to_nested, "to_shadow": m.to_shadow})
+    return out
+
+
+def agile_flags(entry: int, level: int) -> list:
+    """A shadow entry's flags: x86 ones, with SW (the switch bit) before XD."""
+    names = x86_flags(entry, level, True)
+    if entry & SWITCH:
+        names.insert(len(names) - (1 if entry & XD else 0), "SW")
+    return names
+
+
+def agile_unshadow(m: Machine, st: Subtree) -> None:
+    """The shadow entry standing for the subtree's table goes in every address space
+    (the entry one level up; for the root table, every root entry)."""
+    if st.level >= m.fmt.top:
+        for root in m.sroots:
+            for i in range(512):
+                m.mem.write(root + 8 * i, 8, 0)
+        return
+    for root in m.sroots:
+        shadow_zap(m, root, st.base, st.level + 1)
+
+
+def agile_tick(m: Machine) -> None:
+    """One entry of the access list: the clock advances first, then nested subtrees
+    unwritten for shadow_after_quiet ticks go back to shadow."""
+    m.clock += 1
+    quiet = m.sc.agile.shadow_after_quiet
+    if not quiet:
+        return
+    for st in m.subtrees:
+        if st.nested and m.clock - st.last_write >= quiet:
+            st.nested, st.writes = False, 0
+            m.to_shadow += 1
+            agile_unshadow(m, st)
+
+
+def agile_hw_walk(m: Machine, t: Trace, acc: Access):
+    """The MMU on the shadow table: ("page", hpa) at a shadow leaf that allows the
+    access, ("switch", level, table gpa, rw, us, xd) at an entry with the switch bit,
+    None for a hidden page fault."""
+    table = m.sroots[m.asid]
+    for level in range(m.fmt.top, 0, -1):
+        index = m.fmt.index(acc.gva, level)
+        addr = table + 8 * index
+        entry = m.mem.read(addr, 8)
+        s = t.step("read", "nested", level, 0, None, table, index, addr, entry,
+                   agile_flags(entry, level))
+        if not entry & P:
+            s["result"] = "not_present"
+            return None
+        if level == 1:
+            s["result"] = "page"
+            xd = m.sc.guest.efer_nxe and bool(entry & XD)
+            if not guest_permits(m, acc, bool(entry & RW), bool(entry & US), xd):
+                return None
+            return ("page", (entry & bits(51, 12)) | (acc.gva & 0xFFF))
+        s["result"] = "table"
+        if entry & SWITCH:
+            return ("switch", level - 1, entry & bits(51, 12), bool(entry & RW),
+                    bool(entry & US), bool(entry & XD))
+        table = entry & bits(51, 12)
+    raise AssertionError("level 1 is the shadow leaf")
+
+
+def agile_fill(m: Machine, t: Trace, acc: Access, out: dict) -> None:
+    """The VMM's hidden page fault: it walks the guest's tables in software from CR3
+    down to the switching level (or a leaf above it), reflects a guest fault, sets the
+    A bits of what it walked (and D of a leaf it shadows, on a write), write-protects
+    those tables, then writes the shadow path: a switch entry holding the next guest
+    table's gpa and the rights so far, or a 4 KiB shadow leaf."""
+    fmt, g = m.fmt, m.sc.guest
+    sw = agile_switch(m, acc.gva)
+    table = m.cr3
+    rw = us = True
+    xd = False
+    walked = []            # (gpa of the entry, its hpa)
+    leaf_entry = None
+    level = fmt.top
+    while level > sw:
+        index = fmt.index(acc.gva, level)
+        egpa = table + 8 * index
+        ehpa = nested_lookup(m, egpa)
+        if ehpa is None:
+            raise Fault("shadow_unmapped", {"dim": "guest", "level": level, "stage": level,
+                                            "reason": "unmapped",
+                                            "guest_physical_address": hx(egpa)})
+        entry = m.mem.read(ehpa, 8)
+        s = t.step("vmm_read", "guest", level, level, egpa, table, index, ehpa, entry,
+                   guest_flags(fmt, entry, level))
+        walked.append((egpa, ehpa))
+        why, leaf = guest_entry_problem(m, fmt, entry, level)
+        if why:
+            s["result"] = why
+            raise reflect(m, t, why, level, acc)
+        rw, us = rw and bool(entry & RW), us and bool(entry & US)
+        xd = xd or (g.efer_nxe and bool(entry & XD))
+        if leaf:
+            s["result"] = "page"
+            leaf_entry = entry
+            break
+        s["result"] = "table"
+        table = fmt.next_table(entry)
+        level -= 1
+    if leaf_entry is not None and not guest_permits(m, acc, rw, us, xd):
+        raise reflect(m, t, "permission", level, acc)
+    for i, (_, ehpa) in enumerate(walked):
+        cur = m.mem.read(ehpa, 8)
+        new = cur | ACC
+        if leaf_entry is not None and i == len(walked) - 1 and acc.op == "write":
+            new |= DIRTY
+        if new != cur:
+            m.mem.write(ehpa, 8, new)
+            t.ad_writes += 1
+    for egpa, _ in walked:
+        m.wp.add(egpa >> 12)
+    m.counters["write_protected_pages"] = len(m.wp)
+    if leaf_entry is not None:
+        size = fmt.page_size(level)
+        gpa = fmt.page_frame(leaf_entry, level) | (acc.gva & (size - 1))
+        data = nested_lookup(m, gpa & ~0xFFF)
+        if data is None:
+            raise Fault("shadow_unmapped", {"dim": "nested", "level": 1, "stage": 0,
+                                            "reason": "unmapped",
+                                            "guest_physical_address": hx(gpa)})
+        dirty = bool(m.mem.read(walked[-1][1], 8) & DIRTY)
+        value = data | P | (US if us else 0) | (XD if xd else 0)
+        if rw and dirty and (gpa >> 12) not in m.wp:
+            value |= RW
+        at = 1
+        out["gpa"], out["guest_page_size"] = hx(gpa), size
+    else:
+        # the switch: the entry one level above the switching level
+        value = table | P | SWITCH | (RW if rw else 0) | (US if us else 0) | (XD if xd else 0)
+        at = sw + 1
+    stable = m.sroots[m.asid]
+    for lvl in range(fmt.top, at, -1):
+        addr = stable + 8 * fmt.index(acc.gva, lvl)
+        entry = m.mem.read(addr, 8)
+        if entry & P and not entry & SWITCH:
+            stable = entry & bits(51, 12)
+            continue
+        new = new_shadow_table(m)
+        m.mem.write(addr, 8, new | P | RW | US)
+        stable = new
+    index = fmt.index(acc.gva, at)
+    m.mem.write(stable + 8 * index, 8, value)
+    t.step("vmm_fill", "nested", at, 0, None, stable, index, stable + 8 * index, value,
+           agile_flags(value, at), "written")
+
+
+def agile_translate(m: Machine, acc: Access) -> dict:
+    """One access under agile paging: the shadow table from the top, then (past a
+    switch entry) the guest's tables in 2-D and the final nested walk."""
+    t = Trace()
+    out = {"gva": hx(acc.gva), "op": acc.op, "user": acc.user, "eptp_index": 0,
+           "outcome": "ok", "exit": False, "gpa": None, "hpa": None, "guest_page_size": None,
+           "nested_page_size": None}
+    fault = None
+    try:
+        top = m.fmt.top
+        if agile_switch(m, acc.gva) >= top:
+            got = ("switch", top, m.cr3, True, True, False)
+        else:
+            got = agile_hw_walk(m, t, acc)
+            if got is None:
+                t.exits += 1
+                m.counters["hidden_page_faults"] += 1
+                t.step("vmexit", "nested", 1, 0, None, 0, 0, 0, 0, [], "hidden_page_fault")
+                agile_fill(m, t, acc, out)
+                got = agile_hw_walk(m, t, acc)
+                if got is None:
+                    raise AssertionError("the walk after the fill fails again")
+        if got[0] == "page":
+            out["hpa"] = hx(got[1])
+        else:
+            gpa, size = guest_walk(m, t, acc, start=got[1:])
+            out["gpa"], out["guest_page_size"] = hx(gpa), size
+            final = nested_walk(m, t, gpa, acc.op, 0, acc.gva, acc.op)
+            out["hpa"], out["nested_page_size"] = hx(final.hpa), final.page_size
+    except Fault as f:
+        out["outcome"], fault = f.outcome, f.info
+        if f.outcome in ("ept_violation", "ept_misconfig"):
+            t.exits += 1
+    out["exit"] = t.exits > 0
+    out.update({"memory_refs": t.guest_refs + t.nested_refs, "guest_refs": t.guest_refs,
+                "nested_refs": t.nested_refs, "ad_writes": t.ad_writes, "exits": t.exits,
+                "cache": None, "fault": fault, "steps": t.steps})
+    return out
+
+
+def agile_event(m: Machine, ev: Event) -> dict:
+    """mov cr3 (an exit while the top of the walk is shadow), invlpg (nothing to do
+    without caches), and guest page-table writes: above the switch a write to a table
+    the VMM walked exits, is emulated, zaps the shadow entry and counts toward moving
+    that table's subtree nested; at or below the switch it is a store."""
+    t = Trace()
+    out = {"gva": None if ev.gva is None else hx(ev.gva), "op": ev.op, "user": False,
+           "eptp_index": 0, "outcome": "ok", "exit": False, "gpa": None, "hpa": None,
+           "guest_page_size": None, "nested_page_size": None}
+    if ev.op == "mov_cr3":
+        if agile_switch(m, 0) < m.fmt.top:
+            t.exits += 1
+            m.counters["cr3_write_exits"] += 1
+            t.step("vmexit", "nested", 1, 0, None, 0, 0, 0, 0, [], "cr3_write")
+        m.asid, m.cr3 = ev.space, m.cr3s[ev.space]
+    elif ev.op == "pte_write":
+        addr = pte_write_target(m, ev)
+        if addr is not None and guest_phys(m, addr, "accesses.pte_write") >> 12 not in m.mem.frames:
+            addr = None    # a nested override moved the table's gpa to a frame with no table
+        if addr is not None:
+            entry = guest_read(m, addr, "accesses.pte_write")
+            new = (entry & ~ev.clear) | ev.set
+            if ev.level <= agile_switch(m, ev.gva):
+                for st in m.subtrees:
+                    if st.nested and st.level >= ev.level and subtree_covers(m, st, ev.gva):
+                        st.last_write = m.clock
+                guest_write(m, addr, new, "accesses.pte_write")
+            elif (addr >> 12) in m.wp:
+                t.exits += 1
+                m.counters["pt_write_exits"] += 1
+                t.step("vmexit", "nested", 1, 0, None, 0, 0, 0, 0, [], "pt_write")
+                guest_write(m, addr, new, "accesses.pte_write")
+                for root in m.sroots:
+                    shadow_zap(m, root, ev.gva, ev.level)
+                agile_count_write(m, ev.gva, ev.level)
+            else:
+                guest_write(m, addr, new, "accesses.pte_write")
+    out["exit"] = t.exits > 0
+    out.update({"memory_refs": 0, "guest_refs": 0, "nested_refs": 0, "ad_writes": 0,
+                "exits": t.exits, "cache": None, "fault": None, "steps": t.steps})
+    return out
+
+
+def agile_count_write(m: Machine, gva: int, level: int) -> None:
+    n = m.sc.agile.nested_after_writes
+    if not n:
+        return
+    base = subtree_base(m, gva, level)
+    st = next((x for x in m.subtrees if x.level == level and x.base == base), None)
+    if st is None:
+        if len(m.subtrees) >= 64:
+            return
+        st = Subtree(base, level)
+        m.subtrees.append(st)
+    st.writes += 1
+    if st.writes >= n:
+        st.nested, st.last_write = True, m.clock
+        m.to_nested += 1
+        agile_unshadow(m, st)
+
+
 # --- events: mov cr3, invlpg, guest page-table writes ---------------------------------
 
 def run_event(m: Machine, ev: Event) -> dict:
@@ -2050,9 +2404,14 @@ def run(scenario: dict) -> dict:
     """Scenario dict in, result dict out (raises ScenarioError when invalid)."""
     sc = parse_scenario(scenario)
     m = build(sc)
-    accesses = [run_event(m, a) if isinstance(a, Event)
-                else shadow_translate(m, a) if sc.shadow else translate(m, a)
-                for a in sc.accesses]
+    accesses = []
+    for a in sc.accesses:
+        if sc.agile:
+            agile_tick(m)
+            accesses.append(agile_event(m, a) if isinstance(a, Event) else agile_translate(m, a))
+            continue
+        accesses.append(run_event(m, a) if isinstance(a, Event)
+                        else shadow_translate(m, a) if sc.shadow else translate(m, a))
     totals = {"accesses": len(accesses)}
     for key in ("memory_refs", "guest_refs", "nested_refs", "ad_writes"):
         totals[key] = sum(a[key] for a in accesses)
@@ -2064,11 +2423,11 @@ def run(scenario: dict) -> dict:
         "guest_paging": sc.guest.paging,
         "nested_levels": sc.nested.levels if sc.nested else 0,
         "cr3": hx(m.cr3s[0]),
-        "eptp": hx(eptp(m)) if sc.mode == "ept" else None,
+        "eptp": hx(eptp(m)) if m.ept else None,
         "ncr3": hx(m.nested_root) if sc.mode == "npt" else None,
         "flat_table_bytes": sc.flat.guest_ram // sc.flat.frame * 8 if sc.flat else None,
         "accesses": accesses, "totals": totals,
-        "shadow": dict(m.counters) if sc.shadow else None,
+        "shadow": agile_counters(m) if sc.agile else dict(m.counters) if sc.shadow else None,
     }
 
 

@@ -12,7 +12,11 @@ gen.random_flat_scenario (mode flat; artifact diff-fail-flat-SEED.json), on seed
 (S = $DIFF_SHADOW_SCENARIOS, default 200) of gen.random_shadow_scenario (mode shadow,
 every x86 guest, with page-table writes, mov cr3 and invlpg; diff-fail-shadow-SEED.json),
 on seeds 0..W-1 (W = $DIFF_SUNWAY_SCENARIOS, default 150) of gen.random_sunway_scenario
-(Sunway guests, native and flat; diff-fail-sunway-SEED.json),
+(Sunway guests, native and flat; diff-fail-sunway-SEED.json), on seeds 0..A-1
+(A = $DIFF_AGILE_SCENARIOS, default 120) of gen.random_agile_scenario (mode agile, the
+switching level seed % 6: every level from all shadow to all nested, 5level guests up
+to their root; page-table writes, the VMM policy, mov cr3 and invlpg;
+diff-fail-agile-SEED.json),
 and on seeds 0..R-1 (R = $DIFF_RAW_SCENARIOS, default 500) of
 gen.random_raw_scenario: guests whose page tables are given as they are (guest.tables
 with guest.cr3), random table graphs with shared subtrees, cycles, large pages,
@@ -51,6 +55,7 @@ N_RAW_SCENARIOS = int(os.environ.get("DIFF_RAW_SCENARIOS", "500"))
 N_FLAT_SCENARIOS = int(os.environ.get("DIFF_FLAT_SCENARIOS", "200"))
 N_SHADOW_SCENARIOS = int(os.environ.get("DIFF_SHADOW_SCENARIOS", "200"))
 N_SUNWAY_SCENARIOS = int(os.environ.get("DIFF_SUNWAY_SCENARIOS", "150"))
+N_AGILE_SCENARIOS = int(os.environ.get("DIFF_AGILE_SCENARIOS", "120"))
 CHUNK = 25
 TIMEOUT_S = 60
 
@@ -132,7 +137,8 @@ def check_seed(seed: int, tmpdir: str, raw=False):
     generator ("flat": gen.random_flat_scenario)."""
     make = {False: gen.random_scenario, True: gen.random_raw_scenario,
             "flat": gen.random_flat_scenario, "shadow": gen.random_shadow_scenario,
-            "sunway": gen.random_sunway_scenario}[raw]
+            "sunway": gen.random_sunway_scenario,
+            "agile": lambda rng: gen.random_agile_scenario(rng, switch_level=seed % 6)}[raw]
     scenario = make(random.Random(seed))
     if raw:
         seed = f"{'raw' if raw is True else raw}-{seed}"
@@ -171,6 +177,7 @@ RAW_CHUNKS = chunks(N_RAW_SCENARIOS)
 FLAT_CHUNKS = chunks(N_FLAT_SCENARIOS)
 SHADOW_CHUNKS = chunks(N_SHADOW_SCENARIOS)
 SUNWAY_CHUNKS = chunks(N_SUNWAY_SCENARIOS)
+AGILE_CHUNKS = chunks(N_AGILE_SCENARIOS)
 
 
 @pytest.mark.parametrize("seeds", CHUNKS, ids=[f"seeds-{c[0]}-{c[-1]}" for c in CHUNKS])
@@ -191,6 +198,28 @@ def test_differential_flat(seeds, tmp_path):
 @pytest.mark.parametrize("seeds", SHADOW_CHUNKS, ids=[f"shadow-{c[0]}-{c[-1]}" for c in SHADOW_CHUNKS])
 def test_differential_shadow(seeds, tmp_path):
     run_chunk(seeds, tmp_path, raw="shadow")
+
+
+@pytest.mark.parametrize("seeds", AGILE_CHUNKS, ids=[f"agile-{c[0]}-{c[-1]}" for c in AGILE_CHUNKS])
+def test_differential_agile(seeds, tmp_path):
+    run_chunk(seeds, tmp_path, raw="agile")
+
+
+def test_agile_seeds_cover_every_switching_level():
+    """The agile seeds reach every switching level of both guests, walks that cross the
+    switch, and the policy moving subtrees both ways (else the comparison above proves
+    little)."""
+    seen, moved, back, crossed = set(), 0, 0, 0
+    for seed in range(min(N_AGILE_SCENARIOS, 60)):
+        sc = gen.random_agile_scenario(random.Random(seed), switch_level=seed % 6)
+        r = refwalk.run(sc)
+        seen.add((sc["guest"]["paging"], sc["agile"].get("switch_level", 0)))
+        moved += r["shadow"]["to_nested"]
+        back += r["shadow"]["to_shadow"]
+        crossed += sum(1 for a in r["accesses"] for st in a["steps"] if "SW" in st["flags"])
+    for paging, top in (("4level", 4), ("5level", 5)):
+        assert {lv for p, lv in seen if p == paging} == set(range(top + 1)), (paging, seen)
+    assert moved > 0 and back > 0 and crossed > 0, (moved, back, crossed)
 
 
 @pytest.mark.parametrize("seeds", SUNWAY_CHUNKS, ids=[f"sunway-{c[0]}-{c[-1]}" for c in SUNWAY_CHUNKS])

@@ -526,3 +526,79 @@ def test_cli(tmp_path):
                        text=True)
     assert p.returncode == 2 and p.stdout == ""
     assert len(p.stderr.strip().splitlines()) == 1
+
+
+# --- agile paging (model.md 1, "Agile paging") ---------------------------------------
+
+def agile(switch_level, levels=4, paging="4level", accesses=None, **extra):
+    sc = scenario(mode="ept", paging=paging, levels=levels)
+    sc["mode"] = "agile"
+    sc["agile"] = {"switch_level": switch_level, **extra}
+    sc["accesses"] = accesses or [{"gva": "0x400123", "op": "read", "user": False}] * 2
+    return sc
+
+
+@pytest.mark.parametrize("n,m", [(4, 4), (5, 5), (5, 4), (4, 5)])
+def test_agile_references_at_every_switching_level(n, m):
+    """The second (warm) walk of a page: (n - S) shadow entries, S guest entries each
+    behind an m-level nested walk, the final nested walk; n when all shadow.  By hand
+    for n = m = 4: 4, 12, 16, 20, 24."""
+    paging = {4: "4level", 5: "5level"}[n]
+    for s in range(n + 1):
+        warm = run(agile(s, levels=m, paging=paging))["accesses"][1]
+        expected = n if s == 0 else (n - s) + s * (m + 1) + m
+        assert warm["memory_refs"] == expected, (n, m, s)
+        assert warm["exits"] == 0 and warm["outcome"] == "ok"
+        shadow = [st for st in warm["steps"] if st["dim"] == "nested" and st["stage"] == 0
+                  and st["gpa"] is None]
+        assert len(shadow) == n - s
+        if 0 < s < n:
+            assert "SW" in shadow[-1]["flags"] and all("SW" not in st["flags"] for st in shadow[:-1])
+    assert [run(agile(s))["accesses"][1]["memory_refs"] for s in range(5)] == [4, 12, 16, 20, 24]
+
+
+def test_agile_cold_walk_fills_the_switching_entry():
+    """Switch at L2: the cold walk reads the empty shadow root (1), exits, the VMM reads
+    guest L4 and L3, fills shadow L4 -> table and the L3 switching entry, and the retry
+    costs 16: 17 references and one exit."""
+    cold = run(agile(2))["accesses"][0]
+    assert cold["memory_refs"] == 17 and cold["exits"] == 1
+    kinds = [(st["kind"], st["level"]) for st in cold["steps"]
+             if st["kind"] in ("vmexit", "vmm_read", "vmm_fill")]
+    assert kinds == [("vmexit", 1), ("vmm_read", 4), ("vmm_read", 3), ("vmm_fill", 3)]
+    # then the guest's own L2 and L1 entries set their A bits in the 2-D part
+    assert [st["level"] for st in cold["steps"] if st["kind"] == "ad_write"] == [2, 1]
+
+
+@pytest.mark.parametrize("s", range(5))
+def test_agile_writes_exit_above_the_switch_only(s):
+    """After a walk of 0x400000 (the VMM has walked the shadowed tables), a write to the
+    guest's level-L entry exits exactly when L > S."""
+    acc = [{"gva": "0x400123", "op": "read", "user": False}]
+    acc += [{"pte_write": {"gva": "0x400000", "level": lv}} for lv in (1, 2, 3, 4)]
+    r = run(agile(s, accesses=acc))
+    exits = {lv: r["accesses"][i + 1]["exits"] for i, lv in enumerate((1, 2, 3, 4))}
+    assert exits == {lv: int(lv > s) for lv in (1, 2, 3, 4)}
+
+
+def test_agile_policy_moves_a_subtree_and_back():
+    """nested_after_writes 2, shadow_after_quiet 4: the second pt_write exit to the L1
+    table (tick 4) makes its subtree nested (tick 5 refills a switching entry at L2, one
+    exit; then 12 references a walk); the write at tick 7 does not exit and restarts the
+    quiet period; at tick 11 = 7 + 4 the subtree is shadow again: the walk reads L4, L3
+    and the zapped L2 entry (3), exits, and the retry costs 4."""
+    rd = {"gva": "0x400123", "op": "read", "user": False}
+    wr = {"pte_write": {"gva": "0x400000", "level": 1}}
+    r = run(agile(0, accesses=[rd, wr, rd, wr, rd, rd, wr, rd, rd, rd, rd],
+                  nested_after_writes=2, shadow_after_quiet=4))
+    refs = [a["memory_refs"] for a in r["accesses"]]
+    exits = [a["exits"] for a in r["accesses"]]
+    assert exits == [1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1]
+    assert [refs[i] for i in (5, 7, 8, 9, 10)] == [12, 12, 12, 12, 3 + 4]
+    assert r["shadow"]["to_nested"] == 1 and r["shadow"]["to_shadow"] == 1
+
+
+def test_agile_rejects_other_guests():
+    sc = agile(1, paging="pae")
+    with pytest.raises(refwalk.ScenarioError):
+        run(sc)

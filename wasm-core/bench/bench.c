@@ -39,6 +39,9 @@ static void bench_mode(const char *mode, const char *paging, uint32_t n, bool ca
     else if (!strcmp(mode, "shadow"))
         snprintf(extra, sizeof extra, ",\"shadow\":{\"table_base\":\"0x200000000\","
                  "\"mappings\":[{\"gpa\":\"0x0\",\"hpa\":\"0x100000000\",\"pages\":524288}]}");
+    else if (!strcmp(mode, "agile"))     /* switched at L2: 2 shadow entries, then the 2-D walk */
+        snprintf(extra, sizeof extra, ",\"nested\":{\"table_base\":\"0x200000000\",%s},"
+                 "\"agile\":{\"table_base\":\"0x300000000\",\"switch_level\":2}", slots);
     else if (!strcmp(mode, "flat"))
         snprintf(extra, sizeof extra, ",\"flat\":{\"table_base\":\"0x200000000\",\"guest_ram\":\"0x80000000\",\"prefill\":true,"
                  "\"mappings\":[{\"gpa\":\"0x0\",\"hpa\":\"0x100000000\",\"pages\":524288}]}");
@@ -82,10 +85,10 @@ int main(int argc, char **argv)
     uint32_t n = argc > 1 ? (uint32_t)strtoul(argv[1], NULL, 10) : 2000000u;
     if (argc > 2)
         GUEST_PAGES = (uint32_t)strtoul(argv[2], NULL, 10);
-    static const char *const modes[] = {"native", "ept", "npt", "shadow", "flat"};
+    static const char *const modes[] = {"native", "ept", "npt", "shadow", "flat", "agile"};
     for (int caches = 0; caches <= 1; caches++)
         for (size_t i = 0; i < sizeof modes / sizeof *modes; i++)
-            if (caches || strcmp(modes[i], "shadow"))   /* shadow without caches only measures fills */
+            if (caches || (strcmp(modes[i], "shadow") && strcmp(modes[i], "agile")))   /* without caches: only fills */
                 bench_mode(modes[i], "4level", n, caches);
     return 0;
 }

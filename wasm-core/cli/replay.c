@@ -19,11 +19,11 @@
 
 static void replay_usage(FILE *f)
 {
-    fprintf(f, "usage: vmsim replay FILE [--modes native,ept,npt,shadow,flat] [--preset x86-server|sunway-1621]\n"
+    fprintf(f, "usage: vmsim replay FILE [--modes native,ept,npt,shadow,flat,agile] [--preset x86-server|sunway-1621]\n"
                "                   [--guest-pages 4k|2m] [--huge-min N] [--host-pages 2m|4k] [--start cold|warm]\n"
                "                   [--tables built|on-demand] [--machine HW-LAB-RESULT.json]\n"
                "                   [--format table|json|csv] [--cycles-per-access C] [--cycles-per-ref C]\n"
-               "                   [--cycles-per-exit C] [--refill-trap C] [--quiet]\n"
+               "                   [--cycles-per-exit C] [--refill-trap C] [--agile-switch-level 0-4] [--quiet]\n"
                "  replays a trace recorded with hw-lab/run trace through every mode and prints a row per mode\n"
                "  (references per access, TLB misses, walks, exits by kind, modelled cycles); see\n"
                "  wasm-core/docs/replay.md\n");
@@ -164,7 +164,7 @@ int replay_main(int argc, char **argv)
     static const char *const presets[] = {"x86-server", "sunway-1621", NULL}, *const gp[] = {"4k", "2m", NULL},
                              *const hp[] = {"2m", "4k", NULL}, *const st[] = {"cold", "warm", NULL}, *const tb[] = {"built", "on-demand", NULL},
                              *const fm[] = {"table", "json", "csv", NULL},
-                             *const modes[] = {"native", "ept", "npt", "shadow", "flat", NULL};
+                             *const modes[] = {"native", "ept", "npt", "shadow", "flat", "agile", NULL};
     const char *file = NULL;
     bool progress = true, format_set = false;
     strbuf o;
@@ -203,7 +203,7 @@ int replay_main(int argc, char **argv)
                 for (int k = 0; modes[k]; k++)
                     known |= !strcmp(tok, modes[k]);
                 if (!known) {
-                    fprintf(stderr, "vmsim replay: --modes: %s is not a mode; use native, ept, npt, shadow, flat\n", tok);
+                    fprintf(stderr, "vmsim replay: --modes: %s is not a mode; use native, ept, npt, shadow, flat, agile\n", tok);
                     ok = false;
                 }
                 sb_printf(&o, "%s\"%s\"", n++ ? "," : "", tok);
@@ -225,6 +225,7 @@ int replay_main(int argc, char **argv)
         else if (!strcmp(f, "--cycles-per-ref")) ok = add_number(&o, "cycles_per_ref", f, v, 0, 1e6);
         else if (!strcmp(f, "--cycles-per-exit")) ok = add_number(&o, "cycles_per_exit", f, v, 0, 1e9);
         else if (!strcmp(f, "--refill-trap")) ok = add_number(&o, "refill_trap", f, v, 0, 1e6);
+        else if (!strcmp(f, "--agile-switch-level")) ok = add_number(&o, "agile_switch_level", f, v, 0, 4);
         else {
             fprintf(stderr, "vmsim replay: unknown option %s (see vmsim replay --help)\n", f);
             ok = false;

@@ -3,7 +3,8 @@
  * twice (the engine inflates the gzip body itself, src/gunzip.c; DecompressionStream,
  * built into browsers and Node 20, where a module lacks it), with progress and cancellation. The report is the same bytes as `vmsim replay` prints. */
 
-export type ReplayMode = 'native' | 'ept' | 'npt' | 'shadow' | 'flat';
+export type ReplayMode = 'native' | 'ept' | 'npt' | 'shadow' | 'flat' | 'agile';
+/** The modes a replay runs unless `modes` says otherwise (agile only on request). */
 export const REPLAY_MODES: readonly ReplayMode[] = ['native', 'ept', 'npt', 'shadow', 'flat'];
 
 export interface ReplayOptions {
@@ -22,6 +23,8 @@ export interface ReplayOptions {
   cycles_per_ref?: number;
   cycles_per_exit?: number;
   refill_trap?: number;
+  /** mode agile: the guest level from which walks are nested (0 all shadow .. 4 all nested) */
+  agile_switch_level?: number;
 }
 
 /** The report of `--format json` (wasm-core/schema/replay.schema.json). */
@@ -36,6 +39,7 @@ export interface ReplayReport {
     preset: 'x86-server' | 'sunway-1621'; guest_paging: '4level'; guest_pages: '4k' | '2m'; huge_min: number;
     host_pages: '2m' | '4k'; start: 'cold' | 'warm'; tables: 'built' | 'on-demand'; guest_4k_pages: number; guest_2m_pages: number;
     guest_table_frames: number; guest_ram_bytes: number; tlb_entries: number; pwc_entries: number; ntlb_entries: number;
+    agile_switch_level?: number;
   };
   cost_model: {
     cycles_per_access: number; cycles_per_ref: number; cycles_per_exit: number; refill_trap: number;

@@ -2,7 +2,7 @@
  * 64-bit quantities are hex strings ("0x1f") so that JavaScript loses no bits. */
 
 export type Hex = string;
-export type Mode = 'native' | 'ept' | 'npt' | 'flat' | 'shadow';
+export type Mode = 'native' | 'ept' | 'npt' | 'flat' | 'shadow' | 'agile';
 export type GuestPaging = '4level' | '5level' | 'pae' | '32bit' | 'sunway';
 export type PageSize = '4K' | '2M' | '1G' | '4M' | '8K';
 export type Op = 'read' | 'write' | 'fetch';
@@ -59,6 +59,9 @@ export interface Scenario {
   };
   flat?: { table_base?: Hex; guest_ram: Hex; prefill?: boolean; mappings: MemorySlot[] };
   shadow?: { table_base?: Hex; mappings: MemorySlot[]; cr3_targets?: number; prefill?: boolean };
+  /** Mode agile (model.md 1, "Agile paging"). */
+  agile?: { table_base?: Hex; switch_level?: number; subtrees?: { gva: Hex; level: number }[];
+    nested_after_writes?: number; shadow_after_quiet?: number };
   caches?: CacheConfig;
   accesses: Access[];
 }
@@ -92,6 +95,8 @@ export interface AccessCache { tlb: 'hit' | 'miss' | null; pwc_hits: number; ntl
 export interface ShadowCounters {
   hidden_page_faults: number; pt_write_exits: number; cr3_write_exits: number; reflected_page_faults: number;
   shadow_pages: number; write_protected_pages: number;
+  /** agile mode only */
+  switch_level?: number; nested_subtrees?: number; to_nested?: number; to_shadow?: number;
 }
 
 export interface AccessResult {

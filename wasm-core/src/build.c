@@ -482,9 +482,10 @@ bool machine_build(machine *m, const scenario *s, char *err, size_t errlen)
     memset(m, 0, sizeof *m);
     m->s = s;
     m->gf = guest_format_for(s->paging);
-    m->nf = s->mode == MODE_EPT ? &nested_ept : s->mode == MODE_NPT ? &nested_npt : NULL;
+    m->nf = s->mode == MODE_EPT || s->mode == MODE_AGILE ? &nested_ept : s->mode == MODE_NPT ? &nested_npt : NULL;
     m->flat = s->mode == MODE_FLAT;
     m->shadow = s->mode == MODE_SHADOW;
+    m->agile = s->mode == MODE_AGILE;
     m->flat_page = m->gf->page_size(1);
     if (!mem_init(&m->mem, MAX_TABLE_FRAMES)) {
         snprintf(err, errlen, "out of memory");
@@ -493,12 +494,15 @@ bool machine_build(machine *m, const scenario *s, char *err, size_t errlen)
     bctx b = {.m = m, .s = s, .err = err, .errlen = errlen};
     if (!make_caches(&b) || (m->nf && !build_nested(&b)) || (m->flat && !build_flat(&b)) || !build_guest(&b) || !apply_guest_overrides(&b) ||
         (s->paging == PAGING_PAE && !load_pdptes(&b)) || !apply_nested_overrides(&b) ||
-        (m->shadow && !shadow_build(m, err, errlen)) || (m->shadow && s->shadow_prefill && !shadow_prefill(m, err, errlen))) {
+        ((m->shadow || m->agile) && !shadow_build(m, err, errlen)) ||
+        (m->shadow && s->shadow_prefill && !shadow_prefill(m, err, errlen))) {
         machine_free(m);
         return false;
     }
     if (m->nf == &nested_ept)
         m->eptp = make_eptp(s, m->nested_root);
+    if (m->agile)
+        agile_init(m);
     return true;
 }
 

@@ -15,7 +15,7 @@
  * (mcf, gcc, memcached), but no published characterisation of those programs shaped
  * these streams, so those names stay only as aliases (experiment_workload). */
 const char *const workload_names[] = {"sequential", "random", "ptrchase", "random-2g", "pt-writes", "cswitch", "gate",
-                                      NULL};
+                                      "agile", NULL};
 const char *const workload_descriptions[] = {
     "sequential reads at a 64-byte stride",
     "uniform random reads",
@@ -24,6 +24,7 @@ const char *const workload_descriptions[] = {
     "good locality (1 in 8 accesses jumps), 1 in 3 writes, a guest page-table write every 40 events",
     "uniform random over the footprint in several address spaces, a context switch every 100 events",
     "requests to an object only the gate's EPT maps",
+    "a 2 MiB region whose page-table entries the guest keeps rewriting, and a 1 GiB region read at random",
     NULL};
 
 static const struct {
@@ -424,6 +425,169 @@ static int gate_report(const experiment_opts *o, strbuf *out, bool first, char *
     return 0;
 }
 
+/* The agile paging experiment (Gandhi, Hill and Swift, ISCA 2016, in shape): one part
+ * of the address space has page tables that change often (a 2 MiB region, one guest
+ * page table, whose entries the guest rewrites every AGILE_PT_EVERY events), the other
+ * misses the TLB (a 1 GiB region read at random). Shadow paging pays an exit per
+ * page-table write, nested paging a 2-D walk per TLB miss; agile starts all shadow and
+ * its VMM moves the churning table nested after AGILE_NESTED_AFTER write exits (back
+ * after AGILE_QUIET quiet events), so misses in the big region keep shadow's short walk
+ * and the writes stop exiting. Same machine as the other workloads (x86-server caches,
+ * 2 MiB nested pages), same cost model. */
+#define AGILE_HOT_GVA 0x40000000ull
+#define AGILE_HOT_BYTES (2ull << 20)
+#define AGILE_BIG_GVA 0x80000000ull
+#define AGILE_BIG_BYTES (1ull << 30)
+#define AGILE_PT_EVERY 20u
+#define AGILE_NESTED_AFTER 4u
+#define AGILE_QUIET 100000u
+
+static const char *const agile_modes[] = {"native", "shadow", "ept", "agile"};
+
+static char *agile_machine_json(const char *mode)
+{
+    strbuf sb;
+    sb_init(&sb);
+    uint64_t ram = AGILE_BIG_GVA + AGILE_BIG_BYTES;     /* data at gpa = gva, tables below */
+    sb_printf(&sb, "{\"name\":\"experiment-agile\",\"mode\":\"%s\",\"guest\":{\"paging\":\"4level\","
+                   "\"table_base\":\"0x1000000\",\"mappings\":[{\"gva\":\"0x%llx\",\"gpa\":\"0x%llx\",\"pages\":%llu},"
+                   "{\"gva\":\"0x%llx\",\"gpa\":\"0x%llx\",\"pages\":%llu}]}",
+              mode, (unsigned long long)AGILE_HOT_GVA, (unsigned long long)AGILE_HOT_GVA,
+              (unsigned long long)(AGILE_HOT_BYTES >> 12), (unsigned long long)AGILE_BIG_GVA,
+              (unsigned long long)AGILE_BIG_GVA, (unsigned long long)(AGILE_BIG_BYTES >> 12));
+    if (!strcmp(mode, "shadow"))
+        sb_printf(&sb, ",\"shadow\":{\"table_base\":\"0x800000000\",\"mappings\":[{\"gpa\":\"0x0\","
+                       "\"hpa\":\"0x100000000\",\"pages\":%llu}]}",
+                  (unsigned long long)(ram >> 12));
+    else if (strcmp(mode, "native"))
+        sb_printf(&sb, ",\"nested\":{\"table_base\":\"0x800000000\",\"mappings\":[{\"gpa\":\"0x0\","
+                       "\"hpa\":\"0x100000000\",\"page\":\"2M\",\"pages\":%llu}]}",
+                  (unsigned long long)(ram >> 21));
+    if (!strcmp(mode, "agile"))
+        sb_printf(&sb, ",\"agile\":{\"table_base\":\"0xc00000000\",\"nested_after_writes\":%u,"
+                       "\"shadow_after_quiet\":%u}",
+                  AGILE_NESTED_AFTER, AGILE_QUIET);
+    sb_puts(&sb, ",\"caches\":{\"preset\":\"x86-server\"},\"accesses\":[]}");
+    return sb_take(&sb);
+}
+
+static bool run_agile_mix(const char *mode, const experiment_opts *o, run_stats *st, uint32_t *to_nested, char *err,
+                          size_t errlen)
+{
+    memset(st, 0, sizeof *st);
+    char *json = agile_machine_json(mode);
+    scenario sc;
+    machine m;
+    bool ok = json && scenario_parse(json, strlen(json), &sc, err, errlen);
+    free(json);
+    if (!ok)
+        return false;
+    if (!machine_build(&m, &sc, err, errlen)) {
+        scenario_free(&sc);
+        return false;
+    }
+    vm_result *r = malloc(sizeof *r);
+    if (!r) {
+        snprintf(err, errlen, "out of memory");
+        machine_free(&m);
+        scenario_free(&sc);
+        return false;
+    }
+    r->record = false;
+    /* warm-up: every page written once, as for the other workloads */
+    for (uint64_t off = 0; off < AGILE_HOT_BYTES + AGILE_BIG_BYTES; off += 4096) {
+        vm_access a = {.gva = off < AGILE_HOT_BYTES ? AGILE_HOT_GVA + off : AGILE_BIG_GVA + off - AGILE_HOT_BYTES,
+                       .op = OP_WRITE};
+        translate(&m, &a, r);
+    }
+    rng g = {.s = o->seed * 0x9E3779B97F4A7C15ull + 77};
+    uint64_t hot = AGILE_HOT_GVA, toggle = 0;
+    for (uint64_t n = 0; n < o->accesses; n++) {
+        vm_access a = {.op = OP_READ};
+        if (n % AGILE_PT_EVERY == AGILE_PT_EVERY - 1) {
+            /* the guest rewrites a PTE of the hot region (a software bit: no translation changes) */
+            a.op = OP_PTE_WRITE;
+            a.gva = AGILE_HOT_GVA + (next(&g) % (AGILE_HOT_BYTES >> 12)) * 4096;
+            a.eptp_index = 1;
+            toggle ^= 1;
+            if (toggle)
+                a.set = BIT(9);
+            else
+                a.clear = BIT(9);
+        } else if (next(&g) % 2) {
+            hot = AGILE_HOT_GVA + ((hot - AGILE_HOT_GVA + 64) % AGILE_HOT_BYTES);
+            a.gva = hot;
+        } else
+            a.gva = AGILE_BIG_GVA + (next(&g) % AGILE_BIG_BYTES & ~7ull);
+        translate(&m, &a, r);
+        st->events++;
+        if (a.op <= OP_FETCH) {
+            st->accesses++;
+            st->tlb_misses += r->tlb_hit == 0;
+        }
+        st->refs += r->memory_refs;
+        st->exits += r->exits;
+        st->faults += r->outcome != OUT_OK;
+    }
+    st->cycles = (double)st->accesses * o->cycles_per_access + (double)st->refs * o->cycles_per_ref +
+                 (double)st->exits * o->cycles_per_exit;
+    *to_nested = m.agile_to_nested;
+    free(r);
+    machine_free(&m);
+    scenario_free(&sc);
+    return true;
+}
+
+static int agile_report(const experiment_opts *o, strbuf *out, bool first, char *err, size_t errlen)
+{
+    run_stats st[4];
+    uint32_t moved[4];
+    for (int v = 0; v < 4; v++) {
+        if (o->progress)
+            fprintf(stderr, "experiment: agile under x86 %s...\n", agile_modes[v]);
+        if (!run_agile_mix(agile_modes[v], o, &st[v], &moved[v], err, errlen))
+            return 1;
+    }
+    if (o->format == EXP_TABLE)
+        sb_printf(out, "\nworkload agile (%s): %llu events; a page-table write every %u events to the 2 MiB region, "
+                       "half the accesses there (sequential), half at random over 1 GiB; agile: nested after %u "
+                       "write exits to one table, back after %u quiet events\n"
+                       "%-7s %-7s %10s %11s %9s %14s %9s\n",
+                  workload_descriptions[7], (unsigned long long)o->accesses, AGILE_PT_EVERY, AGILE_NESTED_AFTER,
+                  AGILE_QUIET, "machine", "mode", "refs/acc", "TLB miss %", "exits", "cycles/access", "overhead");
+    else if (o->format == EXP_JSON)
+        sb_printf(out, "%s{\"workload\":\"agile\",\"description\":\"%s\",\"footprint_mib\":%llu,"
+                       "\"parameters\":{\"pt_write_every\":%u,\"nested_after_writes\":%u,\"shadow_after_quiet\":%u,"
+                       "\"hot_region_mib\":2,\"big_region_mib\":1024},\"modes\":[",
+                  first ? "" : ",", workload_descriptions[7],
+                  (unsigned long long)((AGILE_HOT_BYTES + AGILE_BIG_BYTES) >> 20), AGILE_PT_EVERY, AGILE_NESTED_AFTER,
+                  AGILE_QUIET);
+    for (int v = 0; v < 4; v++) {
+        double acc = st[v].accesses ? (double)st[v].accesses : 1;
+        double cpa = st[v].cycles / acc, over = 100.0 * (st[v].cycles - st[0].cycles) / st[0].cycles;
+        double rpa = (double)st[v].refs / acc, miss = 100.0 * (double)st[v].tlb_misses / acc;
+        if (o->format == EXP_TABLE)
+            sb_printf(out, "%-7s %-7s %10.3f %11.2f %9llu %14.2f %8.2f%%\n", "x86", agile_modes[v], rpa, miss,
+                      (unsigned long long)st[v].exits, cpa, over);
+        else if (o->format == EXP_CSV)
+            sb_printf(out, "agile,x86,%s,%llu,%llu,%llu,%.4f,%.3f,%llu,%.3f,%.3f\n", agile_modes[v],
+                      (unsigned long long)st[v].accesses, (unsigned long long)st[v].events,
+                      (unsigned long long)st[v].refs, rpa, miss, (unsigned long long)st[v].exits, cpa, over);
+        else
+            sb_printf(out, "%s{\"machine\":\"x86\",\"mode\":\"%s\",\"accesses\":%llu,\"events\":%llu,\"refs\":%llu,"
+                           "\"tlb_misses\":%llu,\"exits\":%llu,\"faults\":%llu,\"cycles\":%.0f,\"overhead_pct\":%.4f%s",
+                      v ? "," : "", agile_modes[v], (unsigned long long)st[v].accesses,
+                      (unsigned long long)st[v].events, (unsigned long long)st[v].refs,
+                      (unsigned long long)st[v].tlb_misses, (unsigned long long)st[v].exits,
+                      (unsigned long long)st[v].faults, st[v].cycles, over, v == 3 ? "" : "}");
+        if (o->format == EXP_JSON && v == 3)
+            sb_printf(out, ",\"to_nested\":%u}", moved[v]);
+    }
+    if (o->format == EXP_JSON)
+        sb_puts(out, "]}");
+    return 0;
+}
+
 bool experiment_overheads(int workload, uint64_t accesses, double overhead_pct[6], char *err, size_t errlen)
 {
     experiment_opts o;
@@ -442,7 +606,7 @@ bool experiment_overheads(int workload, uint64_t accesses, double overhead_pct[6
 
 int experiment_run(const experiment_opts *o, strbuf *out, char *err, size_t errlen)
 {
-    int first = o->workload < 0 ? 0 : o->workload, last = o->workload < 0 ? 6 : o->workload;
+    int first = o->workload < 0 ? 0 : o->workload, last = o->workload < 0 ? 7 : o->workload;
     if (o->format == EXP_JSON)
         sb_printf(out, "{\"format\":\"vmsim-experiment/1\",\"accesses\":%llu,\"seed\":%llu,\"tables\":\"%s\",\"cost_model\":{"
                        "\"cycles_per_access\":%g,\"cycles_per_ref\":%g,\"cycles_per_exit\":%g,\"cycles_per_vmfunc\":%g,"
@@ -457,6 +621,11 @@ int experiment_run(const experiment_opts *o, strbuf *out, char *err, size_t errl
     for (int k = first; k <= last; k++) {
         if (k == 6) {
             if (gate_report(o, out, k == first, err, errlen))
+                return 1;
+            continue;
+        }
+        if (k == 7) {
+            if (agile_report(o, out, k == first, err, errlen))
                 return 1;
             continue;
         }

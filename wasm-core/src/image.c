@@ -21,7 +21,7 @@ void image_json(strbuf *sb, const machine *m)
     for (uint32_t i = 0; i < spaces; i++)
         sb_printf(sb, "%s\"0x%llx\"", i ? "," : "", (unsigned long long)m->cr3s[i]);
     sb_printf(sb, "],\"nested_root\":\"0x%llx\",\"eptp\":", (unsigned long long)m->nested_root);
-    if (s->mode == MODE_EPT)
+    if (m->nf == &nested_ept)
         sb_printf(sb, "\"0x%llx\"", (unsigned long long)m->eptp);
     else
         sb_puts(sb, "null");

@@ -21,7 +21,7 @@ static inline uint64_t bits_range(int hi, int lo)
     return top & ~(BIT(lo) - 1);
 }
 
-enum vm_mode { MODE_NATIVE, MODE_EPT, MODE_NPT, MODE_FLAT, MODE_SHADOW };
+enum vm_mode { MODE_NATIVE, MODE_EPT, MODE_NPT, MODE_FLAT, MODE_SHADOW, MODE_AGILE };
 enum vm_paging { PAGING_4LEVEL, PAGING_5LEVEL, PAGING_PAE, PAGING_32BIT, PAGING_SUNWAY };
 enum vm_op { OP_READ, OP_WRITE, OP_FETCH, OP_VMFUNC, OP_VMCALL, OP_MOV_CR3, OP_INVLPG, OP_PTE_WRITE };
 enum vm_page { PAGE_4K, PAGE_2M, PAGE_1G, PAGE_4M, PAGE_8K };
@@ -116,6 +116,11 @@ typedef struct ept_def {
 
 #define EPTP_LIST_ENTRIES 512
 
+#define AGILE_MAX_SUBTREES 64
+/* Agile paging's switch bit: bit 11 of a shadow entry (one the MMU ignores in x86-64
+ * paging); set, the entry holds the gpa of the guest's next table (model.md 1). */
+#define AGILE_SWITCH_BIT BIT(11)
+
 typedef struct scenario {
     char *name;
     enum vm_mode mode;
@@ -160,6 +165,13 @@ typedef struct scenario {
     uint32_t cr3_targets;       /* VMX CR3-target values: the first n address spaces */
     bool pv_cr3_cache;          /* the 2007 paravirtual 4-entry guest_cr3 -> host_cr3 cache */
     bool shadow_prefill;        /* shadow.prefill: every mapped page shadowed at build time */
+    /* agile paging (mode agile): shadow tables at shadow_table_base over an EPT */
+    int agile_switch_level;     /* guest levels at and below it are walked nested; 0 = all shadow */
+    uint64_t agile_sub_gva[AGILE_MAX_SUBTREES];     /* agile.subtrees: nested from the start */
+    int agile_sub_level[AGILE_MAX_SUBTREES];
+    uint32_t n_agile_subs;
+    uint32_t agile_write_threshold; /* pt_write exits to one table before its subtree goes nested (0 = never) */
+    uint32_t agile_quiet;           /* accesses without a write before a subtree goes back to shadow (0 = never) */
     /* caches (all sizes 0 = off) */
     uint32_t tlb_entries, tlb_ways, pwc_entries, ntlb_entries, ntlb_ways;
     bool flush_on_eptp_switch;
@@ -261,6 +273,17 @@ typedef struct machine {
     uint32_t exit_counts[4];    /* shadow exits: hidden page fault, pt write, cr3 write, reflected #PF */
     uint32_t nested_fills;      /* nested.on_demand: EPT violations / NPT faults the VMM filled */
     dcache *dc;                 /* the data caches page-table entry reads go through (the replay's); NULL: none */
+    bool agile;                 /* agile paging: shadow from the top, nested below the switch */
+    struct agile_subtree {
+        uint64_t base;          /* first gva the level-`level` table maps */
+        int level;
+        uint32_t writes;        /* pt_write exits to the table since it went (back) to shadow */
+        uint64_t last_write;    /* access count at the last write to the table (nested) */
+        bool nested;
+    } agile_subs[AGILE_MAX_SUBTREES];
+    uint32_t n_agile_subs;
+    uint64_t agile_clock;       /* accesses seen (the quiet period's clock) */
+    uint32_t agile_to_nested, agile_to_shadow;
     uint64_t flat_page;         /* bytes per guest frame in the flat table */
     uint64_t cr3;               /* of the active address space */
     uint64_t cr3s[64];          /* one per address space */
@@ -308,6 +331,24 @@ bool shadow_prefill(machine *m, char *err, size_t errlen);
 void shadow_free(machine *m);
 void shadow_translate(machine *m, const vm_access *a, vm_result *r);
 void shadow_event(machine *m, const vm_access *a, vm_result *r);
+
+/* shadow.c, shared with agile.c */
+bool shadow_wp_contains(const machine *m, uint64_t gfn);
+void shadow_wp_add(machine *m, uint64_t gfn);
+bool shadow_alloc_frame(machine *m, uint64_t *hpa);
+void shadow_exit(machine *m, vm_result *r, int why);
+void shadow_zap(machine *m, uint64_t gva, int level);
+
+/* agile.c */
+void agile_init(machine *m);
+int agile_switch_level(const machine *m, uint64_t gva);
+void agile_translate(machine *m, const vm_access *a, vm_result *r);
+void agile_event(machine *m, const vm_access *a, vm_result *r);
+void agile_tick(machine *m);
+void agile_plain_pte_write(machine *m, const vm_access *a, vm_result *r);
+
+/* translate.c: the 2-D walk from a guest level below the root (agile paging's nested part) */
+void guest_walk_from(machine *m, const vm_access *a, vm_result *r, int level, uint64_t table, uint64_t rights);
 
 /* vmfunc.c */
 void vmfunc_execute(machine *m, const vm_access *a, vm_result *r);

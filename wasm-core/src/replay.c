@@ -36,8 +36,11 @@
 #define SLOT_PAGES (1u << 19)               /* 4 KiB frames per mapping of a memory slot (scenario.c takes 2^20) */
 #define BATCH 2048u
 
-enum { M_NATIVE, M_EPT, M_NPT, M_SHADOW, M_FLAT, N_REPLAY_MODES };
-static const char *const replay_mode_names[] = {"native", "ept", "npt", "shadow", "flat"};
+enum { M_NATIVE, M_EPT, M_NPT, M_SHADOW, M_FLAT, M_AGILE, N_REPLAY_MODES };
+static const char *const replay_mode_names[] = {"native", "ept", "npt", "shadow", "flat", "agile"};
+/* The modes a replay runs unless told: agile only when asked for (a trace has no
+ * page-table writes, so agile's VMM keeps its switch where the option puts it). */
+#define DEFAULT_REPLAY_MODES ((1u << M_AGILE) - 1)
 static const char *const preset_names[] = {"x86-server", "sunway-1621"};
 static const char *const kind_names[] = {"load", "store", "fetch", "modify"};
 enum { EXIT_HPF, EXIT_PT_WRITE, EXIT_CR3, EXIT_REFLECTED, EXIT_EPT_VIOLATION, EXIT_EPT_MISCONFIG, EXIT_NPT_FAULT,
@@ -62,6 +65,7 @@ typedef struct replay_opts {
     bool mine_in_vm;
     double where[DC_WHERE + 1];     /* cycles of a reference found in L1, L2, LLC, memory, a walk cache */
     double exit_kind[8];            /* cycles of an exit by kind (exit_kind_names) */
+    int agile_switch_level;         /* mode agile: guest levels walked nested (0 all shadow .. 4 all nested) */
 } replay_opts;
 
 /* Pages whose last access in a mode was answered by its TLB, and the TLB line that
@@ -249,7 +253,7 @@ static bool parse_options(vmsim_replay *r, const char *text, size_t len)
     replay_opts *o = &r->o;
     experiment_opts e;
     experiment_defaults(&e);
-    *o = (replay_opts){.modes = (1u << N_REPLAY_MODES) - 1, .huge_min = 1, .format = FMT_JSON,
+    *o = (replay_opts){.modes = DEFAULT_REPLAY_MODES, .huge_min = 1, .format = FMT_JSON,
                        .cycles_per_access = e.cycles_per_access, .cycles_per_ref = e.cycles_per_ref,
                        .cycles_per_exit = e.cycles_per_exit, .refill_trap = e.refill_trap_cycles};
     set_where(o);
@@ -263,7 +267,8 @@ static bool parse_options(vmsim_replay *r, const char *text, size_t len)
         return false;
     }
     static const char *const keys[] = {"modes", "preset", "guest_pages", "huge_min", "host_pages", "start", "format",
-                                       "cycles_per_access", "cycles_per_ref", "cycles_per_exit", "refill_trap", "tables", "machine", NULL};
+                                       "cycles_per_access", "cycles_per_ref", "cycles_per_exit", "refill_trap", "tables", "machine",
+                                       "agile_switch_level", NULL};
     bool ok = false;
     const json_value *root = doc.root;
     if (root->type != JSON_OBJECT) {
@@ -282,7 +287,7 @@ static bool parse_options(vmsim_replay *r, const char *text, size_t len)
     const json_value *modes = json_get(root, "modes");
     if (modes) {
         if (modes->type != JSON_ARRAY || !modes->count) {
-            failf(r, VMSIM_REPLAY_BAD_TRACE, "option modes must be a non-empty list of native, ept, npt, shadow, flat");
+            failf(r, VMSIM_REPLAY_BAD_TRACE, "option modes must be a non-empty list of native, ept, npt, shadow, flat, agile");
             goto out;
         }
         o->modes = 0;
@@ -292,7 +297,7 @@ static bool parse_options(vmsim_replay *r, const char *text, size_t len)
                 if (m->type == JSON_STRING && !strcmp(m->str, replay_mode_names[i]))
                     k = i;
             if (k < 0) {
-                failf(r, VMSIM_REPLAY_BAD_TRACE, "option modes: \"%.20s\" is not a mode; use native, ept, npt, shadow, flat",
+                failf(r, VMSIM_REPLAY_BAD_TRACE, "option modes: \"%.20s\" is not a mode; use native, ept, npt, shadow, flat, agile",
                       m->type == JSON_STRING ? m->str : "?");
                 goto out;
             }
@@ -302,15 +307,21 @@ static bool parse_options(vmsim_replay *r, const char *text, size_t len)
     static const char *const gp[] = {"4k", "2m"}, *const hp[] = {"2m", "4k"}, *const st[] = {"cold", "warm"},
                              *const fm[] = {"json", "table", "csv"}, *const tb[] = {"built", "on-demand"};
     int g = 0, hpi = 0, s = 0, tbi = 0;
-    double huge = 1;
+    double huge = 1, agile_sw = 0;
     if (!opt_enum(r, root, "preset", preset_names, 2, &o->preset) || !opt_enum(r, root, "guest_pages", gp, 2, &g) ||
         !opt_enum(r, root, "host_pages", hp, 2, &hpi) || !opt_enum(r, root, "start", st, 2, &s) ||
         !opt_enum(r, root, "format", fm, 3, &o->format) || !opt_enum(r, root, "tables", tb, 2, &tbi) || !opt_number(r, root, "huge_min", 1, 512, &huge) ||
         !opt_number(r, root, "cycles_per_access", 0, 1e6, &o->cycles_per_access) ||
         !opt_number(r, root, "cycles_per_ref", 0, 1e6, &o->cycles_per_ref) ||
         !opt_number(r, root, "cycles_per_exit", 0, 1e9, &o->cycles_per_exit) ||
-        !opt_number(r, root, "refill_trap", 0, 1e6, &o->refill_trap))
+        !opt_number(r, root, "refill_trap", 0, 1e6, &o->refill_trap) ||
+        !opt_number(r, root, "agile_switch_level", 0, 4, &agile_sw))
         goto out;
+    if (agile_sw != (int)agile_sw) {
+        failf(r, VMSIM_REPLAY_BAD_TRACE, "option agile_switch_level must be a whole number from 0 to 4");
+        goto out;
+    }
+    o->agile_switch_level = (int)agile_sw;
     o->guest_2m = g == 1;
     o->host_4k = hpi == 1;
     o->warm = s == 1;
@@ -426,7 +437,7 @@ static char *skeleton_json(const vmsim_replay *r, int mode)
                    "\"mappings\":[]}",
               replay_mode_names[mode], (unsigned long long)GUEST_TABLE_BASE);
     uint64_t frames = r->ram_bytes >> 12;
-    if (mode == M_EPT || mode == M_NPT) {
+    if (mode == M_EPT || mode == M_NPT || mode == M_AGILE) {
         sb_printf(&sb, ",\"nested\":{\"table_base\":\"0x%llx\",\"on_demand\":%s,\"mappings\":", (unsigned long long)HOST_TABLES,
                   r->o.on_demand ? "true" : "false");
         if (!r->o.host_4k)
@@ -440,7 +451,11 @@ static char *skeleton_json(const vmsim_replay *r, int mode)
                   (unsigned long long)HOST_TABLES, (unsigned long long)r->ram_bytes, r->o.on_demand ? "false" : "true");
         ram_mappings(&sb, frames, NULL);
         sb_putc(&sb, '}');
-    } else if (mode == M_SHADOW) {
+    }
+    if (mode == M_AGILE)
+        sb_printf(&sb, ",\"agile\":{\"table_base\":\"0x%llx\",\"switch_level\":%d}",
+                  (unsigned long long)(HOST_TABLES + (1ull << 30)), r->o.agile_switch_level);
+    else if (mode == M_SHADOW) {
         sb_printf(&sb, ",\"shadow\":{\"table_base\":\"0x%llx\",\"prefill\":%s,\"mappings\":", (unsigned long long)HOST_TABLES,
                   r->o.on_demand ? "false" : "true");
         ram_mappings(&sb, frames, NULL);
@@ -921,7 +936,7 @@ static void derive(const vmsim_replay *r, int mode, derived *d)
     d->kinds[EXIT_NPT_FAULT] = s->outcomes[OUT_NPT_FAULT] + (mode == M_NPT ? fills : 0);
     d->kinds[EXIT_FLAT_FILL] = mode == M_FLAT ? s->exits_ok : 0;
     /* a hidden page fault is filled and the walk retried: one more walk */
-    d->walks = s->tlb_misses + (mode == M_SHADOW ? d->kinds[EXIT_HPF] : 0);
+    d->walks = s->tlb_misses + (mode == M_SHADOW || mode == M_AGILE ? d->kinds[EXIT_HPF] : 0);
     d->faults = s->accesses - s->outcomes[OUT_OK];
     d->rpa = (double)s->refs / acc;
     d->miss_pct = 100.0 * (double)s->tlb_misses / acc;
@@ -976,10 +991,13 @@ static void report_json(const vmsim_replay *r, strbuf *sb)
     sb_printf(sb, "},\"machine\":{\"preset\":\"%s\",\"guest_paging\":\"4level\",\"guest_pages\":\"%s\",\"huge_min\":%u,"
                   "\"host_pages\":\"%s\",\"start\":\"%s\",\"tables\":\"%s\",\"guest_4k_pages\":%u,\"guest_2m_pages\":%u,"
                   "\"guest_table_frames\":%u,\"guest_ram_bytes\":%llu,\"tlb_entries\":%u,\"pwc_entries\":%u,"
-                  "\"ntlb_entries\":%u},",
+                  "\"ntlb_entries\":%u",
               preset_names[o->preset], o->guest_2m ? "2m" : "4k", o->huge_min, o->host_4k ? "4k" : "2m",
               o->warm ? "warm" : "cold", o->on_demand ? "on-demand" : "built", r->n4k, r->n2m, r->table_frames, (unsigned long long)r->ram_bytes,
               any ? any->tlb_entries : 0, any ? any->pwc_entries : 0, any ? any->ntlb_entries : 0);
+    if (r->built[M_AGILE])
+        sb_printf(sb, ",\"agile_switch_level\":%d", o->agile_switch_level);
+    sb_puts(sb, "},");
     sb_printf(sb, "\"cost_model\":{\"cycles_per_access\":%g,\"cycles_per_ref\":%g,\"cycles_per_exit\":%g,\"refill_trap\":%g,"
                   "\"per_ref\":\"%s\",\"ref_cycles_by_where\":",
               o->cycles_per_access, o->cycles_per_ref, o->cycles_per_exit, o->preset == 1 ? o->refill_trap : 0.0,

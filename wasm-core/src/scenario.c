@@ -179,7 +179,7 @@ static bool get_enum(pctx *c, const json_value *obj, const char *key, const char
     return errf(c, p, "\"%.40s\" is not one of %s", v->str, list);
 }
 
-static const char *const mode_names[] = {"native", "ept", "npt", "flat", "shadow", NULL};
+static const char *const mode_names[] = {"native", "ept", "npt", "flat", "shadow", "agile", NULL};
 static const char *const paging_names[] = {"4level", "5level", "pae", "32bit", "sunway", NULL};
 static const char *const page_names[] = {"4K", "2M", "1G", "4M", "8K", NULL};
 const char *const op_names[] = {"read", "write", "fetch", "vmfunc", "vmcall", "mov_cr3", "invlpg", "pte_write", NULL};
@@ -364,7 +364,7 @@ static bool parse_nested_map(pctx *c, const json_value *o, const char *path, nes
     static const char *const ept_keys[] = {"gpa", "hpa", "page", "pages", "perm", "memtype", "ipat", NULL};
     static const char *const npt_keys[] = {"gpa", "hpa", "page", "pages", "perm", "user", NULL};
     const scenario *s = c->s;
-    bool ept = s->mode == MODE_EPT;
+    bool ept = s->mode == MODE_EPT || s->mode == MODE_AGILE;
     if (o->type != JSON_OBJECT)
         return errf(c, path, "is %s, expected an object", json_type_name(o->type));
     if (!check_keys(c, o, path, ept ? ept_keys : npt_keys))
@@ -888,6 +888,61 @@ static bool parse_shadow(pctx *c, const json_value *root, scenario *s)
     return ok;
 }
 
+/* mode agile: where the VMM keeps its shadow tables, the switching level for every gva,
+ * subtrees nested from the start, and the policy that moves subtrees (model.md 1). */
+static bool parse_agile(pctx *c, const json_value *root, scenario *s)
+{
+    static const char *const keys[] = {"table_base", "switch_level", "subtrees", "nested_after_writes",
+                                       "shadow_after_quiet", NULL};
+    static const char *const sub_keys[] = {"gva", "level", NULL};
+    if (s->paging != PAGING_4LEVEL && s->paging != PAGING_5LEVEL)
+        return errf(c, "guest.paging", "agile paging models x86-64 guests (4level, 5level): its switch bit lives in 64-bit shadow entries");
+    const json_value *o = want(c, root, "agile", "", JSON_OBJECT, false);
+    if (c->failed || (o && !check_keys(c, o, "agile", keys)))
+        return false;
+    int levels = guest_format_for(s->paging)->levels;
+    int64_t sw = 0, writes = 0, quiet = 0;
+    s->shadow_table_base = 0x20000000;
+    if (o) {
+        get_hex(c, o, "table_base", "agile", false, 0x20000000, &s->shadow_table_base);
+        get_int(c, o, "switch_level", "agile", false, 0, levels, 0, &sw);
+        get_int(c, o, "nested_after_writes", "agile", false, 0, 1000000, 0, &writes);
+        get_int(c, o, "shadow_after_quiet", "agile", false, 0, 100000000, 0, &quiet);
+    }
+    if (c->failed)
+        return false;
+    if (s->shadow_table_base & 0xFFF)
+        return errf(c, "agile.table_base", "0x%llx is not 4 KiB aligned", (unsigned long long)s->shadow_table_base);
+    if (s->shadow_table_base > (1ull << s->maxphyaddr) - (1ull << 24))
+        return errf(c, "agile.table_base", "0x%llx leaves no room for shadow tables below 2^maxphyaddr",
+                    (unsigned long long)s->shadow_table_base);
+    s->agile_switch_level = (int)sw;
+    s->agile_write_threshold = (uint32_t)writes;
+    s->agile_quiet = (uint32_t)quiet;
+    const json_value *arr = o ? want(c, o, "subtrees", "agile", JSON_ARRAY, false) : NULL;
+    if (c->failed)
+        return false;
+    if (arr && arr->count > AGILE_MAX_SUBTREES)
+        return errf(c, "agile.subtrees", "has %zu entries; at most %d are allowed", arr->count, AGILE_MAX_SUBTREES);
+    uint32_t i = 0;
+    for (const json_value *e = arr ? arr->first_child : NULL; e; e = e->next, i++) {
+        char ep[64];
+        snprintf(ep, sizeof ep, "agile.subtrees[%u]", i);
+        if (e->type != JSON_OBJECT)
+            return errf(c, ep, "is %s, expected an object", json_type_name(e->type));
+        if (!check_keys(c, e, ep, sub_keys))
+            return false;
+        int64_t level;
+        get_hex(c, e, "gva", ep, true, 0, &s->agile_sub_gva[i]);
+        get_int(c, e, "level", ep, true, 1, levels, 1, &level);
+        if (c->failed)
+            return false;
+        s->agile_sub_level[i] = (int)level;
+    }
+    s->n_agile_subs = i;
+    return true;
+}
+
 static bool parse_nested(pctx *c, const json_value *root, scenario *s)
 {
     static const char *const ept_keys[] = {"levels", "table_base", "ad", "memory_type", "execute_only",
@@ -909,13 +964,17 @@ static bool parse_nested(pctx *c, const json_value *root, scenario *s)
     if (s->paging == PAGING_SUNWAY)
         return errf(c, "guest.paging", "sunway guests run natively or on a flat nested table (mode native or flat)");
     n = want(c, root, "nested", "", JSON_OBJECT, true);
-    if (!n || !check_keys(c, n, "nested", s->mode == MODE_EPT ? ept_keys : npt_keys))
+    if (!n || !check_keys(c, n, "nested", s->mode == MODE_NPT ? npt_keys : ept_keys))
+        return false;
+    if (s->mode == MODE_AGILE && (json_get(n, "vmfunc") || json_get(n, "eptp_list")))
+        return errf(c, "nested.vmfunc", "agile mode models one EPT: VM functions are not part of it");
+    if (s->mode == MODE_AGILE && !parse_agile(c, root, s))
         return false;
     int64_t levels, mt;
     get_int(c, n, "levels", "nested", false, 0, 64, 4, &levels);
     if (!c->failed && levels != 4 && levels != 5)
         return errf(c, "nested.levels", "%lld: %s walks are 4 or 5 levels%s", (long long)levels,
-                    s->mode == MODE_EPT ? "EPT" : "NPT", s->mode == MODE_EPT ? " (EPTP bits 5:3 = levels - 1)" : "");
+                    s->mode == MODE_NPT ? "NPT" : "EPT", s->mode == MODE_NPT ? "" : " (EPTP bits 5:3 = levels - 1)");
     s->nested_levels = (int)levels;
     get_hex(c, n, "table_base", "nested", false, 0x10000000, &s->nested_table_base);
     get_bool(c, n, "ad", "nested", false, &s->ept_ad);
@@ -1027,8 +1086,8 @@ static bool parse_caches(pctx *c, const json_value *root, scenario *s)
 
 bool scenario_parse(const char *text, size_t len, scenario *s, char *err, size_t errlen)
 {
-    static const char *const keys[] = {"$schema", "name", "description", "mode", "machine", "guest", "nested", "flat", "shadow", "caches",
-                                       "accesses", NULL};
+    static const char *const keys[] = {"$schema", "name", "description", "mode", "machine", "guest", "nested", "flat", "shadow", "agile",
+                                       "caches", "accesses", NULL};
     memset(s, 0, sizeof *s);
     json_doc doc;
     if (!json_parse(text, len, &doc)) {
@@ -1068,6 +1127,10 @@ bool scenario_parse(const char *text, size_t len, scenario *s, char *err, size_t
     }
     if (!c.failed && s->mode != MODE_SHADOW && json_get(root, "shadow")) {
         errf(&c, "shadow", "only mode shadow uses shadow tables");
+        goto out;
+    }
+    if (!c.failed && s->mode != MODE_AGILE && json_get(root, "agile")) {
+        errf(&c, "agile", "only mode agile uses agile paging");
         goto out;
     }
     if (c.failed || !parse_machine(&c, root, s) || !parse_guest(&c, root, s) || !parse_nested(&c, root, s) ||

@@ -434,3 +434,30 @@ void shadow_event(machine *m, const vm_access *a, vm_result *r)
         return;     /* a PDPT write takes effect at the next mov cr3, which reloads the PDPTEs */
     zap(m, a->gva, (int)a->eptp_index);
 }
+
+/* What agile paging (agile.c) shares with shadow paging: the write-protected frames,
+ * the shadow frame allocator, the exits and the zapping of stale shadow entries. */
+bool shadow_wp_contains(const machine *m, uint64_t gfn)
+{
+    return wp_contains(m, gfn);
+}
+
+void shadow_wp_add(machine *m, uint64_t gfn)
+{
+    wp_add(m, gfn);
+}
+
+bool shadow_alloc_frame(machine *m, uint64_t *hpa)
+{
+    return shadow_alloc(m, hpa);
+}
+
+void shadow_exit(machine *m, vm_result *r, int why)
+{
+    vm_exit(m, r, why);
+}
+
+void shadow_zap(machine *m, uint64_t gva, int level)
+{
+    zap(m, gva, level);
+}

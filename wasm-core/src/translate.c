@@ -504,6 +504,7 @@ bool guest_entry_addr(machine *m, uint64_t gva, int level, uint64_t *egpa, uint6
         *egpa = table + (uint64_t)gf->entry_size * gf->index(gva, l);
         if (!nested_lookup(m, *egpa, hpa))
             return false;
+        *hpa &= bits_range(m->s->maxphyaddr - 1, 0);   /* a leaf's bits above MAXPHYADDR name no frame */
         if (l == level)
             return true;
         uint64_t e = mem_read(&m->mem, *hpa, gf->entry_size);
@@ -559,7 +560,8 @@ void pae_load_pdptes(machine *m)
 /* The guest walk of one access (4.2), with the nested walk of every gpa it touches, the
  * A/D updates, the final nested walk and the cache fills. */
 static inline __attribute__((always_inline)) void guest_walk(machine *m, const vm_access *a, vm_result *r,
-                                                             const bool x64, const bool record)
+                                                             const bool x64, const bool record, const int from_level,
+                                                             const uint64_t from_table, const uint64_t from_rights)
 {
     const scenario *s = m->s;
     const guest_format *gf = m->gf;
@@ -604,7 +606,14 @@ static inline __attribute__((always_inline)) void guest_walk(machine *m, const v
     }
 
     int top = gf->levels;
-    if (m->gpwc) {
+    if (from_level) {
+        /* Agile paging: the shadow walk ended on a switching entry, which gave the gpa of
+         * the guest's level-from_level table and the rights of the levels above it. */
+        top = from_level;
+        table = from_table;
+        rwus = from_rights & (BIT(1) | BIT(2));
+        xd = xd_on && (from_rights & BIT(63));
+    } else if (m->gpwc) {
         for (int l = 2; l <= gf->levels; l++) {
             cache_line *c = cache_find(m->gpwc, gpwc_key(gf, a->gva, l), m->s->pcid ? m->asid : 0);
             if (!c)
@@ -751,7 +760,7 @@ static inline __attribute__((always_inline)) void guest_walk(machine *m, const v
     }
     r->hpa_valid = true;
     r->outcome = OUT_OK;
-    if (m->gpwc)
+    if (m->gpwc && !from_level)
         for (int j = 0; j < nw - 1; j++)
             cache_fill(m->gpwc, gpwc_key(gf, a->gva, w[j].level), m->s->pcid ? m->asid : 0,
                        GUEST_FN(x64, x86_64_table_addr(wval[j]), gf->table_addr(wval[j])), 0, w[j].rights);
@@ -765,17 +774,31 @@ static inline __attribute__((always_inline)) void guest_walk(machine *m, const v
 
 static void guest_walk_x86_64(machine *m, const vm_access *a, vm_result *r)
 {
-    guest_walk(m, a, r, true, false);
+    guest_walk(m, a, r, true, false, 0, 0, 0);
 }
 
 static void guest_walk_x86_64_traced(machine *m, const vm_access *a, vm_result *r)
 {
-    guest_walk(m, a, r, true, true);
+    guest_walk(m, a, r, true, true, 0, 0, 0);
 }
 
 static void guest_walk_generic(machine *m, const vm_access *a, vm_result *r)
 {
-    guest_walk(m, a, r, false, r->record);
+    guest_walk(m, a, r, false, r->record, 0, 0, 0);
+}
+
+/* Agile paging's 2-D part (x86-64 guests only): the guest's tables from level `level`
+ * down, each entry's gpa through the nested walk, then the final nested walk. */
+void guest_walk_from(machine *m, const vm_access *a, vm_result *r, int level, uint64_t table, uint64_t rights)
+{
+    guest_walk(m, a, r, true, r->record, level, table, rights);
+}
+
+/* A guest page-table write that needs no VMM (agile paging below the switch): the
+ * store, then the guest's invlpg. */
+void agile_plain_pte_write(machine *m, const vm_access *a, vm_result *r)
+{
+    pte_write(m, a, r);
 }
 
 /* Every field before the steps back to zero, the record flag kept. Field by field: a
@@ -800,6 +823,8 @@ void translate(machine *m, const vm_access *a, vm_result *r)
     const scenario *s = m->s;
     result_reset(r);
     r->tlb_hit = -1;
+    if (m->agile)
+        agile_tick(m);      /* the VMM policy's clock: one tick per entry of the access list */
     if (a->op == OP_VMFUNC || a->op == OP_VMCALL) {
         vmfunc_execute(m, a, r);
         if (a->op == OP_VMFUNC && r->outcome == OUT_OK && m->s->flush_on_eptp_switch) {
@@ -808,6 +833,10 @@ void translate(machine *m, const vm_access *a, vm_result *r)
                 if (c[i])
                     cache_flush(c[i]);
         }
+        return;
+    }
+    if (m->agile && (a->op == OP_MOV_CR3 || a->op == OP_PTE_WRITE)) {
+        agile_event(m, a, r);
         return;
     }
     if (m->shadow && (a->op == OP_MOV_CR3 || a->op == OP_PTE_WRITE)) {
@@ -826,6 +855,10 @@ void translate(machine *m, const vm_access *a, vm_result *r)
         return;
     if (m->shadow) {
         shadow_translate(m, a, r);
+        return;
+    }
+    if (m->agile) {
+        agile_translate(m, a, r);
         return;
     }
 

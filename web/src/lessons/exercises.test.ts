@@ -176,6 +176,39 @@ describe('exercises on sequences, checked by hand-written models', () => {
   });
 });
 
+describe('agile-walk, checked against the switching rule worked out by hand', () => {
+  it('the warm walk costs (n - S) + S (m + 1) + m, or n all shadow; a write exits exactly above the switch', () => {
+    const seen = { refs: 0, write: 0, exit: 0, noExit: 0 };
+    const answers = new Set<string>();
+    for (const seed of seeds) {
+      const ex = generate({ kind: 'agile-walk' }, seed);
+      const s = ex.scenarios[0];
+      const n = s.guest.paging === '5level' ? 5 : 4;
+      const m = s.nested!.levels ?? 4;
+      const sw = s.agile!.switch_level ?? 0;
+      let want: string;
+      if (ex.variant === 'refs') {
+        want = String(sw === 0 ? n : (n - sw) + sw * (m + 1) + m);
+        expect(check(engine, ex, String(Number(want) + 1)).correct).toBe(false);
+      } else {
+        const level = (s.accesses[1] as { pte_write: { level: number } }).pte_write.level;
+        want = level > sw ? 'exit' : 'noExit';
+        seen[want as 'exit' | 'noExit']++;
+        expect(check(engine, ex, want === 'exit' ? 'noExit' : 'exit').correct).toBe(false);
+      }
+      const v = check(engine, ex, want);
+      expect(v.correct, `seed ${seed}: by hand ${want}, engine ${v.expected}: ${say(ex.prompt)}`).toBe(true);
+      seen[ex.variant as 'refs' | 'write']++;
+      answers.add(want);
+    }
+    expect(seen.refs).toBeGreaterThan(300);
+    expect(seen.write).toBeGreaterThan(300);
+    expect(seen.exit).toBeGreaterThan(50);
+    expect(seen.noExit).toBeGreaterThan(50);
+    expect(answers.size).toBeGreaterThan(8);
+  });
+});
+
 describe('exercises in Japanese and Chinese', () => {
   const specs: ExerciseSpec[] = [
     ...['ept', 'npt', 'native'].map((mode) => ({ kind: 'compute-hpa', mode }) as ExerciseSpec),
@@ -183,7 +216,7 @@ describe('exercises in Japanese and Chinese', () => {
     ...['ept', 'npt'].map((mode) => ({ kind: 'predict-exit', mode }) as ExerciseSpec),
     ...['ept', 'npt'].map((mode) => ({ kind: 'predict-bits', mode }) as ExerciseSpec),
     { kind: 'flat-table-size' }, { kind: 'which-wins', workloads: ['mcf', 'gcc', 'memcached'] },
-    { kind: 'shadow-exits' }, { kind: 'flat-walk' }, { kind: 'vmfunc-switch' }, { kind: 'cache-hits' },
+    { kind: 'shadow-exits' }, { kind: 'flat-walk' }, { kind: 'vmfunc-switch' }, { kind: 'cache-hits' }, { kind: 'agile-walk' },
   ];
   const numbers = (t: string) => (t.match(/0x[0-9a-f]+|\d+/gi) ?? []).sort();
   for (const lang of ['ja', 'zh']) {

@@ -33,6 +33,19 @@ const sequence: Oracle = (ex) => {
 };
 
 const ORACLES: Record<string, Oracle> = {
+  // Lesson 8, agile paging: n - S shadow entries, then S guest entries each behind an
+  // m-level nested walk and the final nested walk; all shadow reads n. A page-table write
+  // exits exactly when its table lies above the switch (level > S): the VMM walked it.
+  'agile-walk': (ex) => {
+    const s = ex.scenarios[0];
+    const n = s.guest.paging === '5level' ? 5 : 4, m = s.nested!.levels ?? 4, sw = s.agile!.switch_level ?? 0;
+    if (ex.variant === 'refs') {
+      const right = sw === 0 ? n : (n - sw) + sw * (m + 1) + m;
+      return { right: String(right), wrong: String(right + 1) };
+    }
+    const level = (s.accesses[1] as { pte_write: { level: number } }).pte_write.level;
+    return level > sw ? { right: 'exit', wrong: 'noExit' } : { right: 'noExit', wrong: 'exit' };
+  },
   // Page replacement: keep the offset, take the frame from the last mapping in the chain.
   'compute-hpa': (ex) => {
     const s = ex.scenarios[0];

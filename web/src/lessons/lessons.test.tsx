@@ -26,12 +26,12 @@ afterEach(() => {
 });
 
 describe('lesson content', () => {
-  it('has the seven lessons in order in English, Japanese and Chinese, and the teacher guide apart from them', () => {
-    expect(LESSON_ORDER).toHaveLength(7);
+  it('has the eight lessons in order in English, Japanese and Chinese, and the teacher guide apart from them', () => {
+    expect(LESSON_ORDER).toHaveLength(8);
     expect(LESSON_ORDER[0]).toBe('four-address-spaces');
     expect(LESSON_ORDER).not.toContain(TEACHER_GUIDE);
     for (const lang of ['en', 'ja', 'zh'] as const) {
-      expect(Object.values(LESSONS[lang]).map((l) => l.meta.order).sort()).toEqual([1, 2, 3, 4, 5, 6, 7]);
+      expect(Object.values(LESSONS[lang]).map((l) => l.meta.order).sort()).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
       for (const id of LESSON_ORDER) expect(lessonFor(id, lang).fallback, `${lang} ${id}`).toBe(false);
       expect(Object.keys(GUIDES[lang])).toEqual([TEACHER_GUIDE]);
       expect(lessonFor(TEACHER_GUIDE, lang)).toMatchObject({ fallback: false, lesson: { meta: { language: lang } } });
@@ -74,8 +74,8 @@ describe('lessons view', () => {
     fireEvent.click(screen.getByLabelText(/Mark as done/));
     unmount();
     render(<LessonsView engine={engine} lesson={null} seed={1} lang="en" onNavigate={onNavigate} />);
-    expect(screen.getByTestId('progress').textContent).toBe('1 of 7 lessons done');
-    expect(screen.getAllByRole('listitem')).toHaveLength(7);
+    expect(screen.getByTestId('progress').textContent).toBe('1 of 8 lessons done');
+    expect(screen.getAllByRole('listitem')).toHaveLength(8);
   });
 
   it('renders a lesson with its live 24-reference walk and checks an exercise with the engine', () => {
@@ -248,7 +248,7 @@ describe('every lesson and the teacher guide in Japanese and Chinese', () => {
     return { text: c.textContent ?? '', attrs: attrs.join(' | ') };
   };
   for (const lang of ['ja', 'zh'] as const) {
-    it(`${lang}: all seven lessons and the guide render, embedded walks and exercises included, with no English prose`, async () => {
+    it(`${lang}: all eight lessons and the guide render, embedded walks and exercises included, with no English prose`, async () => {
       await i18n.changeLanguage(lang);   // as LessonsTab does for the lesson's language
       onTestFinished(() => { void i18n.changeLanguage('en'); });
       for (const id of [...LESSON_ORDER, TEACHER_GUIDE]) {

@@ -105,14 +105,26 @@ export const kindWords = (k: string, t: T = tEn) => t(`kind.${k}`, { defaultValu
 /** What a step of the second dimension is for: a shadow walk translates the gva itself; a
  * nested or flat one, the gpa of a guest entry or the final gpa. */
 export function forWhat(step: Step, result: Pick<Result, 'mode' | 'guest_paging'>, t: T = tEn): string {
-  if (step.dim === 'nested' && result.mode === 'shadow') return t('step.forGva');
+  if (isShadowStep(step, result.mode)) return t('step.forGva');
   return stageLabel(step, result.guest_paging, t);
 }
 
+/** A step on the VMM's shadow table: every second-dimension step under shadow paging;
+ * under agile paging the ones with no gpa (the shadow part above the switch, its fills). */
+export function isShadowStep(step: Pick<Step, 'dim'> & { gpa?: string | null }, mode: string): boolean {
+  if (step.dim !== 'nested') return false;
+  return mode === 'shadow' || (mode === 'agile' && !step.gpa);
+}
+
+/** Agile paging: a shadow entry with the switch bit (flag SW), where the walk goes on in
+ * the guest's own tables through the nested walk. */
+export const isSwitchStep = (step: Pick<Step, 'flags' | 'kind'>, mode: string) =>
+  mode === 'agile' && (step.kind === 'read' || step.kind === 'vmm_fill') && step.flags.includes('SW');
+
 /** The name of the table a step reads: guest, nested, or the shadow/flat table in those modes. */
-export function tableOf(step: Pick<Step, 'dim'>, mode: string): 'guest' | 'nested' | 'shadow' | 'flat' {
+export function tableOf(step: Pick<Step, 'dim'> & { gpa?: string | null }, mode: string): 'guest' | 'nested' | 'shadow' | 'flat' {
   if (step.dim === 'guest') return 'guest';
-  return mode === 'shadow' ? 'shadow' : mode === 'flat' ? 'flat' : 'nested';
+  return isShadowStep(step, mode) ? 'shadow' : mode === 'flat' ? 'flat' : 'nested';
 }
 
 /** A step result, an exit reason or a detail in words (the engine's code when unknown). */
@@ -147,7 +159,8 @@ export function explainStep(step: Step, result: Pick<Result, 'mode' | 'guest_pag
       return t('step.ntlb_hit', { stage: stageLabel(step, paging, t) });
     default: {
       const what = step.dim === 'guest' ? t('step.whatGuest', { level, index: step.index })
-        : result.mode === 'shadow' ? t('step.whatShadow', { level, index: step.index })
+        : isSwitchStep(step, result.mode) ? t('step.whatSwitch', { level, index: step.index, next: levelName(paging, step.level - 1) })
+        : isShadowStep(step, result.mode) ? t('step.whatShadow', { level, index: step.index })
         : result.mode === 'flat' ? t('step.whatFlat', { index: step.index, stage: stageLabel(step, paging, t) })
         : t('step.whatNested', { table, level: step.level, index: step.index, stage: stageLabel(step, paging, t) });
       const known = ['table', 'page', 'not_present', 'reserved', 'misconfig'].includes(step.result);
@@ -195,7 +208,7 @@ export const exitsWords = (n: number, t: T = tEn) => t('count.exits', { count: n
 export function refsSplit(a: Pick<AccessResult, 'guest_refs' | 'nested_refs'>, mode: string, t: T = tEn): string {
   const guest = t('count.dimRefs', { count: a.guest_refs, dim: t('dim.guest') });
   if (mode === 'native') return guest;
-  const other = t('count.dimRefs', { count: a.nested_refs, dim: t(`dim.${mode === 'shadow' ? 'shadow' : mode === 'flat' ? 'flat' : 'nested'}`) });
+  const other = t('count.dimRefs', { count: a.nested_refs, dim: t(`dim.${mode === 'shadow' ? 'shadow' : mode === 'flat' ? 'flat' : mode === 'agile' ? 'shadowNested' : 'nested'}`) });
   if (mode === 'shadow') return a.guest_refs ? t('count.plus', { a: guest, b: other }) : other;
   return t('count.plus', { a: guest, b: other });
 }
@@ -222,9 +235,10 @@ export function nestedAdSets(a: Pick<AccessResult, 'steps'>): number {
 
 /** An entry after the A/D bits a step sets (A bit 5 and D bit 6 in x86 and NPT entries, 8
  * and 9 in EPT entries); null when the step sets none or its write is blocked. */
-export function entryAfterAd(s: Pick<Step, 'dim' | 'entry' | 'ad_set' | 'result'>, mode: string): string | null {
+export function entryAfterAd(s: Pick<Step, 'dim' | 'entry' | 'ad_set' | 'result'> & { gpa?: string | null }, mode: string): string | null {
   if (!s.ad_set || s.result === 'blocked') return null;
-  const ept = s.dim === 'nested' && mode === 'ept';
+  // agile's shadow entries are x86 entries; its nested ones EPT entries
+  const ept = s.dim === 'nested' && (mode === 'ept' || (mode === 'agile' && !isShadowStep(s, mode)));
   let v = hexToBig(s.entry);
   if (s.ad_set.includes('A')) v |= 1n << (ept ? 8n : 5n);
   if (s.ad_set.includes('D')) v |= 1n << (ept ? 9n : 6n);
@@ -267,7 +281,7 @@ export function faultWhere(fault: Fault, result: Pick<Result, 'mode' | 'guest_pa
   if (f.dim === 'guest') return t('where.guest', { level: levelName(paging, f.level), n: f.level });
   const stage = f.stage === 0 ? t('step.stageFinal') : t('step.stageEntry', { level: levelName(paging, f.stage) });
   if (result.mode === 'flat') return t('where.flat', { stage });
-  if (result.mode === 'shadow') return t('where.shadow');
+  if (result.mode === 'shadow' || (result.mode === 'agile' && f.dim === 'nested' && f.stage === 0 && !('guest_physical_address' in f) )) return t('where.shadow');
   return t('where.nested', { table: t(`step.table.nested`), n: f.level, stage });
 }
 

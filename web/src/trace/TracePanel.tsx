@@ -19,7 +19,7 @@ import './trace.css';
 
 export const EXAMPLES = ['pointer-chase', 'sequential-scan', 'pointer-chase-256m'] as const;
 type Example = (typeof EXAMPLES)[number];
-const MODES = ['native', 'ept', 'npt', 'shadow', 'flat'] as const;
+const MODES = ['native', 'ept', 'npt', 'shadow', 'flat', 'agile'] as const;
 const METRICS = ['refs_per_access', 'tlb_miss_pct', 'exits_per_1k', 'overhead_pct'] as const;
 type Metric = (typeof METRICS)[number];
 const WHERE = ['walk_cache', 'l1', 'l2', 'llc', 'memory'] as const;
@@ -31,9 +31,18 @@ export interface Settings {
   host_pages: '2m' | '4k';
   /** Every mode's tables built in advance or filled on demand, as in Compare (model/compare.ts). */
   tables: Tables;
+  /** Agile paging as a sixth mode at this switching level (0 all shadow .. 4 all nested); null: not run. */
+  agile: number | null;
 }
-const DEFAULTS: Settings = { preset: 'x86-server', start: 'cold', guest_pages: '4k', host_pages: '2m', tables: DEFAULT_TABLES };
-const same = (a: Settings, b: Settings) => a.preset === b.preset && a.start === b.start && a.guest_pages === b.guest_pages && a.host_pages === b.host_pages && a.tables === b.tables;
+const DEFAULTS: Settings = { preset: 'x86-server', start: 'cold', guest_pages: '4k', host_pages: '2m', tables: DEFAULT_TABLES, agile: null };
+const same = (a: Settings, b: Settings) => a.preset === b.preset && a.start === b.start && a.guest_pages === b.guest_pages && a.host_pages === b.host_pages
+  && a.tables === b.tables && a.agile === b.agile;
+
+/** The replay's options for these settings: agile adds the sixth mode and its switching level. */
+export function replayOptions(s: Settings): ReplayOptions {
+  const { agile, ...rest } = s;
+  return agile === null ? rest : { ...rest, modes: [...MODES], agile_switch_level: agile };
+}
 
 interface Entry {
   id: number;
@@ -93,7 +102,7 @@ export function TracePanel({ where, runner = workerRunner, exampleUrl = (n) => `
     if (!next) return;
     const id = next.id;
     update(id, (e) => ({ ...e, status: 'running', progress: undefined, error: undefined }));
-    const options: ReplayOptions = { ...next.settings };
+    const options: ReplayOptions = replayOptions(next.settings);
     const job = runner(next.blob!, options, (m: FromWorker) => {
       if (m.type === 'header') update(id, (e) => ({ ...e, header: m.header }));
       else if (m.type === 'progress') update(id, (e) => ({ ...e, progress: m.progress }));
@@ -219,6 +228,10 @@ export function TracePanel({ where, runner = workerRunner, exampleUrl = (n) => `
           <option value="2m">{t('pages.2mHost')}</option><option value="4k">{t('pages.4k')}</option></select></label>
         <label>{t('settings.tables')} <select value={settings.tables} data-setting="tables" onChange={(e) => setSettings({ ...settings, tables: e.target.value as Tables })}>
           {TABLES.map((x) => <option key={x} value={x}>{t(`tables.${x}`)}</option>)}</select></label>
+        <label>{t('settings.agile')} <select value={settings.agile === null ? 'off' : String(settings.agile)} data-setting="agile"
+          onChange={(e) => setSettings({ ...settings, agile: e.target.value === 'off' ? null : Number(e.target.value) })}>
+          <option value="off">{t('agile.off')}</option>
+          {[0, 1, 2, 3, 4].map((l) => <option key={l} value={String(l)}>{t(`agile.level${l}`)}</option>)}</select></label>
         {entries.some((e) => e.blob && e.status !== 'running' && (e.status !== 'done' || !same(e.settings, settings))) && (
           <button type="button" onClick={again} data-testid="trace-again">{t('again')}</button>
         )}
@@ -279,12 +292,13 @@ export function TracePanel({ where, runner = workerRunner, exampleUrl = (n) => `
 
 function settingsOf(r: ReplayReport): Settings {
   return { preset: r.machine.preset, start: r.machine.start, guest_pages: r.machine.guest_pages, host_pages: r.machine.host_pages,
-    tables: r.machine.tables ?? 'built' };
+    tables: r.machine.tables ?? 'built', agile: r.machine.agile_switch_level ?? null };
 }
 
 function settingsWords(t: T, s: Settings) {
   return [t(`preset.${s.preset}`), t(`start.${s.start}`), t(`tables.${s.tables}`), `${t('settings.guestPages')} ${t(`pages.${s.guest_pages}`)}`,
-    `${t('settings.hostPages')} ${t(s.host_pages === '2m' ? 'pages.2mHost' : 'pages.4k')}`].join(' · ');
+    `${t('settings.hostPages')} ${t(s.host_pages === '2m' ? 'pages.2mHost' : 'pages.4k')}`,
+    ...(s.agile === null ? [] : [`${t('settings.agile')} ${t(`agile.level${s.agile}`)}`])].join(' · ');
 }
 
 function labelOf(t: T, e: Entry): string {
@@ -312,7 +326,7 @@ function TraceCharts({ entries, t, lang, settings, mine }: { entries: Entry[]; t
     for (const m of METRICS) {
       const el = refs.current[m];
       if (!el) continue;
-      modeBars(el, MODES.map((mode) => ({
+      modeBars(el, MODES.filter((mode) => mode !== 'agile' || entries.some((e) => e.report!.modes.some((x) => x.mode === mode))).map((mode) => ({
         label: t(`mode.${mode}`),
         values: entries.map((e) => {
           const row = e.report!.modes.find((x) => x.mode === mode);

@@ -6,7 +6,7 @@ import { Trans, useTranslation } from 'react-i18next';
 import type { AccessResult, Op } from '../../../wasm-core/js/types';
 import type { Vmsim } from '../../../wasm-core/js/vmsim';
 import { checkCompareInput, COLD, COMPARE_MODES, compareScenario, COST, cycles, cyclesOn, DEFAULT_TABLES, ordering, TABLES, WARM, type CompareInput, type Tables } from '../model/compare';
-import { exitKinds, exitKindsWords, outcomeWords, refsSplit } from '../model/decode';
+import { exitKinds, exitKindsWords, isShadowStep, outcomeWords, refsSplit } from '../model/decode';
 import { Term } from './Term';
 import { YourProgram } from '../trace';
 import { machineFromResult, type HwResult, type MachineCost } from '../trace/machine';
@@ -91,6 +91,10 @@ export function compareWhy(r: CompareRow, native: CompareRow | undefined): { key
     out.push({ key: 'compare.why.nested', values: { ...base, levels: Math.round(w.nested_refs / gpas) } });
   } else if (r.mode === 'flat') out.push({ key: 'compare.why.flat', values: { ...base, gpas: w.nested_refs } });
   else if (r.mode === 'shadow') out.push({ key: 'compare.why.shadow', values: base });
+  else if (r.mode === 'agile') {
+    const shadow = w.steps.filter((s) => s.kind === 'read' && isShadowStep(s, 'agile')).length;
+    out.push({ key: 'compare.why.agile', values: { ...base, shadow } });
+  }
   out.push(c.exits > 0
     ? { key: 'compare.why.coldExits', values: { exits: c.exits, each: COST.perExit } }
     : { key: 'compare.why.coldNone', values: {} });

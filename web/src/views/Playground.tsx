@@ -30,13 +30,16 @@ const NESTED_DEFAULT = { mappings: [{ gpa: '0x0', hpa: '0x80000000', pages: 1024
 
 function withMode(s: Scenario, mode: Scenario['mode']): Scenario {
   const out: Scenario = { ...s, mode };
-  delete out.nested; delete out.flat; delete out.shadow;
-  if (mode === 'ept' || mode === 'npt') out.nested = s.nested ?? NESTED_DEFAULT;
+  delete out.nested; delete out.flat; delete out.shadow; delete out.agile;
+  if (mode === 'ept' || mode === 'npt' || mode === 'agile') out.nested = s.nested ?? NESTED_DEFAULT;
+  if (mode === 'agile') out.agile = s.agile ?? { switch_level: 2 };
   if (mode === 'flat') out.flat = { guest_ram: '0x40000000', mappings: NESTED_DEFAULT.mappings };
   if (mode === 'shadow') out.shadow = { mappings: NESTED_DEFAULT.mappings };
   // Keys that belong to one nested format are errors in the other.
   if (out.nested && mode === 'npt') { const { ad, memory_type, execute_only, vmfunc, eptp_list, ...rest } = out.nested; void ad; void memory_type; void execute_only; void vmfunc; void eptp_list; out.nested = rest; }
   if (out.nested && mode === 'ept') { const { host_nxe, host_smep, ...rest } = out.nested; void host_nxe; void host_smep; out.nested = rest; }
+  // agile paging runs over one EPT: no NPT keys, no VM functions
+  if (out.nested && mode === 'agile') { const { host_nxe, host_smep, vmfunc, eptp_list, ...rest } = out.nested; void host_nxe; void host_smep; void vmfunc; void eptp_list; out.nested = rest; }
   return out;
 }
 
@@ -99,7 +102,7 @@ export function Playground({ engine, text, onText, onRun, onShare, access, onAcc
         <legend>{t('playground.basics')} {scenario ? '' : <span className="muted">{t('playground.fixJson')}</span>}</legend>
         <label>{t('playground.name')} <input value={scenario?.name ?? ''} onChange={(e) => edit((s) => ({ ...s, name: e.target.value }))} /></label>
         <label>{t('playground.mode')} <select value={scenario?.mode ?? 'ept'} onChange={(e) => edit((s) => withMode(s, e.target.value as Scenario['mode']))}>
-          {['native', 'ept', 'npt', 'flat', 'shadow'].map((m) => <option key={m}>{m}</option>)}</select></label>
+          {['native', 'ept', 'npt', 'flat', 'shadow', 'agile'].map((m) => <option key={m}>{m}</option>)}</select></label>
         <label>{t('playground.paging')} <select value={scenario?.guest?.paging ?? '4level'} onChange={(e) => edit((s) => ({ ...s, guest: { ...s.guest, paging: e.target.value as Scenario['guest']['paging'] } }))}>
           {['4level', '5level', 'pae', '32bit', 'sunway'].map((m) => <option key={m}>{m}</option>)}</select></label>
         <label>{t('playground.mappingGva')} <input value={m0?.gva ?? ''} spellCheck={false} onChange={(e) => edit((s) => { s.guest.mappings![0] = { ...s.guest.mappings![0], gva: e.target.value }; return s; })} disabled={!m0} /></label>

@@ -5,8 +5,8 @@ import { Fragment, memo, useEffect, useMemo, useRef, type ReactNode } from 'reac
 import { useTranslation } from 'react-i18next';
 import type { AccessResult, Result, Step } from '../../../wasm-core/js/types';
 import {
-  countsLine, entryAfterAd, explainStep, faultDetails, flagWords, forWhat, hexToBig, kindWords, levelName, outcomeSentence, resultWords,
-  splitGpa, splitGva, tableOf,
+  countsLine, entryAfterAd, explainStep, faultDetails, flagWords, forWhat, hexToBig, isShadowStep, isSwitchStep, kindWords, levelName,
+  outcomeSentence, resultWords, splitGpa, splitGva, tableOf,
 } from '../model/decode';
 import { gridModel, key } from '../model/grid';
 import { Term, type TermId } from './Term';
@@ -57,8 +57,10 @@ export function AddressSplit({ result, access, step }: WalkProps) {
     return <p className="muted">{t('walk.noAddress', { op: t(`op.${access.op}`, { defaultValue: access.op }) })}</p>;
   }
   const fields = splitGva(access.gva, result.guest_paging);
-  const activeGuest = cur && cur.dim === 'guest' ? cur.level : cur && cur.dim === 'nested' && result.mode !== 'shadow' ? cur.stage : null;
-  const nested2d = result.mode === 'ept' || result.mode === 'npt';
+  const activeGuest = cur && cur.dim === 'guest' ? cur.level
+    : cur && isShadowStep(cur, result.mode) ? (result.mode === 'agile' ? cur.level : null)
+    : cur && cur.dim === 'nested' ? cur.stage : null;
+  const nested2d = result.mode === 'ept' || result.mode === 'npt' || result.mode === 'agile';
   const gpaFields = cur && cur.dim === 'nested' && cur.gpa && nested2d ? splitGpa(cur.gpa, result.nested_levels) : null;
   // The gpa row keeps its place when no nested step is on show, so nothing below it moves.
   const reserve = nested2d && !gpaFields ? splitGpa('0x0', result.nested_levels) : null;
@@ -113,6 +115,8 @@ export const WalkGrid = memo(function WalkGrid({ result, access, step, onStep }:
   // One tab stop for the grid (roving tabindex): the current cell, or the first one.
   const tabKey = curKey ?? grid.cells.keys().next().value;
   const done = step >= access.steps.length;
+  // agile paging: the shadow entry whose switch bit hands the walk to the guest's own tables
+  const switchStep = access.steps.find((st) => isSwitchStep(st, result.mode) && st.kind === 'read');
   const rowLabel = new Map(grid.rows.map((r) => [r.key, r.label]));
   const colLabel = new Map(grid.cols.map((c) => [c.key, c.label]));
   return (
@@ -147,6 +151,7 @@ export const WalkGrid = memo(function WalkGrid({ result, access, step, onStep }:
                 return (
                   <td key={k} data-row={r.key} data-col={c.key}
                     className={['cell', last ? 'filled ' + cellClass(last, result.mode) : 'pending', last?.cache === 'hit' ? 'hit' : '',
+                      last && isSwitchStep(last, result.mode) ? 'switch' : '',
                       last && /not_present|reserved|misconfig|blocked/.test(last.result) ? 'bad' : '', current ? 'current' : ''].join(' ')}
                     aria-current={current ? 'step' : undefined}>
                     <button type="button" tabIndex={k === tabKey ? 0 : -1} data-step-target="" onClick={() => onStep?.(ns[0])}
@@ -167,6 +172,9 @@ export const WalkGrid = memo(function WalkGrid({ result, access, step, onStep }:
         )}
       </table>
       <p className="grid-note muted">{t('walk.gridNote')}</p>
+      {switchStep && (
+        <p className="muted small" data-testid="switch-note">{t('walk.switchNote', { level: switchStep.level, below: switchStep.level - 1 })}</p>
+      )}
     </div>
   );
 });
@@ -199,7 +207,7 @@ export function EntryPanel({ result, access, step, primary = true }: WalkProps) 
   const bad = /not_present|reserved|misconfig|blocked/.test(s.result);
   const eptp = s.kind === 'eptp_list';
   const table = eptp ? 'eptp' : tableOf(s, result.mode);
-  const second = s.dim === 'nested' && result.mode !== 'shadow' && !eptp;
+  const second = s.dim === 'nested' && !isShadowStep(s, result.mode) && !eptp;
   // at an A/D step the entry is shown as read and as the walk leaves it
   const after = entryAfterAd(s, result.mode);
   return (
@@ -210,7 +218,7 @@ export function EntryPanel({ result, access, step, primary = true }: WalkProps) 
       <p className="explain">{explainStep(s, result, t)}</p>
       <dl className="kv">
         <dt>{t('walk.field.dim')}</dt><dd data-field="dim" data-value={table}>{t(`dim.${table}`)}</dd>
-        {!eptp && result.mode !== 'flat' || s.dim === 'guest' ? <><dt>{t('walk.field.level')}</dt><dd data-field="level">{s.level}{s.dim === 'guest' || result.mode === 'shadow' ? ` (${levelName(result.guest_paging, s.level)})` : ''}</dd></> : null}
+        {!eptp && result.mode !== 'flat' || s.dim === 'guest' ? <><dt>{t('walk.field.level')}</dt><dd data-field="level">{s.level}{s.dim === 'guest' || isShadowStep(s, result.mode) ? ` (${levelName(result.guest_paging, s.level)})` : ''}</dd></> : null}
         {second && <><dt>{t('walk.field.locating')}</dt><dd>{forWhat(s, result, t)}</dd></>}
         {s.gpa && <><dt><Term id="gpa" /></dt><dd data-field="gpa">{s.gpa}</dd></>}
         <dt>{t(eptp ? 'walk.field.list' : s.dim === 'nested' ? 'walk.field.tableHpa' : result.mode === 'native' ? 'walk.field.tablePa' : 'walk.field.tableGpa')}</dt><dd data-field="table">{s.table}</dd>
@@ -321,7 +329,7 @@ export const StepList = memo(function StepList({ result, access, step, onStep }:
                     aria-label={t('walk.stepRow', { n: s.n, what: explainStep(s, result, t) })} onClick={(e) => { e.stopPropagation(); onStep?.(s.n); }}>{s.n}</button></td>
                   <td>{s.ref ?? ''}</td><td title={kindWords(s.kind, t)}>{t(`walk.kindShort.${s.kind}`, { defaultValue: kindWords(s.kind, t) })}</td>
                   <td className={`d-${table}`}>{t(`dim.${table}`)}</td>
-                  <td>{s.level}</td><td>{s.dim === 'nested' && result.mode !== 'shadow' && s.kind !== 'eptp_list' ? (s.stage ? t('walk.translatingGuest', { n: s.stage }) : t('walk.translatingFinal')) : ''}</td>
+                  <td>{s.level}</td><td>{s.dim === 'nested' && !isShadowStep(s, result.mode) && s.kind !== 'eptp_list' ? (s.stage ? t('walk.translatingGuest', { n: s.stage }) : t('walk.translatingFinal')) : ''}</td>
                   <td>{s.entry_hpa}</td><td data-field="entry">{s.entry}{entryAfterAd(s, result.mode) ? ` → ${entryAfterAd(s, result.mode)}` : ''}</td><td>{s.flags.join(' ')}</td><td>{s.kind === 'eptp_list' ? t(s.result === 'page' ? 'walk.eptpValid' : 'walk.eptpInvalid') : resultWords(s.result, t)}{s.cache ? ` (${resultWords(s.cache, t)})` : ''}</td>
                 </tr>
               );

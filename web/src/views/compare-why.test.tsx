@@ -37,7 +37,7 @@ describe('Compare: why each mode is near or far from native', () => {
       render(<CompareView engine={engine} input={DEFAULT_COMPARE} />);
       const list = screen.getByTestId('compare-why');
       const items = list.querySelectorAll('li');
-      expect([...items].map((li) => li.dataset.mode)).toEqual(['ept', 'npt', 'flat', 'shadow']);
+      expect([...items].map((li) => li.dataset.mode)).toEqual(['ept', 'npt', 'flat', 'shadow', 'agile']);
       expect(items[0].textContent).toContain(word);
       expect(list.textContent).not.toMatch(/\{\{|compare\.why/);
       cleanup();

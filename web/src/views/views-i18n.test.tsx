@@ -74,7 +74,7 @@ for (const lang of ['ja', 'zh'] as const) {
 
     it('compare table and its input problem', () => {
       const { container, unmount } = render(<CompareView engine={engine} input={DEFAULT_COMPARE} />);
-      expect(container.querySelectorAll('tr[data-mode]')).toHaveLength(5);
+      expect(container.querySelectorAll('tr[data-mode]')).toHaveLength(6);
       expect(englishRuns(container.textContent ?? '')).toEqual([]);
       unmount();
       render(<CompareView engine={engine} input={{ ...DEFAULT_COMPARE, gva: 'zz' }} />);

@@ -177,7 +177,7 @@ describe('cache panel', () => {
 });
 
 describe('compare view', () => {
-  it('runs one mapping under five modes with the expected reference counts', () => {
+  it('runs one mapping under six modes with the expected reference counts', () => {
     const { container } = render(<CompareView engine={engine} input={DEFAULT_COMPARE} />);
     const refs = (m: string) => Number(container.querySelector(`tr[data-mode="${m}"] [data-field="refs"]`)!.textContent);
     const exits = (m: string) => Number(container.querySelector(`tr[data-mode="${m}"] [data-field="exits"]`)!.textContent);
@@ -205,7 +205,9 @@ describe('compare view', () => {
     const text = (m: string, f: string) => container.querySelector(`tr[data-mode="${m}"] [data-field="${f}"]`)?.textContent ?? '';
     const g = 4, n = 4;
     // warm: every access walks, nothing left to fill: the lessons' 4 / 24 / 24 / 9 / 4
-    const warm: Record<string, number> = { native: g, ept: g + (g + 1) * n, npt: g + (g + 1) * n, flat: g + (g + 1), shadow: g };
+    // agile switched at L2: 2 shadow entries, the guest's L2 and L1 behind nested walks, the final walk
+    const warm: Record<string, number> = { native: g, ept: g + (g + 1) * n, npt: g + (g + 1) * n, flat: g + (g + 1), shadow: g,
+      agile: 2 + 2 * (n + 1) + n };
     for (const [m, want] of Object.entries(warm)) {
       expect(num(m, 'refs-warm'), m).toBe(want);
       expect(num(m, 'exits-warm'), m).toBe(0);
@@ -216,21 +218,23 @@ describe('compare view', () => {
     expect(text('shadow', 'split')).toBe('4 shadow');
     expect(text('flat', 'split')).toBe('4 guest + 5 flat');
     expect(text('ept', 'split')).toBe('4 guest + 20 nested');
+    expect(text('agile', 'split')).toBe('2 guest + 14 shadow and nested');
+    expect(text('agile', 'exits-kinds')).toContain('1 table fill');
     expect(text('native', 'split')).toBe('4 guest');
     // the ordering sentence, rebuilt here from the numbers
-    const name: Record<string, string> = { native: 'native', ept: 'EPT', npt: 'NPT', flat: 'flat', shadow: 'shadow' };
+    const name: Record<string, string> = { native: 'native', ept: 'EPT', npt: 'NPT', flat: 'flat', shadow: 'shadow', agile: 'agile (switch at L2)' };
     const order = (v: Record<string, number>) => Object.entries(v).sort((a, b) => a[1] - b[1])
       .map(([m, x], i, all) => (i === 0 ? '' : x === all[i - 1][1] ? ' = ' : ' < ') + `${name[m]} ${x.toLocaleString('en')}`).join('');
     const sentence = screen.getByTestId('compare-ordering').textContent!;
     expect(sentence).toContain(`References, warm: ${order(warm)};`);
-    expect(sentence).toContain('native 4 = shadow 4 < flat 9 < EPT 24 = NPT 24');
-    const cold: Record<string, number> = { native: 0, ept: 0, npt: 0, flat: 0, shadow: 0 };
+    expect(sentence).toContain('native 4 = shadow 4 < flat 9 < agile (switch at L2) 16 < EPT 24 = NPT 24');
+    const cold: Record<string, number> = { native: 0, ept: 0, npt: 0, flat: 0, shadow: 0, agile: 0 };
     for (const m of Object.keys(cold)) cold[m] = 10 + 40 * num(m, 'refs') + 1700 * num(m, 'exits');
     expect(sentence).toContain(`cold: ${order(cold)}.`);
     // the two charts: references and cycles, a bar per mode and per cold/warm, labelled with the number
     for (const measure of ['refs', 'cycles']) {
       const chart = container.querySelector(`figure[data-measure="${measure}"]`)!;
-      expect(chart.querySelectorAll('rect').length).toBe(5 * 2 + 2);
+      expect(chart.querySelectorAll('rect').length).toBe(6 * 2 + 2);
       expect(chart.querySelector(`g[data-mode="flat"] [data-field="${measure}-warm"]`)!.textContent)
         .toBe((measure === 'refs' ? 9 : 10 + 40 * 9).toLocaleString('en'));
     }
