@@ -114,7 +114,7 @@ def scenario(mode, maps, ram, preset, host_4k, accesses, on_demand=False, agile_
          "caches": {"preset": preset}, "accesses": accesses}
     slots = [{"gpa": "0x0", "hpa": hex(HOST), "pages": ram >> 12}]
     if mode == "agile":
-        s["agile"] = {"table_base": hex(HOST_TABLES + (1 << 30)), "switch_level": agile_sw}
+        s["agile"] = {"table_base": hex(HOST_TABLES + (1 << 30)), "switch_level": agile_sw, "prefill": not on_demand}
     if mode in ("ept", "npt", "agile"):
         s["nested"] = {"table_base": hex(HOST_TABLES), "mappings": [
             {"gpa": "0x0", "hpa": hex(HOST), "page": "4K" if host_4k else "2M",

@@ -163,7 +163,9 @@ open(sys.argv[1], 'wb').write(pack(h, gz))`, path, String(n)]);
     expect(fractions.length).toBeGreaterThanOrEqual(10);
     expect(fractions[0]).toBeLessThan(0.1);
     expect(fractions.at(-1)).toBe(1);
-    // the engine's memory stays far below the body it went through twice
-    expect(mod.HEAPU8.length).toBeLessThan(32 << 20);
+    // the engine's memory stays below the body it went through twice (64 MiB): what it holds
+    // is the machine and the preset's data caches (about 22 MiB over the modes, whatever the
+    // trace), never the accesses
+    expect(mod.HEAPU8.length).toBeLessThan(48 << 20);
   }, 300_000);
 });

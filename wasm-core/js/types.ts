@@ -60,7 +60,7 @@ export interface Scenario {
   flat?: { table_base?: Hex; guest_ram: Hex; prefill?: boolean; mappings: MemorySlot[] };
   shadow?: { table_base?: Hex; mappings: MemorySlot[]; cr3_targets?: number; prefill?: boolean };
   /** Mode agile (model.md 1, "Agile paging"). */
-  agile?: { table_base?: Hex; switch_level?: number; subtrees?: { gva: Hex; level: number }[];
+  agile?: { table_base?: Hex; switch_level?: number; prefill?: boolean; subtrees?: { gva: Hex; level: number }[];
     nested_after_writes?: number; shadow_after_quiet?: number };
   caches?: CacheConfig;
   accesses: Access[];

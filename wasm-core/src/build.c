@@ -501,8 +501,13 @@ bool machine_build(machine *m, const scenario *s, char *err, size_t errlen)
     }
     if (m->nf == &nested_ept)
         m->eptp = make_eptp(s, m->nested_root);
-    if (m->agile)
+    if (m->agile) {
         agile_init(m);
+        if (s->agile_prefill && !agile_prefill(m, err, errlen)) {
+            machine_free(m);
+            return false;
+        }
+    }
     return true;
 }
 

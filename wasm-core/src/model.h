@@ -165,6 +165,7 @@ typedef struct scenario {
     uint32_t cr3_targets;       /* VMX CR3-target values: the first n address spaces */
     bool pv_cr3_cache;          /* the 2007 paravirtual 4-entry guest_cr3 -> host_cr3 cache */
     bool shadow_prefill;        /* shadow.prefill: every mapped page shadowed at build time */
+    bool agile_prefill;         /* agile.prefill: the shadow part of every mapped page filled at build time */
     /* agile paging (mode agile): shadow tables at shadow_table_base over an EPT */
     int agile_switch_level;     /* guest levels at and below it are walked nested; 0 = all shadow */
     uint64_t agile_sub_gva[AGILE_MAX_SUBTREES];     /* agile.subtrees: nested from the start */
@@ -341,6 +342,7 @@ void shadow_zap(machine *m, uint64_t gva, int level);
 
 /* agile.c */
 void agile_init(machine *m);
+bool agile_prefill(machine *m, char *err, size_t errlen);
 int agile_switch_level(const machine *m, uint64_t gva);
 void agile_translate(machine *m, const vm_access *a, vm_result *r);
 void agile_event(machine *m, const vm_access *a, vm_result *r);

@@ -453,8 +453,8 @@ static char *skeleton_json(const vmsim_replay *r, int mode)
         sb_putc(&sb, '}');
     }
     if (mode == M_AGILE)
-        sb_printf(&sb, ",\"agile\":{\"table_base\":\"0x%llx\",\"switch_level\":%d}",
-                  (unsigned long long)(HOST_TABLES + (1ull << 30)), r->o.agile_switch_level);
+        sb_printf(&sb, ",\"agile\":{\"table_base\":\"0x%llx\",\"switch_level\":%d,\"prefill\":%s}",
+                  (unsigned long long)(HOST_TABLES + (1ull << 30)), r->o.agile_switch_level, r->o.on_demand ? "false" : "true");
     else if (mode == M_SHADOW) {
         sb_printf(&sb, ",\"shadow\":{\"table_base\":\"0x%llx\",\"prefill\":%s,\"mappings\":", (unsigned long long)HOST_TABLES,
                   r->o.on_demand ? "false" : "true");

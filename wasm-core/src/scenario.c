@@ -893,7 +893,7 @@ static bool parse_shadow(pctx *c, const json_value *root, scenario *s)
 static bool parse_agile(pctx *c, const json_value *root, scenario *s)
 {
     static const char *const keys[] = {"table_base", "switch_level", "subtrees", "nested_after_writes",
-                                       "shadow_after_quiet", NULL};
+                                       "shadow_after_quiet", "prefill", NULL};
     static const char *const sub_keys[] = {"gva", "level", NULL};
     if (s->paging != PAGING_4LEVEL && s->paging != PAGING_5LEVEL)
         return errf(c, "guest.paging", "agile paging models x86-64 guests (4level, 5level): its switch bit lives in 64-bit shadow entries");
@@ -908,7 +908,10 @@ static bool parse_agile(pctx *c, const json_value *root, scenario *s)
         get_int(c, o, "switch_level", "agile", false, 0, levels, 0, &sw);
         get_int(c, o, "nested_after_writes", "agile", false, 0, 1000000, 0, &writes);
         get_int(c, o, "shadow_after_quiet", "agile", false, 0, 100000000, 0, &quiet);
+        get_bool(c, o, "prefill", "agile", false, &s->agile_prefill);
     }
+    if (!c->failed && s->agile_prefill && json_get(json_get(root, "guest"), "tables"))
+        return errf(c, "agile.prefill", "needs guest.mappings (the VMM prefills what the mappings map), not guest.tables");
     if (c->failed)
         return false;
     if (s->shadow_table_base & 0xFFF)

@@ -1,7 +1,7 @@
 /* One guest mapping and one access, expressed as a scenario for every mode, so that the
  * compare view runs the same translation six ways, twice: cold (the first access of a
- * fresh machine whose tables are all built in advance or all filled on demand, `Tables`;
- * agile's shadow part is filled on first touch either way)
+ * fresh machine whose tables are all built in advance or all filled on demand, `Tables`,
+ * agile's shadow part with them)
  * and warm (the same access again, after the first pass filled whatever was missing and
  * set the A/D bits; no TLB or walk caches, so every access walks).
  * Cycles use the cost model of `vmsim experiment` (wasm-core/docs/model.md 5b, 5c) so the
@@ -79,7 +79,7 @@ export function compareScenario(mode: Mode, inp: CompareInput): Scenario {
   // Every mode starts the same way: all structures built, or all filled on first touch.
   const built = (inp.tables ?? DEFAULT_TABLES) === 'built';
   if (mode === 'ept' || mode === 'npt' || mode === 'agile') s.nested = built ? { mappings: slots } : { on_demand: true, mappings: slots };
-  if (mode === 'agile') s.agile = { switch_level: COMPARE_AGILE_SWITCH };
+  if (mode === 'agile') s.agile = { switch_level: COMPARE_AGILE_SWITCH, prefill: built };
   if (mode === 'flat') s.flat = { guest_ram: '0x40000000', prefill: built, mappings: slots };
   if (mode === 'shadow') s.shadow = built ? { prefill: true, mappings: slots } : { mappings: slots };
   if (mode === 'native') s.guest.mappings![0].gpa = hex(HOST_BASE + gpa);

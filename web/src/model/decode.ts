@@ -255,7 +255,9 @@ export const EXIT_KINDS: ExitKind[] = ['fill', 'violation', 'pt_write', 'cr3', '
 export function exitKinds(a: Pick<AccessResult, 'steps' | 'exits' | 'outcome'>, mode: string): Record<ExitKind, number> {
   const k: Record<ExitKind, number> = { fill: 0, violation: 0, pt_write: 0, cr3: 0, other: 0 };
   for (const s of a.steps) {
-    if (mode !== 'shadow' && s.kind === 'vmm_fill') k.fill++;   // a flat miss or an on-demand nested fill: the exit has no step of its own
+    // a flat miss or an on-demand nested fill: the exit has no step of its own (a shadow
+    // fill, agile's too, follows its hidden page fault's vmexit step)
+    if (s.kind === 'vmm_fill' && mode !== 'shadow' && !isShadowStep(s, mode)) k.fill++;
     if (s.kind !== 'vmexit') continue;
     if (s.result === 'hidden_page_fault') k.fill++;
     else if (s.result === 'pt_write') k.pt_write++;

@@ -80,12 +80,15 @@ describe('agile paging in the walk grid', () => {
 });
 
 describe('agile paging in Compare and the replay panel', () => {
-  it('compares agile switched at L2: 16 warm references, 2 of them shadow, one exit cold', () => {
+  it('compares agile switched at L2: 16 warm references, 2 of them shadow, no exit cold with tables built, a shadow fill on demand', () => {
     const rows = runCompare(engine, DEFAULT_COMPARE);
     const by = Object.fromEntries(rows.map((r) => [r.mode, r]));
     expect(by.agile.error).toBeNull();
     expect(by.agile.warm!.memory_refs).toBe(2 + 2 * 5 + 4);
-    expect(by.agile.cold!.exits).toBe(1);
+    expect(by.agile.cold!.exits).toBe(0);
+    const demand = Object.fromEntries(runCompare(engine, { ...DEFAULT_COMPARE, tables: 'on-demand' }).map((r) => [r.mode, r]));
+    const fill = demand.agile.cold!.steps.filter((st) => st.kind === 'vmexit' && st.result === 'hidden_page_fault');
+    expect(fill).toHaveLength(1);
     const why = compareWhy(by.agile, by.native);
     expect(why[0]).toEqual({ key: 'compare.why.agile', values: { refs: 16, native: 4, g: 2, n: 14, shadow: 2 } });
   });
