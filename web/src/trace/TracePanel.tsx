@@ -360,7 +360,7 @@ function TraceCharts({ entries, t, lang, settings, mine }: { entries: Entry[]; t
                 <td className="num" data-field="refs_per_access">{r.refs_per_access.toFixed(3)}</td>
                 <td className="num" data-field="tlb_miss_pct">{r.tlb_miss_pct.toFixed(3)}</td>
                 <td className="num">{r.walks.toLocaleString(lang)}</td>
-                <td className="num" data-field="exits" title={exitWords(t, r.exits_by_kind)}>{r.exits.toLocaleString(lang)}</td>
+                <td className="num" data-field="exits" title={exitWords(t, r.exits_by_kind, lang)}>{r.exits.toLocaleString(lang)}</td>
                 <td className="num">{r.exits_per_1k.toFixed(3)}</td>
                 <td className="num">{r.cycles_per_access.toFixed(2)}</td>
                 <td className="num" data-field="overhead_pct">{r.overhead_pct === null ? '–' : `${r.overhead_pct.toFixed(2)} %`}</td>
@@ -405,7 +405,7 @@ function WhyList({ t, lang, label, report }: { t: T; lang: string; label: string
   const say = (r: Reason) => {
     const v: Record<string, unknown> = {};
     for (const [k, x] of Object.entries(r.values)) v[k] = typeof x === 'number' ? x.toLocaleString(lang) : x;
-    if (r.key === 'why.exits') v.kinds = t(`exit.${r.values.kind}`, { n: (r.values.n as number).toLocaleString(lang) });
+    if (r.key === 'why.exits') v.kinds = t(`exit.${r.values.kind}`, { count: r.values.n as number, n: (r.values.n as number).toLocaleString(lang) });
     return t(r.key, v);
   };
   return (
@@ -420,7 +420,7 @@ function WhyList({ t, lang, label, report }: { t: T; lang: string; label: string
   );
 }
 
-function exitWords(t: T, kinds: Record<string, number>): string {
-  const parts = Object.entries(kinds).filter(([, n]) => n > 0).map(([k, n]) => t(`exit.${k}`, { n }));
+function exitWords(t: T, kinds: Record<string, number>, lang: string): string {
+  const parts = Object.entries(kinds).filter(([, n]) => n > 0).map(([k, n]) => t(`exit.${k}`, { count: n, n: n.toLocaleString(lang) }));
   return parts.length ? parts.join(', ') : t('exit.none');
 }
