@@ -300,35 +300,10 @@ static bool vmm_fill(machine *m, const vm_access *a, vm_result *r)
 /* agile.prefill: the VMM fills the shadow part of every page the guest's mappings map
  * before the first access (down to its switch entry, or the leaf where the page lies
  * above the switch), as shadow.prefill does for shadow paging: tables built in advance,
- * no hidden page fault at the first touch. The exits it took are not counted. */
+ * no hidden page fault at the first touch (vmm_prefill, shadow.c). */
 bool agile_prefill(machine *m, char *err, size_t errlen)
 {
-    vm_result *r = malloc(sizeof *r);
-    if (!r) {
-        snprintf(err, errlen, "out of memory");
-        return false;
-    }
-    bool ok = true;
-    for (uint32_t as = 0; as < m->s->address_spaces && ok; as++) {
-        switch_address_space(m, as);
-        for (uint32_t i = 0; i < m->s->n_gmaps && ok; i++) {
-            const guest_map *g = &m->s->gmaps[i];
-            uint64_t bytes = page_bytes(g->page) * g->pages;
-            for (uint64_t off = 0; off < bytes && ok; off += 4096) {
-                vm_access a = {.gva = g->gva + off, .op = g->writable ? OP_WRITE : OP_READ, .user = g->user};
-                memset(r, 0, offsetof(vm_result, steps));
-                if (!vmm_fill(m, &a, r)) {
-                    snprintf(err, errlen, "agile.prefill: gva 0x%llx does not translate (%s)",
-                             (unsigned long long)a.gva, outcome_names[r->outcome]);
-                    ok = false;
-                }
-            }
-        }
-    }
-    switch_address_space(m, 0);
-    memset(m->exit_counts, 0, sizeof m->exit_counts);
-    free(r);
-    return ok;
+    return vmm_prefill(m, vmm_fill, "agile.prefill", err, errlen);
 }
 
 void agile_translate(machine *m, const vm_access *a, vm_result *r)

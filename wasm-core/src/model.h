@@ -339,6 +339,8 @@ void shadow_wp_add(machine *m, uint64_t gfn);
 bool shadow_alloc_frame(machine *m, uint64_t *hpa);
 void shadow_exit(machine *m, vm_result *r, int why);
 void shadow_zap(machine *m, uint64_t gva, int level);
+bool vmm_prefill(machine *m, bool (*fill)(machine *, const vm_access *, vm_result *), const char *what,
+                 char *err, size_t errlen);
 
 /* agile.c */
 void agile_init(machine *m);

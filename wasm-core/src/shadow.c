@@ -75,11 +75,12 @@ bool shadow_build(machine *m, char *err, size_t errlen)
 
 static bool vmm_fill(machine *m, const vm_access *a, vm_result *r);
 
-/* shadow.prefill: the shadow tables as the VMM leaves them once the guest has touched
- * every mapped page, each 4 KiB piece filled as a hidden page fault would (a write where
- * the mapping is writable, so the guest's A and D bits are set and the shadow entry is
- * writable), in every address space; no exit is counted and the caches stay empty. */
-bool shadow_prefill(machine *m, char *err, size_t errlen)
+/* shadow.prefill and agile.prefill: the VMM runs its fill for each 4 KiB piece of each
+ * guest mapping, in every address space, as a hidden page fault would for a write (a read
+ * where the mapping is read-only), before the first access; the exits it took are not
+ * counted. `what` names the scenario key in an error. */
+bool vmm_prefill(machine *m, bool (*fill)(machine *, const vm_access *, vm_result *), const char *what,
+                 char *err, size_t errlen)
 {
     vm_result *r = malloc(sizeof *r);
     if (!r) {
@@ -95,8 +96,8 @@ bool shadow_prefill(machine *m, char *err, size_t errlen)
             for (uint64_t off = 0; off < bytes && ok; off += 4096) {
                 vm_access a = {.gva = g->gva + off, .op = g->writable ? OP_WRITE : OP_READ, .user = g->user};
                 memset(r, 0, offsetof(vm_result, steps));
-                if (!vmm_fill(m, &a, r)) {
-                    snprintf(err, errlen, "shadow.prefill: gva 0x%llx does not translate (%s)",
+                if (!fill(m, &a, r)) {
+                    snprintf(err, errlen, "%s: gva 0x%llx does not translate (%s)", what,
                              (unsigned long long)a.gva, outcome_names[r->outcome]);
                     ok = false;
                 }
@@ -107,6 +108,15 @@ bool shadow_prefill(machine *m, char *err, size_t errlen)
     memset(m->exit_counts, 0, sizeof m->exit_counts);
     free(r);
     return ok;
+}
+
+/* shadow.prefill: the shadow tables as the VMM leaves them once the guest has touched
+ * every mapped page, each 4 KiB piece filled as a hidden page fault would (a write where
+ * the mapping is writable, so the guest's A and D bits are set and the shadow entry is
+ * writable), in every address space; no exit is counted and the caches stay empty. */
+bool shadow_prefill(machine *m, char *err, size_t errlen)
+{
+    return vmm_prefill(m, vmm_fill, "shadow.prefill", err, errlen);
 }
 
 void shadow_free(machine *m)
