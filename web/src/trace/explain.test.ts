@@ -62,6 +62,12 @@ describe('explainReplay', () => {
     const w = ept.refs_by_where!;
     expect(v.memory).toBeCloseTo((100 * w.memory) / (w.l1 + w.l2 + w.llc + w.memory), 1);
   });
+  it('does not tell of an LLC the machine lacks (the Sunway preset)', () => {
+    const keys = Object.values(byMode(reports.sw)).flatMap((w) => w.reasons.map((r) => r.key));
+    expect(keys).toContain('why.whereNoLlc');
+    expect(keys).not.toContain('why.where');
+    expect(Object.values(byMode(reports['2m'])).flatMap((w) => w.reasons.map((r) => r.key))).not.toContain('why.whereNoLlc');
+  });
   it('says a flat walk with no nested TLB reads one entry per table and the data page', () => {
     const w = byMode(reports.sw);
     expect(w.flat.reasons[0].key).toBe('why.flatNoNtlb');

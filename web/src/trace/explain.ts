@@ -69,8 +69,11 @@ export function explainReplay(report: ReplayReport): ModeWhy[] {
     const inCaches = w ? w.l1 + w.l2 + w.llc + w.memory : 0;
     if (w && inCaches > 0 && r.ref_cycles !== undefined && native?.ref_cycles !== undefined) {
       const pct = (n: number) => round((100 * n) / inCaches, 1);
+      // a machine without an LLC (the Sunway preset) is not told "0 % in the LLC"
+      const byWhere = report.cost_model.ref_cycles_by_where;
+      const noLlc = !!byWhere && byWhere.llc === undefined && w.llc === 0;
       reasons.push({
-        key: 'why.where',
+        key: noLlc ? 'why.whereNoLlc' : 'why.where',
         values: { l1: pct(w.l1), l2: pct(w.l2), llc: pct(w.llc), memory: pct(w.memory), cycles: r.ref_cycles, native: native.ref_cycles },
       });
     }
