@@ -628,10 +628,14 @@ def test_lesson_4_your_own_program(tmp_path):
     # the example the section sets beside it: the same build, the same figures
     want = fig["pointer_chase"]
     c = modes(chase)
+    # (the example is recorded by each build: its counts are the same, its addresses, and so the
+    # data caches' sets, may differ a little; the text quotes the overheads rounded)
     assert c["ept"]["tlb_miss_pct"] == want["x86_server_cold"]["tlb_miss_pct"]
-    assert c["ept"]["overhead_pct"] == want["x86_server_cold"]["ept_overhead_pct"]
-    assert modes(chase, "--host-pages", "4k")["ept"]["overhead_pct"] == want["x86_server_cold_host_4k"]["ept_overhead_pct"]
-    assert modes(chase, "--preset", "sunway-1621")["ept"]["overhead_pct"] == want["sunway_cold"]["ept_overhead_pct"]
+    assert c["ept"]["overhead_pct"] == pytest.approx(want["x86_server_cold"]["ept_overhead_pct"], rel=0.01)
+    assert modes(chase, "--host-pages", "4k")["ept"]["overhead_pct"] == \
+        pytest.approx(want["x86_server_cold_host_4k"]["ept_overhead_pct"], rel=0.01)
+    assert modes(chase, "--preset", "sunway-1621")["ept"]["overhead_pct"] == \
+        pytest.approx(want["sunway_cold"]["ept_overhead_pct"], rel=0.01)
 
     ept = {}
     for args in [(), ("--host-pages", "4k"), ("--preset", "sunway-1621")]:
