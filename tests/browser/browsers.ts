@@ -82,17 +82,31 @@ function shotPath(browser: BrowserName, name: string) {
 /** A page's size, and whether it is a phone's (touch; in Chromium a mobile viewport too). */
 export interface Screen { width?: number; height?: number; phone?: boolean }
 
-async function chromiumTab(browser: PwBrowser, { width = 1200, height = 900, phone = false }: Screen): Promise<Tab> {
-  const page: PwPage = await browser.newPage({ viewport: { width, height }, ...(phone ? { isMobile: true, hasTouch: true } : {}) });
+/* What both drivers' pages report the same way (the events' names and the few methods read
+ * here): console errors, uncaught exceptions, failed requests and HTTP errors become
+ * problems; every response is kept with its status and encoding. */
+interface Reporting {
+  on(event: 'console', fn: (m: { type(): string; text(): string }) => void): unknown;
+  on(event: 'pageerror', fn: (e: Error) => void): unknown;
+  on(event: 'requestfailed', fn: (r: { url(): string; failure(): { errorText: string } | null }) => void): unknown;
+  on(event: 'response', fn: (r: { url(): string; status(): number; headers(): Record<string, string> }) => void): unknown;
+}
+function watch(page: Reporting): { problems: string[]; responses: Tab['responses'] } {
   const problems: string[] = [];
-  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
-  page.on('pageerror', (e) => problems.push(`exception: ${e.message}`));
-  page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()}: ${r.failure()?.errorText}`));
   const responses: Tab['responses'] = [];
+  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
+  page.on('pageerror', (e) => problems.push(`exception: ${(e as Error).message ?? String(e)}`));
+  page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()}: ${r.failure()?.errorText}`));
   page.on('response', (r) => {
     responses.push({ url: r.url(), status: r.status(), encoding: r.headers()['content-encoding'] ?? null });
     if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`);
   });
+  return { problems, responses };
+}
+
+async function chromiumTab(browser: PwBrowser, { width = 1200, height = 900, phone = false }: Screen): Promise<Tab> {
+  const page: PwPage = await browser.newPage({ viewport: { width, height }, ...(phone ? { isMobile: true, hasTouch: true } : {}) });
+  const { problems, responses } = watch(page as unknown as Reporting);
   await page.addInitScript(CSP_TO_CONSOLE);
   return withWaitUntil({
     browser: 'chromium',
@@ -124,15 +138,7 @@ async function chromiumTab(browser: PwBrowser, { width = 1200, height = 900, pho
 async function firefoxTab(browser: PpBrowser, { width = 1200, height = 900, phone = false }: Screen): Promise<Tab> {
   const page: PpPage = await browser.newPage();
   await page.setViewport({ width, height, ...(phone ? { isMobile: true, hasTouch: true } : {}) });
-  const problems: string[] = [];
-  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
-  page.on('pageerror', (e) => problems.push(`exception: ${(e as Error).message ?? String(e)}`));
-  page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()}: ${r.failure()?.errorText}`));
-  const responses: Tab['responses'] = [];
-  page.on('response', (r) => {
-    responses.push({ url: r.url(), status: r.status(), encoding: r.headers()['content-encoding'] ?? null });
-    if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`);
-  });
+  const { problems, responses } = watch(page as unknown as Reporting);
   await page.evaluateOnNewDocument(CSP_TO_CONSOLE);
   return withWaitUntil({
     browser: 'firefox',
