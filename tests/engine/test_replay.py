@@ -629,8 +629,9 @@ def test_lesson_4_your_own_program(tmp_path):
     want = fig["pointer_chase"]
     c = modes(chase)
     # (the example is recorded by each build: its counts are the same, its addresses, and so the
-    # data caches' sets, may differ a little; the text quotes the overheads rounded)
-    assert c["ept"]["tlb_miss_pct"] == want["x86_server_cold"]["tlb_miss_pct"]
+    # TLB's and the data caches' sets, may differ a little - another machine's build gave 11.9491 %
+    # TLB misses against 11.9484 % here; the text quotes the figures rounded)
+    assert c["ept"]["tlb_miss_pct"] == pytest.approx(want["x86_server_cold"]["tlb_miss_pct"], rel=0.01)
     assert c["ept"]["overhead_pct"] == pytest.approx(want["x86_server_cold"]["ept_overhead_pct"], rel=0.01)
     assert modes(chase, "--host-pages", "4k")["ept"]["overhead_pct"] == \
         pytest.approx(want["x86_server_cold_host_4k"]["ept_overhead_pct"], rel=0.01)
