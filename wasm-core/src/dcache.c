@@ -3,89 +3,162 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool dcache_init(dcache *d, const uint32_t bytes[3], const uint32_t ways[3])
+static bool level_init(dcache_level *l, uint32_t bytes, uint32_t ways)
+{
+    l->ways = ways;
+    l->sets = bytes / 64 / ways;
+    l->set_mask = (l->sets & (l->sets - 1)) == 0 ? l->sets - 1 : 0;
+    size_t n = (size_t)l->sets * l->ways;
+    l->line = calloc(n, sizeof *l->line);
+    l->stamp = calloc(n, sizeof *l->stamp);
+    l->mru = calloc(l->sets, 1);
+    return l->line && l->stamp && l->mru && ways >= 1 && ways <= 255 && l->sets >= 1;
+}
+
+static void level_free(dcache_level *l)
+{
+    free(l->line);
+    free(l->stamp);
+    free(l->mru);
+}
+
+bool dcache_init(dcache *d, const uint32_t bytes[3], const uint32_t ways[3], uint32_t l1i_bytes, uint32_t l1i_ways)
 {
     memset(d, 0, sizeof *d);
-    for (int i = 0; i < 3 && bytes[i]; i++) {
-        dcache_level *l = &d->lv[i];
-        l->ways = ways[i];
-        l->sets = bytes[i] / 64 / ways[i];
-        size_t n = (size_t)l->sets * l->ways;
-        l->line = calloc(n, sizeof *l->line);
-        l->stamp = calloc(n, sizeof *l->stamp);
-        d->levels = i + 1;
-        if (!l->line || !l->stamp) {
-            dcache_free(d);
-            return false;
-        }
-    }
-    return true;
+    if (!bytes[0] || !bytes[1])
+        return false;
+    d->levels = bytes[2] ? 3 : 2;
+    bool ok = level_init(&d->l1[DC_DATA].c, bytes[0], ways[0]) && level_init(&d->l1[DC_CODE].c, l1i_bytes, l1i_ways);
+    for (int i = 1; ok && i < d->levels; i++)
+        ok = level_init(&d->lv[i], bytes[i], ways[i]);
+    if (!ok)
+        dcache_free(d);
+    return ok;
 }
 
 void dcache_free(dcache *d)
 {
-    for (int i = 0; i < 3; i++) {
-        free(d->lv[i].line);
-        free(d->lv[i].stamp);
-    }
+    for (int i = 0; i < 3; i++)
+        level_free(&d->lv[i]);
+    level_free(&d->l1[DC_DATA].c);
+    level_free(&d->l1[DC_CODE].c);
     memset(d, 0, sizeof *d);
 }
 
-/* The tick wraps after 2^32 uses: every stamp is then set back to 0 (the order within a
- * set is lost once, the contents kept). */
+static void clear_stamps(dcache_level *l)
+{
+    if (l->stamp)
+        memset(l->stamp, 0, (size_t)l->sets * l->ways * sizeof *l->stamp);
+}
+
+/* The tick counts uses of a line other than its L1's last one; it wraps after 2^32: every
+ * stamp is then set back to 0 (the order within a set is lost once, the contents kept). */
 static uint32_t next_tick(dcache *d)
 {
     if (++d->tick == 0) {
-        for (int i = 0; i < d->levels; i++)
-            memset(d->lv[i].stamp, 0, (size_t)d->lv[i].sets * d->lv[i].ways * sizeof *d->lv[i].stamp);
+        for (int i = 0; i < 3; i++)
+            clear_stamps(&d->lv[i]);
+        clear_stamps(&d->l1[DC_DATA].c);
+        clear_stamps(&d->l1[DC_CODE].c);
         d->tick = 1;
-        d->last_key = 0;
     }
     return d->tick;
 }
 
-int dcache_access_search(dcache *d, uint64_t hpa)
+static inline size_t set_of(const dcache_level *l, uint32_t line)
 {
-    uint64_t key = (hpa >> 6) + 1;
+    return l->set_mask ? line & l->set_mask : line % l->sets;
+}
+
+/* The way of set `set` holding key, or ways when none; the set's last used way first. */
+static inline uint32_t way_of(const dcache_level *l, size_t set, uint32_t key)
+{
+    const uint32_t *ln = l->line + set * l->ways;
+    uint32_t w = l->mru[set];
+    if (ln[w] != key)
+        for (w = 0; w < l->ways && ln[w] != key; w++)
+            ;
+    return w;
+}
+
+/* key goes into set `set`: the first invalid way, else the least recently used. Its index. */
+static size_t fill(dcache_level *l, size_t set, uint32_t key, uint32_t now)
+{
+    size_t base = set * l->ways, victim = base;
+    for (uint32_t w = 0; w < l->ways; w++) {
+        size_t k = base + w;
+        if (!l->line[k]) {
+            victim = k;
+            break;
+        }
+        if (l->stamp[k] < l->stamp[victim])
+            victim = k;
+    }
+    l->line[victim] = key;
+    l->stamp[victim] = now;
+    l->mru[set] = (uint8_t)(victim - base);
+    return victim;
+}
+
+/* key is now the last line of this L1, at idx */
+static inline void remember(dcache_l1 *l1, uint32_t key, size_t idx)
+{
+    if (l1->c.ways >= 2) {
+        l1->last_key[1] = l1->last_key[0];
+        l1->last_idx[1] = l1->last_idx[0];
+    }
+    l1->last_key[0] = key;
+    l1->last_idx[0] = idx;
+}
+
+/* Not in the L1: L2, then the LLC; the levels that missed filled, the L1 last. */
+static int __attribute__((noinline)) below_l1(dcache *d, dcache_l1 *l1, uint32_t line, size_t l1_set, uint32_t now)
+{
+    uint32_t key = line + 1;
+    int found = DC_MEMORY;
+    size_t set[3] = {l1_set, 0, 0};
+    for (int i = 1; i < d->levels; i++) {
+        dcache_level *l = &d->lv[i];
+        set[i] = set_of(l, line);
+        uint32_t w = way_of(l, set[i], key);
+        if (w < l->ways) {
+            size_t k = set[i] * l->ways + w;
+            l->stamp[k] = now;
+            l->mru[set[i]] = (uint8_t)w;
+            found = i;
+            break;
+        }
+    }
+    for (int i = found < d->levels ? found : d->levels; i-- > 1;)
+        fill(&d->lv[i], set[i], key, now);
+    remember(l1, key, fill(&l1->c, l1_set, key, now));
+    return found;
+}
+
+int dcache_search(dcache *d, uint64_t hpa, int which)
+{
+    uint32_t line = (uint32_t)(hpa >> 6), key = line + 1;
     uint32_t now = next_tick(d);
-    if (key == d->last_key) {           /* the same line again: it is still in L1 */
-        d->lv[0].stamp[d->last_idx] = now;
+    dcache_l1 *l1 = &d->l1[which];
+    if (key == l1->last_key[0])         /* (after the tick wrapped) still the most recent */
+        return DC_L1;
+    if (key == l1->last_key[1]) {       /* the one before: still in this L1 */
+        size_t idx = l1->last_idx[1];
+        l1->c.stamp[idx] = now;
+        l1->last_key[1] = l1->last_key[0];
+        l1->last_idx[1] = l1->last_idx[0];
+        l1->last_key[0] = key;
+        l1->last_idx[0] = idx;
         return DC_L1;
     }
-    int found = DC_MEMORY;
-    size_t base[3];
-    for (int i = 0; i < d->levels; i++) {
-        dcache_level *l = &d->lv[i];
-        base[i] = (size_t)(((hpa >> 6) % l->sets) * l->ways);
-        for (uint32_t w = 0; w < l->ways; w++)
-            if (l->line[base[i] + w] == key) {
-                l->stamp[base[i] + w] = now;
-                found = i;
-                if (i == 0)
-                    d->last_idx = base[0] + w;
-                break;
-            }
-        if (found == i)
-            break;
-    }
-    /* fill the levels that missed: the first invalid way, else the least recently used */
-    for (int i = 0; i < d->levels && i < found; i++) {
-        dcache_level *l = &d->lv[i];
-        size_t victim = base[i];
-        for (uint32_t w = 0; w < l->ways; w++) {
-            size_t k = base[i] + w;
-            if (!l->line[k]) {
-                victim = k;
-                break;
-            }
-            if (l->stamp[k] < l->stamp[victim])
-                victim = k;
-        }
-        l->line[victim] = key;
-        l->stamp[victim] = now;
-        if (i == 0)
-            d->last_idx = victim;
-    }
-    d->last_key = d->levels ? key : 0;
-    return found;
+    dcache_level *l = &l1->c;
+    size_t set = set_of(l, line);
+    uint32_t w = way_of(l, set, key);
+    if (w == l->ways)
+        return below_l1(d, l1, line, set, now);
+    size_t k = set * l->ways + w;
+    l->stamp[k] = now;
+    l->mru[set] = (uint8_t)w;
+    remember(l1, key, k);
+    return DC_L1;
 }

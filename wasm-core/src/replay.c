@@ -33,6 +33,7 @@
 #define MAX_PAGES (1u << 20)                /* 4 GiB of distinct 4 KiB pages */
 #define MAX_TABLE_FRAMES 4096u              /* guest page tables per mode (16 MiB) */
 #define MAX_GUEST_RAM (8ull << 30)          /* what the layout may need: the flat table stays 16 MiB */
+_Static_assert(HOST_TABLES + (16ull << 30) < DCACHE_HPA_LIMIT, "the data caches tell every host address apart");
 #define SLOT_PAGES (1u << 19)               /* 4 KiB frames per mapping of a memory slot (scenario.c takes 2^20) */
 #define BATCH 2048u
 
@@ -612,7 +613,8 @@ static int build_machines(vmsim_replay *r)
                                    sw ? 0 : COST_X86_LLC_BYTES};
         const uint32_t ways[3] = {sw ? COST_SUNWAY_L1_WAYS : COST_X86_L1_WAYS, sw ? COST_SUNWAY_L2_WAYS : COST_X86_L2_WAYS,
                                   sw ? 1 : COST_X86_LLC_WAYS};
-        if (!dcache_init(&r->dc[mode], bytes, ways)) {
+        if (!dcache_init(&r->dc[mode], bytes, ways, sw ? COST_SUNWAY_L1I_BYTES : COST_X86_L1I_BYTES,
+                         sw ? COST_SUNWAY_L1I_WAYS : COST_X86_L1I_WAYS)) {
             free(maps);
             return failf(r, VMSIM_REPLAY_NO_MEMORY, "out of memory for the data caches of mode %s", replay_mode_names[mode]);
         }
@@ -817,7 +819,7 @@ static void translate_one(machine *m, mode_memo *mm, vm_result *res, mode_stats 
     if (res->outcome == OUT_OK) {
         st->exits_ok += res->exits;
         if (res->hpa_valid)
-            m->dc->data[dcache_access(m->dc, res->hpa)]++;
+            m->dc->data[dcache_lookup(m->dc, res->hpa, op == OP_FETCH ? DC_CODE : DC_DATA)]++;
     }
     if (res->tlb_hit != 1) {
         st->tlb_misses += res->tlb_hit == 0;
@@ -860,8 +862,9 @@ static void run_batch(vmsim_replay *r, int mode, const trace_access *b, const ui
             tick += k;
             *e->age = (uint64_t)tick << 1 | 1;      /* what cache.c does to a line it finds */
             ok += k;
+            int which = op == OP_FETCH ? DC_CODE : DC_DATA;
             for (uint32_t j = 0; j < k; j++)         /* each access still reads its own line */
-                m->dc->data[dcache_access(m->dc, e->hpa_page | (b[i + j].addr & 0xFFF))]++;
+                m->dc->data[dcache_lookup(m->dc, e->hpa_page | (b[i + j].addr & 0xFFF), which)]++;
             i += k - 1;
             continue;
         }

@@ -1,8 +1,11 @@
 /* Unit tests of the trace decoder and the replay API (docs/replay.md): a body cut into
  * pieces of every size from 1 to 40 bytes decodes to the same accesses and replays to
  * the same report as the whole body; every kind of damage is refused with its message.
- * The bodies are written by a small encoder here, from the format's description. */
+ * The bodies are written by a small encoder here, from the format's description. The
+ * caches (src/dcache.c, with its shortcuts) against a plain LRU written here from
+ * model.md 5c, access by access. */
 #include "vmsim_replay.h"
+#include "dcache.h"
 #include "trace.h"
 
 #include <stdio.h>
@@ -244,11 +247,132 @@ static void test_refusals(void)
     vmsim_replay_close(r);
 }
 
+/* ---- the caches against a plain LRU: each set a list of lines, most recent last ---- */
+
+typedef struct plain_level {
+    uint32_t sets, ways;
+    uint64_t *lines;    /* sets x ways, most recent last; 0 = empty */
+} plain_level;
+
+static void plain_init(plain_level *l, uint32_t bytes, uint32_t ways)
+{
+    l->ways = ways;
+    l->sets = bytes / 64 / ways;
+    l->lines = calloc((size_t)l->sets * ways, sizeof *l->lines);
+}
+
+/* true when line was in the level; it becomes the set's most recent either way (a line
+ * not found evicts the least recent one when the set is full) */
+static bool plain_use(plain_level *l, uint64_t line, bool fill)
+{
+    uint64_t *set = l->lines + (line % l->sets) * l->ways;
+    uint32_t n = 0, at = l->ways;
+    while (n < l->ways && set[n])
+        n++;
+    for (uint32_t i = 0; i < n; i++)
+        if (set[i] == line + 1)
+            at = i;
+    if (at == l->ways && !fill)
+        return false;
+    bool found = at != l->ways;
+    if (!found && n == l->ways)
+        at = 0;                             /* the least recent goes */
+    else if (!found)
+        at = n++;
+    memmove(set + at, set + at + 1, (n - at - 1) * sizeof *set);
+    set[n - 1] = line + 1;
+    return found;
+}
+
+/* the level where line was found: 0 its L1 (l1[which]), 1 L2, 2 LLC, 3 memory; the
+ * levels above it filled */
+static int plain_access(plain_level *l1, plain_level *below, int levels, uint64_t line)
+{
+    plain_level *lv[3] = {l1, &below[0], &below[1]};
+    int found = 3;
+    for (int i = 0; i < levels && found == 3; i++)
+        if (plain_use(lv[i], line, false))
+            found = i;
+    for (int i = 0; i < levels && i < found; i++)
+        plain_use(lv[i], line, true);
+    return found;
+}
+
+static uint64_t rnd_state = 88172645463325252ull;
+static uint64_t rnd(void)
+{
+    rnd_state ^= rnd_state << 13;
+    rnd_state ^= rnd_state >> 7;
+    rnd_state ^= rnd_state << 17;
+    return rnd_state;
+}
+
+static void test_caches_against_plain_lru(void)
+{
+    /* the x86 server's geometry, the Sunway's, and one whose sets are no power of two */
+    const struct {
+        uint32_t bytes[3], ways[3], l1i_bytes, l1i_ways;
+    } geo[] = {
+        {{32768, 1048576, 23068672}, {8, 16, 11}, 32768, 8},
+        {{32768, 524288, 0}, {4, 8, 1}, 32768, 4},
+        {{3 * 64 * 6, 64 * 20 * 4, 64 * 44 * 5}, {6, 4, 5}, 64 * 2 * 3, 2},
+    };
+    for (size_t g = 0; g < sizeof geo / sizeof geo[0]; g++) {
+        dcache d;
+        CHECK(dcache_init(&d, geo[g].bytes, geo[g].ways, geo[g].l1i_bytes, geo[g].l1i_ways), "geometry %zu", g);
+        int levels = geo[g].bytes[2] ? 3 : 2;
+        plain_level l1[2], below[2];
+        plain_init(&l1[DC_DATA], geo[g].bytes[0], geo[g].ways[0]);
+        plain_init(&l1[DC_CODE], geo[g].l1i_bytes, geo[g].l1i_ways);
+        plain_init(&below[0], geo[g].bytes[1], geo[g].ways[1]);
+        plain_init(&below[1], geo[g].bytes[2] ? geo[g].bytes[2] : 64, geo[g].bytes[2] ? geo[g].ways[2] : 1);
+        /* a program's shape: a code stream running forward and jumping, data lines reused
+         * from a few hot ones, a stack, and a wide region; page-table reads among them */
+        uint64_t pc = 0x400000, sp = 0x7ff000000, hot[6];
+        for (int i = 0; i < 6; i++)
+            hot[i] = 0x10000000 + (rnd() % 4096) * 64;
+        int mismatches = 0, by_level[4] = {0};
+        for (long n = 0; n < 3000000; n++) {
+            uint64_t r = rnd(), hpa;
+            int which = DC_DATA;
+            switch (r % 8) {
+            case 0: case 1: case 2:
+                which = DC_CODE;
+                pc = (r >> 8) % 64 ? pc + 4 : 0x400000 + ((r >> 16) % 65536) * 16;
+                hpa = pc;
+                break;
+            case 3: hpa = hot[(r >> 8) % 6] + ((r >> 12) % 64); break;
+            case 4: sp += (int64_t)((r >> 8) % 17) * 8 - 64; hpa = sp; break;
+            case 5: hpa = 0x100000000ull + ((r >> 8) % (64ull << 20)); break;
+            case 6: hpa = 0x800000000ull + ((r >> 8) % 512) * 4096 + ((r >> 20) % 512) * 8; break;
+            default: hpa = 0x10000000 + ((r >> 8) % (1u << 22)); break;
+            }
+            int got = dcache_lookup(&d, hpa, which);
+            int want = plain_access(&l1[which], below, levels, hpa >> 6);
+            by_level[want]++;
+            if (got != want && mismatches++ < 3)
+                CHECK(false, "geometry %zu, access %ld (hpa 0x%llx, %s): found at level %d, the plain LRU says %d", g, n,
+                      (unsigned long long)hpa, which == DC_CODE ? "fetch" : "data", got, want);
+        }
+        CHECK(mismatches == 0, "geometry %zu: %d accesses found at another level", g, mismatches);
+        /* the stream reaches every level, so each was compared */
+        for (int i = 0; i < 4; i++)
+            CHECK(i == 2 && levels == 2 ? by_level[i] == 0 : by_level[i] > 1000, "geometry %zu: %d accesses at level %d", g,
+                  by_level[i], i);
+        dcache_free(&d);
+        free(l1[0].lines);
+        free(l1[1].lines);
+        free(below[0].lines);
+        free(below[1].lines);
+    }
+}
+
 int main(void)
 {
     test_pieces();
     test_replay_pieces();
     test_refusals();
+    test_caches_against_plain_lru();
     printf("replay unit tests: %d checks, %d failures\n", checks, failures);
     return failures != 0;
 }
