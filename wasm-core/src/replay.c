@@ -75,7 +75,7 @@ typedef struct replay_opts {
  * then only marks the line used, as the lookup would, and counts a hit. This is the
  * TLB's own behaviour, taken without a call per access (tests/engine/test_replay.py
  * checks every counter against `vmsim run`). */
-#define MEMO_SLOTS 64u
+#define MEMO_SLOTS 1024u
 typedef struct tlb_memo {
     uint64_t key;           /* page | gen << 36 (pages are below 2^35) */
     uint32_t ops;           /* bit per vm_op that hit */
