@@ -3,22 +3,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool level_init(dcache_level *l, uint32_t bytes, uint32_t ways)
+/* An L1 keeps a stamp a line (the tick of its last use: its hits are many and cheap);
+ * L2 and the LLC keep each set's order of use as a byte a line (0 the most recent,
+ * RANK_EMPTY an invalid way): a quarter of the memory, the same order. */
+#define RANK_EMPTY 255
+static bool level_init(dcache_level *l, uint32_t bytes, uint32_t ways, bool l1)
 {
     l->ways = ways;
-    l->sets = bytes / 64 / ways;
+    l->sets = ways ? bytes / 64 / ways : 0;
     l->set_mask = (l->sets & (l->sets - 1)) == 0 ? l->sets - 1 : 0;
     size_t n = (size_t)l->sets * l->ways;
     l->line = calloc(n, sizeof *l->line);
-    l->stamp = calloc(n, sizeof *l->stamp);
+    if (l1)
+        l->stamp = calloc(n, sizeof *l->stamp);
+    else if ((l->rank = malloc(n)))
+        memset(l->rank, RANK_EMPTY, n);
     l->mru = calloc(l->sets, 1);
-    return l->line && l->stamp && l->mru && ways >= 1 && ways <= 255 && l->sets >= 1;
+    return l->line && (l1 ? l->stamp != NULL : l->rank != NULL) && l->mru && ways >= 1 && ways < RANK_EMPTY &&
+           l->sets >= 1;
 }
 
 static void level_free(dcache_level *l)
 {
     free(l->line);
     free(l->stamp);
+    free(l->rank);
     free(l->mru);
 }
 
@@ -28,9 +37,10 @@ bool dcache_init(dcache *d, const uint32_t bytes[3], const uint32_t ways[3], uin
     if (!bytes[0] || !bytes[1])
         return false;
     d->levels = bytes[2] ? 3 : 2;
-    bool ok = level_init(&d->l1[DC_DATA].c, bytes[0], ways[0]) && level_init(&d->l1[DC_CODE].c, l1i_bytes, l1i_ways);
+    bool ok = level_init(&d->l1[DC_DATA].c, bytes[0], ways[0], true) &&
+              level_init(&d->l1[DC_CODE].c, l1i_bytes, l1i_ways, true);
     for (int i = 1; ok && i < d->levels; i++)
-        ok = level_init(&d->lv[i], bytes[i], ways[i]);
+        ok = level_init(&d->lv[i], bytes[i], ways[i], false);
     if (!ok)
         dcache_free(d);
     return ok;
@@ -52,12 +62,11 @@ static void clear_stamps(dcache_level *l)
 }
 
 /* The tick counts uses of a line other than its L1's last one; it wraps after 2^32: every
- * stamp is then set back to 0 (the order within a set is lost once, the contents kept). */
+ * L1 stamp is then set back to 0 (the order within an L1 set is lost once, the contents
+ * kept). */
 static uint32_t next_tick(dcache *d)
 {
     if (++d->tick == 0) {
-        for (int i = 0; i < 3; i++)
-            clear_stamps(&d->lv[i]);
         clear_stamps(&d->l1[DC_DATA].c);
         clear_stamps(&d->l1[DC_CODE].c);
         d->tick = 1;
@@ -81,7 +90,36 @@ static inline uint32_t way_of(const dcache_level *l, size_t set, uint32_t key)
     return w;
 }
 
-/* key goes into set `set`: the first invalid way, else the least recently used. Its index. */
+/* way w of the set at base becomes the set's most recent (L2, LLC) */
+static void use_rank(dcache_level *l, size_t base, uint32_t w)
+{
+    uint8_t *rk = l->rank + base, r = rk[w];
+    for (uint32_t v = 0; v < l->ways; v++)
+        rk[v] += rk[v] < r;
+    rk[w] = 0;
+}
+
+/* key goes into set `set` of L2 or the LLC: the first invalid way, else the least recently
+ * used (the highest rank) */
+static void fill_ranked(dcache_level *l, size_t set, uint32_t key)
+{
+    size_t base = set * l->ways;
+    uint32_t victim = 0;
+    for (uint32_t w = 0; w < l->ways; w++) {
+        if (!l->line[base + w]) {
+            victim = w;
+            break;
+        }
+        if (l->rank[base + w] > l->rank[base + victim])
+            victim = w;
+    }
+    l->line[base + victim] = key;
+    l->rank[base + victim] = RANK_EMPTY;    /* older than every line: all move down one */
+    use_rank(l, base, victim);
+    l->mru[set] = (uint8_t)victim;
+}
+
+/* key goes into set `set` of an L1: the first invalid way, else the least recently used. Its index. */
 static size_t fill(dcache_level *l, size_t set, uint32_t key, uint32_t now)
 {
     size_t base = set * l->ways, victim = base;
@@ -122,15 +160,14 @@ static int __attribute__((noinline)) below_l1(dcache *d, dcache_l1 *l1, uint32_t
         set[i] = set_of(l, line);
         uint32_t w = way_of(l, set[i], key);
         if (w < l->ways) {
-            size_t k = set[i] * l->ways + w;
-            l->stamp[k] = now;
+            use_rank(l, set[i] * l->ways, w);
             l->mru[set[i]] = (uint8_t)w;
             found = i;
             break;
         }
     }
     for (int i = found < d->levels ? found : d->levels; i-- > 1;)
-        fill(&d->lv[i], set[i], key, now);
+        fill_ranked(&d->lv[i], set[i], key);
     remember(l1, key, fill(&l1->c, l1_set, key, now));
     return found;
 }

@@ -24,7 +24,8 @@ typedef struct dcache_level {
     uint32_t sets, ways;
     uint32_t set_mask;      /* sets - 1 when sets is a power of two (every preset), else 0 */
     uint32_t *line;         /* line number + 1; 0 = invalid (host addresses below 2^38) */
-    uint32_t *stamp;        /* the tick of the last use */
+    uint32_t *stamp;        /* L1: the tick of the last use */
+    uint8_t *rank;          /* L2, LLC: the order of use within the set (0 the most recent) */
     uint8_t *mru;           /* per set, the way used last: looked at first (the search's
                                shortcut; which way holds a line is read from line[]) */
 } dcache_level;
