@@ -19,6 +19,7 @@ import { GUIDES, LANGS, LESSONS, LESSON_ORDER, LESSON_SCENARIOS, TEACHER_GUIDE, 
 import { answered, check, generate, say, type Exercise, type Msg, type Verdict } from './exercises';
 import { exerciseKey, loadDone, loadExercise, newRecordId, outgoing, saveDone, saveExercise, type ExerciseState, type ProgressRecord } from '../progress/db';
 import { seedFor } from '../progress/seed';
+import { ClassLine } from '../course/ClassLine';
 import { currentClass, onStudentChange, type InClass } from '../progress/student';
 import { kick, startSync } from '../progress/sync';
 import { Markdown } from './Markdown';
@@ -136,7 +137,7 @@ export function LessonsView({ engine, lesson, seed, seeds = [], lang, onNavigate
           ))}
         </p>
       )}
-      {klass && !isGuide && <p className="muted in-class" data-testid="in-class">{t('inClass', { code: klass.code, name: klass.name })}</p>}
+      {klass && !isGuide && <ClassLine klass={klass} />}
       {l!.parts.map((part, i) => {
         // Each exercise has its own seed: "Another one" changes that one and no other. In a
         // class the first one is the student's own (the same for them on any machine).

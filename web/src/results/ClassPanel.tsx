@@ -15,6 +15,10 @@ import { referencesFor } from './references';
 import { JoinPanel } from './JoinPanel';
 import { Dashboard } from './Dashboard';
 import { StudentJoin } from '../progress/StudentJoin';
+import { studentOf } from '../progress/student';
+import { CourseAdmin } from '../course/CourseAdmin';
+import { setStanding, standingOf } from '../course/standing';
+import { when } from '../course/StudentCourse';
 import { GROUPS, METRICS, type GroupKey, type MetricKey, type Summary } from './extract.mjs';
 import { classKey, forgetClass, saveClassKey, lastClass, newIdempotencyKey, putResult, receipts, saveLastClass, saveReceipts, saveStudentName, saveTeacherToken, studentName, teacherToken, type Receipt, type Stored } from './store';
 
@@ -101,10 +105,26 @@ export function ClassPanel({ mine }: { mine: Stored[] }) {
       } while (cursor);
       if (cls) setData({ class: cls, results });
       setErr(null); saveLastClass(c);
-    } catch (e) { if (seq === loads.current) { setData(null); setErr({ key: 'class.loadFailed', values: { code: c }, raw: (e as Error).message }); } }
+    } catch (e) {
+      if (seq !== loads.current) return;
+      setData(null);
+      // A class this browser is a student of, gone: its teacher deleted it (the student's
+      // code was right; their answers stay in this browser).
+      if ((e as { status?: number }).status === 404 && studentOf(c)) {
+        const st = standingOf(c);
+        const seen = st?.kind === 'deleted' ? st.seen : new Date().toISOString();
+        if (st?.kind !== 'deleted') setStanding(c, { kind: 'deleted', seen });
+        setErr({ key: 'course.deleted', values: { code: c, at: when(seen, lang) } });
+      } else setErr({ key: 'class.loadFailed', values: { code: c }, raw: (e as Error).message });
+    }
     finally { if (seq === loads.current) setLoaded(null); }
-  }, []);
+  }, [lang]);
   useEffect(() => { if (server && code) void load(code); }, [server, code, load]);
+  // A server that takes a class key says so: the key's field shows before the first Create.
+  useEffect(() => {
+    if (!server) return;
+    fetch('/api/server').then((r) => (r.ok ? r.json() : null)).then((j) => { if (j?.class_key && !classKey()) setNeedKey((k) => k ?? 'ask'); }, () => { /* asked again on Create */ });
+  }, [server]);
 
   const token = code ? teacherToken(code) : null;
   const mineIds = new Set(code ? receipts(code).map((r) => r.id) : []);
@@ -212,11 +232,12 @@ export function ClassPanel({ mine }: { mine: Stored[] }) {
     <section className="class-panel" aria-label={t('class.aria')}>
       <h2>{t('class.heading')}</h2>
       <div className="class-forms">
-        <form onSubmit={(e) => { e.preventDefault(); const c = joinText.trim().toUpperCase(); setCode(c); setCreated(null); }}>
+        <form onSubmit={(e) => { e.preventDefault(); const c = joinText.trim().toUpperCase(); const d = /^[A-Z0-9]{8}$/.test(c) ? `${c.slice(0, 4)}-${c.slice(4)}` : c; setJoinText(d); setCode(d); setCreated(null); }}>
           <label>{t('class.joinCode')} <input value={joinText} onChange={(e) => setJoinText(e.target.value)} data-testid="join-code" placeholder="ABCD-EFGH" maxLength={64} /></label>
           <button type="submit">{t('class.open')}</button>
         </form>
-        <form onSubmit={(e) => {
+        {/* a student of the class open here needs no "new class" box */}
+        {!(code && !token && studentOf(code)) && <form onSubmit={(e) => {
           e.preventDefault();
           const els = e.currentTarget.elements;
           const n = (els.namedItem('cname') as HTMLInputElement).value;
@@ -229,7 +250,7 @@ export function ClassPanel({ mine }: { mine: Stored[] }) {
           )}
           <button type="submit">{t('class.create')}</button>
           {needKey && <p id="class-key-why" className={needKey === 'wrong' ? 'error' : 'muted'} role={needKey === 'wrong' ? 'alert' : undefined} data-testid="class-key-why">{t(needKey === 'wrong' ? 'class.classKeyWrong' : 'class.classKeyAsk')}</p>}
-        </form>
+        </form>}
       </div>
       {/* How students join: for a class just made here, and for its teacher coming back. */}
       {created ? <JoinPanel code={created.code} token={created.teacher_token} fresh />
@@ -246,6 +267,8 @@ export function ClassPanel({ mine }: { mine: Stored[] }) {
             : data.class.closed_at && <p className="muted" data-testid="class-closed">{t('life.closedStudent')}</p>}
           {/* The students' exercises, live (the teacher only). */}
           {token && <Dashboard code={data.class.code} token={token} />}
+          {/* The course: roster, grading, closing times, scores, the gradebook files. */}
+          {token && <CourseAdmin code={data.class.code} token={token} />}
           {mine.length > 0 && !data.class.closed_at && (
             <div className="upload-row">
               <label>{t('class.yourName')} <input value={name} maxLength={NAME_MAX} data-testid="student-name" placeholder={t('class.yourNamePlaceholder')}
