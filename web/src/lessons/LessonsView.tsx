@@ -216,12 +216,15 @@ function ExerciseCard({ engine, part, seed, onSeed, lesson, klass }: { engine: V
   // the kept state was read, which then is not put back over what they did.
   const checks = useRef(0);
   const touched = useRef(false);
+  // The learner pressed Hint: what an attempt's `hint` says (the page opens the hint itself
+  // after a wrong try or a blank check; that is no hint asked for).
+  const asked = useRef(false);
   // The variant as the learner left it (a reload, or back from another lesson).
   useEffect(() => {
     let live = true;
     loadExercise(lesson, part.index, seed).then((st) => {
       if (!live || !st || touched.current || !ex) return;
-      setAnswer(st.answer); setTries(st.wrong); setShowHint(st.hint); checks.current = st.checks;
+      setAnswer(st.answer); setTries(st.wrong); setShowHint(st.hint); asked.current = st.hintAsked ?? false; checks.current = st.checks;
       if (st.status === 'correct' || st.status === 'answer') {
         // the walk shown after checking comes from the engine again
         let v: Verdict | null = null;
@@ -238,7 +241,7 @@ function ExerciseCard({ engine, part, seed, onSeed, lesson, klass }: { engine: V
     touched.current = true;
     const st: ExerciseState = {
       key: exerciseKey(lesson, part.index, seed), lesson, exercise: part.index, seed, kind: part.spec.kind,
-      answer, wrong: tries, checks: checks.current, hint: showHint,
+      answer, wrong: tries, checks: checks.current, hint: showHint, hintAsked: asked.current,
       status: status?.kind ?? null, after: status?.kind === 'answer' ? status.after : undefined, expected: status?.kind === 'answer' ? status.expected : undefined,
       at: new Date().toISOString(), ...p,
     };
@@ -258,7 +261,7 @@ function ExerciseCard({ engine, part, seed, onSeed, lesson, klass }: { engine: V
     const v = run(answer);
     if (!v) return;
     checks.current += 1;
-    const hintBefore = showHint;
+    const hintBefore = asked.current;
     if (v.correct) { setStatus({ kind: 'correct' }); keep({ status: 'correct' }, { answer, shown: false, hint: hintBefore }); return; }
     const n = tries + 1;
     setTries(n);
@@ -274,9 +277,9 @@ function ExerciseCard({ engine, part, seed, onSeed, lesson, klass }: { engine: V
     const v = run('');
     if (!v) return;
     setStatus({ kind: 'answer', expected: v.expected, after: 'asked' });
-    keep({ status: 'answer', after: 'asked', expected: v.expected }, { answer: '', shown: true, hint: showHint });
+    keep({ status: 'answer', after: 'asked', expected: v.expected }, { answer: '', shown: true, hint: asked.current });
   };
-  const toggleHint = () => { setShowHint(!showHint); keep({ hint: !showHint }); };
+  const toggleHint = () => { if (!showHint) asked.current = true; setShowHint(!showHint); keep({ hint: !showHint }); };
   const type = (a: string) => { setAnswer(a); keep({ answer: a }); };
   // A choice is shown in words; the engine's answer too ("ept or npt" should two tie).
   const choiceWords = (c: string) => tx(`choice.${c}`, { defaultValue: c });

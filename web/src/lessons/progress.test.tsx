@@ -161,7 +161,14 @@ describe('progress sent to the class', () => {
     fireEvent.change(within(cards()[0]).getByLabelText('Your answer'), { target: { value: '8' } });
     fireEvent.click(within(cards()[0]).getByText('Check'));
     await waitFor(() => expect(server.got).toHaveLength(2));
-    expect(server.got[1]).toEqual([expect.objectContaining({ type: 'attempt', answer: '8', tries: 2, hint: true })]);
+    // the hint the page opened by itself after the wrong "7" is no hint asked for
+    expect(server.got[1]).toEqual([expect.objectContaining({ type: 'attempt', answer: '8', tries: 2, hint: false })]);
+    // pressed: the next check says so (Hint closes the open hint, pressed again opens it)
+    fireEvent.click(within(cards()[0]).getByText('Hint'));
+    fireEvent.click(within(cards()[0]).getByText('Hint'));
+    fireEvent.click(within(cards()[0]).getByText('Check'));
+    await waitFor(() => expect(server.got).toHaveLength(3));
+    expect(server.got[2]).toEqual([expect.objectContaining({ type: 'attempt', answer: '8', tries: 3, hint: true })]);
     const ids = server.got.flat().map((r) => r.id);
     expect(new Set(ids).size).toBe(ids.length);
   });

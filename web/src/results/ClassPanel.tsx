@@ -28,6 +28,8 @@ interface ClassData { class: { code: string; name: string; closed_at?: string | 
 /** One page of GET /api/classes/{code}/results; next_cursor is null on the last page. */
 type ClassPage = ClassData & { next_cursor: string | null };
 const PAGE = 500;
+/** How often the teacher's view of the uploads is read again. */
+export const LIVE_MS = 10_000;
 const NAME_MAX = 60;
 
 async function call<T>(path: string, init?: RequestInit): Promise<{ status: number; body: T }> {
@@ -120,6 +122,14 @@ export function ClassPanel({ mine }: { mine: Stored[] }) {
     finally { if (seq === loads.current) setLoaded(null); }
   }, [lang]);
   useEffect(() => { if (server && code) void load(code); }, [server, code, load]);
+  // The teacher's upload count, chart and table follow new uploads (read again every
+  // LIVE_MS while the page is shown), as the exercise grid does.
+  const teaching = !!(code && teacherToken(code));
+  useEffect(() => {
+    if (!server || !teaching) return undefined;
+    const timer = setInterval(() => { if (document.visibilityState !== 'hidden') void load(code); }, LIVE_MS);
+    return () => clearInterval(timer);
+  }, [server, code, teaching, load]);
   // A server that takes a class key says so: the key's field shows before the first Create.
   useEffect(() => {
     if (!server) return;
