@@ -15,7 +15,7 @@ import { referencesFor } from './references';
 import { JoinPanel } from './JoinPanel';
 import { Dashboard } from './Dashboard';
 import { StudentJoin } from '../progress/StudentJoin';
-import { studentOf } from '../progress/student';
+import { onStudentChange, studentOf } from '../progress/student';
 import { CourseAdmin } from '../course/CourseAdmin';
 import { setStanding, standingOf } from '../course/standing';
 import { when } from '../course/StudentCourse';
@@ -45,6 +45,10 @@ async function call<T>(path: string, init?: RequestInit): Promise<{ status: numb
 }
 const api = async <T,>(path: string, init?: RequestInit): Promise<T> => (await call<T>(path, init)).body;
 
+/** A join code as the server makes them (ABCD-EFGH), also when typed without its dash or in
+ * lower case. */
+export const withDash = (raw: string) => { const c = raw.trim().toUpperCase(); return /^[A-Z0-9]{8}$/.test(c) ? `${c.slice(0, 4)}-${c.slice(4)}` : c; };
+
 /** A run's size, the key numbers are compared within: "quick 64", "full 1024". */
 const sizeKey = (r: Pick<Summary, 'mode' | 'mem_mib'>) => `${r.mode ?? '?'} ${r.mem_mib ?? '?'}`;
 
@@ -52,7 +56,7 @@ export function ClassPanel({ mine }: { mine: Stored[] }) {
   const { t, i18n } = useTranslation('results');
   const lang = i18n.language;
   const [server, setServer] = useState<boolean | null>(null);
-  const [code, setCode] = useState<string>(() => new URLSearchParams(location.search).get('class')?.toUpperCase() ?? lastClass() ?? '');
+  const [code, setCode] = useState<string>(() => withDash(new URLSearchParams(location.search).get('class') ?? '') || lastClass() || '');
   const [joinText, setJoinText] = useState(code);
   const [data, setData] = useState<ClassData | null>(null);
   const [err, setErr] = useState<Saying | null>(null);
@@ -68,6 +72,8 @@ export function ClassPanel({ mine }: { mine: Stored[] }) {
   const inFlight = useRef(new Set<number>()); // read at click time: a second click in the same tick sees the first
   const keys = useRef(new Map<number, string>()); // keys given to results kept before keys existed
   const [, bump] = useState(0);
+  // joining or leaving (here or in another tab) changes what this panel offers
+  useEffect(() => onStudentChange(() => bump((n) => n + 1)), []);
   const svg = useRef<SVGSVGElement>(null);
 
   useEffect(() => {
@@ -242,7 +248,7 @@ export function ClassPanel({ mine }: { mine: Stored[] }) {
     <section className="class-panel" aria-label={t('class.aria')}>
       <h2>{t('class.heading')}</h2>
       <div className="class-forms">
-        <form onSubmit={(e) => { e.preventDefault(); const c = joinText.trim().toUpperCase(); const d = /^[A-Z0-9]{8}$/.test(c) ? `${c.slice(0, 4)}-${c.slice(4)}` : c; setJoinText(d); setCode(d); setCreated(null); }}>
+        <form onSubmit={(e) => { e.preventDefault(); const c = joinText.trim().toUpperCase(); const d = withDash(c); setJoinText(d); setCode(d); setCreated(null); }}>
           <label>{t('class.joinCode')} <input value={joinText} onChange={(e) => setJoinText(e.target.value)} data-testid="join-code" placeholder="ABCD-EFGH" maxLength={64} /></label>
           <button type="submit">{t('class.open')}</button>
         </form>
