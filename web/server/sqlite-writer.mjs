@@ -39,7 +39,6 @@ const OPS = {
   // One chunk of a class's rows in one table: how many went.
   deleteClassChunk: (db, stmts, { table, code, limit }) => (stmts[`chunk:${table}`] ??= db.prepare(
     `delete from ${tableOf(table)} where class_code = ? and id in (select id from ${table} where class_code = ? limit ?)`)).run(code, code, limit).changes,
-  // Whatever is left of the class, then the class itself (1, or 0 when it was gone).
   // Statements a plugin compiled with Kysely (course/store.mjs's exec), in one transaction
   // of their own (a savepoint inside the batch's): how many rows each changed.
   compiled: (db, stmts, { queries }) => (stmts.compiledTx ??= db.transaction((qs) => qs.map(({ sql, parameters }) => {
@@ -47,6 +46,7 @@ const OPS = {
     if (!st) { st = db.prepare(sql); if (Object.keys(stmts).length < 1000) stmts[`q:${sql}`] = st; }
     return st.run(...parameters).changes;
   })))(queries),
+  // Whatever is left of the class, then the class itself (1, or 0 when it was gone).
   deleteClassRows: (db, stmts, { tables, code }) => {
     for (const t of tables) (stmts[`rest:${t}`] ??= db.prepare(`delete from ${tableOf(t)} where class_code = ?`)).run(code);
     return (stmts.deleteClass ??= db.prepare('delete from classes where code = ?')).run(code).changes;
