@@ -198,6 +198,13 @@ describe('a graded course over the network: roster, two devices, a closing time,
     await phone.goto(link! + '');
     await phone.getByTestId('student-joined').waitFor({ timeout: 20_000 });
     expect(await phone.getByTestId('student-joined').textContent()).toContain('Aiko Tanaka');
+    // a phone: the class chart's 11 px labels drawn at 11 px (its viewBox at the width it
+    // has), and nothing wider than the screen
+    const chart = phone.locator('svg[data-chart="class-strip"]');
+    await chart.waitFor({ timeout: 20_000 });
+    const scale = await chart.evaluate((e) => e.getBoundingClientRect().width / (e as SVGSVGElement).viewBox.baseVal.width);
+    expect(11 * scale).toBeGreaterThanOrEqual(10.9);
+    expect(await phone.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1)).toBe(true);
     // the same student: the same variant on both devices
     for (const p of [pc, phone]) await p.goto(`${url}/?view=lessons&lesson=${L}&lang=en`);
     const seedOf = async (p: Page) => Number(await p.locator('section.exercise').first().getAttribute('data-seed'));

@@ -140,3 +140,15 @@ describe('gradebook layouts', () => {
     ]);
   });
 });
+
+describe('the results CSV\'s figures', () => {
+  it('are rounded as the page shows them (charts.ts\'s fmt), as plain numbers', async () => {
+    const { shown } = await import('../../web/server/csv.mjs');
+    const { fmt } = await import('../../web/src/results/charts');
+    for (const v of [1933.8332037263747, -1933.5, 123.456, 12.34, 9.876, 1.005, 0.012345, 0, 250000.4, -3]) {
+      expect(String(shown(v)), String(v)).toBe(String(Number(fmt(v, 'en-US').replace(/,/g, ''))));
+    }
+    expect(shown(1933.8332037263747)).toBe(1934);
+    expect(shown(undefined)).toBe('');
+  });
+});
