@@ -152,3 +152,17 @@ describe('the results CSV\'s figures', () => {
     expect(shown(undefined)).toBe('');
   });
 });
+
+describe('the rehearsal sample (hw-lab/samples/quick-in-a-vm.json)', () => {
+  it('is a valid result that plots on the class chart\'s opening measure', async () => {
+    const Ajv2020 = (await import('ajv/dist/2020.js')).default;
+    const schema = JSON.parse(readFileSync(join(root, 'hw-lab', 'schema', 'result.schema.json'), 'utf8'));
+    const sample = JSON.parse(readFileSync(join(root, 'hw-lab', 'samples', 'quick-in-a-vm.json'), 'utf8'));
+    const validate = new Ajv2020({ strict: false }).compile(schema);
+    expect(validate(sample), JSON.stringify(validate.errors)).toBe(true);
+    const { summarize } = await import('../../web/src/results/extract.mjs');
+    const s = summarize(sample);
+    expect(s.metrics.cpuid_published_min_cycles).toBeGreaterThan(0);
+    expect(s.hypervisor).not.toBe('none (bare metal)');
+  });
+});
