@@ -205,12 +205,20 @@ describe('a graded course over the network: roster, two devices, a closing time,
     const scale = await chart.evaluate((e) => e.getBoundingClientRect().width / (e as SVGSVGElement).viewBox.baseVal.width);
     expect(11 * scale).toBeGreaterThanOrEqual(10.9);
     expect(await phone.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1)).toBe(true);
+    // on a phone the class comes before the box for result files
+    expect(await phone.evaluate(() => document.querySelector('.class-panel')!.getBoundingClientRect().top < document.querySelector('[data-testid="dropzone"]')!.getBoundingClientRect().top)).toBe(true);
     // the same student: the same variant on both devices
     for (const p of [pc, phone]) await p.goto(`${url}/?view=lessons&lesson=${L}&lang=en`);
     const seedOf = async (p: Page) => Number(await p.locator('section.exercise').first().getAttribute('data-seed'));
     await pc.locator('section.exercise').first().waitFor({ timeout: 30_000 });
     await phone.locator('section.exercise').first().waitFor({ timeout: 30_000 });
     expect(await seedOf(phone)).toBe(await seedOf(pc));
+    // a tapped dotted term shows its definition (a phone has no hover)
+    const term = phone.locator('abbr.term').first();
+    await term.tap();
+    const shown = await term.evaluate((e) => getComputedStyle(e, '::after').content);
+    expect(shown.length).toBeGreaterThan(20);
+    expect(shown).toContain((await term.getAttribute('title'))!.slice(0, 20));
     expect(await seedOf(pc)).toBe(seedFor(code, 'Aiko Tanaka', L, 0));
   }, 90_000);
 
