@@ -18,7 +18,7 @@ import { LANG_NAMES, saveLang } from '../i18n';
 import { GUIDES, LANGS, LESSONS, LESSON_ORDER, LESSON_SCENARIOS, TEACHER_GUIDE, lessonFor, type Lang, type Part } from './content';
 import { answered, check, generate, say, type Exercise, type Msg, type Verdict } from './exercises';
 import { exerciseKey, loadDone, loadExercise, newRecordId, outgoing, saveDone, saveExercise, type ExerciseState, type ProgressRecord } from '../progress/db';
-import { seedFor } from '../progress/seed';
+import { seedFor, variantOf } from '../progress/seed';
 import { ClassLine } from '../course/ClassLine';
 import { currentClass, onStudentChange, type InClass } from '../progress/student';
 import { kick, startSync } from '../progress/sync';
@@ -56,6 +56,9 @@ const SEED_MAX = 2 ** 31 - 1;
 
 export function LessonsView({ engine, lesson, seed, seeds = [], lang, onNavigate, onOpenWalk }: LessonsProps) {
   const { t } = useTranslation();
+  const { t: tx } = useTranslation('exercises');
+  // opened from the teacher's attempts list: whose variant this is, and what they answered
+  const [variant] = useState(() => (typeof location === 'undefined' ? null : variantOf(location.search)));
   const [done, setDone] = useState(loadProgress);
   const [klass, setKlass] = useState<InClass | null>(currentClass);
   const toggled = useRef(false);
@@ -138,6 +141,7 @@ export function LessonsView({ engine, lesson, seed, seeds = [], lang, onNavigate
         </p>
       )}
       {klass && !isGuide && <ClassLine klass={klass} />}
+      {variant && <p className="notice" role="note" data-testid="variant-of">{t('variantOf', { who: variant.who, n: variant.exercise + 1 })}{variant.answer ? <> {t('variantAnswer')} <strong>{tx(`choice.${variant.answer}`, { defaultValue: variant.answer })}</strong></> : ` ${t('variantNoAnswer')}`}</p>}
       {l!.parts.map((part, i) => {
         // Each exercise has its own seed: "Another one" changes that one and no other. In a
         // class the first one is the student's own (the same for them on any machine).

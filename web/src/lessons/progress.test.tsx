@@ -262,3 +262,14 @@ describe('joining a class on the Results tab', () => {
     await waitFor(() => expect(document.body.textContent).toContain('You left class WXYZ-2345; the 4 records you had sent were deleted.'));
   });
 });
+
+describe('a variant opened from the teacher\'s attempts list', () => {
+  it('says whose variant it is and their answer, a choice in words', async () => {
+    history.replaceState(null, '', `/?view=lessons&lesson=${LESSON}&seeds=,42&who=${encodeURIComponent('山田太郎')}&ex=1&answer=guest_page_fault`);
+    view(1, [null, 42]);
+    const note = document.querySelector('[data-testid="variant-of"]')!;
+    expect(note.textContent).toBe('This is the variant 山田太郎 had of exercise 2. Their answer: guest page fault (#PF)');
+    expect(seedsShown()[1]).toBe(42);
+    history.replaceState(null, '', '/');
+  });
+});
