@@ -16,7 +16,7 @@ const vmsim = process.env.VMSIM ?? join(root, 'wasm-core', 'build', 'vmsim');
 const ajv = new Ajv({ allErrors: true });
 const validate = ajv.compile(JSON.parse(readFileSync(join(root, 'wasm-core', 'schema', 'scenario.schema.json'), 'utf8')));
 const EXERCISE_KINDS = ['compute-hpa', 'count-refs', 'predict-exit', 'predict-bits', 'which-wins', 'flat-table-size',
-  'shadow-exits', 'flat-walk', 'vmfunc-switch', 'cache-hits', 'agile-walk'];
+  'shadow-exits', 'flat-walk', 'vmfunc-switch', 'cache-hits', 'agile-walk', 'walk-grid'];
 
 /** The lessons (NN-id.md) of a language; `guides` the other pages (teacher-guide.md). */
 function pages(lang: string, which: 'lessons' | 'guides') {

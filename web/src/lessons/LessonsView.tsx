@@ -22,6 +22,7 @@ import { seedFor } from '../progress/seed';
 import { currentClass, onStudentChange, type InClass } from '../progress/student';
 import { kick, startSync } from '../progress/sync';
 import { Markdown } from './Markdown';
+import { GridAnswer } from './GridAnswer';
 import { AnswerSheet } from './AnswerSheet';
 import { SHEET_MAX, seedRows } from './answerSheet';
 import { scenarioDescription } from '../model/examples';
@@ -331,6 +332,7 @@ function ExerciseCard({ engine, part, seed, onSeed, lesson, klass }: { engine: V
     : status.kind === 'empty' ? t('noAnswer')
     : status.kind === 'unreadable' ? t('unreadable', { answer: answer.trim(), form: t(`unreadableForm.${ex.input.type}`) })
     : status.kind === 'wrong' ? t('wrongTry', { count: status.tries, max: MAX_TRIES }) + (status.unit ? ' ' + say(status.unit, tx) : '')
+      + (verdict?.score ? ' ' + tx('walkGrid.score', { right: verdict.score.right, of: verdict.score.of }) : '')
     : status.kind === 'correct' ? t('correct')
     : t(status.after === 'tries' ? 'answerAfterTries' : 'answerAsked', { expected: expectedWords(status.expected), max: MAX_TRIES });
   const tone = status?.kind === 'correct' ? 'ok' : status?.kind === 'answer' ? 'revealed' : 'error';
@@ -339,7 +341,11 @@ function ExerciseCard({ engine, part, seed, onSeed, lesson, klass }: { engine: V
       <h3>{t('exercise')} <span className="muted">({t('seed')} {seed})</span></h3>
       <p className="exercise-prompt">{say(ex.prompt, tx)}</p>
       <form onSubmit={(e) => { e.preventDefault(); submit(); }}>
-        {ex.input.type === 'choice' ? (
+        {ex.input.type === 'grid' ? (
+          // the engine's grid fills the cells once it is shown; the learner's own are marked after a check
+          <GridAnswer input={ex.input} answer={status?.kind === 'answer' ? status.expected : answer} onChange={type} readOnly={settled}
+            marks={status?.kind === 'wrong' || status?.kind === 'correct' ? verdict?.score?.cells : undefined} />
+        ) : ex.input.type === 'choice' ? (
           <select aria-label={t('answer')} value={answer} onChange={(e) => type(e.target.value)} disabled={settled}>
             <option value="">—</option>
             {ex.input.choices.map((c) => <option key={c} value={c}>{choiceWords(c)}</option>)}

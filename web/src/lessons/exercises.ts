@@ -5,7 +5,7 @@
  * what says a message, and the checker. */
 import type { Vmsim } from '../../../wasm-core/js/vmsim';
 import { englishFor, type T } from '../i18n';
-import { EXERCISE_KINDS, msg, type Exercise, type ExerciseKind, type ExerciseSpec, type Msg, type Unit, type Verdict } from './shape';
+import { EXERCISE_KINDS, msg, type Exercise, type ExerciseKind, type ExerciseSpec, type GridInput, type Msg, type Unit, type Verdict } from './shape';
 import { computeHpa } from './kinds/compute-hpa';
 import { countRefs } from './kinds/count-refs';
 import { predictExit } from './kinds/predict-exit';
@@ -17,8 +17,9 @@ import { flatWalk } from './kinds/flat-walk';
 import { vmfuncSwitch } from './kinds/vmfunc-switch';
 import { cacheHits } from './kinds/cache-hits';
 import { agileWalk } from './kinds/agile-walk';
+import { walkGrid } from './kinds/walk-grid';
 
-export { EXERCISE_KINDS, type Exercise, type ExerciseKind, type ExerciseSpec, type Msg, type Unit, type Verdict };
+export { EXERCISE_KINDS, type Exercise, type ExerciseKind, type ExerciseSpec, type GridInput, type Msg, type Unit, type Verdict };
 
 /** The sentence in the language of `t` (a `t` for the exercises namespace; English by default). */
 export function say(m: Msg, t: T = englishFor('exercises')): string {
@@ -42,6 +43,7 @@ const GENERATORS: Record<ExerciseKind, (spec: ExerciseSpec, seed: number) => Exe
   'vmfunc-switch': vmfuncSwitch,
   'cache-hits': cacheHits,
   'agile-walk': agileWalk,
+  'walk-grid': walkGrid,
 };
 
 export function generate(spec: ExerciseSpec, seed: number): Exercise {
@@ -122,6 +124,7 @@ function unitFits(input: Exercise['input'], answer: string): boolean {
  * with the unit asked for or a counting word after it; full-width digits; either of two
  * modes that tie). A unit other than the one asked for is wrong whatever the number. */
 export function judge(ex: Pick<Exercise, 'input'>, expected: string, answer: string): boolean {
+  if (ex.input.type === 'grid') { const g = gridScore(ex.input, expected, answer); return g.right === g.of; }
   if (!unitFits(ex.input, answer)) return false;
   const accepted = expected.split(' or ').map((e) => normalise(ex.input, e));
   return accepted.includes(normalise(ex.input, answer));
@@ -138,7 +141,33 @@ export function check(engine: Pick<Vmsim, 'run'>, ex: Exercise, answer: string):
   const results = ex.scenarios.map((s) => engine.run(s));
   const expected = ex.expected(results);
   const note = unitNote(ex, answer);
-  return { correct: judge(ex, expected, answer), expected, results, ...(note ? { unitNote: note } : {}) };
+  const score = ex.input.type === 'grid' ? gridScore(ex.input, expected, answer) : undefined;
+  return { correct: judge(ex, expected, answer), expected, results, ...(note ? { unitNote: note } : {}), ...(score ? { score } : {}) };
+}
+
+/** A grid answer's cells, as the page writes it ("n4 n3 ... | 0x... 0x..."): the tables
+ * (lower case; an empty cell "-") and the addresses (hex as the checker reads it). */
+export function gridCells(input: GridInput, answer: string): string[] {
+  const [tables = '', addresses = ''] = answer.normalize('NFKC').toLowerCase().split('|');
+  const t = tables.trim().split(/\s+/).filter(Boolean);
+  const a = addresses.trim().split(/\s+/).filter(Boolean);
+  return [...Array.from({ length: input.refs }, (_, i) => t[i] ?? '-'),
+    ...input.addresses.map((_, i) => (a[i] ? parseHex(a[i]) ?? a[i] : '-'))];
+}
+
+/** The grid as text, from its cells (the page builds the answer with it). */
+export function gridAnswer(input: GridInput, cells: string[]): string {
+  const t = cells.slice(0, input.refs).map((c) => c.trim() || '-');
+  const a = cells.slice(input.refs).map((c) => c.trim().replace(/\s+/g, '') || '-');
+  return `${t.join(' ')} | ${a.join(' ')}`;
+}
+
+/** Partial credit: which cells of a grid answer match the engine's grid. */
+export function gridScore(input: GridInput, expected: string, answer: string): { right: number; of: number; cells: boolean[] } {
+  const want = gridCells(input, expected);
+  const got = gridCells(input, answer);
+  const cells = want.map((w, i) => got[i] !== '-' && got[i] === w);
+  return { right: cells.filter(Boolean).length, of: cells.length, cells };
 }
 
 /** Whether an answer is there to check at all (blank, a number field without a number, a
@@ -148,5 +177,6 @@ export function answered(ex: Pick<Exercise, 'input'>, answer: string): boolean {
   if (!a) return false;
   if (ex.input.type === 'number') { const p = parseNumber(a); return !!p && p.unit !== '?'; }
   if (ex.input.type === 'hex') return parseHex(a) !== null;
+  if (ex.input.type === 'grid') return gridCells(ex.input, a).some((c) => c !== '-');
   return ex.input.choices.includes(answer.trim());
 }

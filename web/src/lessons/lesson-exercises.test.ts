@@ -4,10 +4,10 @@
  * the engine; a wrong answer is refused. A kind that a lesson uses and this file cannot
  * check fails the test: add its independent answer here. */
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { Vmsim } from '../../../wasm-core/js/vmsim';
+import type { Scenario, Vmsim } from '../../../wasm-core/js/vmsim';
 import { testEngine } from '../test/engine';
 import { LANGS, LESSONS } from './content';
-import { check, generate, say, type Exercise, type ExerciseSpec } from './exercises';
+import { check, generate, say, type Exercise, type ExerciseSpec, type GridInput } from './exercises';
 import { sequenceAnswer, whichWinsEstimate } from '../test/exerciseModels';
 
 let engine: Vmsim;
@@ -126,6 +126,31 @@ const ORACLES: Record<string, Oracle> = {
     const right = whichWinsEstimate(ex.scenarios).mode;
     const small = ex.scenarios.find((x) => x.mode !== 'shadow' && !x.nested!.mappings.some((m) => m.page === '2M'))!.mode;
     return { right, wrong: small };
+  },
+  // Lessons 3 and 8, the walk filled in by hand: lesson 3's grid row by row (for each guest
+  // level from the top, the nested levels top down translating that level's entry, then the
+  // entry), the data's gpa last; under agile paging (lesson 8) the shadow levels above the
+  // switch first. The guest's tables sit at gpa 0x100000 + 0x1000 a level from the top, an
+  // entry at its table + 8 x index, and the nested tables map gpa to 0x80000000 + gpa.
+  'walk-grid': (ex) => {
+    const s = ex.scenarios[0] as Scenario & { agile?: { switch_level: number } };
+    const n = s.guest.paging === '5level' ? 5 : 4;
+    const m = s.nested!.levels ?? 4;
+    const sw = s.agile?.switch_level ?? n;
+    const gva = BigInt((s.accesses[0] as { gva: string }).gva);
+    const entry = (l: number) => 0x100000n + BigInt(n - l) * 0x1000n + ((gva >> (12n + 9n * BigInt(l - 1))) & 511n) * 8n;
+    const data = BigInt(s.guest.mappings![0].gpa!) + (gva & 0xfffn);
+    const cells: { t: string; gpa: bigint }[] = [];
+    for (let l = n; l > sw; l--) cells.push({ t: `s${l}`, gpa: -1n });
+    for (let l = sw; l >= 1; l--) {
+      for (let k = m; k >= 1; k--) cells.push({ t: `n${k}`, gpa: entry(l) });
+      cells.push({ t: `g${l}`, gpa: entry(l) });
+    }
+    for (let k = m; k >= 1; k--) cells.push({ t: `n${k}`, gpa: data });
+    const [a, b] = (ex.input as GridInput).addresses;
+    const tables = cells.map((c) => c.t).join(' ');
+    const gpa = cells[a.ref - 1].gpa, hpa = 0x80000000n + cells[b.ref - 1].gpa;
+    return { right: `${tables} | ${hex(gpa)} ${hex(hpa)}`, wrong: `${tables} | ${hex(gpa + 8n)} ${hex(hpa)}` };
   },
   // The sequence kinds: hand-written models of the machine each runs (src/test/exerciseModels.ts).
   'shadow-exits': sequence,

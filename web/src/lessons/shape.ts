@@ -10,9 +10,9 @@ export interface Msg { key: string; values?: Record<string, string | number | Ms
 export const msg = (key: string, values?: Msg['values']): Msg => ({ key, values });
 
 export type ExerciseKind = 'compute-hpa' | 'count-refs' | 'predict-exit' | 'predict-bits' | 'flat-table-size' | 'which-wins'
-  | 'shadow-exits' | 'flat-walk' | 'vmfunc-switch' | 'cache-hits' | 'agile-walk';
+  | 'shadow-exits' | 'flat-walk' | 'vmfunc-switch' | 'cache-hits' | 'agile-walk' | 'walk-grid';
 export const EXERCISE_KINDS: ExerciseKind[] = ['compute-hpa', 'count-refs', 'predict-exit', 'predict-bits', 'flat-table-size', 'which-wins',
-  'shadow-exits', 'flat-walk', 'vmfunc-switch', 'cache-hits', 'agile-walk'];
+  'shadow-exits', 'flat-walk', 'vmfunc-switch', 'cache-hits', 'agile-walk', 'walk-grid'];
 
 export interface ExerciseSpec {
   kind: ExerciseKind;
@@ -25,7 +25,7 @@ export interface Exercise {
   seed: number;
   prompt: Msg;
   /** What the learner types or picks. */
-  input: { type: 'hex' } | { type: 'number'; unit?: Unit } | { type: 'choice'; choices: string[] };
+  input: { type: 'hex' } | { type: 'number'; unit?: Unit } | { type: 'choice'; choices: string[] } | GridInput;
   /** Help in two steps: a nudge first, then the method (`hint`); neither says the answer. */
   nudge: Msg;
   hint: Msg;
@@ -39,10 +39,16 @@ export interface Exercise {
   variant?: string;
 }
 
+/** A grid to fill in (kinds/walk-grid.ts): one table a reference, from `options`, then an
+ * address at each of `addresses`; answered as "n4 n3 ... | 0x... 0x...". */
+export interface GridInput { type: 'grid'; refs: number; options: string[]; addresses: { ref: number; what: 'gpa' | 'hpa' }[] }
+
 export interface Verdict {
   correct: boolean;
   expected: string;
   results: Result[];
+  /** A grid's cells right of all of them, and which (partial credit). */
+  score?: { right: number; of: number; cells: boolean[] };
   /** Said when the answer's unit is not the one asked for ("8 KiB" where MiB is asked). */
   unitNote?: Msg;
 }

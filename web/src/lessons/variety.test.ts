@@ -28,6 +28,7 @@ const GENERIC: ExerciseSpec[] = [
   ...['ept', 'npt'].map((mode) => ({ kind: 'predict-bits', mode }) as ExerciseSpec),
   { kind: 'flat-table-size' }, { kind: 'which-wins' },
   { kind: 'shadow-exits' }, { kind: 'flat-walk' }, { kind: 'vmfunc-switch' }, { kind: 'cache-hits' }, { kind: 'agile-walk' },
+  ...['ept', 'npt', 'agile'].map((mode) => ({ kind: 'walk-grid', mode }) as ExerciseSpec),
 ];
 /** Each spec with where its students meet it (a lesson and the exercise's place in it). */
 const SPECS = new Map<string, { spec: ExerciseSpec; lesson: string; index: number }>();
