@@ -108,10 +108,12 @@ static uint64_t pwc_key(const machine *m, uint64_t gva, int level)
 
 /* The MMU's walk of the shadow table: 0 with *hpa at a shadow leaf, 1 at a switch
  * entry (*level: the guest level to go on from, *table its gpa, *rights the combined
- * rights above), -1 on a hidden page fault. */
+ * rights above), -1 on a hidden page fault. The shadow pointers it read go into the
+ * page-walk cache once the whole walk has succeeded (*fills; the caller's). */
 static int hw_walk(machine *m, const vm_access *a, vm_result *r, uint64_t *hpa, uint64_t *leaf, int *level_out,
-                   uint64_t *table_out, uint64_t *rights)
+                   uint64_t *table_out, uint64_t *rights, pwc_pending *fills)
 {
+    fills->n = 0;
     uint64_t table = m->sroot[m->asid];
     int top = top_level(m);
     uint32_t tag = m->s->pcid ? m->asid : 0;
@@ -155,8 +157,8 @@ static int hw_walk(machine *m, const vm_access *a, vm_result *r, uint64_t *hpa, 
             return 0;
         }
         table = e & bits_range(51, 12);
-        if (m->gpwc)
-            cache_fill(m->gpwc, pwc_key(m, a->gva, level), tag, table, 0, 7);
+        fills->key[fills->n] = pwc_key(m, a->gva, level);
+        fills->table[fills->n++] = table;
     }
     return -1;
 }
@@ -307,12 +309,14 @@ static void agile_translate(machine *m, const vm_access *a, vm_result *r)
     }
     uint64_t hpa = 0, leaf = 0, table = 0, rights = 0;
     int level = 0;
-    int got = hw_walk(m, a, r, &hpa, &leaf, &level, &table, &rights);
+    pwc_pending fills;
+    uint32_t tag = m->s->pcid ? m->asid : 0;
+    int got = hw_walk(m, a, r, &hpa, &leaf, &level, &table, &rights, &fills);
     if (got < 0) {
         vmm_exit(m, r, EXIT_HIDDEN_PF);
         if (!vmm_fill(m, a, r))
             return;
-        got = hw_walk(m, a, r, &hpa, &leaf, &level, &table, &rights);
+        got = hw_walk(m, a, r, &hpa, &leaf, &level, &table, &rights, &fills);
         if (got < 0) {     /* cannot happen after a fill; report it as unmapped */
             r->outcome = OUT_SHADOW_UNMAPPED;
             return;
@@ -320,8 +324,11 @@ static void agile_translate(machine *m, const vm_access *a, vm_result *r)
     }
     if (got > 0) {
         walk_guest_from(m, a, r, level, table, rights);
+        if (r->outcome == OUT_OK)
+            pwc_pending_fill(m, &fills, tag);
         return;
     }
+    pwc_pending_fill(m, &fills, tag);
     r->hpa = hpa;
     r->hpa_valid = true;
     r->outcome = OUT_OK;

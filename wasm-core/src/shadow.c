@@ -33,6 +33,7 @@ static bool hw_walk(machine *m, const vm_access *a, vm_result *r, uint64_t *hpa,
     uint64_t table = m->sroot[m->asid];
     int top = pae_shadow(m) ? 2 : m->gf->levels;
     uint32_t tag = m->s->pcid ? m->asid : 0;
+    pwc_pending fills = {0};
     if (pae_shadow(m)) {
         /* The shadow PDPTEs are registers, loaded at VM entry: no memory reference. */
         uint32_t idx = shadow_index(m, a->gva, 3);
@@ -74,11 +75,12 @@ static bool hw_walk(machine *m, const vm_access *a, vm_result *r, uint64_t *hpa,
                 return false;
             *hpa = (e & bits_range(51, 12)) | (a->gva & 0xFFF);
             *leaf = e;
+            pwc_pending_fill(m, &fills, tag);
             return true;
         }
         table = e & bits_range(51, 12);
-        if (m->gpwc)
-            cache_fill(m->gpwc, shadow_pwc_key(m, a->gva, level), tag, table, 0, 7);
+        fills.key[fills.n] = shadow_pwc_key(m, a->gva, level);
+        fills.table[fills.n++] = table;
     }
     return false;
 }

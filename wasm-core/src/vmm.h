@@ -48,6 +48,20 @@ static inline int shadow_shift(const machine *m, int level)
     return pae_shadow(m) ? 12 + 9 * (level - 1) : guest_shift(m->gf, level);
 }
 
+/* The shadow-table pointers a hardware walk read, held until the walk has succeeded:
+ * the page-walk cache is filled after a successful walk only, in every mode
+ * (docs/model.md 1, "Caches": a walk that faults leaves no entry behind). */
+typedef struct pwc_pending {
+    int n;
+    uint64_t key[5], table[5];
+} pwc_pending;
+
+static inline void pwc_pending_fill(machine *m, const pwc_pending *p, uint32_t tag)
+{
+    for (int i = 0; m->gpwc && i < p->n; i++)
+        cache_fill(m->gpwc, p->key[i], tag, p->table[i], 0, 7);
+}
+
 /* The shadow roots and the write-protection set; vmm_free undoes it. */
 bool vmm_build(machine *m, char *err, size_t errlen);
 void vmm_free(machine *m);
