@@ -307,8 +307,8 @@ describe('lessons', () => {
           const where = `${lang}/${l.file}: (${m[1]})`;
           if (scheme === 'glossary') expect(g.terms[rest], where).toBeTruthy();
           else if (scheme === 'app') expect(views, where).toContain(rest);
-          else if (scheme === 'lesson') expect(ids.has(rest), where).toBe(true);
-          else expect(m[1], `${where}: a link is glossary:, app:, lesson: or https://`).toMatch(/^https:\/\//);
+          else if (scheme === 'lesson' || scheme === 'sheet') expect(ids.has(rest) && (scheme === 'lesson' || rest !== 'teacher-guide'), where).toBe(true);
+          else expect(m[1], `${where}: a link is glossary:, app:, lesson:, sheet: (a lesson's answer sheet) or https://`).toMatch(/^https:\/\//);
           if (scheme in count) count[scheme]++;
         }
       }
