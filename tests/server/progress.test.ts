@@ -247,7 +247,7 @@ describe.each(['sqlite', 'postgres'] as const)('students and progress on %s', (k
       ['done not a boolean', [{ id: rid(), type: 'done', lesson: 'ept-and-npt', done: 'yes', at: now() }], 400, '/records/0/done'],
       ['an unknown lesson', [{ ...ok, lesson: 'no-such-lesson' }], 422, '/records/0/lesson: there is no lesson "no-such-lesson"'],
       ['an unknown lesson (done)', [{ id: rid(), type: 'done', lesson: 'no-such-lesson', done: true, at: now() }], 422, '/records/0/lesson'],
-      ['no such exercise', [attempt('ept-and-npt', 0, 5, '24'), { ...ok, id: rid(), exercise: 9 }], 422, '/records/1/exercise: lesson "ept-and-npt" has exercises 0 to 4'],
+      ['no such exercise', [attempt('ept-and-npt', 0, 5, '24'), { ...ok, id: rid(), exercise: 9 }], 422, '/records/1/exercise: lesson "ept-and-npt" has exercises 0 to 5'],
       ['another kind', [{ ...ok, kind: 'compute-hpa' }], 422, '/records/0/kind: exercise 0 of lesson "ept-and-npt" is a count-refs exercise, not compute-hpa'],
     ];
     for (const [what, body, status, needle] of cases) {

@@ -57,7 +57,7 @@ export function AnswerSheet({ engine, lesson, rows, lang, by, controls }: { engi
         <thead>
           <tr>
             <th scope="col">{t(by === 'student' ? 'sheet.student' : 'sheet.seedOfPage')}</th>
-            {specs.map((s, k) => <th scope="col" key={k}>{t('sheet.exercise', { n: k + 1 })} <span className="muted">{s.kind}</span></th>)}
+            {specs.map((_, k) => <th scope="col" key={k}>{t('sheet.exercise', { n: k + 1 })}</th>)}
           </tr>
         </thead>
         <tbody>

@@ -323,7 +323,7 @@ function ExerciseCard({ engine, part, seed, onSeed, lesson, klass }: { engine: V
   const type = (a: string) => { setAnswer(a); keep({ answer: a }); };
   // A choice is shown in words; the engine's answer too ("ept or npt" should two tie).
   const choiceWords = (c: string) => tx(`choice.${c}`, { defaultValue: c });
-  const expectedWords = (e: string) => ex.input.type !== 'choice' ? e
+  const expectedWords = (e: string) => ex.input.type === 'grid' ? tx('walkGrid.shown') : ex.input.type !== 'choice' ? e
     : e.split(' or ').map(choiceWords).reduce((a, b) => tx('or', { a, b }));
   const settled = status?.kind === 'correct' || status?.kind === 'answer';
   const walkResult = settled ? verdict?.results[0] : undefined;
