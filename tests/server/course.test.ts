@@ -141,7 +141,8 @@ describe.each(['sqlite', 'postgres'] as const)('a graded course on %s', (kind) =
     const L = 'ept-and-npt';
     const put = await settings({ counts: 'best', hint_cost: 0.5, shown_cost: 0.75, points: { [L]: [2] }, lessons: ['four-address-spaces', L] });
     expect(put.statusCode, put.body).toBe(200);
-    expect(put.json().lessons.map((l: { id: string; possible: number }) => [l.id, l.possible])).toEqual([['four-address-spaces', 2], [L, 6]]);
+    const N = SPECS[L].length; // exercise 0 worth 2, the others 1
+    expect(put.json().lessons.map((l: { id: string; possible: number }) => [l.id, l.possible])).toEqual([['four-address-spaces', 2], [L, N + 1]]);
     const seed = (i: number) => seedFor(code, aiko.name, L, i);
     const ans = [0, 1, 2, 3, 4].map((i) => answers(L, i, seed(i)));
     const r = await send([
@@ -154,7 +155,7 @@ describe.each(['sqlite', 'postgres'] as const)('a graded course on %s', (kind) =
     expect(r.json().records.map((x: { verdict: string }) => x.verdict)).toEqual(['wrong', 'correct', 'correct', 'empty', 'correct', 'correct', 'wrong']);
     const mine = async (receipt: string) => (await req('GET', '/students/me/scores', undefined, receipt)).json().scores;
     // worked out by hand: best 2 + 0.5 + 0.25 + 1 + 0
-    expect((await mine(aiko.receipt)).lessons[L]).toMatchObject({ score: 3.75, possible: 6, exercises: [2, 0.5, 0.25, 1, null] });
+    expect((await mine(aiko.receipt)).lessons[L]).toMatchObject({ score: 3.75, possible: N + 1, exercises: [2, 0.5, 0.25, 1, ...Array(N - 4).fill(null)] });
     // the phone's answer counts for the same student, seen from either browser
     expect((await send([attempt(L, 4, seed(4), ans[4].right)], aikoPhone.receipt)).statusCode).toBe(200);
     expect((await mine(aikoPhone.receipt)).lessons[L].score).toBe(4.75);
@@ -168,7 +169,7 @@ describe.each(['sqlite', 'postgres'] as const)('a graded course on %s', (kind) =
     expect(all.json().students.find((s: { student_id: string }) => s.student_id === aiko.student_id).scores.total).toBe(4.75);
     expect((await req('GET', '/scores', undefined, aiko.receipt)).statusCode).toBe(403);
     // settings refused with the field named
-    for (const [s, needle] of [[{ counts: 'mean' }, '/counts'], [{ nope: 1 }, '/nope'], [{ points: { [L]: Array(6).fill(1) } }, '5 exercises'],
+    for (const [s, needle] of [[{ counts: 'mean' }, '/counts'], [{ nope: 1 }, '/nope'], [{ points: { [L]: Array(SPECS[L].length + 1).fill(1) } }, `${SPECS[L].length} exercises`],
       [{ lessons: ['no-such'] }, 'no lesson'], [{ hint_cost: 2 }, '/hint_cost'], [{ closes_at: 'tomorrow' }, '/closes_at']] as const) {
       const bad = await settings(s);
       expect(bad.statusCode, JSON.stringify(s)).toBe(400);
@@ -246,14 +247,14 @@ describe.each(['sqlite', 'postgres'] as const)('a graded course on %s', (kind) =
     expect(plain[0]).toEqual(['ID', 'Email', 'Name', 'Section', ...titles, 'Total', 'Possible', 'Late']);
     const a = plain.find((r) => r[0] === 'S001')!;
     expect(a.slice(2, 7)).toEqual(['Tanaka, Aiko K.', 'Sec A', '0', '4.75', '4.75']);
-    expect(a[7]).toBe('8');
+    expect(a[7]).toBe(String(2 + SPECS['ept-and-npt'].length + 1));
     expect(Number(plain.find((r) => r[0] === 'S002')![plain[0].indexOf('Total')])).toBe(total('S002').total);
 
     // Canvas: Student, ID, SIS User ID, SIS Login ID, Section, then "Title (id)" per
     // lesson; the row after the header is Points Possible; rows matched by ID / SIS User ID
     const canvas = csv((await g('?format=canvas')).body);
     expect(canvas[0]).toEqual(['Student', 'ID', 'SIS User ID', 'SIS Login ID', 'Section', ...titles]);
-    expect(canvas[1]).toEqual(['Points Possible', '', '', '', '', '2', '6']);
+    expect(canvas[1]).toEqual(['Points Possible', '', '', '', '', '2', String(SPECS['ept-and-npt'].length + 1)]);
     expect(canvas.slice(2).map((r) => r.slice(0, 5))).toEqual([
       ['Li, Wei', '103', 'S003', 'wei', 'Sec B'], ['Martin, Bea', '102', 'S002', 'bea', 'Sec A'], ['Tanaka, Aiko K.', '101', 'S001', 'aiko', 'Sec A']]);
     expect(canvas[4].slice(5)).toEqual(['0', '4.75']);
