@@ -70,8 +70,9 @@ describe('a class over the network: teacher and two students in Chromium', () =>
   it('the teacher creates a class with the class key and gets a join link at the network address', async () => {
     ({ page: teacher } = await person());
     await teacher.goto(`${url}/?view=results&lang=en`);
+    // the server takes a class key: its field is there before the first Create
+    await teacher.getByTestId('class-key').waitFor({ timeout: 20_000 });
     await teacher.getByTestId('class-name').fill('Week 9 lab');
-    await teacher.getByTestId('class-name').press('Enter');
     await teacher.getByTestId('class-key').fill(KEY);
     await teacher.getByTestId('class-key').press('Enter');
     await teacher.getByTestId('class-created').waitFor();
@@ -119,6 +120,8 @@ describe('a class over the network: teacher and two students in Chromium', () =>
     await expect.poll(() => ana.locator('[data-testid="class-uploads"] tbody tr').count(), { timeout: 20_000 }).toBe(1);
     const out = room.runInClient(join(root, 'hw-lab', 'run'), ['--from', join(root, 'tests', 'server', 'fixtures', 'result-quick.json'), '--upload', `${url}/api/results`, '--class', code, '--name', 'Bo']);
     expect(out).toMatch(/^upload id: [A-Za-z0-9_-]+$/m);
+    // the teacher's page, open all along, follows both uploads without a reload
+    await expect.poll(() => teacher.locator('[data-testid="class-uploads"] tbody tr').count(), { timeout: 30_000 }).toBe(2);
   }, 60_000);
 
   it('the teacher sees both students in the progress grid and both uploads, named, in the class', async () => {
