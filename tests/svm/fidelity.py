@@ -76,7 +76,14 @@ def prepare(sc: dict):
     result = vmsim("run", sc)
     image = vmsim("image", sc)
     try:
-        return sc, result, planmod.make_plan(sc, result, image)
+        try:
+            return sc, result, planmod.make_plan(sc, result, image)
+        except planmod.NeedsAccessed as e:
+            sc = copy.deepcopy(sc)
+            sc["nested"].setdefault("overrides", []).extend(e.overrides)
+            result = vmsim("run", sc)
+            image = vmsim("image", sc)
+            return sc, result, planmod.make_plan(sc, result, image)
     except planmod.RootUnusable:
         sc = as_fetches(sc)
         result = vmsim("run", sc)

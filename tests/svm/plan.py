@@ -116,6 +116,16 @@ class RootUnusable(Unsupported):
     harness's stub cannot run there (its own code fetch walks the root first)."""
 
 
+class NeedsAccessed(Exception):
+    """The harness's nested entry hangs below scenario entries without their A bit: its
+    walks would set it. The compared scenario gets these bits as nested overrides, so
+    that the engine starts from the memory QEMU runs the first command with."""
+
+    def __init__(self, overrides: list):
+        super().__init__("nested A bits the harness's walks set")
+        self.overrides = overrides
+
+
 class Plan:
     pass
 
@@ -171,25 +181,32 @@ def make_plan(sc: dict, result: dict, image: dict, stubs: bool = True) -> Plan:
                 e = words.get(ea)
                 if e == 0:
                     return None if ea in touched else (level, ea)
-                # below a scenario entry only if the harness's walk changes nothing there
-                if e & 0x27 != 0x27 or level == 2 or e & 0x80 or e & 0x180 or e >> 40 & 0xfff \
-                        or (e >> 63 and not nxe):
+                # below a valid scenario table entry; the harness's walk sets its A bit,
+                # which the compared scenario then has from the start (NeedsAccessed)
+                if e & 7 != 7 or level == 2 or e & 0x80 or (level >= 4 and e & 0x100) \
+                        or e >> 40 & 0xfff or (e >> 63 and not nxe):
                     return None
+                if not e & 0x20:
+                    need_a.append({"gpa": hex(gp), "level": level, "set": "0x20"})
                 table = e & ADDR
             return None
 
         gp = None
+        need_a = []
         gcands = [0xffe00000, 0xfee00000, 0xefe00000, 0xcfe00000, 0x8fe00000, 0x6fe00000,
                   0x4fe00000, 0x2fe00000]
         if paging != "32bit":
             gcands = [0xffffe00000, 0xfe3fe00000, 0x8000000000, 0x7fffe00000] + gcands
         for c in gcands:
+            need_a.clear()
             at = free_npt_path(c)
             if at:
                 gp, (alevel, aea) = c, at
                 break
         if gp is None:
             raise Unsupported("no guest-physical 2 MiB free in the nested tables for the harness")
+        if need_a:
+            raise NeedsAccessed(need_a)
         leaf2m = hb | 0xe7                         # P RW US A D PS
         ntab = {lv: hb + off for lv, off in L.NTAB.items()}
         # the chain below the attach point: tables ntab[alevel-1] .. ntab[3], leaf in ntab[2]
@@ -262,7 +279,7 @@ def make_plan(sc: dict, result: dict, image: dict, stubs: bool = True) -> Plan:
             else:
                 hw[gtab[lv] + idx * esize] = (gpa_of(gtab[lv - 1] - hb) | 0x27, esize)
         for (lv, ea) in attach:
-            flags = 0x1 if (paging == "pae" and lv == 3) else 0x27
+            flags = 0x21 if (paging == "pae" and lv == 3) else 0x27   # QEMU sets bit 5 there
             hw[ea] = (gpa_of(gtab[lv - 1] - hb) | flags, esize)
         if top != alev:
             raise Unsupported("internal: the harness's guest entry is not at the top level")
@@ -385,8 +402,8 @@ def make_plan(sc: dict, result: dict, image: dict, stubs: bool = True) -> Plan:
             if r["outcome"] == "ok":
                 hpa = h(r["hpa"])
                 if a["op"] == "write":
-                    if (hpa & ~7) in protected:
-                        val = exp.byte(hpa)
+                    if (hpa & ~7) in protected or hpa in planted:
+                        val = exp.byte(hpa)      # keeps a table byte, or a planted hlt
                     else:
                         val = next_nonce()
                         exp.set(hpa, val, 1)
