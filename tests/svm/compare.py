@@ -69,16 +69,6 @@ def _deviation_fault(sc: dict, a: dict, r: dict, g: dict):
     ex = g["exitcode"]
     reads = [s for s in r["steps"] if s["kind"] == "read"]
     last = reads[-1] if reads else None
-    if r["outcome"] == "guest_page_fault" and ex == L.EXIT_PF and \
-            h(f["error_code"]) & RSVD_P == RSVD_P and g["exitinfo1"] == h(f["error_code"]) & ~1:
-        return "reserved-fault-without-p", False
-    if r["outcome"] == "npt_fault" and ex == L.EXIT_NPF and not sc["nested"].get("host_nxe", True) \
-            and g["exitinfo1"] ^ h(f["exitinfo1"]) == 0x10 and g["exitinfo2"] == h(f["exitinfo2"]):
-        return "npf-id-bit-without-nxe", False
-    if r["outcome"] == "npt_fault" and ex == L.EXIT_NPF and \
-            h(f["exitinfo1"]) & RSVD_P == RSVD_P and g["exitinfo1"] == h(f["exitinfo1"]) & ~1 \
-            and g["exitinfo2"] == h(f["exitinfo2"]):
-        return "reserved-fault-without-p", False
     if f.get("reason") == "reserved" and last and last["kind"] == "read" and \
             last["result"] == "reserved":
         e = h(last["entry"])
@@ -89,6 +79,16 @@ def _deviation_fault(sc: dict, a: dict, r: dict, g: dict):
         if last["dim"] == "guest" and paging == "pae" and last["level"] == 3 and e & 0x1e6:
             if not _other_reserved(sc, last, e & ~0x1e6):
                 return "pae-pdpte-reserved-bits", True
+    if r["outcome"] == "guest_page_fault" and ex == L.EXIT_PF and \
+            h(f["error_code"]) & RSVD_P == RSVD_P and g["exitinfo1"] == h(f["error_code"]) & ~1:
+        return "reserved-fault-without-p", False
+    if r["outcome"] == "npt_fault" and ex == L.EXIT_NPF and not sc["nested"].get("host_nxe", True) \
+            and g["exitinfo1"] ^ h(f["exitinfo1"]) == 0x10 and g["exitinfo2"] == h(f["exitinfo2"]):
+        return "npf-id-bit-without-nxe", False
+    if r["outcome"] == "npt_fault" and ex == L.EXIT_NPF and \
+            h(f["exitinfo1"]) & RSVD_P == RSVD_P and g["exitinfo1"] == h(f["exitinfo1"]) & ~1 \
+            and g["exitinfo2"] == h(f["exitinfo2"]):
+        return "reserved-fault-without-p", False
     return None
 
 

@@ -140,8 +140,14 @@ def main(argv=None) -> int:
     ap.add_argument("--scenario", help="run this one scenario file only")
     ap.add_argument("--report", help="write a JSON report here")
     ap.add_argument("--web-data", help="add NPT to the page's verified-on-a-CPU data in this file")
+    ap.add_argument("--minimize", metavar="FILE",
+                    help="shrink this disagreeing scenario to a small case (FILE.min.json)")
+    ap.add_argument("--deviation", help="with --minimize: shrink to a case of this known "
+                    "QEMU deviation instead of a disagreement")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args(argv)
+    if args.minimize:
+        return minimize(args.minimize, args.deviation)
     started = time.time()
 
     items = []
@@ -165,7 +171,7 @@ def main(argv=None) -> int:
         if not first:
             # enough random machines for what is still missing (about 9 accesses each,
             # some not runnable)
-            need = max(4, (args.count - compared) // 6)
+            need = max(4, min(2 * BATCH, (args.count - compared) // 6))
             items = []
             for _ in range(need):
                 items.append((f"random seed {args.seed} #{k}", gen_svm.random_machine(rng, k), "random"))
@@ -249,6 +255,66 @@ def main(argv=None) -> int:
         write_web_data(args.web_data, compared, disagreements, kinds, examples)
     print(f"{compared} accesses, {len(disagreements)} disagreements")
     return 1 if disagreements else 0
+
+
+def disagreements_of(sc: dict, deviations: bool = False) -> list:
+    [(name, origin, sc2, result, p, got)] = run_all([("minimize", sc, "file")], jobs=1)
+    if not isinstance(p, planmod.Plan):
+        return []
+    return compare.compare(sc2, result, p, got)[1 if deviations else 0]
+
+
+def minimize(path: str, deviation=None) -> int:
+    """Greedy shrinking: drop accesses after the first disagreement, then each earlier
+    access or event, each override and each mapping, as long as a disagreement of the
+    same kind remains. Writes FILE.min.json and prints what is left."""
+    with open(path, encoding="utf-8") as f:
+        sc = json.load(f)
+    key = "deviation" if deviation else "what"
+    dis = [d for d in disagreements_of(sc, bool(deviation))
+           if not deviation or d["deviation"] == deviation]
+    if not dis:
+        print("nothing to minimize")
+        return 0
+    what = dis[0][key]
+    print("minimizing:", what, "at access", dis[0]["access"])
+
+    def still(c: dict) -> bool:
+        try:
+            return any(d[key] == what for d in disagreements_of(c, bool(deviation)))
+        except planmod.Unsupported:
+            return False
+    if isinstance(dis[0]["access"], int):
+        c = copy.deepcopy(sc)
+        c["accesses"] = c["accesses"][:dis[0]["access"] + 1]
+        if still(c):
+            sc = c
+    j = len(sc["accesses"]) - 2
+    while j >= 0:
+        c = copy.deepcopy(sc)
+        del c["accesses"][j]
+        if still(c):
+            sc = c
+        j -= 1
+    for dim in ("guest", "nested"):
+        for part in ("overrides", "mappings", "tables"):
+            lst = (sc.get(dim) or {}).get(part)
+            j = len(lst or []) - 1
+            while lst and j >= 0:
+                c = copy.deepcopy(sc)
+                del c[dim][part][j]
+                if still(c):
+                    sc = c
+                    lst = sc[dim][part]
+                j -= 1
+    out = path[:-5] + ".min.json" if path.endswith(".json") else path + ".min.json"
+    with open(out, "w", encoding="utf-8") as f:
+        json.dump(sc, f, indent=1)
+        f.write("\n")
+    for d in disagreements_of(sc, bool(deviation)):
+        print(d if deviation else compare.describe(d))
+    print(f"wrote {out}: {len(sc['accesses'])} accesses")
+    return 0 if deviation else 1
 
 
 def write_web_data(path: str, compared: int, disagreements: list, kinds: dict, examples: dict):

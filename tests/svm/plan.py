@@ -162,7 +162,8 @@ def make_plan(sc: dict, result: dict, image: dict, stubs: bool = True) -> Plan:
     frames.add(ncr3 >> 12)
     for f in frames:
         if not usable_frame(f << 12):
-            raise Unsupported(f"frame {f << 12:#x} is not in QEMU's RAM or is the harness's")
+            raise Unsupported("memory in the harness's first 64 MiB, in QEMU's PCI hole "
+                              "below 4 GiB or above its RAM")
 
     hb = L.HREGION
     hw = {}                                    # pa -> (value, size): the harness's entries
@@ -439,6 +440,9 @@ def make_plan(sc: dict, result: dict, image: dict, stubs: bool = True) -> Plan:
                 if level == p["level"]:
                     break
                 table = exp.get(ea, esize) & (ADDR if paging != "32bit" else 0xfffff000)
+            if not usable_frame(ea):
+                raise Unsupported("a page-table write to memory QEMU does not have "
+                                  "(or the harness's)")
             old = exp.get(ea, esize)
             new = (old & ~h(p.get("clear", "0x0"))) | h(p.get("set", "0x0"))
             exp.set(ea, new, esize)
