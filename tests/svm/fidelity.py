@@ -38,6 +38,8 @@ import layout as L  # noqa: E402
 VMSIM = os.environ.get("VMSIM", os.path.join(ROOT, "wasm-core", "build", "vmsim"))
 ARTIFACTS = os.path.join(ROOT, "tests", "artifacts")
 BATCH = 120                     # scenarios per QEMU boot
+with open(os.path.join(HERE, "cases", "index.json"), encoding="utf-8") as _f:
+    CASES = json.load(_f)["cases"]
 
 
 def vmsim(cmd: str, scenario: dict) -> dict:
@@ -160,9 +162,13 @@ def main(argv=None) -> int:
                 sc = json.load(f)
             if sc.get("mode") == "npt":
                 items.append((os.path.basename(path)[:-5], sc, "example"))
+        # the minimized cases of the known QEMU deviations (each must show its own)
+        for name in sorted(CASES):
+            with open(os.path.join(HERE, "cases", name), encoding="utf-8") as f:
+                items.append((name, json.load(f), "case"))
     compared = disagreements_n = 0
     disagreements, deviations, skipped = [], [], []
-    examples, modes, ops = {}, {}, {}
+    examples, modes, ops, cases_run = {}, {}, {}, {}
     scenarios = 0
     rng = random.Random(args.seed)
     k = 0
@@ -184,6 +190,12 @@ def main(argv=None) -> int:
                     examples[name] = {"verified": False, "reason": str(p)}
                 continue
             dis, devs, n = compare.compare(sc, result, p, got)
+            if origin == "case":
+                want, seen = CASES[name], sorted({d["deviation"] for d in devs})
+                if (want and want not in seen) or (not want and seen):
+                    dis.append({"access": None, "what": "harness",
+                                "detail": f"case {name}: expected {want or 'no deviation'}, "
+                                          f"saw {', '.join(seen) or 'none'}"})
             compared += n
             scenarios += 1
             for a in sc["accesses"]:
@@ -203,6 +215,8 @@ def main(argv=None) -> int:
                 d["scenario"] = name
             disagreements.extend(dis)
             deviations.extend(devs)
+            if origin == "case":
+                cases_run[name] = sorted({d["deviation"] for d in devs})
             if origin == "example":
                 examples[name] = {"verified": not dis, "accesses": n, "disagreements": len(dis),
                                   "known_deviations": len(devs), "as_fetches": "fetches" in sc.get("name", "")}
@@ -224,6 +238,8 @@ def main(argv=None) -> int:
         print(f"  {compare.DEVIATIONS[kd]}")
     seconds = time.time() - started
     verified = sorted(n for n, e in examples.items() if e.get("verified"))
+    if cases_run:
+        print(f"cases of the known deviations: {len(cases_run)} run (tests/svm/cases)")
     print(f"scenarios: {scenarios} run ({', '.join(f'{kk} {v}' for kk, v in sorted(modes.items()))} "
           f"accesses), {len(skipped)} not runnable; examples verified: {len(verified)} of "
           f"{len(examples)}; {seconds:.1f} s")
@@ -243,7 +259,7 @@ def main(argv=None) -> int:
             "seed": args.seed, "accesses_compared": compared,
             "disagreements": len(disagreements), "scenarios": scenarios,
             "accesses_by_mode": modes, "accesses_by_kind": ops, "seconds": round(seconds, 1),
-            "examples": examples, "not_runnable": reasons,
+            "examples": examples, "cases": cases_run, "not_runnable": reasons,
             "disagreement_list": disagreements[:200],
             "known_deviations": {kd: {"count": len(v), "reason": compare.DEVIATIONS[kd],
                                       "examples": v[:5]} for kd, v in kinds.items()},
