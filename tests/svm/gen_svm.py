@@ -84,5 +84,12 @@ def random_machine(rng, k: int) -> dict:
         sc["name"] = f"svm-{k}-" + sc["name"]
         sc.setdefault("machine", {})["maxphyaddr"] = QEMU_M
         add_events(rng, sc, raw)
+        if sc["guest"].get("address_spaces"):
+            # a second address space needs its tables mapped too: without it if not
+            try:
+                gen.rw.build(gen.rw.parse_scenario(sc))
+            except gen.rw.ScenarioError:
+                del sc["guest"]["address_spaces"]
+                sc["accesses"] = [a for a in sc["accesses"] if "mov_cr3" not in a]
         return sc
     raise RuntimeError("the generator failed 20 times in a row")

@@ -112,8 +112,18 @@ def npt_path_ok(words: Words, root: int, gpa: int, levels: int, nxe: bool) -> bo
 
 
 class RootUnusable(Unsupported):
-    """The guest's root table is not a user-writable page in the nested tables: the
-    harness's stub cannot run there (its own code fetch walks the root first)."""
+    """The harness's stubs have no way in: the guest's root table is not a user-writable
+    page in the nested tables (the stub's own code fetch walks the root first), or no
+    top-level entry is free for them. Fetches need no stub."""
+
+
+class UnreachableWrite(Unsupported):
+    """A page-table write event whose entry the host cannot reach (its table is not
+    mapped, or lies outside QEMU's memory): the scenario is compared without it."""
+
+    def __init__(self, index: int, why: str):
+        super().__init__(why)
+        self.index = index
 
 
 class NeedsAccessed(Exception):
@@ -185,7 +195,7 @@ def make_plan(sc: dict, result: dict, image: dict, stubs: bool = True) -> Plan:
                 # below a valid scenario table entry; the harness's walk sets its A bit,
                 # which the compared scenario then has from the start (NeedsAccessed)
                 if e & 7 != 7 or level == 2 or e & 0x80 or (level >= 4 and e & 0x100) \
-                        or e >> 40 & 0xfff or (e >> 63 and not nxe):
+                        or e >> 40 & 0xfff or e >> 63:    # (the stubs are fetched)
                     return None
                 if not e & 0x20:
                     need_a.append({"gpa": hex(gp), "level": level, "set": "0x20"})
@@ -263,7 +273,7 @@ def make_plan(sc: dict, result: dict, image: dict, stubs: bool = True) -> Plan:
                 if not npt_path_ok(words, ncr3, root, levels, nxe):
                     raise RootUnusable("the guest's root table is not a user-writable page in "
                                        "the nested tables: the harness's own code fetch would fault")
-            raise Unsupported("no free guest-linear region for the harness's stubs")
+            raise RootUnusable("no free guest-linear region for the harness's stubs")
 
         gtab = {lv: hb + off for lv, off in L.GTAB.items()}
         gpa_of = lambda off: gp + off              # noqa: E731
@@ -305,7 +315,9 @@ def make_plan(sc: dict, result: dict, image: dict, stubs: bool = True) -> Plan:
         return v
 
     planted = {}
-    for a, r in zip(sc["accesses"], accs):
+    # fetches first: a byte both fetched and read holds the hlt, which the read returns
+    order = sorted(zip(sc["accesses"], accs), key=lambda ar: ar[0].get("op") != "fetch")
+    for a, r in order:
         if a.get("op") in ("read", "fetch") and r["outcome"] == "ok":
             hpa = h(r["hpa"])
             if hpa >> 12 in {pa >> 12 for pa in hw} or hb <= hpa < hb + (1 << 21):
@@ -316,9 +328,7 @@ def make_plan(sc: dict, result: dict, image: dict, stubs: bool = True) -> Plan:
                                       "for the planted hlt)")
                 continue
             want = 0xf4 if a["op"] == "fetch" else next_nonce()
-            if hpa in planted and planted[hpa] != want:
-                if a["op"] == "fetch" or planted[hpa] == 0xf4:
-                    raise Unsupported("a byte both read and fetched")
+            if hpa in planted:
                 continue
             planted[hpa] = want
             exp.set(hpa, want, 1)
@@ -436,13 +446,13 @@ def make_plan(sc: dict, result: dict, image: dict, stubs: bool = True) -> Plan:
             for level in g_levels(paging):
                 ea = table_hpa(table + g_index(paging, gva, level) * esize)
                 if ea is None:
-                    raise Unsupported("a page-table write whose table is not mapped")
+                    raise UnreachableWrite(i, "a page-table write whose table is not mapped")
                 if level == p["level"]:
                     break
                 table = exp.get(ea, esize) & (ADDR if paging != "32bit" else 0xfffff000)
             if not usable_frame(ea):
-                raise Unsupported("a page-table write to memory QEMU does not have "
-                                  "(or the harness's)")
+                raise UnreachableWrite(i, "a page-table write to memory QEMU does not "
+                                          "have (or the harness's)")
             old = exp.get(ea, esize)
             new = (old & ~h(p.get("clear", "0x0"))) | h(p.get("set", "0x0"))
             exp.set(ea, new, esize)
