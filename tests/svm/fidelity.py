@@ -378,4 +378,8 @@ def write_web_data(path: str, compared: int, disagreements: list, kinds: dict, e
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except machine.HarnessError as e:
+        print(f"tests/svm: {e}", file=sys.stderr)
+        sys.exit(2)

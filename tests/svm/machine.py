@@ -62,6 +62,11 @@ def run_batch(host_levels: int, plans: list, timeout: float = 300) -> list:
         except subprocess.TimeoutExpired:
             pr = None
         data = open(out, "rb").read() if os.path.exists(out) else b""
+    if pr is not None and pr.returncode not in (0, 1) and not data:
+        # QEMU did not start: say why, once, instead of failing every scenario
+        raise HarnessError("QEMU did not start: " + pr.stderr.decode(errors="replace").strip()[-400:] +
+                           (" (the guest's RAM is mapped with reserve=off; a host with "
+                            "vm.overcommit_memory=2 refuses it)" if b"allocate" in pr.stderr else ""))
     words = struct.unpack(f"<{len(data) // 8}Q", data[:len(data) // 8 * 8])
     results = []
     k = 0
