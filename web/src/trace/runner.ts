@@ -1,28 +1,70 @@
-/* Starting a replay: in a Web Worker in the page (replay.worker.ts); tests hand the panel
- * a runner of their own that calls runReplay in the same thread. */
-import type { FromWorker, ReplayOptions } from './protocol';
+/* Starting a replay: in Web Workers in the page (replay.worker.ts), one per group of modes
+ * (as many groups as the machine has processors, navigator.hardwareConcurrency, at most
+ * one per mode), each streaming the same File; the first merges the others' counts and
+ * writes the report, and the page sees one progress bar for all. Tests hand the panel a
+ * runner of their own that calls runReplay in the same thread. */
+import { modeGroups, REPLAY_MODES } from '../../../wasm-core/js/replay';
+import type { FromPart, FromWorker, ReplayOptions, ToWorker } from './protocol';
 
 export interface Running {
-  /** Stops the replay at once (the worker is terminated). */
+  /** Stops the replay at once (the workers are terminated). */
   cancel(): void;
 }
 
 export type Runner = (blob: Blob, options: ReplayOptions, onMessage: (m: FromWorker) => void) => Running;
 
+/** Workers for a replay here: the processors the browser reports (1 when it does not say). */
+export function replayWorkers(): number {
+  const n = typeof navigator !== 'undefined' ? navigator.hardwareConcurrency : 0;
+  return n > 0 ? n : 1;
+}
+
 export const workerRunner: Runner = (blob, options, onMessage) => {
-  const worker = new Worker(new URL('./replay.worker.ts', import.meta.url), { type: 'module', name: 'vmemlab-replay' });
+  const groups = modeGroups(options.modes ?? REPLAY_MODES, replayWorkers());
+  const workers = groups.map(() => new Worker(new URL('./replay.worker.ts', import.meta.url), { type: 'module', name: 'vmemlab-replay' }));
   let over = false;
-  const stop = () => { if (!over) { over = true; worker.terminate(); } };
-  worker.onmessage = (e: MessageEvent<FromWorker>) => {
+  const stop = () => {
     if (over) return;
-    onMessage(e.data);
-    if (e.data.type === 'done' || e.data.type === 'error') stop();
+    over = true;
+    for (const w of workers) w.terminate();
   };
-  worker.onerror = (e) => {
-    if (over) return;
-    onMessage({ type: 'error', stage: 'other', message: e.message || 'the replay worker failed to start' });
-    stop();
+  const fraction = groups.map(() => 0);
+  const pass = groups.map(() => 1);
+  const counts: (string | undefined)[] = groups.map(() => undefined);
+  let leadReady = false;
+  const maybeMerge = () => {
+    if (leadReady && counts.slice(1).every((c) => c !== undefined)) {
+      workers[0].postMessage({ type: 'merge', counts: counts.slice(1) as string[] } satisfies ToWorker);
+    }
   };
-  worker.postMessage({ type: 'replay', blob, options });
+  workers.forEach((worker, i) => {
+    worker.onmessage = (e: MessageEvent<FromPart>) => {
+      if (over) return;
+      const m = e.data;
+      if (m.type === 'progress') {
+        // one bar: the mean of the workers' fractions, the pass of the one furthest behind
+        fraction[i] = m.progress.fraction;
+        pass[i] = m.progress.pass;
+        const f = fraction.reduce((a, b) => a + b, 0) / fraction.length;
+        onMessage({ type: 'progress', progress: { ...m.progress, pass: Math.min(...pass) as 1 | 2, fraction: f } });
+      } else if (m.type === 'counts') {
+        counts[i] = m.text;
+        fraction[i] = 1;
+        maybeMerge();
+      } else if (m.type === 'ready') {
+        leadReady = true;
+        maybeMerge();
+      } else {
+        onMessage(m);
+        if (m.type === 'done' || m.type === 'error') stop();
+      }
+    };
+    worker.onerror = (e) => {
+      if (over) return;
+      onMessage({ type: 'error', stage: 'other', message: e.message || 'the replay worker failed to start' });
+      stop();
+    };
+    worker.postMessage({ type: 'replay', blob, options, part: groups[i], lead: i === 0 } satisfies ToWorker);
+  });
   return { cancel: stop };
 };
