@@ -141,7 +141,7 @@ struct vmsim_replay {
     vm_result *r;
     vm_result *mres[N_REPLAY_MODES];    /* each mode's own: modes may run on threads of their own */
     trace_access batch[BATCH];
-    uint16_t run[BATCH];
+    uint16_t run[BATCH], nxt[BATCH];
     uint64_t end_page[2];
     uint32_t end_off[2];
 };
@@ -878,11 +878,12 @@ static void translate_one(machine *m, mode_memo *mm, vm_result *res, mode_stats 
  * one mode's TLB and memo stay in the processor's caches for the whole batch (measured:
  * the WebAssembly build gains most). The memo's generation and the TLB's tick live in
  * locals between the calls that change them. */
-static void run_batch(vmsim_replay *r, int mode, const trace_access *b, const uint16_t *run, size_t n)
+static void run_batch(vmsim_replay *r, int mode, const trace_access *b, const uint16_t *run, const uint16_t *nxt, size_t n)
 {
     machine *m = &r->m[mode];
     mode_memo *mm = &r->memo[mode];
     cache *tlb = m->tlb;
+    dcache *dc = m->dc;
     uint64_t ok = 0;
     uint32_t gen = mm->gen, tick = tlb ? tlb->tick : 0;
     for (size_t i = 0; i < n; i++) {
@@ -896,9 +897,23 @@ static void run_batch(vmsim_replay *r, int mode, const trace_access *b, const ui
             tick += k;
             *e->age = (uint64_t)tick << 1 | 1;      /* what cache.c does to a line it finds */
             ok += k;
+            /* each access still reads its own line. One that reads the same line as the
+             * access before it reads its L1's last line, which changes nothing there
+             * (dcache.h): counted as an L1 hit without a lookup. The first of each line
+             * (nxt: where the next line starts, the same in every mode) is looked up; it
+             * too is often the L1's last line, also found without a search. */
             int which = op == OP_FETCH ? DC_CODE : DC_DATA;
-            for (uint32_t j = 0; j < k; j++)         /* each access still reads its own line */
-                m->dc->data[dcache_lookup(m->dc, e->hpa_page | (b[i + j].addr & 0xFFF), which)]++;
+            const uint32_t *last = &dc->l1[which].last_key[0];
+            uint64_t base = e->hpa_page, same = k;
+            for (size_t j = i, stop = i + k; j < stop; j = nxt[j]) {
+                uint64_t hpa = base | (b[j].addr & 0xFFF);
+                same--;
+                if ((uint32_t)(hpa >> 6) + 1 == *last)
+                    same++;
+                else
+                    dc->data[dcache_lookup(dc, hpa, which)]++;
+            }
+            dc->data[DC_L1] += same;
             i += k - 1;
             continue;
         }
@@ -915,20 +930,24 @@ static void run_batch(vmsim_replay *r, int mode, const trace_access *b, const ui
     r->st[mode].accesses += n;
 }
 
-/* run[i]: how many accesses from i on go to the same page with the same kind of access */
-static void compute_runs(const trace_access *b, uint16_t *run, size_t n)
+/* run[i]: how many accesses from i on go to the same page with the same kind of access;
+ * nxt[i]: the first access after i that is not in that run or reads another 64-byte line
+ * (the same in every mode: a run stays on one page). */
+static void compute_runs(const trace_access *b, uint16_t *run, uint16_t *nxt, size_t n)
 {
-    for (size_t i = n; i-- > 0;)
-        run[i] = i + 1 < n && b[i + 1].addr >> 12 == b[i].addr >> 12 && op_of[b[i + 1].kind] == op_of[b[i].kind]
-                     ? (uint16_t)(run[i + 1] + 1) : 1;
+    for (size_t i = n; i-- > 0;) {
+        bool more = i + 1 < n && b[i + 1].addr >> 12 == b[i].addr >> 12 && op_of[b[i + 1].kind] == op_of[b[i].kind];
+        run[i] = more ? (uint16_t)(run[i + 1] + 1) : 1;
+        nxt[i] = more && b[i + 1].addr >> 6 == b[i].addr >> 6 ? nxt[i + 1] : (uint16_t)(i + 1);
+    }
 }
 
 static void run_all(vmsim_replay *r, const trace_access *b, size_t n)
 {
-    compute_runs(b, r->run, n);
+    compute_runs(b, r->run, r->nxt, n);
     for (int mode = 0; mode < N_REPLAY_MODES; mode++)
         if (r->built[mode])
-            run_batch(r, mode, b, r->run, n);
+            run_batch(r, mode, b, r->run, r->nxt, n);
 }
 
 EXPORT int vmsim_replay_feed(vmsim_replay *r, const uint8_t *body, size_t n)
@@ -960,9 +979,9 @@ EXPORT int vmsim_replay_feed(vmsim_replay *r, const uint8_t *body, size_t n)
 struct vmsim_replay_batch {
     size_t n;
     trace_access a[VMSIM_REPLAY_BATCH];
-    uint16_t run[VMSIM_REPLAY_BATCH];
+    uint16_t run[VMSIM_REPLAY_BATCH], nxt[VMSIM_REPLAY_BATCH];
 };
-_Static_assert(VMSIM_REPLAY_BATCH <= 65535, "a run of accesses is counted in 16 bits");
+_Static_assert(VMSIM_REPLAY_BATCH <= 65535, "a run and an index in the batch are kept in 16 bits");
 
 vmsim_replay_batch *vmsim_replay_batch_new(void)
 {
@@ -1013,7 +1032,7 @@ size_t vmsim_replay_decode(vmsim_replay *r, const uint8_t **pp, const uint8_t *e
 
 void vmsim_replay_batch_seal(vmsim_replay_batch *b)
 {
-    compute_runs(b->a, b->run, b->n);
+    compute_runs(b->a, b->run, b->nxt, b->n);
 }
 
 unsigned vmsim_replay_modes_here(const vmsim_replay *r)
@@ -1027,7 +1046,7 @@ unsigned vmsim_replay_modes_here(const vmsim_replay *r)
 void vmsim_replay_run(vmsim_replay *r, int mode, const vmsim_replay_batch *b)
 {
     if (r && mode >= 0 && mode < N_REPLAY_MODES && r->built[mode] && b->n)
-        run_batch(r, mode, b->a, b->run, b->n);
+        run_batch(r, mode, b->a, b->run, b->nxt, b->n);
 }
 
 /* ---- the report ---- */
