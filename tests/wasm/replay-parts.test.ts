@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadVmsim, type Vmsim } from '../../wasm-core/js/vmsim';
 import { modeGroups, replayInParts, replayPart, REPLAY_MODES, TraceError, type ReplayMode, type ReplayOptions } from '../../wasm-core/js/replay';
+import { workersWithin } from '../../web/src/trace/runner';
 
 const root = join(__dirname, '..', '..');
 const vmsim = join(root, 'wasm-core', 'build', 'vmsim');
@@ -57,6 +58,12 @@ describe('the replay in parts (the page\'s workers)', () => {
       expect(Math.max(...sizes) - Math.min(...sizes)).toBeLessThanOrEqual(1);
     }
     expect(modeGroups(['ept'], 4)).toEqual([['ept']]);
+    // the workers' memories together within the one worker's budget: a program's few
+    // thousand pages let every processor have one; the largest trace, two
+    expect(workersWithin(1403, 8)).toBe(8);
+    expect(workersWithin(2 ** 20, 8)).toBe(2);
+    expect(workersWithin(2 ** 19, 8)).toBe(3);
+    expect(workersWithin(100, 0)).toBe(1);
     expect(modeGroups(REPLAY_MODES, 0)).toEqual([[...REPLAY_MODES]]);
   });
 
