@@ -69,7 +69,7 @@ build: setup
 # generator and check, the lessons' exercises and the engine's JS wrapper, bundled for Node
 # by vite's SSR build (web/server/grade-entry.ts; grade.mjs runs it in a worker thread, with
 # the same vmsim.wasm the page loads).
-GRADE_INPUTS := web/server/grade-entry.ts web/server/grade.vite.config.mjs web/src/lessons/exercises.ts \
+GRADE_INPUTS := web/server/grade-entry.ts web/server/grade.vite.config.mjs web/src/lessons/exercises.ts web/src/lessons/shape.ts $(wildcard web/src/lessons/kinds/*.ts) \
 	web/src/lessons/content.ts web/src/lessons/langs.ts web/src/progress/seed.ts \
 	wasm-core/js/vmsim.ts wasm-core/js/replay.ts wasm-core/js/types.ts $(wildcard lessons/*/*.md) $(wildcard lessons/scenarios/*.json)
 web/server/gen/grade.mjs: $(GRADE_INPUTS) wasm-core/build/wasm/vmsim.mjs node_modules/.package-lock.json
