@@ -176,6 +176,7 @@ typedef struct scenario {
     /* caches (all sizes 0 = off) */
     uint32_t tlb_entries, tlb_ways, pwc_entries, ntlb_entries, ntlb_ways;
     bool flush_on_eptp_switch;
+    bool cache_contents;        /* the result lists what each cache holds after each access */
     /* accesses */
     vm_access *accesses;
     uint32_t n_accesses;
@@ -324,6 +325,8 @@ bool guest_entry_addr(machine *m, uint64_t gva, int level, uint64_t *egpa, uint6
 void report_guest_fault(const machine *m, const vm_access *a, vm_result *r, int level, enum vm_reason reason,
                         uint64_t code);
 uint16_t tlb_rights(const machine *m, uint64_t leaf, bool rw, bool us, bool xd, unsigned nperms);
+#define TLB_DIRTY 0x40u     /* a TLB line's aux: filled by a write (or no dirty bit to set) */
+#define NTLB_DIRTY 0x10u    /* a nested TLB line's aux: filled by a write */
 void tlb_insert(machine *m, const vm_access *a, uint64_t gpa, uint64_t hpa, uint64_t size, uint16_t rights);
 
 /* shadow.c */
@@ -332,6 +335,7 @@ bool shadow_prefill(machine *m, char *err, size_t errlen);
 void shadow_free(machine *m);
 void shadow_translate(machine *m, const vm_access *a, vm_result *r);
 void shadow_event(machine *m, const vm_access *a, vm_result *r);
+int shadow_shift(const machine *m, int level);  /* the gva bits above a shadow entry of this level */
 
 /* shadow.c, shared with agile.c */
 bool shadow_wp_contains(const machine *m, uint64_t gfn);
@@ -381,7 +385,10 @@ void translate(machine *m, const vm_access *a, vm_result *r);
 /* result.c (5) */
 struct strbuf;
 void result_json_begin(struct strbuf *sb, const machine *m);
-void result_json_access(struct strbuf *sb, const machine *m, const vm_access *a, const vm_result *r);
+void result_json_access(struct strbuf *sb, const machine *m, const vm_access *a, const vm_result *r, bool contents);
+#define CONTENTS_MAX_ACCESSES 256   /* caches.contents: accesses listed (the result stays a few MB at most) */
+#define CONTENTS_MAX_LINES 32       /* caches.contents: lines listed per cache, most recently used first */
+void machine_mark_caches(machine *m);
 void result_json_end(struct strbuf *sb, const machine *m, const vm_result *totals, const uint32_t counts[OUT_COUNT],
                      uint32_t n);
 void step_flags(const machine *m, const vm_step *st, char *out, size_t outlen, bool json);

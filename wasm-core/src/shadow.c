@@ -149,7 +149,7 @@ static int guest_shift(const guest_format *gf, int level)
     return gf->page_shift + gf->index_bits * (level - 1);
 }
 
-static int shadow_shift(const machine *m, int level)
+int shadow_shift(const machine *m, int level)
 {
     return pae_shadow(m) ? 12 + 9 * (level - 1) : guest_shift(m->gf, level);
 }

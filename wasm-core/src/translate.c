@@ -306,8 +306,6 @@ static bool flat_walk(machine *m, vm_result *r, uint64_t gpa, const nested_req *
     }
 }
 
-#define NTLB_DIRTY 0x10u
-
 /* A walk of the nested dimension for one gpa. */
 typedef bool nested_walk_fn(machine *m, vm_result *r, uint64_t gpa, const nested_req *q, nested_out *o);
 
@@ -417,8 +415,6 @@ typedef struct walked {
     unsigned nperms;
     uint16_t rights;        /* combined RW | US << 1 | XD << 2 down to this level */
 } walked;
-
-#define TLB_DIRTY 0x40u
 
 static uint32_t tlb_tag(const machine *m)
 {
