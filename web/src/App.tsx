@@ -9,6 +9,7 @@ import { accessLabel } from './model/decode';
 import { EXAMPLES, EXAMPLE_NAMES, scenarioDescription } from './model/examples';
 import { parseUrl, toSearch, type UrlState, type View } from './model/url';
 import { CachePanel } from './views/CachePanel';
+import { CacheContents } from './views/CacheContents';
 import { Controls } from './views/Controls';
 import { MemoryView } from './views/MemoryView';
 import { EntryPanel, WalkView } from './views/WalkView';
@@ -166,7 +167,7 @@ export function App({ engine }: { engine: Vmsim }) {
         <select value={url.scenario ? '' : url.example} aria-label={tv('app.exampleScenario')}
           onChange={(e) => { setPlaying(false); update({ example: e.target.value, scenario: null, access: 0, step: 0 }, true); releaseAfterPick(e.target); }}>
           {url.scenario && <option value="">{tv('app.yourScenario')}</option>}
-          {EXAMPLE_NAMES.map((n) => <option key={n} value={n}>{n}</option>)}
+          {EXAMPLE_NAMES.map((n) => <option key={n} value={n}>{tv(`exampleTitle.${n}`, { defaultValue: n })}</option>)}
         </select>
       </label>
       {result && result.accesses.length > 1 && (
@@ -176,7 +177,7 @@ export function App({ engine }: { engine: Vmsim }) {
           </select>
         </label>
       )}
-      {result && <span className="mode-badge" data-mode={result.mode}>{result.mode} · {result.guest_paging}{result.nested_levels ? ' · ' + tv('app.nestedLevels', { count: result.nested_levels }) : ''}</span>}
+      {result && <span className="mode-badge" data-mode={result.mode}>{tv('app.badge', { mode: tv(`words.mode.${result.mode}`), paging: tv(`words.paging.${result.guest_paging}`) })}{result.nested_levels ? ' · ' + tv('app.nestedLevels', { count: result.nested_levels }) : ''}</span>}
     </div>
   );
 
@@ -225,9 +226,10 @@ export function App({ engine }: { engine: Vmsim }) {
                 {url.view === 'walk' ? (
                   <>
                     <WalkView result={result} access={access} step={step} onStep={(n) => { setPlaying(false); goStep(n); }}>
-                      {!url.scenario && <BochsReads example={url.example} accessIndex={accessIndex} access={access} />}
+                      {!url.scenario && <BochsReads example={url.example} accessIndex={accessIndex} access={access} engine={engine} />}
                     </WalkView>
                     <CachePanel result={result} accessIndex={accessIndex} onAccess={(i) => update({ access: i, step: 0 })} />
+                    <CacheContents engine={engine} scenarioText={scenarioText} accessIndex={accessIndex} />
                   </>
                 ) : (
                   <div className="memory-page">
