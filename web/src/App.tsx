@@ -271,7 +271,7 @@ export function App({ engine }: { engine: Vmsim }) {
         )}
       </main>
       <footer className="foot">
-        <span>{url.view === 'walk' || url.view === 'memory' ? t('keys') + ' · ' : url.view === 'lessons' ? t('keysLessons') + ' · ' : ''}{tv('app.engine', { version: engine.version })}</span>
+        <span>{url.view === 'walk' || url.view === 'memory' ? t('keys') + ' · ' : url.view === 'lessons' ? t('keysLessons') + ' · ' : ''}<span title={engine.version}>{tv('app.engine', { version: /\d+\.\d+\.\d+/.exec(engine.version)?.[0] ?? engine.version })}</span></span>
       </footer>
     </div>
   );
