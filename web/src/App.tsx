@@ -20,6 +20,7 @@ import { useTranslation } from 'react-i18next';
 import { LANG_NAMES, saveLang, savedLang } from './i18n';
 import { LANGS, type Lang } from './lessons/langs';
 import { StartHere } from './StartHere';
+import { useTouch } from './views/touch';
 
 // The tabs' code, loaded on first use. Pointing at a tab (or focusing it) starts the load;
 // a tab whose code has arrived by the click renders at once, without suspending (a
@@ -64,6 +65,7 @@ export function App({ engine }: { engine: Vmsim }) {
   const [theme, setTheme] = useState<Theme>(initialTheme);
   const { t, i18n } = useTranslation();
   const { t: tv } = useTranslation('views');
+  const touch = useTouch();   // no keys to name on a touch screen
   // A language in the URL wins over the saved one (a shared link shows what was shared).
   useEffect(() => {
     if (url.lang && i18n.language !== url.lang) void i18n.changeLanguage(url.lang);
@@ -271,7 +273,7 @@ export function App({ engine }: { engine: Vmsim }) {
         )}
       </main>
       <footer className="foot">
-        <span>{url.view === 'walk' || url.view === 'memory' ? t('keys') + ' · ' : url.view === 'lessons' ? t('keysLessons') + ' · ' : ''}<span title={engine.version}>{tv('app.engine', { version: /\d+\.\d+\.\d+/.exec(engine.version)?.[0] ?? engine.version })}</span></span>
+        <span>{touch ? '' : url.view === 'walk' || url.view === 'memory' ? t('keys') + ' · ' : url.view === 'lessons' ? t('keysLessons') + ' · ' : ''}<span title={engine.version}>{tv('app.engine', { version: /\d+\.\d+\.\d+/.exec(engine.version)?.[0] ?? engine.version })}</span></span>
       </footer>
     </div>
   );

@@ -9,7 +9,7 @@ import glossary from '../../../lessons/glossary.json';
 
 const ROOT = join(__dirname, '..', '..', '..');
 type Rendered = Partial<Record<'ja' | 'zh', { as: string; not: string[] }>>;
-const TERMS = glossary.terms as Record<string, Record<string, string> & { rendered?: Rendered }>;
+const TERMS = glossary.terms as unknown as Record<string, Record<'en' | 'ja' | 'zh', string> & { rendered?: Rendered }>;
 
 /** Every text a learner reads in one language, by where it comes from. */
 function texts(lang: 'ja' | 'zh'): [string, string][] {
