@@ -349,7 +349,10 @@ export const StepList = memo(function StepList({ result, access, step, onStep }:
  * After each step the page scrolls just enough to show the cell between them. */
 function useCellClear(ref: React.RefObject<HTMLElement | null>, step: number, on: boolean) {
   useEffect(() => {
-    const main = on ? ref.current : null;   // the Walk tab's walk only: a lesson's page never jumps
+    // the Walk tab's walk only (a lesson's page never jumps), and only where the explanation
+    // sticks (style.css: max-width 820px); layout is read after that test, not on every render
+    const narrow = typeof matchMedia === 'function' && matchMedia('(max-width: 820px)').matches;
+    const main = on && narrow ? ref.current : null;
     const cell = main?.querySelector('td[aria-current="step"]');
     const entry = main?.querySelector('.entry');
     if (!cell || !entry || getComputedStyle(entry).position !== 'sticky') return;
