@@ -100,6 +100,27 @@ static __attribute__((noinline)) bool nested_walk_fault(machine *m, vm_result *r
     return false;
 }
 
+
+/* AMD's A bit says that the table the entry points to has been read (APM vol. 2,
+ * 5.4.1, "Accessed (A) Bit": "set to 1 by the processor the first time the table or
+ * physical page is either read from or written to"): when an NPT walk faults, the
+ * entries above the last one read still get A, for the tables below them were read.
+ * The leaf's A (and D) stay for a walk that reaches the page. */
+static void npt_table_a_bits(machine *m, vm_step **steps, const uint64_t *addrs, const uint64_t *vals, int count,
+                             const bool record)
+{
+    for (int j = 0; j < count; j++) {
+        if (vals[j] & BIT(5))
+            continue;
+        uint64_t cur = mem_read(&m->mem, addrs[j], 8);
+        if (cur & BIT(5))
+            continue;
+        mem_write_existing(&m->mem, addrs[j], 8, cur | BIT(5));
+        if (record && steps[j])
+            steps[j]->ad_set = 1;
+    }
+}
+
 /* One nested walk. `ept` and `record` are constants in each of the instantiations
  * below, so the entry checks inline, the walk makes no indirect calls, and a walk whose
  * caller wants no steps carries no trace code. */
@@ -165,6 +186,8 @@ static inline __attribute__((always_inline)) bool nested_walk_impl(machine *m, v
     enum nested_check c = ept ? ept_entry_check(s, e, level, &detail) : npt_entry_check(s, e, level, &detail);
     if (st)
         st->result = (uint8_t)nested_result(c);
+    if (!ept && (c != NC_LEAF || (perms & npt_entry_perms(s, e) & q->need) != q->need))
+        npt_table_a_bits(m, steps, addrs, vals, n - 1, record);
     if (c != NC_LEAF)
         return nested_walk_fault(m, r, q, gpa, level, c, detail,
                                  c == NC_RESERVED ? perms & (ept ? ept_entry_perms(s, e) : npt_entry_perms(s, e)) : 0);
@@ -443,6 +466,30 @@ void pae_load_pdptes(machine *m)
  * table otherwise. `x64` is a constant in each instantiation of guest_walk. */
 #define GUEST_FN(x64, inline_call, table_call) ((x64) ? (inline_call) : (table_call))
 
+
+/* Mode npt (an AMD CPU): when the guest walk faults, the A bit of each entry whose
+ * table was read (the first `count` entries walked), as npt_table_a_bits does for the
+ * nested tables. NPT made every guest table read a write, so none is blocked. */
+static void npt_guest_a_bits(machine *m, vm_result *r, const walked *w, const uint64_t *wval, int count, int es,
+                             bool two_d, const bool record)
+{
+    for (int j = 0; j < count; j++) {
+        if (wval[j] & X86_A)
+            continue;
+        uint64_t cur = mem_read(&m->mem, w[j].hpa, es);
+        if (cur & X86_A)
+            continue;
+        vm_step *st = record ? record_step(r) : NULL;
+        if (st)
+            *st = (vm_step){.kind = STEP_AD_WRITE, .dim = DIM_GUEST, .level = (uint8_t)w[j].level,
+                            .stage = (uint8_t)w[j].level, .gpa_valid = two_d, .gpa = w[j].gpa, .table = w[j].table,
+                            .index = w[j].index, .entry_hpa = w[j].hpa, .entry = cur, .ad_set = 1,
+                            .result = RES_WRITTEN};
+        r->ad_writes++;
+        mem_write_existing(&m->mem, w[j].hpa, es, cur | X86_A);
+    }
+}
+
 /* The guest walk of one access (4.2), with the nested walk of every gpa it touches, the
  * A/D updates, the final nested walk and the cache fills. */
 static inline __attribute__((always_inline)) void guest_walk(machine *m, const vm_access *a, vm_result *r,
@@ -454,6 +501,7 @@ static inline __attribute__((always_inline)) void guest_walk(machine *m, const v
     const int es = x64 ? 8 : gf->entry_size;
     const bool has_xd = x64 || gf->has_xd, has_ad = x64 || gf->has_ad;
     const bool two_d = machine_two_d(m);
+    const bool npt_a = m->nf == &nested_npt && has_ad;    /* AMD: A bits of a faulting walk */
     walked w[5];
     uint64_t wval[5];
     int nw = 0;
@@ -551,8 +599,11 @@ static inline __attribute__((always_inline)) void guest_walk(machine *m, const v
         nested_out no = {0};
         if (two_d) {
             tq.stage = level;
-            if (!nested_walk(m, r, egpa, &tq, &no))
+            if (!nested_walk(m, r, egpa, &tq, &no)) {
+                if (npt_a && nw > 1)
+                    npt_guest_a_bits(m, r, w, wval, nw - 1, es, two_d, record);
                 return;
+            }
             ehpa = no.hpa;
         }
         /* x86-64 tables are 4 KiB aligned: in native mode the entry is in table's frame */
@@ -575,6 +626,8 @@ static inline __attribute__((always_inline)) void guest_walk(machine *m, const v
                                       : leaf     ? RES_PAGE
                                                  : RES_TABLE};
         if (!present || reserved) {
+            if (npt_a)
+                npt_guest_a_bits(m, r, w, wval, nw, es, two_d, record);
             report_guest_fault(m, a, r, level, present ? REASON_RESERVED : REASON_NOT_PRESENT, 0);
             return;
         }
@@ -596,6 +649,8 @@ static inline __attribute__((always_inline)) void guest_walk(machine *m, const v
     int why = GUEST_FN(x64, x86_rights_fault(s, a->op, a->user, rw, us, xd),
                        gf->access_fault(s, wval[nw - 1], a->op, a->user, rw, us, xd, &code));
     if (why >= 0) {
+        if (npt_a)
+            npt_guest_a_bits(m, r, w, wval, nw - 1, es, two_d, record);
         report_guest_fault(m, a, r, w[nw - 1].level, (enum vm_reason)why, code);
         return;
     }

@@ -6,9 +6,10 @@
 // check() gives for its lesson, exercise, seed and answer; for a done mark, that its lesson
 // exists. What the page said about its own verdict is never read.
 //
-// A check takes 0.2-2 ms for most kinds; which-wins runs three streams of about 2,000
-// accesses through the engine (0.15-0.25 s here), so the engine's answer for each variant
-// is kept (grade-entry.ts), one worker grades one batch (at most 50 records) at a time, at
+// A check takes 0.2-2 ms for most kinds; which-wins runs three streams of 1,000 to 4,000
+// accesses through the engine (0.5-2 s on a loaded two-core machine), so the engine's
+// answer for each of its 72 variants is kept (grade-entry.ts), one worker grades one batch
+// (at most 50 records, one student's: at most three which-wins variants) at a time, at
 // most QUEUE_MAX batches wait, and one more is answered 503 with Retry-After.
 import { readFileSync } from 'node:fs';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
@@ -19,7 +20,7 @@ export const POOL_SIZE = 1;
 /** Batches waiting for the worker; one more is answered 503 with Retry-After. */
 export const QUEUE_MAX = 16;
 /** A batch graded for longer than this is stopped (its worker replaced) and answered 503:
- * 50 which-wins variants none of which was graded before take about 10 s. */
+ * a student's batch holds at most three which-wins variants (one a lesson), 6 s at most. */
 export const JOB_TIMEOUT_MS = 30_000;
 const BUNDLE = new URL('./gen/grade.mjs', import.meta.url);
 const WASM = new URL('../../wasm-core/build/wasm/vmsim.wasm', import.meta.url);

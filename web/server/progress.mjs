@@ -237,7 +237,8 @@ export async function progressRoutes(app, opts) {
     }
     return {
       stored,
-      records: records.map((r, i) => ({ id: r.id, verdict: graded[i].verdict, ...(graded[i].expected !== undefined ? { expected: graded[i].expected } : {}) })),
+      records: records.map((r, i) => ({ id: r.id, verdict: graded[i].verdict, ...(graded[i].expected !== undefined ? { expected: graded[i].expected } : {}),
+        ...(graded[i].score ? { score: graded[i].score } : {}) })),
     };
   });
 
@@ -309,7 +310,7 @@ export const progressOpenapi = {
         responses: {
           200: {
             description: 'graded; stored: how many records were new',
-            content: { 'application/json': { schema: { type: 'object', required: ['stored', 'records'], properties: { stored: { type: 'integer' }, records: { type: 'array', items: { type: 'object', required: ['id', 'verdict'], properties: { id: { type: 'string' }, verdict: { enum: ['correct', 'wrong', 'empty', 'done', 'undone'] }, expected: { type: 'string', description: 'the engine\'s answer (attempts)' } } } } } } } },
+            content: { 'application/json': { schema: { type: 'object', required: ['stored', 'records'], properties: { stored: { type: 'integer' }, records: { type: 'array', items: { type: 'object', required: ['id', 'verdict'], properties: { id: { type: 'string' }, verdict: { enum: ['correct', 'wrong', 'empty', 'done', 'undone'] }, expected: { type: 'string', description: 'the engine\'s answer (attempts)' }, score: { type: 'object', description: 'a grid exercise\'s cells right of all (the partial credit)', properties: { right: { type: 'integer' }, of: { type: 'integer' } } } } } } } } } },
           },
           ...err(400, 401, 403, 404, 413, 415, 422, 429, 503),
         },
