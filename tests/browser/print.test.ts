@@ -6,6 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { appInChromium, ARTIFACTS } from './chromium';
+import { firstPageTextReach } from './pdf-text';
 
 const session = appInChromium();
 
@@ -57,6 +58,12 @@ describe('print', () => {
       writeFileSync(join(ARTIFACTS, `print-${name}.pdf`), pdf);
       expect(pdf.subarray(0, 5).toString()).toBe('%PDF-');
       expect(pdf.length).toBeGreaterThan(10_000);
+      if (name === 'lesson') {
+        // page 1 is not left mostly blank by a figure too tall for what remains of it
+        const first = firstPageTextReach(pdf);
+        expect(first.runs).toBeGreaterThan(20);
+        expect(first.bottom / first.height, JSON.stringify(first)).toBeGreaterThan(0.7);
+      }
       await page.emulateMedia({ media: 'print', colorScheme: 'dark' });
       expect(await page.evaluate(() => getComputedStyle(document.body).backgroundColor)).toBe('rgb(255, 255, 255)');
       // no tabs, pickers or buttons (a lesson's links stay, as words)
@@ -66,6 +73,18 @@ describe('print', () => {
       const box = await page.locator(chart).first().boundingBox();
       expect(box && box.width > 100 && box.height > 40, chart).toBe(true);
       expect(await page.evaluate(lowContrast)).toEqual([]);
+      if (name === 'lesson') {
+        // the step table whole: its step numbers printed, no column past the page's edge
+        const steps = await page.evaluate(() => {
+          const table = document.querySelector<HTMLElement>('figure.embedded-walk table.steplist')!;
+          const first = table.querySelector('tbody td[data-n]')!;
+          const page = table.closest('figure')!.getBoundingClientRect();
+          return { n: getComputedStyle(first, '::before').content, right: Math.round(table.getBoundingClientRect().right), edge: Math.round(page.right),
+            cut: [...table.querySelectorAll('th, td')].filter((c) => c.getBoundingClientRect().right > page.right + 1).length };
+        });
+        expect(steps.n).toBe('"1"');
+        expect(steps.cut, JSON.stringify(steps)).toBe(0);
+      }
       await ctx.close();
     }, 90_000);
   }

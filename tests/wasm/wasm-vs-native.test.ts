@@ -119,6 +119,22 @@ describe('WASM module vs native CLI', () => {
     expect(compared).toBeGreaterThan(200);
   });
 
+  it('same bytes with what the caches hold (caches.contents), for every example and its variations', () => {
+    const bases = listJson(examplesDir).map((f) => JSON.parse(readFileSync(f, 'utf8')) as Scenario);
+    let listed = 0;
+    for (const [i, base] of bases.entries()) for (const s of [base, vary(base, 1000 + i)]) {
+      const text = JSON.stringify({ ...s, caches: { ...(s.caches ?? { preset: 'x86-server' }), contents: true } });
+      const n = native(text);
+      expect(n.status, `${s.name}: ${n.stderr}`).toBe(0);
+      const w = engine.runText(text);
+      expect(w, s.name).toBe(n.stdout);
+      const r = JSON.parse(w);
+      expect(validateResult(r), `${s.name}: ${ajv.errorsText(validateResult.errors)}`).toBe(true);
+      listed += r.accesses.filter((a: { cache_contents?: unknown }) => a.cache_contents).length;
+    }
+    expect(listed).toBeGreaterThan(100);
+  });
+
   it('run() returns the parsed object and explain() the table', () => {
     const s = JSON.parse(readFileSync(join(examplesDir, 'ept-4k.json'), 'utf8')) as Scenario;
     const r = engine.run(s);

@@ -36,7 +36,17 @@ export interface CacheConfig {
   preset?: 'none' | 'x86-server' | 'sunway-1621';
   tlb?: { entries: number; ways?: number }; pwc?: { entries: number }; ntlb?: { entries: number };
   flush_on_eptp_switch?: boolean;
+  /** The result lists what each cache holds after each access (model.md 5). */
+  contents?: boolean;
 }
+
+/** One valid line of a cache after an access (model.md 5, `caches.contents`). */
+export interface CacheLine {
+  set: number; rank: number; level: number | null; from: Hex; size: number; to: Hex; gpa: Hex | null;
+  space: number; eptp_index: number | null; dirty: boolean | null; served: boolean; filled: boolean;
+}
+export interface CacheHolding { entries: number; ways: number; valid: number; lines: CacheLine[] }
+export interface CacheContents { tlb: CacheHolding | null; guest_pwc: CacheHolding | null; nested_pwc: CacheHolding | null; ntlb: CacheHolding | null }
 
 export interface Scenario {
   $schema?: string;
@@ -104,6 +114,8 @@ export interface AccessResult {
   gpa: Hex | null; hpa: Hex | null; guest_page_size: number | null; nested_page_size: number | null;
   memory_refs: number; guest_refs: number; nested_refs: number; ad_writes: number; exits: number;
   cache: AccessCache | null; fault: Fault | null; steps: Step[];
+  /** With caches.contents, the first 256 accesses. */
+  cache_contents?: CacheContents;
 }
 
 export interface Result {

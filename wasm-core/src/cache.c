@@ -19,6 +19,8 @@ bool cache_init(cache *c, uint32_t entries, uint32_t ways)
     c->tags = calloc(n, sizeof *c->tags);
     c->age = calloc(n, sizeof *c->age);
     c->lines = calloc(n, sizeof *c->lines);
+    c->found = calloc(n, sizeof *c->found);
+    c->filled = calloc(n, sizeof *c->filled);
     if (ways >= FILTER_MIN_WAYS) {
         uint32_t buckets = 64;
         while (buckets < 2 * n)
@@ -30,7 +32,7 @@ bool cache_init(cache *c, uint32_t entries, uint32_t ways)
             return false;
         }
     }
-    if (!c->keys || !c->tags || !c->age || !c->lines) {
+    if (!c->keys || !c->tags || !c->age || !c->lines || !c->found || !c->filled) {
         cache_free(c);
         return false;
     }
@@ -44,6 +46,8 @@ void cache_free(cache *c)
     free(c->age);
     free(c->lines);
     free(c->filter);
+    free(c->found);
+    free(c->filled);
     memset(c, 0, sizeof *c);
 }
 
@@ -91,6 +95,7 @@ cache_line *cache_find(cache *c, uint64_t key, uint32_t tag)
     if (i < 0)
         return NULL;
     touch(c, (size_t)i);
+    c->found[i] = c->tick;
     return &c->lines[i];
 }
 
@@ -125,6 +130,7 @@ void cache_fill(cache *c, uint64_t key, uint32_t tag, uint64_t value, uint64_t v
     c->keys[victim] = key;
     c->tags[victim] = tag;
     touch(c, victim);
+    c->filled[victim] = c->tick;
     c->lines[victim] = (cache_line){.value = value, .value2 = value2, .aux = aux};
 }
 
@@ -157,4 +163,41 @@ void cache_flush_tag(cache *c, uint32_t tag, uint32_t tag_mask)
             if (c->filter)
                 --*filter_count(c, c->keys[i]);
         }
+}
+
+/* Insertion of line i into out[0..n) ordered by age, newest first, keeping at most max. */
+static uint32_t keep_newest(const cache *c, uint32_t *out, uint32_t n, uint32_t max, uint32_t i)
+{
+    uint32_t at = n < max ? n : max;
+    while (at > 0 && c->age[out[at - 1]] < c->age[i])
+        at--;
+    if (at >= max)
+        return n;
+    uint32_t last = n < max ? n : max - 1;
+    memmove(out + at + 1, out + at, (size_t)(last - at) * sizeof *out);
+    out[at] = i;
+    return n < max ? n + 1 : n;
+}
+
+uint32_t cache_contents(const cache *c, cache_entry *out, uint32_t max)
+{
+    uint32_t idx[256], valid = 0, kept = 0;
+    if (max > 256)
+        max = 256;
+    for (uint32_t i = 0; c->lines && i < c->sets * c->ways; i++)
+        if (c->age[i] & 1) {
+            valid++;
+            if (max)
+                kept = keep_newest(c, idx, kept, max, i);
+        }
+    for (uint32_t k = 0; k < kept; k++) {
+        uint32_t i = idx[k], set = i / c->ways, rank = 0;
+        for (uint32_t w = set * c->ways; w < (set + 1) * c->ways; w++)
+            rank += (c->age[w] & 1) && c->age[w] > c->age[i];
+        out[k] = (cache_entry){.key = c->keys[i], .tag = c->tags[i], .set = set, .rank = rank,
+                               .served = c->found[i] > c->mark && c->found[i] > c->filled[i],
+                               .filled = c->filled[i] > c->mark,
+                               .line = c->lines[i]};
+    }
+    return valid;
 }

@@ -176,6 +176,7 @@ typedef struct scenario {
     /* caches (all sizes 0 = off) */
     uint32_t tlb_entries, tlb_ways, pwc_entries, ntlb_entries, ntlb_ways;
     bool flush_on_eptp_switch;
+    bool cache_contents;        /* the result lists what each cache holds after each access */
     /* accesses */
     vm_access *accesses;
     uint32_t n_accesses;
@@ -387,7 +388,10 @@ void translate(machine *m, const vm_access *a, vm_result *r);
 
 /* result.c (5) */
 void result_json_begin(struct strbuf *sb, const machine *m);
-void result_json_access(struct strbuf *sb, const machine *m, const vm_access *a, const vm_result *r);
+void result_json_access(struct strbuf *sb, const machine *m, const vm_access *a, const vm_result *r, bool contents);
+#define CONTENTS_MAX_ACCESSES 256   /* caches.contents: accesses listed (the result stays a few MB at most) */
+#define CONTENTS_MAX_LINES 32       /* caches.contents: lines listed per cache, most recently used first */
+void machine_mark_caches(machine *m);
 void result_json_end(struct strbuf *sb, const machine *m, const vm_result *totals, const uint32_t counts[OUT_COUNT],
                      uint32_t n);
 void step_flags(const machine *m, const vm_step *st, char *out, size_t outlen, bool json);

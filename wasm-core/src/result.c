@@ -1,6 +1,9 @@
 /* The result format (docs/model.md section 5) and the readable `explain` table. */
 #include "model.h"
 #include "json.h"
+#include "cache.h"
+#include "vmm.h"
+#include "walk.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -231,7 +234,87 @@ static void step_json(strbuf *sb, const machine *m, const vm_step *st, uint32_t 
               result_names[st->result], step_cache(m, st));
 }
 
-void result_json_access(strbuf *sb, const machine *m, const vm_access *a, const vm_result *r)
+/* ---- what the caches hold (caches.contents) ---- */
+
+void machine_mark_caches(machine *m)
+{
+    struct cache *c[] = {m->tlb, m->gpwc, m->npwc, m->ntlb};
+    for (int i = 0; i < 4; i++)
+        if (c[i])
+            cache_mark(c[i]);
+}
+
+/* The gva bits above a guest walk-cache line of this level (the key's shift, as each
+ * mode's walk forms it: agile's shadow part and shadow's PAE-format table are 9-bit). */
+static int gpwc_shift(const machine *m, int level)
+{
+    if (m->ops == &mode_agile)
+        return 12 + 9 * (level - 1);
+    if (m->ops == &mode_shadow)
+        return shadow_shift(m, level);
+    return m->gf->page_shift + m->gf->index_bits * (level - 1);
+}
+
+enum { C_TLB, C_GPWC, C_NPWC, C_NTLB };
+
+/* Keys are (level or page shift) << 58 | address >> shift, in every cache. */
+static void cache_line_json(strbuf *sb, const machine *m, int which, const cache_entry *e)
+{
+    uint32_t top = (uint32_t)(e->key >> 58);
+    uint64_t low = e->key & (BIT(58) - 1);
+    int shift = which == C_GPWC ? gpwc_shift(m, (int)top) : which == C_NPWC ? 12 + 9 * ((int)top - 1) : (int)top;
+    bool ept = m->nf == &nested_ept;
+    sb_printf(sb, "{\"set\":%u,\"rank\":%u,\"level\":", e->set, e->rank);
+    if (which == C_GPWC || which == C_NPWC)
+        sb_printf(sb, "%u", top);
+    else
+        sb_puts(sb, "null");
+    sb_puts(sb, ",\"from\":");
+    sb_hex(sb, low << shift);
+    sb_printf(sb, ",\"size\":%llu,\"to\":", (unsigned long long)(1ull << shift));
+    sb_hex(sb, e->line.value);
+    sb_puts(sb, ",\"gpa\":");
+    hex_or_null(sb, which == C_TLB && m->s->mode != MODE_NATIVE, e->line.value2);
+    /* the TLB's tag: address space (with PCIDs) | EPTP index << 16; the walk caches' their own */
+    uint32_t space = which == C_TLB ? (e->tag & 0xFFFF) : which == C_GPWC ? e->tag : 0;
+    sb_printf(sb, ",\"space\":%u,\"eptp_index\":", space);
+    if (ept && which != C_GPWC)
+        sb_printf(sb, "%u", which == C_TLB ? e->tag >> 16 : e->tag);
+    else
+        sb_puts(sb, "null");
+    sb_puts(sb, ",\"dirty\":");
+    sb_puts(sb, which == C_TLB ? (e->line.aux & TLB_DIRTY ? "true" : "false")
+                : which == C_NTLB ? (e->line.aux & NTLB_DIRTY ? "true" : "false") : "null");
+    sb_printf(sb, ",\"served\":%s,\"filled\":%s}", e->served ? "true" : "false", e->filled ? "true" : "false");
+}
+
+static void cache_contents_json(strbuf *sb, const machine *m)
+{
+    static const char *const names[] = {"tlb", "guest_pwc", "nested_pwc", "ntlb"};
+    const struct cache *c[] = {m->tlb, m->gpwc, m->npwc, m->ntlb};
+    cache_entry lines[CONTENTS_MAX_LINES];
+    sb_putc(sb, '{');
+    for (int k = 0; k < 4; k++) {
+        sb_printf(sb, "%s\"%s\":", k ? "," : "", names[k]);
+        if (!c[k]) {
+            sb_puts(sb, "null");
+            continue;
+        }
+        uint32_t valid = cache_contents(c[k], lines, CONTENTS_MAX_LINES);
+        uint32_t n = valid < CONTENTS_MAX_LINES ? valid : CONTENTS_MAX_LINES;
+        sb_printf(sb, "{\"entries\":%u,\"ways\":%u,\"valid\":%u,\"lines\":[", c[k]->sets * c[k]->ways, c[k]->ways,
+                  valid);
+        for (uint32_t i = 0; i < n; i++) {
+            if (i)
+                sb_putc(sb, ',');
+            cache_line_json(sb, m, k, &lines[i]);
+        }
+        sb_puts(sb, "]}");
+    }
+    sb_putc(sb, '}');
+}
+
+void result_json_access(strbuf *sb, const machine *m, const vm_access *a, const vm_result *r, bool contents)
 {
     sb_puts(sb, "\n{\"gva\":");
     hex_or_null(sb, a->op <= OP_FETCH || a->op == OP_INVLPG || a->op == OP_PTE_WRITE, a->gva);
@@ -264,7 +347,12 @@ void result_json_access(strbuf *sb, const machine *m, const vm_access *a, const 
         sb_puts(sb, "\n ");
         step_json(sb, m, &r->steps[i], i + 1);
     }
-    sb_puts(sb, "]}");
+    sb_putc(sb, ']');
+    if (contents) {
+        sb_puts(sb, ",\n \"cache_contents\":");
+        cache_contents_json(sb, m);
+    }
+    sb_putc(sb, '}');
 }
 
 void result_json_end(strbuf *sb, const machine *m, const vm_result *t, const uint32_t counts[OUT_COUNT], uint32_t n)

@@ -1064,7 +1064,7 @@ static bool parse_cache_size(pctx *c, const json_value *o, const char *key, uint
 
 static bool parse_caches(pctx *c, const json_value *root, scenario *s)
 {
-    static const char *const keys[] = {"preset", "tlb", "pwc", "ntlb", "flush_on_eptp_switch", NULL};
+    static const char *const keys[] = {"preset", "tlb", "pwc", "ntlb", "flush_on_eptp_switch", "contents", NULL};
     static const char *const preset_names[] = {"none", "x86-server", "sunway-1621", NULL};
     const json_value *o = want(c, root, "caches", "", JSON_OBJECT, false);
     if (!o)
@@ -1084,7 +1084,8 @@ static bool parse_caches(pctx *c, const json_value *root, scenario *s)
     return parse_cache_size(c, o, "tlb", &s->tlb_entries, &s->tlb_ways, true) &&
            parse_cache_size(c, o, "pwc", &s->pwc_entries, &pwc_ways, false) &&
            parse_cache_size(c, o, "ntlb", &s->ntlb_entries, &s->ntlb_ways, true) &&
-           get_bool(c, o, "flush_on_eptp_switch", "caches", false, &s->flush_on_eptp_switch);
+           get_bool(c, o, "flush_on_eptp_switch", "caches", false, &s->flush_on_eptp_switch) &&
+           get_bool(c, o, "contents", "caches", false, &s->cache_contents);
 }
 
 bool scenario_parse(const char *text, size_t len, scenario *s, char *err, size_t errlen)

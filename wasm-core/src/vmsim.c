@@ -61,6 +61,9 @@ static int run(const char *json, size_t len, char **out, int what)
         result_json_begin(&sb, &m);
     for (uint32_t i = 0; i < s.n_accesses; i++) {
         r->record = true;
+        bool contents = s.cache_contents && i < CONTENTS_MAX_ACCESSES && !explain;
+        if (contents)
+            machine_mark_caches(&m);
         translate(&m, &s.accesses[i], r);
         totals.memory_refs += r->memory_refs;
         totals.guest_refs += r->guest_refs;
@@ -73,7 +76,7 @@ static int run(const char *json, size_t len, char **out, int what)
         } else {
             if (i)
                 sb_putc(&sb, ',');
-            result_json_access(&sb, &m, &s.accesses[i], r);
+            result_json_access(&sb, &m, &s.accesses[i], r, contents);
         }
     }
     if (!explain)

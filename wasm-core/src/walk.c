@@ -250,7 +250,6 @@ static __attribute__((noinline)) bool nested_walk_npt_traced(machine *m, vm_resu
     return nested_walk_impl(m, r, gpa, q, o, false, true);
 }
 
-#define NTLB_DIRTY 0x10u
 
 static nested_walk_fn *nested_walker_built(const machine *m, bool record)
 {

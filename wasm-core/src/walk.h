@@ -34,7 +34,8 @@ static inline vm_step *record_step(vm_result *r)
     return NULL;
 }
 
-#define TLB_DIRTY 0x40u
+#define TLB_DIRTY 0x40u     /* a TLB line's aux: filled by a write (or no dirty bit to set) */
+#define NTLB_DIRTY 0x10u    /* a nested TLB line's aux: filled by a write */
 
 static inline uint32_t tlb_tag(const machine *m)
 {

@@ -9,6 +9,7 @@ import { accessLabel } from './model/decode';
 import { EXAMPLES, EXAMPLE_NAMES, scenarioDescription } from './model/examples';
 import { parseUrl, toSearch, type UrlState, type View } from './model/url';
 import { CachePanel } from './views/CachePanel';
+import { CacheContents } from './views/CacheContents';
 import { Controls } from './views/Controls';
 import { MemoryView } from './views/MemoryView';
 import { EntryPanel, WalkView } from './views/WalkView';
@@ -19,6 +20,7 @@ import { useTranslation } from 'react-i18next';
 import { LANG_NAMES, saveLang, savedLang } from './i18n';
 import { LANGS, type Lang } from './lessons/langs';
 import { StartHere } from './StartHere';
+import { useTouch } from './views/touch';
 
 // The tabs' code, loaded on first use. Pointing at a tab (or focusing it) starts the load;
 // a tab whose code has arrived by the click renders at once, without suspending (a
@@ -63,6 +65,7 @@ export function App({ engine }: { engine: Vmsim }) {
   const [theme, setTheme] = useState<Theme>(initialTheme);
   const { t, i18n } = useTranslation();
   const { t: tv } = useTranslation('views');
+  const touch = useTouch();   // no keys to name on a touch screen
   // A language in the URL wins over the saved one (a shared link shows what was shared).
   useEffect(() => {
     if (url.lang && i18n.language !== url.lang) void i18n.changeLanguage(url.lang);
@@ -166,7 +169,7 @@ export function App({ engine }: { engine: Vmsim }) {
         <select value={url.scenario ? '' : url.example} aria-label={tv('app.exampleScenario')}
           onChange={(e) => { setPlaying(false); update({ example: e.target.value, scenario: null, access: 0, step: 0 }, true); releaseAfterPick(e.target); }}>
           {url.scenario && <option value="">{tv('app.yourScenario')}</option>}
-          {EXAMPLE_NAMES.map((n) => <option key={n} value={n}>{n}</option>)}
+          {EXAMPLE_NAMES.map((n) => <option key={n} value={n}>{tv(`exampleTitle.${n}`, { defaultValue: n })}</option>)}
         </select>
       </label>
       {result && result.accesses.length > 1 && (
@@ -176,7 +179,7 @@ export function App({ engine }: { engine: Vmsim }) {
           </select>
         </label>
       )}
-      {result && <span className="mode-badge" data-mode={result.mode}>{result.mode} · {result.guest_paging}{result.nested_levels ? ' · ' + tv('app.nestedLevels', { count: result.nested_levels }) : ''}</span>}
+      {result && <span className="mode-badge" data-mode={result.mode}>{tv('app.badge', { mode: tv(`words.mode.${result.mode}`), paging: tv(`words.paging.${result.guest_paging}`) })}{result.nested_levels ? ' · ' + tv('app.nestedLevels', { count: result.nested_levels }) : ''}</span>}
     </div>
   );
 
@@ -225,9 +228,10 @@ export function App({ engine }: { engine: Vmsim }) {
                 {url.view === 'walk' ? (
                   <>
                     <WalkView result={result} access={access} step={step} onStep={(n) => { setPlaying(false); goStep(n); }}>
-                      {!url.scenario && <BochsReads example={url.example} accessIndex={accessIndex} access={access} />}
+                      {!url.scenario && <BochsReads example={url.example} accessIndex={accessIndex} access={access} engine={engine} />}
                     </WalkView>
                     <CachePanel result={result} accessIndex={accessIndex} onAccess={(i) => update({ access: i, step: 0 })} />
+                    <CacheContents engine={engine} scenarioText={scenarioText} accessIndex={accessIndex} />
                   </>
                 ) : (
                   <div className="memory-page">
@@ -269,7 +273,7 @@ export function App({ engine }: { engine: Vmsim }) {
         )}
       </main>
       <footer className="foot">
-        <span>{url.view === 'walk' || url.view === 'memory' ? t('keys') + ' · ' : url.view === 'lessons' ? t('keysLessons') + ' · ' : ''}{tv('app.engine', { version: engine.version })}</span>
+        <span>{touch ? '' : url.view === 'walk' || url.view === 'memory' ? t('keys') + ' · ' : url.view === 'lessons' ? t('keysLessons') + ' · ' : ''}<span title={engine.version}>{tv('app.engine', { version: /\d+\.\d+\.\d+/.exec(engine.version)?.[0] ?? engine.version })}</span></span>
       </footer>
     </div>
   );

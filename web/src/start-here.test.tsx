@@ -21,7 +21,7 @@ describe('Start here', () => {
     history.replaceState(null, '', '/');
     render(<App engine={engine} />);
     expect(await screen.findByRole('region', { name: 'Start here' })).toBeTruthy();
-    expect(panel()!.textContent).toMatch(/Lesson 1.*Lesson 7/);
+    expect(panel()!.textContent).toMatch(/Lesson 1.*Lesson 8 \(agile paging\)/);
     // Lessons is the first tab
     const tabs = [...document.querySelectorAll('nav.tabs button')].map((b) => b.textContent);
     expect(tabs[0]).toBe('Lessons');

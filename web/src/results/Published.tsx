@@ -124,7 +124,7 @@ export function Published({ mine }: { mine: Stored[] }) {
       <h3>{t('published.ptrchase.heading')}</h3>
       {curves.length ? <Svg id="ptrchase" draw={(el) => curveChart(el, curves, { title: t('published.ptrchase.title'), ...words })} /> : <p className="muted">{t('published.ptrchase.none')}</p>}
       <h3>{t('published.elisa.heading')}</h3>
-      <p className="muted"><Trans t={t} i18nKey="published.elisa.note" values={{ speedup: VMFUNC_SPEEDUP.toLocaleString(i18n.language, { minimumFractionDigits: 1 }) }} components={{ src: src(vf.source) }} /></p>
+      <p className="muted"><Trans t={t} i18nKey="published.elisa.note" values={{ speedup: VMFUNC_SPEEDUP.toLocaleString(i18n.language, { minimumFractionDigits: 1 }) }} components={{ src: src(vf.source), code: <code /> }} /></p>
       <Svg id="elisa" draw={(el) => dotChart(el, vmRows, { title: t('published.elisa.title'), unit: 'ns', ...words })} />
       <h3>{t('published.spec.heading')}</h3>
       <p className="muted"><Trans t={t} i18nKey="published.spec.note" components={{ src: src(fn.source), lt1: <span>{'<1'}</span> }} /></p>

@@ -308,7 +308,8 @@ describe('Results tab in English', () => {
 
     const pub = container.querySelector('section.published')!;
     expect(pub.getAttribute('aria-label')).toBe('compared with published figures');
-    expect(pub.textContent).toContain('Grey circles: published runs (AMD Ryzen 7 2700; Estimating VMM<->VM switch time on BitVisor (Qiita article, 2019-12-17): rdtsc;cpuid;rdtsc loop, 65536 samples, AMD Ryzen 7 2700), 65,536 samples of unfenced rdtsc; cpuid; rdtsc each. Coloured diamonds: yours measured the same way (hw-lab\'s cpuid_leaf0), so your min compares with theirs.');
+    expect(pub.textContent).toContain('Grey circles: published runs (AMD Ryzen 7 2700; Estimating VMM<->VM switch time on BitVisor (Qiita article, 2019-12-17): rdtsc;cpuid;rdtsc loop, 65536 samples, AMD Ryzen 7 2700), 65,536 samples of unfenced rdtsc; cpuid; rdtsc each. Coloured diamonds: yours measured the same way (hw-lab\'s cpuid benchmark, cpuid_leaf0), so your min compares with theirs.');
+    expect([...pub.querySelectorAll('code')].map((c) => c.textContent)).toEqual(expect.arrayContaining(['cpuid_leaf0', 'vmcall_bench']));   // case names as code, beside words
     expect(pub.textContent).toContain('Sha Sai et al., Software-Based Flat Nested Page Table in Sunway Architecture, J. Computer Research and Development 59(4), 2022. Overhead % against native; "<1" as published.');
     expect(pub.textContent).toContain(`a VMFUNC EPTP switch is ${(699 / 196).toFixed(1)}× faster than a VMCALL round trip.`);
     expect(pub.querySelector('svg[data-chart=cpuid]')!.getAttribute('aria-label')).toBe('cpuid exit cycles: native, BitVisor, KVM, nested vs yours');

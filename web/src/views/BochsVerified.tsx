@@ -2,9 +2,12 @@
  * and the paging-structure reads Bochs recorded for each access, beside the engine's.
  * The data is what the last `make fidelity` run wrote (src/fidelity/bochs-verified.json); the
  * page computes nothing from it but the row-by-row match it shows. */
+import { useMemo } from 'react';
 import { useTranslation } from 'react-i18next';
-import type { AccessResult } from '../../../wasm-core/js/types';
+import type { AccessResult, Scenario } from '../../../wasm-core/js/types';
+import type { Vmsim } from '../../../wasm-core/js/vmsim';
 import data from '../fidelity/bochs-verified.json';
+import { EXAMPLES as SCENARIOS } from '../model/examples';
 import './bochs.css';
 
 interface ExampleRecord { verified: boolean; accesses: number; bochs_reads: string[][] }
@@ -41,36 +44,47 @@ export function BochsBadge({ example }: { example: string | null | undefined }) 
       </span>
     );
   if (!r) return null;
+  // Bochs ran every example with the engine's caches off: an example with caches says so
+  const cachesOff = !!(SCENARIOS[example!] as Scenario | undefined)?.caches;
   return (
     <span className="bochs-badge" data-testid="bochs-badge"
       title={t('badgeTitle', { total: data.accesses_compared, date: data.date })}>
-      {t('badge', { count: r.accesses, date: data.date })}
+      {t(cachesOff ? 'badgeCachesOff' : 'badge', { count: r.accesses, date: data.date })}
     </span>
   );
 }
 
-/** The access's memory references as the engine lists them and as Bochs read them. */
-export function BochsReads({ example, accessIndex, access }: { example: string | null | undefined; accessIndex: number; access: AccessResult }) {
+/** The reads of a walk: each entry's hpa, in order. */
+const readsOf = (a: AccessResult | undefined) => (a?.steps ?? []).filter((s) => s.kind === 'read' || s.kind === 'eptp_list').map((s) => s.entry_hpa);
+
+/** The access's memory references as the engine lists them and as Bochs read them, both
+ * with the caches off (how Bochs ran it): an example with caches is run again without. */
+export function BochsReads({ example, accessIndex, access, engine }: { example: string | null | undefined; accessIndex: number; access: AccessResult; engine: Vmsim }) {
   const { t } = useTranslation('bochs');
   const r = bochsRecord(example);
+  const scenario = example ? (SCENARIOS[example] as Scenario | undefined) : undefined;
+  const cachesOn = !!scenario?.caches;
+  const cold = useMemo(() => {
+    if (!r || !scenario?.caches) return null;
+    const { caches: _, ...off } = scenario;
+    try { return engine.run(off as Scenario); } catch { return null; }
+  }, [r, scenario, engine]);
   if (!r) return null;
   const bochs = r.bochs_reads[accessIndex] ?? [];
-  const engine = access.steps.filter((s) => s.kind === 'read' || s.kind === 'eptp_list').map((s) => s.entry_hpa);
-  // Bochs ran with the engine's caches off: with caches on here, hits have no read.
-  const cachesOn = access.steps.some((s) => s.cache !== null);
-  const rows = Math.max(engine.length, bochs.length);
-  const same = !cachesOn && engine.length === bochs.length && engine.every((a, i) => a === bochs[i]);
+  const engineReads = cachesOn ? readsOf(cold?.accesses[accessIndex]) : readsOf(access);
+  const rows = Math.max(engineReads.length, bochs.length);
+  const same = engineReads.length === bochs.length && engineReads.every((a, i) => a === bochs[i]);
   return (
     <details className="bochs-reads" data-testid="bochs-reads">
-      <summary>{t('title', { engine: engine.length, bochs: bochs.length })}</summary>
-      <p className="muted">{cachesOn ? t('cachesOn') : same ? t('same') : t('differ')} {t('fair')}</p>
+      <summary>{t('title', { engine: engineReads.length, bochs: bochs.length })}</summary>
+      <p className="muted">{cachesOn && <>{t('cachesOn', { count: access.memory_refs })} </>}{same ? t('same') : t('differ')} {t('fair')}</p>
       <div className="table-scroll">
         <table className="steplist">
           <thead><tr><th>{t('col.ref')}</th><th>{t('col.engine')}</th><th>{t('col.bochs')}</th></tr></thead>
           <tbody>
             {Array.from({ length: rows }, (_, i) => (
-              <tr key={i} className={!cachesOn && engine[i] !== bochs[i] ? 'bochs-differs' : undefined}>
-                <td>{i + 1}</td><td>{engine[i] ?? ''}</td><td>{bochs[i] ?? ''}</td>
+              <tr key={i} className={engineReads[i] !== bochs[i] ? 'bochs-differs' : undefined}>
+                <td>{i + 1}</td><td>{engineReads[i] ?? ''}</td><td>{bochs[i] ?? ''}</td>
               </tr>
             ))}
           </tbody>

@@ -31,7 +31,8 @@ export function Controls({ step, total, refOf, refs, playing, speed, onStep, onP
       <button type="button" onClick={() => onStep(0)} disabled={step === 0} aria-label={t('controls.first')} title="Home">|◀</button>
       <button type="button" onClick={() => onStep(step - 1)} disabled={step === 0} aria-label={t('controls.back')} title="←" id={id('back')}>◀</button>
       <button type="button" onClick={onPlay} aria-label={playing ? t('controls.pause') : t('controls.play')} id={id('play')} className="primary" disabled={total === 0}>
-        {playing ? '⏸' : '▶'}
+        {/* the pause sign as two bars: U+23F8 is missing from common fonts (an empty box) */}
+        {playing ? <svg className="pause-icon" viewBox="0 0 10 10" width="0.8em" height="0.8em" aria-hidden="true"><rect x="1.5" y="1" width="2.5" height="8" fill="currentColor" /><rect x="6" y="1" width="2.5" height="8" fill="currentColor" /></svg> : '▶'}
       </button>
       <button type="button" onClick={() => onStep(step + 1)} disabled={step >= total} aria-label={t('controls.forward')} title="→" id={id('next')}>▶▶</button>
       <button type="button" onClick={() => onStep(total)} disabled={step >= total} aria-label={t('controls.last')} title="End">▶|</button>

@@ -102,9 +102,9 @@ export function Playground({ engine, text, onText, onRun, onShare, access, onAcc
         <legend>{t('playground.basics')} {scenario ? '' : <span className="muted">{t('playground.fixJson')}</span>}</legend>
         <label>{t('playground.name')} <input value={scenario?.name ?? ''} onChange={(e) => edit((s) => ({ ...s, name: e.target.value }))} /></label>
         <label>{t('playground.mode')} <select value={scenario?.mode ?? 'ept'} onChange={(e) => edit((s) => withMode(s, e.target.value as Scenario['mode']))}>
-          {['native', 'ept', 'npt', 'flat', 'shadow', 'agile'].map((m) => <option key={m}>{m}</option>)}</select></label>
+          {['native', 'ept', 'npt', 'flat', 'shadow', 'agile'].map((m) => <option key={m} value={m}>{t(`words.mode.${m}`)}</option>)}</select></label>
         <label>{t('playground.paging')} <select value={scenario?.guest?.paging ?? '4level'} onChange={(e) => edit((s) => ({ ...s, guest: { ...s.guest, paging: e.target.value as Scenario['guest']['paging'] } }))}>
-          {['4level', '5level', 'pae', '32bit', 'sunway'].map((m) => <option key={m}>{m}</option>)}</select></label>
+          {['4level', '5level', 'pae', '32bit', 'sunway'].map((m) => <option key={m} value={m}>{t(`words.paging.${m}`)}</option>)}</select></label>
         <label>{t('playground.mappingGva')} <input value={m0?.gva ?? ''} spellCheck={false} onChange={(e) => edit((s) => { s.guest.mappings![0] = { ...s.guest.mappings![0], gva: e.target.value }; return s; })} disabled={!m0} /></label>
         <label>{t('playground.toGpa')} <input value={m0?.gpa ?? ''} spellCheck={false} onChange={(e) => edit((s) => { s.guest.mappings![0] = { ...s.guest.mappings![0], gpa: e.target.value }; return s; })} disabled={!m0} /></label>
         <label>{t('playground.accessGva')} <input value={a0?.gva ?? ''} spellCheck={false} onChange={(e) => edit((s) => { s.accesses[0] = { ...(s.accesses[0] as object), gva: e.target.value } as Scenario['accesses'][0]; return s; })} disabled={!a0?.gva} /></label>

@@ -2,6 +2,7 @@
  * fills as steps play, the entry read at the current step, the outcome at the end, and
  * every step as a list (the fallback that draws any mode). Takes a trace, draws it. */
 import { Fragment, memo, useEffect, useMemo, useRef, type ReactNode } from 'react';
+import { useTouch } from './touch';
 import { useTranslation } from 'react-i18next';
 import type { AccessResult, Result, Step } from '../../../wasm-core/js/types';
 import {
@@ -191,6 +192,7 @@ function eptpWords(value: string, t: (k: string, o?: Record<string, unknown>) =>
 }
 
 export function EntryPanel({ result, access, step, primary = true }: WalkProps) {
+  const touch = useTouch();
   const { t } = useTranslation('views');
   const s = access.steps[step - 1];
   const id = primary ? 'entry' : undefined;
@@ -199,7 +201,7 @@ export function EntryPanel({ result, access, step, primary = true }: WalkProps) 
       <section className="entry" id={id} aria-live="polite" tabIndex={0} aria-label={t('walk.current')}>
         <h3>{step === 0 ? t('walk.ready') : t('walk.done')}</h3>
         <p className="explain">{step === 0
-          ? access.steps.length ? t('walk.readyText', { count: access.steps.length, refs: t('count.refsPlain', { count: access.memory_refs }) }) : t(noWalkKey(access))
+          ? access.steps.length ? t(touch ? 'walk.readyTextTouch' : 'walk.readyText', { count: access.steps.length, refs: t('count.refsPlain', { count: access.memory_refs }) }) : t(noWalkKey(access))
           : t('walk.ended', { count: access.steps.length, outcome: outcomeSentence(access, t) })}</p>
       </section>
     );
@@ -325,7 +327,7 @@ export const StepList = memo(function StepList({ result, access, step, onStep }:
               return (
                 <tr key={s.n} className={(s.n === step ? 'current ' : '') + (s.n > step ? 'future' : '')} aria-current={s.n === step ? 'step' : undefined}
                   onClick={() => onStep?.(s.n)}>
-                  <td><button type="button" className="rowbtn" tabIndex={s.n === tabN ? 0 : -1} data-step-target=""
+                  <td data-n={s.n}><button type="button" className="rowbtn" tabIndex={s.n === tabN ? 0 : -1} data-step-target=""
                     aria-label={t('walk.stepRow', { n: s.n, what: explainStep(s, result, t) })} onClick={(e) => { e.stopPropagation(); onStep?.(s.n); }}>{s.n}</button></td>
                   <td>{s.ref ?? ''}</td><td title={kindWords(s.kind, t)}>{t(`walk.kindShort.${s.kind}`, { defaultValue: kindWords(s.kind, t) })}</td>
                   <td className={`d-${table}`}>{t(`dim.${table}`)}</td>
@@ -342,11 +344,34 @@ export const StepList = memo(function StepList({ result, access, step, onStep }:
 });
 
 /** children: panels shown below the step list (the Bochs reference list). */
+/* On a narrow screen the explanation sticks to the bottom of the viewport and the step
+ * controls to the top: a tall grid (a 5-level walk) can put the current cell under either.
+ * After each step the page scrolls just enough to show the cell between them. */
+function useCellClear(ref: React.RefObject<HTMLElement | null>, step: number, on: boolean) {
+  useEffect(() => {
+    // the Walk tab's walk only (a lesson's page never jumps), and only where the explanation
+    // sticks (style.css: max-width 820px); layout is read after that test, not on every render
+    const narrow = typeof matchMedia === 'function' && matchMedia('(max-width: 820px)').matches;
+    const main = on && narrow ? ref.current : null;
+    const cell = main?.querySelector('td[aria-current="step"]');
+    const entry = main?.querySelector('.entry');
+    if (!cell || !entry || getComputedStyle(entry).position !== 'sticky') return;
+    const c = cell.getBoundingClientRect();
+    const below = c.bottom - entry.getBoundingClientRect().top;
+    const bar = document.querySelector('.controls');
+    const above = (bar ? bar.getBoundingClientRect().bottom : 0) - c.top;
+    if (below > 0) scrollBy(0, below + 4);
+    else if (above > 0) scrollBy(0, -(above + 4));
+  }, [ref, step, on]);
+}
+
 export function WalkView(props: WalkProps & { children?: ReactNode }) {
+  const main = useRef<HTMLDivElement>(null);
+  useCellClear(main, props.step, props.primary !== false);
   return (
     <div className="walk" data-testid="walk-view">
       <AddressSplit {...props} />
-      <div className="walk-main">
+      <div className="walk-main" ref={main}>
         <WalkGrid {...props} />
         <EntryPanel {...props} />
       </div>
