@@ -13,10 +13,11 @@
 // process's own writes: two server instances may share one database, and a record one of
 // them stores must reach a teacher connected to the other.
 import { Readable } from 'node:stream';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { setImmediate as turn } from 'node:timers/promises';
 import { bearerHash, classLoader, sameHash } from './classes.mjs';
 import { bomParam, CSV_PAGE, csvCell } from './csv.mjs';
 import { decodeCursor, encodeCursor, PAGE_MAX, pageParams } from './paging.mjs';
+import { Feeds, Subscriber } from './feed.mjs';
 
 
 /** How often an open event stream looks for new rows. */
@@ -37,6 +38,10 @@ export const LATE_MS = 10_000;
  * in a loop is not. */
 export const STREAMS_PER_CLASS = 8;
 export const STREAMS_PER_ADDRESS = 16;
+/** The most records a stream sends from before it opened (a page that reconnects with an
+ * old position, or a stream opened with none): past this it says so in an `overflow`
+ * event and goes on from the live position; the list and the CSV are for a whole term. */
+export const BACKLOG_MAX = 2000;
 
 export const PROGRESS_CSV_COLUMNS = ['id', 'student_id', 'name', 'type', 'lesson', 'exercise', 'kind', 'seed', 'answer', 'verdict', 'tries', 'hint', 'shown', 'at', 'received_at'];
 
@@ -88,6 +93,7 @@ export async function dashboardRoutes(app, opts) {
   const lateMs = opts.lateMs ?? LATE_MS;
   const perClass = opts.streamsPerClass ?? STREAMS_PER_CLASS;
   const perAddress = opts.streamsPerAddress ?? STREAMS_PER_ADDRESS;
+  const backlogMax = opts.backlogMax ?? BACKLOG_MAX;
 
   /** The class, once the request carries its teacher token. */
   const loadClass = classLoader(store, fail);
@@ -110,6 +116,12 @@ export async function dashboardRoutes(app, opts) {
     return { rows: shown, next_cursor: rows.length > page.limit ? end : null, end_cursor: end };
   };
   const studentsQuery = (code) => db.selectFrom('students').select(['id', 'name', 'joined_at']).where('class_code', '=', code);
+  // What a feed fans out: each item's event text made once for every stream of the class.
+  const progressItem = (r) => ({ kind: 'progress', id: r.id, t: r.received_at, text: `event: progress\ndata: ${JSON.stringify(recordOf(r))}\n\n` });
+  const studentItem = (r) => ({ kind: 'student', id: r.id, t: r.joined_at, text: `event: student\ndata: ${JSON.stringify(studentOf(r))}\n\n` });
+  const feeds = new Feeds({ store, log: app.log, pollMs, lateMs, commentMs, progressQuery, progressItem, studentItem });
+  if (opts.bus) opts.bus.feeds = feeds;
+  app.addHook('onClose', async () => { await feeds.close(); });
 
   app.get('/api/classes/:code/progress/students', async (req) => {
     const cls = await teacherClass(req);
@@ -170,72 +182,91 @@ export async function dashboardRoutes(app, opts) {
   });
 
   /**
-   * The event stream of class `code` as text chunks: a first comment, then `student` and
-   * `progress` events as rows arrive (`id:` the keyset position when it moves forward, so
-   * that a client resumes with it), a comment whenever nothing went out for commentMs,
-   * and `gone` if the class is deleted. Pulled: a client that reads slowly holds the next
-   * poll back.
+   * The event stream of class `code` as text chunks: a first comment, the backlog from
+   * `after` (a page at a time, the event loop turning between pages; at most backlogMax
+   * records, past which an `overflow` event points to the list and the CSV and the stream
+   * goes on from the live position), then what the class's feed fans out (feed.mjs: one
+   * reader per class, however many streams are open). `id:` is the keyset position when it
+   * moves forward, so that a client resumes with it; a comment whenever nothing went out
+   * for commentMs; `gone` when the class is deleted. Pulled: a client that reads slowly
+   * lets its items wait, and one that falls far behind is ended (it reconnects).
    */
   async function* events(code, after, signal) {
-    const sent = { progress: new Map(), students: new Map() }; // id -> time, within the late window
-    let high = after; // the newest (time, id) sent; a resumed stream starts at the client's
-    let studentsHigh = after ? { created_at: after.created_at, id: '' } : null;
-    let lastOut = Date.now(); let lastCheck = Date.now(); let failing = false;
-    const line = (text) => { lastOut = Date.now(); return Buffer.from(text, 'utf8'); };
-    yield line(': live\n\n');
-    while (!signal.aborted) {
-      let out = '';
-      try {
-        // Students who joined: from the late window before the newest one sent on.
-        let from = studentsHigh ? before(studentsHigh.created_at, lateMs) : null;
-        for (let page = null; ;) {
-          const rows = await keysetOn(studentsQuery(code), 'joined_at', 'id', { limit: PAGE_MAX, after: page, from }).execute();
-          for (const r of rows.slice(0, PAGE_MAX)) {
-            if (sent.students.has(r.id)) continue;
-            sent.students.set(r.id, r.joined_at);
-            out += `event: student\ndata: ${JSON.stringify(studentOf(r))}\n\n`;
-            if (!studentsHigh || r.joined_at > studentsHigh.created_at) studentsHigh = { created_at: r.joined_at, id: r.id };
-          }
-          if (rows.length <= PAGE_MAX) break;
-          const last = rows[PAGE_MAX - 1]; page = { created_at: last.joined_at, id: last.id };
-        }
-        // Records: the same, and each one that moves the position forward carries it as id.
-        from = high ? before(high.created_at, lateMs) : null;
-        for (let page = null; ;) {
-          const rows = await keysetOn(progressQuery(code), 'p.received_at', 'p.id', { limit: PAGE_MAX, after: page, from }).execute();
-          for (const r of rows.slice(0, PAGE_MAX)) {
-            if (sent.progress.has(r.id)) continue;
-            sent.progress.set(r.id, r.received_at);
-            const ahead = !high || r.received_at > high.created_at || (r.received_at === high.created_at && r.id > high.id);
-            if (ahead) high = { created_at: r.received_at, id: r.id };
-            out += `${ahead ? `id: ${cursorAfter(r.received_at, r.id)}\n` : ''}event: progress\ndata: ${JSON.stringify(recordOf(r))}\n\n`;
-          }
-          if (rows.length <= PAGE_MAX) break;
-          // A page at a time to the client (a stream that starts at the class's first record)
-          if (out) { yield line(out); out = ''; }
-          const last = rows[PAGE_MAX - 1]; page = { created_at: last.received_at, id: last.id };
-        }
-        // Rows before the late window are never read again: forget them.
-        for (const [kind, mark] of [['progress', high], ['students', studentsHigh]]) {
-          if (!mark) continue;
-          const floor = before(mark.created_at, lateMs);
-          for (const [id, t] of sent[kind]) if (t < floor) sent[kind].delete(id);
-        }
-        if (Date.now() - lastCheck >= commentMs) {
-          lastCheck = Date.now();
-          const cls = await db.selectFrom('classes').select('code').where('code', '=', code).executeTakeFirst();
-          if (!cls) { yield line(`${out}event: gone\ndata: {}\n\n`); return; }
-        }
-        failing = false;
-      } catch (e) {
-        // The database away: the stream stays open and the next poll tries again.
-        if (!failing) app.log.warn({ err: e }, 'dashboard event stream: a poll failed');
-        failing = true;
+    const sub = new Subscriber();
+    const unsubscribe = feeds.subscribe(code, sub);
+    const sent = new Map(); const sentStudents = new Map(); // id -> time, within the late window
+    let high = after ? { t: after.created_at, id: after.id } : null;
+    let lastOut = Date.now();
+    const out = (text) => { lastOut = Date.now(); return Buffer.from(text, 'utf8'); };
+    const fmt = (item) => {
+      if (item.kind === 'progress') {
+        if (sent.has(item.id)) return '';
+        sent.set(item.id, item.t);
+        const ahead = !high || item.t > high.t || (item.t === high.t && item.id > high.id);
+        if (ahead) high = { t: item.t, id: item.id };
+        return `${ahead ? `id: ${cursorAfter(item.t, item.id)}\n` : ''}${item.text}`;
       }
-      if (out) yield line(out);
-      else if (Date.now() - lastOut >= commentMs) yield line(': keep-alive\n\n');
-      try { await sleep(pollMs, undefined, { signal }); } catch { return; }
-    }
+      if (item.kind === 'student') {
+        if (sentStudents.has(item.id)) return '';
+        sentStudents.set(item.id, item.t);
+      }
+      return item.text ?? '';
+    };
+    const prune = () => {
+      if (!high) return;
+      const floor = before(high.t, lateMs);
+      for (const m of [sent, sentStudents]) for (const [id, t] of m) if (t < floor) m.delete(id);
+    };
+    try {
+      yield out(': live\n\n');
+      // The backlog: from the late window before `after` (the page keeps each id once), or
+      // from the class's first record.
+      const from = after ? before(after.created_at, lateMs) : null;
+      let count = 0; let overflow = false;
+      for (let page = null; !signal.aborted;) {
+        const rows = await keysetOn(studentsQuery(code), 'joined_at', 'id', { limit: PAGE_MAX, after: page, from }).execute();
+        const text = rows.slice(0, PAGE_MAX).map((r) => fmt(studentItem(r))).join('');
+        if (text) yield out(text);
+        if (rows.length <= PAGE_MAX) break;
+        const last = rows[PAGE_MAX - 1]; page = { created_at: last.joined_at, id: last.id };
+        await turn();
+      }
+      for (let page = null; !signal.aborted;) {
+        const rows = await keysetOn(progressQuery(code), 'p.received_at', 'p.id', { limit: PAGE_MAX, after: page, from }).execute();
+        const shown = rows.slice(0, PAGE_MAX);
+        const text = shown.map((r) => fmt(progressItem(r))).join('');
+        count += shown.length;
+        if (text) yield out(text);
+        if (rows.length <= PAGE_MAX) break;
+        if (count >= backlogMax) { overflow = true; break; }
+        const last = rows[PAGE_MAX - 1]; page = { created_at: last.received_at, id: last.id };
+        await turn();
+      }
+      if (overflow) {
+        // More than a dashboard needs to catch up on: the list (a page at a time) or the CSV
+        // has it. The stream goes on from where the feed is.
+        const live = await feeds.position(code);
+        if (live && (!high || live.t > high.t || (live.t === high.t && live.id > high.id))) high = live;
+        const data = {
+          message: `more than ${backlogMax} records arrived since this position: list them with GET /api/classes/${code}/progress (a page at a time) or download /api/classes/${code}/progress.csv; the stream goes on from now`,
+          list: `/api/classes/${code}/progress`, csv: `/api/classes/${code}/progress.csv`,
+        };
+        yield out(`${high ? `id: ${cursorAfter(high.t, high.id)}\n` : ''}event: overflow\ndata: ${JSON.stringify(data)}\n\n`);
+      }
+      prune();
+      while (!signal.aborted) {
+        await sub.wait(Math.max(0, commentMs - (Date.now() - lastOut)), signal);
+        if (signal.aborted || sub.overflowed) return; // one far behind reconnects from its last id
+        let text = '';
+        for (const item of sub.take()) {
+          text += fmt(item);
+          if (item.kind === 'gone') { yield out(`${text}event: gone\ndata: {}\n\n`); return; }
+        }
+        prune();
+        if (text) yield out(text);
+        else if (Date.now() - lastOut >= commentMs) yield out(': keep-alive\n\n');
+      }
+    } finally { unsubscribe(); }
   }
 
   // Streamed a page of rows at a time, as csv.mjs streams the uploads; a UTF-8 BOM first
