@@ -42,6 +42,11 @@ export const STREAMS_PER_ADDRESS = 16;
  * old position, or a stream opened with none): past this it says so in an `overflow`
  * event and goes on from the live position; the list and the CSV are for a whole term. */
 export const BACKLOG_MAX = 2000;
+/** The backlog goes out this many records a turn of the event loop. */
+export const BACKLOG_PAGE = 200;
+/** Backlog pages read from the database at once, per process; others wait their turn (the
+ * database's connections stay free for other clients' requests). */
+export const BACKLOG_READERS = 2;
 
 export const PROGRESS_CSV_COLUMNS = ['id', 'student_id', 'name', 'type', 'lesson', 'exercise', 'kind', 'seed', 'answer', 'verdict', 'tries', 'hint', 'shown', 'at', 'received_at'];
 
@@ -94,6 +99,30 @@ export async function dashboardRoutes(app, opts) {
   const perClass = opts.streamsPerClass ?? STREAMS_PER_CLASS;
   const perAddress = opts.streamsPerAddress ?? STREAMS_PER_ADDRESS;
   const backlogMax = opts.backlogMax ?? BACKLOG_MAX;
+  // a turn at reading a backlog: BACKLOG_READERS at once, first come first served
+  const readers = { free: BACKLOG_READERS, waiting: [] };
+  const backlogTurn = async (signal) => {
+    if (readers.free > 0) { readers.free--; return; }
+    const granted = await new Promise((resolve) => {
+      const entry = { resolve: () => resolve(true) };
+      readers.waiting.push(entry);
+      signal.addEventListener('abort', () => { readers.waiting = readers.waiting.filter((e) => e !== entry); resolve(false); }, { once: true });
+    });
+    if (signal.aborted) {
+      if (granted) backlogDone(); // the slot came with the abort: passed on
+      throw Object.assign(new Error('the client went'), { aborted: true });
+    }
+  };
+  const backlogDone = () => {
+    const next = readers.waiting.shift();
+    if (next) next.resolve(); else readers.free++;
+  };
+  /** A backlog's database read, in its turn; the slot is free again while the page is
+   * written to its client (one that does not read holds no slot). */
+  const inTurn = async (signal, read) => {
+    await backlogTurn(signal);
+    try { return await read(); } finally { backlogDone(); }
+  };
 
   /** The class, once the request carries its teacher token. */
   const loadClass = classLoader(store, fail);
@@ -109,11 +138,13 @@ export async function dashboardRoutes(app, opts) {
   /** One page of records: { rows, next_cursor, end_cursor } (end_cursor: after the page's
    * last row, null for an empty page; it is what the event stream takes as `after`). */
   const recordsPage = async (code, page) => {
-    const rows = await keysetOn(progressQuery(code), 'p.received_at', 'p.id', page).execute();
-    const shown = rows.slice(0, page.limit);
-    const last = shown[shown.length - 1];
+    // keys by an index-only keyset scan, then the rows by primary key (see the backlog)
+    const keys = await keysetOn(db.selectFrom('progress').select(['received_at', 'id']).where('class_code', '=', code), 'received_at', 'id', page).execute();
+    const want = keys.slice(0, page.limit);
+    const rows = want.length ? await progressQuery(code).where('p.id', 'in', want.map((k) => k.id)).orderBy('p.received_at').orderBy('p.id').execute() : [];
+    const last = want[want.length - 1]; // a row deleted in between moves no cursor
     const end = last ? cursorAfter(last.received_at, last.id) : null;
-    return { rows: shown, next_cursor: rows.length > page.limit ? end : null, end_cursor: end };
+    return { rows, next_cursor: keys.length > page.limit ? end : null, end_cursor: end };
   };
   const studentsQuery = (code) => db.selectFrom('students').select(['id', 'name', 'joined_at']).where('class_code', '=', code);
   // What a feed fans out: each item's event text made once for every stream of the class.
@@ -224,22 +255,28 @@ export async function dashboardRoutes(app, opts) {
       const from = after ? before(after.created_at, lateMs) : null;
       let count = 0; let overflow = false;
       for (let page = null; !signal.aborted;) {
-        const rows = await keysetOn(studentsQuery(code), 'joined_at', 'id', { limit: PAGE_MAX, after: page, from }).execute();
+        const rows = await inTurn(signal, () => keysetOn(studentsQuery(code), 'joined_at', 'id', { limit: PAGE_MAX, after: page, from }).execute());
         const text = rows.slice(0, PAGE_MAX).map((r) => fmt(studentItem(r))).join('');
         if (text) yield out(text);
         if (rows.length <= PAGE_MAX) break;
         const last = rows[PAGE_MAX - 1]; page = { created_at: last.joined_at, id: last.id };
         await turn();
       }
+      // Records a page of BACKLOG_PAGE at a time: their keys by an index-only keyset scan of
+      // (class_code, received_at, id), then the rows by primary key (a join of the whole
+      // class sorted was what a loaded PostgreSQL could not finish within its second).
       for (let page = null; !signal.aborted;) {
-        const rows = await keysetOn(progressQuery(code), 'p.received_at', 'p.id', { limit: PAGE_MAX, after: page, from }).execute();
-        const shown = rows.slice(0, PAGE_MAX);
-        const text = shown.map((r) => fmt(progressItem(r))).join('');
+        const [shown, more, rows] = await inTurn(signal, async () => {
+          const keys = await keysetOn(db.selectFrom('progress').select(['received_at', 'id']).where('class_code', '=', code), 'received_at', 'id', { limit: BACKLOG_PAGE, after: page, from }).execute();
+          const want = keys.slice(0, BACKLOG_PAGE);
+          return [want, keys.length > BACKLOG_PAGE, want.length ? await progressQuery(code).where('p.id', 'in', want.map((k) => k.id)).orderBy('p.received_at').orderBy('p.id').execute() : []];
+        });
+        const text = rows.map((r) => fmt(progressItem(r))).join('');
         count += shown.length;
         if (text) yield out(text);
-        if (rows.length <= PAGE_MAX) break;
+        if (!more) break;
         if (count >= backlogMax) { overflow = true; break; }
-        const last = rows[PAGE_MAX - 1]; page = { created_at: last.received_at, id: last.id };
+        const last = shown[shown.length - 1]; page = { created_at: last.received_at, id: last.id };
         await turn();
       }
       if (overflow) {

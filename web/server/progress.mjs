@@ -180,28 +180,21 @@ export async function progressRoutes(app, opts) {
     fail(429, `${what}; nothing was stored. Try again in ${seconds} s`);
   };
   const addressOf = (req) => req.ip ?? 'unknown';
-  /** An AbortSignal that fires when the client goes before its answer is sent. */
-  const goneSignal = (reply) => {
+  /* The request's connection closing before its answer is sent (the client gave up) aborts
+   * its grading: watched from the moment the request arrives, since a client may go while
+   * its body is read or its receipt looked up. */
+  const watchGone = (req, reply, done) => {
     const ac = new AbortController();
-    reply.raw.once('close', () => { if (!reply.raw.writableFinished) ac.abort(); });
-    return ac.signal;
+    const socket = req.raw.socket;
+    const gone = () => ac.abort();
+    if (!socket || socket.destroyed) ac.abort();
+    else {
+      socket.once('close', gone);
+      reply.raw.once('finish', () => socket.off('close', gone)); // a kept-alive connection serves others
+    }
+    req.gone = ac.signal;
+    done();
   };
-
-  app.setErrorHandler((err, req, reply) => {
-    let status = err.statusCode ?? 500;
-    let message = err.message;
-    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') { status = 413; message = `the body is too large; send at most ${BATCH_MAX} records a request`; }
-    else if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') { status = 415; message = `send Content-Type: application/json (got ${JSON.stringify(req.headers['content-type'] ?? 'none')})`; }
-    else if (err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') { status = 400; message = 'the body is empty; send a JSON document'; }
-    const away = status >= 500 && unavailableAnswer(err, reply);
-    if (away) { req.log.warn({ err }, 'database unavailable'); status = 503; message = `${away}; send the records again (each is stored once)`; }
-    else if (status >= 500 && !err.retryAfter && !(err.statusCode >= 500)) { req.log.error(err); message = 'internal error; nothing was stored'; }
-    else if (status >= 500) req.log.warn({ err }, 'progress not graded');
-    if (err.retryAfter) reply.header('Retry-After', String(err.retryAfter));
-    if (status < 400 || status > 599) status = 500;
-    reply.code(status).type('application/json').send({ statusCode: status, error: REASONS[status] ?? 'Error', message });
-  });
-
   const loadClass = classLoader(store, fail);
   const jsonOf = (req) => {
     const b = req.body;
@@ -253,7 +246,7 @@ export async function progressRoutes(app, opts) {
     fail(409, `the name "${name}" is already taken in class ${cls.code}; pick another one (a surname, an initial), or join from the browser you joined with`);
   });
 
-  app.post('/api/classes/:code/progress', async (req, reply) => {
+  app.post('/api/classes/:code/progress', { onRequest: watchGone }, async (req, reply) => {
     const cls = await loadClass(req.params.code);
     const student = await studentOf(req, cls);
     const records = checkRecords(jsonOf(req));
@@ -264,7 +257,7 @@ export async function progressRoutes(app, opts) {
     let graded;
     try {
       graded = await grader.grade(records.map(({ type, lesson, exercise, kind, seed, answer: a, done }) => ({ type, lesson, exercise, kind, seed, answer: a, done })),
-        { client: student.id, signal: goneSignal(reply) });
+        { client: student.id, signal: req.gone });
     } catch (e) { writes.give(addr, records.length); throw e; }
     graded.forEach((g, i) => {
       if (g.error) throw new Error(`the engine failed on ${at(i)}: ${g.error}`);
