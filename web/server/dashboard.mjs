@@ -17,7 +17,7 @@ import { setImmediate as turn } from 'node:timers/promises';
 import { bearerHash, classLoader, sameHash } from './classes.mjs';
 import { bomParam, CSV_PAGE, csvCell } from './csv.mjs';
 import { decodeCursor, encodeCursor, PAGE_MAX, pageParams } from './paging.mjs';
-import { Feeds, Subscriber } from './feed.mjs';
+import { Feeds, Subscriber, inKeysetOrder } from './feed.mjs';
 
 
 /** How often an open event stream looks for new rows. */
@@ -41,7 +41,7 @@ export const STREAMS_PER_ADDRESS = 16;
 /** The most records a stream sends from before it opened (a page that reconnects with an
  * old position, or a stream opened with none): past this it says so in an `overflow`
  * event and goes on from the live position; the list and the CSV are for a whole term. */
-export const BACKLOG_MAX = 2000;
+export const BACKLOG_MAX = 500;
 /** The backlog goes out this many records a turn of the event loop. */
 export const BACKLOG_PAGE = 200;
 /** Backlog pages read from the database at once, per process; others wait their turn (the
@@ -141,7 +141,7 @@ export async function dashboardRoutes(app, opts) {
     // keys by an index-only keyset scan, then the rows by primary key (see the backlog)
     const keys = await keysetOn(db.selectFrom('progress').select(['received_at', 'id']).where('class_code', '=', code), 'received_at', 'id', page).execute();
     const want = keys.slice(0, page.limit);
-    const rows = want.length ? await progressQuery(code).where('p.id', 'in', want.map((k) => k.id)).orderBy('p.received_at').orderBy('p.id').execute() : [];
+    const rows = want.length ? await progressQuery(code).where('p.id', 'in', want.map((k) => k.id)).execute().then(inKeysetOrder) : [];
     const last = want[want.length - 1]; // a row deleted in between moves no cursor
     const end = last ? cursorAfter(last.received_at, last.id) : null;
     return { rows, next_cursor: keys.length > page.limit ? end : null, end_cursor: end };
@@ -266,10 +266,11 @@ export async function dashboardRoutes(app, opts) {
       // (class_code, received_at, id), then the rows by primary key (a join of the whole
       // class sorted was what a loaded PostgreSQL could not finish within its second).
       for (let page = null; !signal.aborted;) {
+        const size = Math.min(BACKLOG_PAGE, backlogMax - count);
         const [shown, more, rows] = await inTurn(signal, async () => {
-          const keys = await keysetOn(db.selectFrom('progress').select(['received_at', 'id']).where('class_code', '=', code), 'received_at', 'id', { limit: BACKLOG_PAGE, after: page, from }).execute();
-          const want = keys.slice(0, BACKLOG_PAGE);
-          return [want, keys.length > BACKLOG_PAGE, want.length ? await progressQuery(code).where('p.id', 'in', want.map((k) => k.id)).orderBy('p.received_at').orderBy('p.id').execute() : []];
+          const keys = await keysetOn(db.selectFrom('progress').select(['received_at', 'id']).where('class_code', '=', code), 'received_at', 'id', { limit: size, after: page, from }).execute();
+          const want = keys.slice(0, size);
+          return [want, keys.length > size, want.length ? await progressQuery(code).where('p.id', 'in', want.map((k) => k.id)).execute().then(inKeysetOrder) : []];
         });
         const text = rows.map((r) => fmt(progressItem(r))).join('');
         count += shown.length;

@@ -22,10 +22,15 @@ export const CHANNEL = 'vmemlab_feed';
 /** Ids read at a time from the late window; rows fetched by id at a time. */
 const ID_PAGE = 2000;
 const FETCH_PAGE = 500;
+/** A feed is kept this long after its last stream closes. */
+export const LINGER_MS = 30_000;
 /** A woken feed reads at most this often (a burst of writes is one read). */
 export const MIN_GAP_MS = 100;
 
 const before = (iso, ms) => new Date(Date.parse(iso) - ms).toISOString();
+/** Rows fetched by id, put in (received_at, id) order here: an ORDER BY in the query made
+ * SQLite walk the class's whole keyset index instead of looking each id up. */
+export const inKeysetOrder = (rows) => rows.sort((a, b) => (a.received_at < b.received_at ? -1 : a.received_at > b.received_at ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 const newer = (t, id, mark) => !mark || t > mark.t || (t === mark.t && id > mark.id);
 
 export class Feeds {
@@ -50,9 +55,14 @@ export class Feeds {
     if (!f) { f = new Feed(this, code); this.feeds.set(code, f); }
     f.subs.add(sub);
     if (this.opts.store.kind === 'postgres' && !this.listener) this.listen();
+    clearTimeout(f.linger);
     return () => {
       f.subs.delete(sub);
-      if (!f.subs.size) { f.stop(); if (this.feeds.get(code) === f) this.feeds.delete(code); }
+      if (f.subs.size) return;
+      // kept a while: a dashboard that reconnects finds its feed where it was
+      clearTimeout(f.linger);
+      f.linger = setTimeout(() => { if (!f.subs.size) { f.stop(); if (this.feeds.get(code) === f) this.feeds.delete(code); } }, LINGER_MS);
+      f.linger.unref();
     };
   }
 
@@ -129,7 +139,7 @@ export class Feeds {
 
   async close() {
     this.closed = true;
-    for (const f of this.feeds.values()) f.stop();
+    for (const f of this.feeds.values()) { clearTimeout(f.linger); f.stop(); }
     this.feeds.clear();
     const l = this.listener; this.listener = null;
     if (l) await l.end().catch(() => {});
@@ -184,7 +194,7 @@ class Feed {
   }
 
   wake() {
-    if (this.stopped) return;
+    if (this.stopped || !this.subs.size) return; // lingering without streams: nothing to read for
     if (this.reading) { this.again = true; return; }
     if (this.wakeTimer) return;
     const wait = Math.max(0, this.lastRead + MIN_GAP_MS - Date.now());
@@ -206,7 +216,8 @@ class Feed {
         const items = [];
         for (let i = 0; i < newStudents.length; i += FETCH_PAGE) {
           const rows = await db.selectFrom('students').select(['id', 'name', 'joined_at']).where('class_code', '=', this.code)
-            .where('id', 'in', newStudents.slice(i, i + FETCH_PAGE).map((r) => r.id)).orderBy('joined_at').orderBy('id').execute();
+            .where('id', 'in', newStudents.slice(i, i + FETCH_PAGE).map((r) => r.id)).execute()
+            .then((list) => list.sort((a, b) => (a.joined_at < b.joined_at ? -1 : a.joined_at > b.joined_at ? 1 : a.id < b.id ? -1 : 1)));
           for (const r of rows) {
             this.seenStudents.set(r.id, r.joined_at);
             if (newer(r.joined_at, r.id, this.studentsHigh)) this.studentsHigh = { t: r.joined_at, id: r.id };
@@ -215,12 +226,24 @@ class Feed {
         }
         this.fan(items);
       }
-      // Records
+      // Records: those after the newest one read, by keyset; the late window is listed
+      // (as ids) only when it holds more records than this feed has seen in it, which a
+      // count over the index tells.
       const pFrom = this.high ? before(this.high.t, lateMs) : '';
-      const fresh = (await this.ids('progress', 'received_at', pFrom)).filter((r) => !this.seen.has(r.id));
+      let fresh;
+      if (!this.high) fresh = await this.ids('progress', 'received_at', '');
+      else {
+        const inWindow = Number((await db.selectFrom('progress').select((eb) => eb.fn.countAll().as('n')).where('class_code', '=', this.code)
+          .where('received_at', '>=', pFrom).where('received_at', '<=', this.high.t).executeTakeFirst())?.n ?? 0);
+        let seenInWindow = 0;
+        for (const t of this.seen.values()) if (t >= pFrom && t <= this.high.t) seenInWindow++;
+        const late = inWindow > seenInWindow ? (await this.ids('progress', 'received_at', pFrom)).filter((r) => r.t <= this.high.t && !this.seen.has(r.id)) : [];
+        const after = (await this.ids('progress', 'received_at', this.high.t)).filter((r) => !this.seen.has(r.id));
+        fresh = [...late, ...after];
+      }
       for (let i = 0; i < fresh.length; i += FETCH_PAGE) {
         const rows = await progressQuery(this.code).where('p.id', 'in', fresh.slice(i, i + FETCH_PAGE).map((r) => r.id))
-          .orderBy('p.received_at').orderBy('p.id').execute();
+          .execute().then(inKeysetOrder);
         const items = [];
         for (const r of rows) {
           this.seen.set(r.id, r.received_at);

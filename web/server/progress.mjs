@@ -195,6 +195,22 @@ export async function progressRoutes(app, opts) {
     req.gone = ac.signal;
     done();
   };
+
+  app.setErrorHandler((err, req, reply) => {
+    let status = err.statusCode ?? 500;
+    let message = err.message;
+    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') { status = 413; message = `the body is too large; send at most ${BATCH_MAX} records a request`; }
+    else if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') { status = 415; message = `send Content-Type: application/json (got ${JSON.stringify(req.headers['content-type'] ?? 'none')})`; }
+    else if (err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') { status = 400; message = 'the body is empty; send a JSON document'; }
+    const away = status >= 500 && unavailableAnswer(err, reply);
+    if (away) { req.log.warn({ err }, 'database unavailable'); status = 503; message = `${away}; send the records again (each is stored once)`; }
+    else if (status >= 500 && !err.retryAfter && !(err.statusCode >= 500)) { req.log.error(err); message = 'internal error; nothing was stored'; }
+    else if (status >= 500) req.log.warn({ err }, 'progress not graded');
+    if (err.retryAfter) reply.header('Retry-After', String(err.retryAfter));
+    if (status < 400 || status > 599) status = 500;
+    reply.code(status).type('application/json').send({ statusCode: status, error: REASONS[status] ?? 'Error', message });
+  });
+
   const loadClass = classLoader(store, fail);
   const jsonOf = (req) => {
     const b = req.body;
