@@ -284,7 +284,7 @@ describe.each(['sqlite', 'postgres'] as const)('attacks on the progress routes, 
   it('requests abandoned after 300 ms are dropped: nothing of theirs is left waiting, and another student is served', async () => {
     const c = await newClass();
     const ww = await whichWinsAt();
-    const dropped0 = grader.dropped;
+    const dropped0 = grader.dropped; const graded0 = grader.graded;
     const attackers = await Promise.all(Array.from({ length: 17 }, async (_, i) => (await join(c.code, `x${i}`)).body as { receipt: string }));
     const base = 700_000 + Math.floor(Math.random() * 100_000);
     await Promise.all(attackers.map(async (a, k) => {
@@ -294,6 +294,7 @@ describe.each(['sqlite', 'postgres'] as const)('attacks on the progress routes, 
     }));
     await until(() => grader.total === 0, 10_000);
     expect(grader.dropped - dropped0, 'records of gone requests never graded').toBeGreaterThan(0);
+    expect(grader.graded - graded0, 'most of the 850 records were never graded').toBeLessThan(17 * 50 / 2);
     const b = (await join(c.code, 'Bea')).body as { receipt: string };
     const r = await send(c.code, b.receipt, [attempt()]);
     expect(r.status).toBe(200);

@@ -9,9 +9,8 @@
 //                                              text/event-stream (?after=<end_cursor of the list>)
 //   GET /api/classes/:code/progress.csv        every record as CSV, streamed a page at a time
 //
-// The event stream polls the tables every second by keyset instead of listening for this
-// process's own writes: two server instances may share one database, and a record one of
-// them stores must reach a teacher connected to the other.
+// The event stream: a backlog from the client's position, read a page at a time, then what
+// the class's one feed (feed.mjs) reads and fans out to every open stream of the class.
 import { Readable } from 'node:stream';
 import { setImmediate as turn } from 'node:timers/promises';
 import { bearerHash, classLoader, sameHash } from './classes.mjs';
@@ -384,7 +383,7 @@ export const dashboardOpenapi = {
     '/api/classes/{code}/progress/events': {
       get: {
         operationId: 'progressEvents',
-        summary: `Teacher: the records (event "progress", the list's record shape; "id:" the position to resume from) and students (event "student") that arrive from now on, as text/event-stream; a comment line when nothing went out for ${COMMENT_MS / 1000} s; event "gone" when the class is deleted. Send "Accept: text/event-stream" (else 406). Polled every ${POLL_MS / 1000} s, so records stored by another server instance on the same database come too. At most ${STREAMS_PER_CLASS} open streams per class and ${STREAMS_PER_ADDRESS} per client address (per server process); one more is 429`,
+        summary: `Teacher: the records (event "progress", the list's record shape; "id:" the position to resume from) and students (event "student": one who joined, or renamed; event "removed": one removed) that arrive, as text/event-stream, after a backlog from "after" of at most ${BACKLOG_MAX} records (past it, event "overflow" points to the list and the CSV and the stream goes on from now); a comment line when nothing went out for ${COMMENT_MS / 1000} s; event "gone" when the class is deleted. Send "Accept: text/event-stream" (else 406). One reader per class feeds every stream; records stored by another server instance on the same database come too. At most ${STREAMS_PER_CLASS} open streams per class and ${STREAMS_PER_ADDRESS} per client address (per server process); one more is 429`,
         parameters: [codeParam, { name: 'after', in: 'query', required: false, description: 'the end_cursor of the progress list, or the id of the last event received; absent: from the class\'s first record. Records from up to 10 s before it may come again: a client keeps each record id once', schema: { type: 'string', maxLength: 120, pattern: '^[A-Za-z0-9_-]+$' } }],
         security: teacher,
         responses: { 200: { description: 'an event stream that ends when the client goes away', content: { 'text/event-stream': { schema: { type: 'string' } } } }, ...err(400, 401, 403, 404, 406, 429) },

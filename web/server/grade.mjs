@@ -57,8 +57,8 @@ if (!isMainThread && workerData?.vmemlabGrade) {
  * TOTAL_MAX or the grading is too slow, 500 when the grader cannot start).
  *
  * Fair: each client (a student) has its own queue, and the worker takes one record at a
- * time from each client with work in turn, so one client's backlog delays another's first
- * record by at most the record being graded. A batch whose request is gone (signal
+ * time, from the client with records waiting that has had the least grading time, so one
+ * client's backlog delays another's first record by at most the record being graded. A batch whose request is gone (signal
  * aborted) is dropped: its records not yet graded are never graded.
  */
 export class GradePool {
@@ -66,7 +66,8 @@ export class GradePool {
     this.size = size; this.clientMax = clientMax; this.totalMax = totalMax; this.timeoutMs = timeoutMs;
     this.workers = new Set(); this.idle = []; this.closed = false; this.restarts = 0;
     this.clients = new Map(); // client -> { jobs: [job], pending: records not yet graded }
-    this.ring = []; // clients with records not yet sent to a worker, in turn
+    this.ring = []; // clients with records not yet sent to a worker
+    this.vtime = 0; // the grading time (ms) of the client served last: where a newcomer starts
     this.total = 0; this.graded = 0; this.dropped = 0;
   }
 
@@ -80,7 +81,7 @@ export class GradePool {
    * @param {{ client?: string, signal?: AbortSignal }} [opts] */
   grade(records, { client = '', signal } = {}) {
     if (this.closed) return Promise.reject(this.busy());
-    if (signal?.aborted) return Promise.reject(new GradeRefusal(499, 'the request went away'));
+    if (signal?.aborted) { this.dropped += records.length; return Promise.reject(new GradeRefusal(499, 'the request went away')); }
     let c = this.clients.get(client);
     const waiting = c?.pending ?? 0;
     if (waiting + records.length > this.clientMax) {
@@ -89,7 +90,7 @@ export class GradePool {
     if (this.total + records.length > this.totalMax) return Promise.reject(this.busy());
     if (!records.length) return Promise.resolve([]);
     return new Promise((resolve, reject) => {
-      if (!c) { c = { jobs: [], pending: 0 }; this.clients.set(client, c); }
+      if (!c) { c = { jobs: [], pending: 0, used: this.vtime }; this.clients.set(client, c); }
       const job = { client, records, results: new Array(records.length), next: 0, done: 0, inFlight: 0, resolve, reject, over: false };
       c.jobs.push(job); c.pending += records.length; this.total += records.length;
       if (c.jobs.length === 1) this.ring.push(client);
@@ -130,14 +131,22 @@ export class GradePool {
         if (this.workers.size >= this.size) return;
         w = this.spawn(); // a record posted while it loads waits in its port
       }
-      const client = this.ring.shift();
+      // The client with records waiting that has had the least grading time goes next
+      // (start-time fair queuing): one whose records are costly (new which-wins variants)
+      // waits while those with cheap records are served, and a client that comes with a
+      // first record starts level with the least served, so it waits at most for the
+      // record being graded.
+      let at = 0;
+      for (let i = 1; i < this.ring.length; i++) if (this.clients.get(this.ring[i]).used < this.clients.get(this.ring[at]).used) at = i;
+      const client = this.ring[at];
       const c = this.clients.get(client);
+      this.vtime = Math.max(this.vtime, c.used);
       const job = c.jobs[0];
       const i = job.next++;
       job.inFlight++;
       if (job.next >= job.records.length) c.jobs.shift(); // every record sent: the next job's turn
-      if (c.jobs.length) this.ring.push(client);
-      w.task = { job, i };
+      if (!c.jobs.length) this.ring.splice(at, 1);
+      w.task = { job, i, client: c, sent: performance.now() };
       w.timer = setTimeout(() => {
         w.failure = new GradeRefusal(503, `grading a record took longer than ${Math.round(this.timeoutMs / 1000)} s (the server is busy); nothing was stored. Send the records again later`, RETRY_AFTER_S);
         w.terminate();
@@ -151,6 +160,7 @@ export class GradePool {
   settle(task, result, failure) {
     const { job } = task;
     job.inFlight--;
+    task.client.used += performance.now() - task.sent;
     const c = this.clients.get(job.client);
     if (c) { c.pending--; if (!c.pending && !c.jobs.length) this.clients.delete(job.client); }
     this.total--;

@@ -9,6 +9,12 @@
 //                                          (200 with the same student when the name's receipt comes along; 409 for a name taken)
 //   POST   /api/classes/:code/progress     Bearer <receipt>; {"records": [...at most 50]} -> {stored, records: [{id, verdict, expected?}]}
 //   DELETE /api/classes/:code/students/me  Bearer <receipt>: the student and all their progress
+//   DELETE /api/classes/:code/students/:id Bearer <teacher token>: the same, by the teacher
+//   PATCH  /api/classes/:code/students/:id Bearer <teacher token>; {"name"}: renamed (409 for a name taken)
+//
+// Progress records and joins count against a write budget per client address (budget.mjs);
+// grading is fair between students (grade.mjs); each write tells the class's dashboard
+// streams (feed.mjs, through app.mjs's bus).
 //
 // Each record carries its own id (random, made by the page): a record id stored once in a
 // class is never stored again, so a batch sent again (after a lost answer, a 503, a
@@ -413,10 +419,21 @@ export const progressOpenapi = {
         responses: {
           200: {
             description: 'graded; stored: how many records were new',
-            content: { 'application/json': { schema: { type: 'object', required: ['stored', 'records'], properties: { stored: { type: 'integer' }, records: { type: 'array', items: { type: 'object', required: ['id', 'verdict'], properties: { id: { type: 'string' }, verdict: { enum: ['correct', 'wrong', 'empty', 'done', 'undone'] }, expected: { type: 'string', description: 'the engine\'s answer (attempts)' } } } } } } } },
+            content: { 'application/json': { schema: { type: 'object', required: ['stored', 'records'], properties: { stored: { type: 'integer' }, records: { type: 'array', items: { type: 'object', required: ['id', 'verdict'], properties: { id: { type: 'string' }, verdict: { enum: ['correct', 'wrong', 'empty', 'done', 'undone'] }, expected: { type: 'string', description: 'the engine\'s answer, only when the page would show it: the attempt says the answer was shown (asked for, or after the page\'s tries), or it is right' } } } } } } } },
           },
-          ...err(400, 401, 403, 404, 413, 415, 422, 429, 503),
+          ...err(400, 401, 403, 404, 410, 413, 415, 422, 429, 503),
         },
+      },
+    },
+    '/api/classes/{code}/students/{id}': {
+      delete: {
+        operationId: 'removeStudent', summary: 'Teacher: remove a student of the class with all their records (their receipt sends nothing after)', parameters: [codeParam, { name: 'id', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,32}$' } }], security: [{ token: [] }],
+        responses: { 200: { description: 'removed', content: { 'application/json': { schema: { type: 'object', properties: { deleted: { type: 'string' }, name: { type: 'string' }, records: { type: 'integer' } } } } } }, ...err(400, 401, 403, 404, 503) },
+      },
+      patch: {
+        operationId: 'renameStudent', summary: 'Teacher: rename a student (1-60 characters, unique in the class); their records stay theirs', parameters: [codeParam, { name: 'id', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,32}$' } }], security: [{ token: [] }],
+        requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', required: ['name'], additionalProperties: false, properties: { name: { type: 'string', minLength: 1, maxLength: 60 } } } } } },
+        responses: { 200: { description: 'renamed', content: { 'application/json': { schema: { type: 'object', properties: { id: { type: 'string' }, name: { type: 'string' }, joined_at: { type: 'string' } } } } } }, ...err(400, 401, 403, 404, 409, 415, 503) },
       },
     },
     '/api/classes/{code}/students/me': {
