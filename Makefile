@@ -6,13 +6,14 @@ SHELL := /bin/bash
 
 PYTHON ?= python3
 
-.PHONY: help setup system-deps node-deps bochs-deps build start test test-engine test-python test-js test-hwlab test-bochs test-server test-live test-browsers fidelity fuzz bench clean
+.PHONY: help setup system-deps node-deps bochs-deps build start test test-engine test-python test-js test-hwlab test-bochs test-svm test-server test-live test-browsers fidelity fidelity-npt fuzz bench clean
 
 help:
 	@echo "make start   set up, build and serve the lab at http://127.0.0.1:8080"
 	@echo "make test    set up, build and run every test"
 	@echo "make bench   build and print the benchmarks"
 	@echo "make fidelity  20,000 accesses on Bochs' VMX against the engine (report in tests/bochs/)"
+	@echo "make fidelity-npt  20,000 NPT accesses on QEMU's SVM against the engine (report in tests/svm/)"
 	@echo "make fuzz    fuzz the class server's HTTP routes for a long while (fresh seed, printed)"
 
 setup: system-deps node-deps
@@ -69,7 +70,7 @@ build: setup
 # generator and check, the lessons' exercises and the engine's JS wrapper, bundled for Node
 # by vite's SSR build (web/server/grade-entry.ts; grade.mjs runs it in a worker thread, with
 # the same vmsim.wasm the page loads).
-GRADE_INPUTS := web/server/grade-entry.ts web/server/grade.vite.config.mjs web/src/lessons/exercises.ts \
+GRADE_INPUTS := web/server/grade-entry.ts web/server/grade.vite.config.mjs web/src/lessons/exercises.ts web/src/lessons/shape.ts $(wildcard web/src/lessons/kinds/*.ts) \
 	web/src/lessons/content.ts web/src/lessons/langs.ts web/src/progress/seed.ts \
 	wasm-core/js/vmsim.ts wasm-core/js/replay.ts wasm-core/js/types.ts $(wildcard lessons/*/*.md) $(wildcard lessons/scenarios/*.json)
 web/server/gen/grade.mjs: $(GRADE_INPUTS) wasm-core/build/wasm/vmsim.mjs node_modules/.package-lock.json
@@ -108,7 +109,7 @@ start: build
 # hw-lab's setup (QEMU, kernel headers and image, cross compiler) is only needed to test it.
 test: build bochs-deps
 	$(MAKE) -C hw-lab setup
-	$(MAKE) test-engine test-python test-bochs test-js test-hwlab
+	$(MAKE) test-engine test-python test-bochs test-svm test-js test-hwlab
 	@echo "all test suites passed"
 
 test-engine:
@@ -132,6 +133,17 @@ fidelity: bochs-deps
 
 test-hwlab:
 	$(MAKE) -C hw-lab test
+
+# The engine's NPT scenarios on QEMU's SVM (TCG): the examples and random machines, at
+# least 300 accesses (seconds; QEMU comes with hw-lab's setup, nasm with system-deps).
+test-svm:
+	tests/svm/run --count 300
+
+# 20,000 NPT accesses; the report goes to tests/svm/fidelity-report.json, and the page's
+# verified-on-a-CPU data (web/src/fidelity/bochs-verified.json) gains its "npt" part.
+fidelity-npt:
+	$(MAKE) -C wasm-core build/vmsim
+	tests/svm/run --count 20000 --report tests/svm/fidelity-report.json --web-data web/src/fidelity/bochs-verified.json
 
 # The live guest's tests alone (test-js runs them too).
 test-live: build

@@ -100,4 +100,28 @@ describe('lessons tab', () => {
     await page.screenshot({ path: join(ARTIFACTS, 'lessons-teacher-guide-zh.png'), fullPage: true });
     expect(errors).toEqual([]);
   });
+
+  it('a walk grid to fill in (lesson 3) and the teacher\'s answer sheet, printed without its controls', async () => {
+    await page.goto(session.url + '?view=lessons&lang=en&lesson=ept-and-npt&seed=1');
+    const card = page.locator('section.exercise[data-kind="walk-grid"]');
+    await card.waitFor();
+    const refs = await card.locator('select').count();
+    expect([24, 29, 35]).toContain(refs);   // (n + 1)(m + 1) - 1 for 4 or 5 levels each
+    await card.locator('select').first().selectOption('g1');
+    await card.getByRole('button', { name: 'Check' }).click();
+    await expect.poll(() => card.getByRole('status').textContent()).toMatch(new RegExp(`\\d+ of ${refs + 2} cells right`));
+    await card.getByRole('button', { name: 'Show answer' }).click();
+    await expect.poll(() => card.locator('select').first().inputValue()).toMatch(/^n[45]$/);
+    await card.screenshot({ path: join(ARTIFACTS, 'lessons-walk-grid.png') });
+    await page.goto(session.url + '?view=lessons&lang=en&lesson=ept-and-npt&seed=1&sheet=3');
+    await page.waitForSelector('.answer-sheet table[data-state="done"]', { timeout: 60_000 });
+    expect(await page.locator('.answer-sheet tbody tr').count()).toBe(3);
+    expect(await page.locator('.answer-sheet .sheet-answer').count()).toBe(3 * 6);
+    await page.emulateMedia({ media: 'print' });
+    expect(await page.locator('.answer-sheet .sheet-controls').isVisible()).toBe(false);
+    expect(await page.locator('.answer-sheet table').isVisible()).toBe(true);
+    await page.screenshot({ path: join(ARTIFACTS, 'lessons-answer-sheet-print.png'), fullPage: true });
+    await page.emulateMedia({ media: 'screen' });
+    expect(errors).toEqual([]);
+  });
 });

@@ -173,3 +173,54 @@ def test_pae_under_npt_walk_cache_hit_skips_the_pdpte():
     assert second["memory_refs"] == 1
     assert second["steps"][0]["kind"] == "pwc_hit" and second["steps"][0]["level"] == 2
     assert not any(s["dim"] == "guest" and s["level"] == 3 for s in second["steps"])
+
+
+# The A bit on a walk that faults (APM vol. 2, 5.4.1, "Accessed (A) Bit": "set to 1 by
+# the processor the first time the table or physical page is either read from or written
+# to"): under npt every entry whose table was read gets A, the leaf of a refused access
+# does not; under ept (Intel, SDM 29.3.5) nothing is set on a faulting walk. Checked on
+# an executing CPU by tests/svm (QEMU's SVM).
+A_FAULT = {"name": "a-on-fault", "mode": "npt",
+           "guest": {"paging": "4level", "cr3": "0x100000", "tables": [
+               {"gpa": "0x100000", "entries": {"0": "0x101003"}},
+               {"gpa": "0x101000", "entries": {"0": "0x102003"}},
+               {"gpa": "0x102000", "entries": {"2": "0x103003"}},
+               {"gpa": "0x103000", "entries": {"0": "0x0"}}]},
+           "nested": {"mappings": [{"gpa": "0x0", "hpa": "0x80000000", "page": "4K",
+                                    "pages": 1024, "perm": "rwx"}]},
+           "accesses": [{"gva": "0x400000", "op": "read"}]}
+
+
+def test_npt_guest_fault_sets_a_in_the_entries_whose_table_was_read():
+    a = both(A_FAULT)["accesses"][0]
+    assert (a["outcome"], a["fault"]["error_code"]) == ("guest_page_fault", "0x0")
+    writes = [(s["level"], s["ad_set"], s["result"]) for s in a["steps"] if s["kind"] == "ad_write"]
+    assert writes == [(4, "A", "written"), (3, "A", "written"), (2, "A", "written")]
+    assert a["ad_writes"] == 3
+    # the first nested walk (CR3's gpa) succeeded and set A in its four entries; later
+    # walks find them set
+    first = [s["ad_set"] for s in a["steps"]
+             if s["kind"] == "read" and s["dim"] == "nested" and s["stage"] == 4]
+    assert first == ["A", "A", "A", "AD"]
+
+
+def test_npt_nested_fault_sets_a_above_the_faulting_entry_only():
+    sc = copy.deepcopy(A_FAULT)
+    sc["guest"]["tables"][3]["entries"]["0"] = "0x200003"
+    sc["nested"]["overrides"] = [{"gpa": "0x200000", "level": 1, "clear": "0x1"}]
+    a = both(sc)["accesses"][0]
+    assert (a["outcome"], a["fault"]["exitinfo1"]) == ("npt_fault", "0x100000004")
+    # the final gpa's nested walk: its PDE (index 1, no walk has used it) points to a table
+    # that was read, so it gets A; the not-present PTE gets nothing
+    final = [(s["level"], s["ad_set"], s["result"]) for s in a["steps"]
+             if s["kind"] == "read" and s["dim"] == "nested" and s["stage"] == 0]
+    assert final == [(4, "", "table"), (3, "", "table"), (2, "A", "table"), (1, "", "not_present")]
+
+
+def test_ept_fault_sets_no_a_bit():
+    sc = copy.deepcopy(A_FAULT)
+    sc["mode"] = "ept"
+    sc["nested"]["ad"] = True
+    a = both(sc)["accesses"][0]
+    assert a["outcome"] == "guest_page_fault"
+    assert not any(s["kind"] == "ad_write" for s in a["steps"])

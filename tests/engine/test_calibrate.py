@@ -29,7 +29,7 @@ def report():
 def test_shape(report):
     assert set(report) == {"format", "checks", "sources"}
     keys = {"seed", "figure", "what", "published", "model", "unit", "error_pct", "target_pct", "within_target",
-            "published_source", "parameters", "counts", "why"}
+            "published_source", "parameters", "counts", "prediction", "comparison", "why"}
     for c in report["checks"]:
         assert set(c) == keys, c["figure"]
         assert c["seed"] in ("000", "001", "002", "003", "004")
@@ -91,6 +91,27 @@ def test_targets(report):
             assert c["why"] and "model.md" in c["why"], c["figure"]
     assert "Where the model cannot get there" in MODEL_MD
     assert "**002 without the cr3 cache**" in MODEL_MD and "**003, the VMFUNC gate**" in MODEL_MD
+
+
+def test_comparisons_are_marked_and_003_is_predicted_from_another_intel_core(report):
+    checks = {c["figure"]: c for c in report["checks"]}
+    # a model value that is another measurement of the same source is a comparison, said so
+    for fig in ("001/kvm-min", "002/kvm-paravirt-cr3-us"):
+        assert checks[fig]["prediction"] is False and "same" in checks[fig]["comparison"], fig
+    assert checks["003/vmfunc-gate-ns"]["prediction"] is False and checks["003/vmfunc-gate-ns"]["model"] is None
+    for fig in ("000/ept-off-real-s", "002/kvm-trunk-us", "003/vmcall-ns"):
+        assert checks[fig]["prediction"] is True and checks[fig]["comparison"] is None, fig
+    # 003's VMCALL (measured on an Intel core) comes from neither its own source nor seed
+    # 001's AMD Ryzen: every source of its parameters is another Intel measurement
+    vmcall = checks["003/vmcall-ns"]
+    own = COST["figures"]["003/vmcall-ns"]["source"]
+    for p in vmcall["parameters"]:
+        for s in p["sources"]:
+            src = COST["figures"][s["id"]]["source"] if s["id"] in COST["figures"] else s["id"]
+            assert src != own and src != "qiita-bitvisor-cpuid-2019", (p["name"], s["id"])
+            assert "Intel" in COST["sources"][src], (p["name"], src)
+    out = subprocess.run([VMSIM, "calibrate"], capture_output=True, text=True, timeout=120).stdout
+    assert out.count("a comparison of measurements, not a prediction") == 2
 
 
 def test_counts_are_the_engines(report):

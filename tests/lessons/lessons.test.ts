@@ -16,7 +16,7 @@ const vmsim = process.env.VMSIM ?? join(root, 'wasm-core', 'build', 'vmsim');
 const ajv = new Ajv({ allErrors: true });
 const validate = ajv.compile(JSON.parse(readFileSync(join(root, 'wasm-core', 'schema', 'scenario.schema.json'), 'utf8')));
 const EXERCISE_KINDS = ['compute-hpa', 'count-refs', 'predict-exit', 'predict-bits', 'which-wins', 'flat-table-size',
-  'shadow-exits', 'flat-walk', 'vmfunc-switch', 'cache-hits', 'agile-walk'];
+  'shadow-exits', 'flat-walk', 'vmfunc-switch', 'cache-hits', 'agile-walk', 'walk-grid'];
 
 /** The lessons (NN-id.md) of a language; `guides` the other pages (teacher-guide.md). */
 function pages(lang: string, which: 'lessons' | 'guides') {
@@ -307,8 +307,8 @@ describe('lessons', () => {
           const where = `${lang}/${l.file}: (${m[1]})`;
           if (scheme === 'glossary') expect(g.terms[rest], where).toBeTruthy();
           else if (scheme === 'app') expect(views, where).toContain(rest);
-          else if (scheme === 'lesson') expect(ids.has(rest), where).toBe(true);
-          else expect(m[1], `${where}: a link is glossary:, app:, lesson: or https://`).toMatch(/^https:\/\//);
+          else if (scheme === 'lesson' || scheme === 'sheet') expect(ids.has(rest) && (scheme === 'lesson' || rest !== 'teacher-guide'), where).toBe(true);
+          else expect(m[1], `${where}: a link is glossary:, app:, lesson:, sheet: (a lesson's answer sheet) or https://`).toMatch(/^https:\/\//);
           if (scheme in count) count[scheme]++;
         }
       }

@@ -1500,9 +1500,22 @@ def set_nested_ad(m: Machine, walked: list, kind: str) -> None:
                           ("D" if (new ^ current) & d_bit else "")
 
 
+def npt_table_accessed(m: Machine, walked: list) -> None:
+    """NPT walk that faults (model.md 4.1): A in each entry above the last one read, for
+    the table it points to was read (APM vol. 2, 5.4.1: A is set "the first time the
+    table or physical page is either read from or written to")."""
+    for s, addr, _ in walked:
+        current = m.mem.read(addr, 8)
+        if not current & ACC:
+            m.mem.write(addr, 8, current | ACC)
+            s["ad_set"] = "A"
+
+
 def nested_fault(m: Machine, walked: list, reason: str, level: int, stage: int, gpa: int,
                  gva: int, kind: str, final_op: Optional[str]) -> Fault:
     """An EPT violation or an NPT #NPF (model.md 4.3)."""
+    if not m.ept:
+        npt_table_accessed(m, walked[:-1])
     entries = [e for _, _, e in walked]
     if m.ept:
         # Bits 5:3: AND of R/W/X over every entry walked, the failing one included
@@ -1723,8 +1736,12 @@ def guest_walk(m: Machine, t: Trace, acc: Access, start=None) -> tuple[int, int]
         if native:
             entry_hpa = entry_gpa
         else:
-            ntr = (flat_walk(m, t, entry_gpa, level) if m.flat else
-                   nested_walk(m, t, entry_gpa, table_kind, level, acc.gva, None))
+            try:
+                ntr = (flat_walk(m, t, entry_gpa, level) if m.flat else
+                       nested_walk(m, t, entry_gpa, table_kind, level, acc.gva, None))
+            except Fault:
+                npt_guest_accessed(m, t, walked[:-1])
+                raise
             entry_hpa = ntr.hpa
         entry = m.mem.read(entry_hpa, fmt.entry_size)
         s = t.step("read", "guest", level, level, None if native else entry_gpa, table,
@@ -1734,6 +1751,7 @@ def guest_walk(m: Machine, t: Trace, acc: Access, start=None) -> tuple[int, int]
         why, leaf = guest_entry_problem(m, fmt, entry, level)
         if why:
             s["result"] = why
+            npt_guest_accessed(m, t, walked[:-1])
             raise guest_page_fault(m, why, level, acc)
         rw, us = rw and bool(entry & RW), us and bool(entry & US)
         xd = xd or (fmt.wide and g.efer_nxe and bool(entry & XD))
@@ -1747,6 +1765,7 @@ def guest_walk(m: Machine, t: Trace, acc: Access, start=None) -> tuple[int, int]
             if why:
                 raise guest_page_fault(m, why, level, acc)
         elif not guest_permits(m, acc, rw, us, xd):
+            npt_guest_accessed(m, t, walked[:-1])
             raise guest_page_fault(m, "permission", level, acc)
         else:
             update_guest_ad(m, t, acc, walked)      # Sunway has no hardware A/D
@@ -1787,6 +1806,24 @@ def pae_pdpte_step(m: Machine, t: Trace, acc: Access, index: int) -> int:
         raise guest_page_fault(m, "not_present", 3, acc)
     s["result"] = "table"
     return entry & bits(m.sc.maxphyaddr - 1, 12)
+
+
+def npt_guest_accessed(m: Machine, t: Trace, walked: list) -> None:
+    """Mode npt, a guest walk that faults: A in each entry whose table was read (walked
+    is those entries), as npt_table_accessed does for the nested tables. NPT made every
+    guest table read a write, so no update is blocked."""
+    if m.sc.mode != "npt" or m.fmt.sunway:
+        return
+    fmt = m.fmt
+    for w in walked:
+        current = m.mem.read(w.hpa, fmt.entry_size)
+        if current & ACC:
+            continue
+        s = t.step("ad_write", "guest", w.level, w.level, w.gpa, w.table, w.index, w.hpa,
+                   current, x86_flags(current, w.level, fmt.wide))
+        s["ad_set"] = "A"
+        m.mem.write(w.hpa, fmt.entry_size, current | ACC)
+        s["result"] = "written"
 
 
 def update_guest_ad(m: Machine, t: Trace, acc: Access, walked: list) -> None:

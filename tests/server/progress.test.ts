@@ -38,7 +38,9 @@ const attempt = (lesson: string, exercise: number, seed: number, answer: string,
 function pageVerdict(lesson: string, exercise: number, seed: number, answer: string) {
   const ex = generate(SPECS[lesson][exercise], seed);
   const v = check(engine, ex, answer);
-  return { verdict: !answered(ex, answer) ? 'empty' : v.correct ? 'correct' : 'wrong', expected: v.expected };
+  const graded = answered(ex, answer);
+  return { verdict: !graded ? 'empty' : v.correct ? 'correct' : 'wrong', expected: v.expected,
+    ...(graded && v.score ? { score: { right: v.score.right, of: v.score.of } } : {}) };
 }
 /** A right answer and a wrong one for a variant, as a learner would type them. */
 function answers(lesson: string, exercise: number, seed: number): { right: string; wrong: string } {
@@ -46,6 +48,8 @@ function answers(lesson: string, exercise: number, seed: number): { right: strin
   const expected = ex.expected(ex.scenarios.map((s) => engine.run(s)));
   const right = expected.split(' or ')[0];
   if (ex.input.type === 'choice') return { right, wrong: ex.input.choices.find((c) => !expected.split(' or ').includes(c))! };
+  // a grid with its first reference's table wrong (the other cells right)
+  if (ex.input.type === 'grid') return { right, wrong: right.replace(/^\S+/, (t) => (t === 'g1' ? 'n1' : 'g1')) };
   if (ex.input.type === 'hex') return { right: right.toUpperCase().replace(/^0X/, ''), wrong: '0x' + (BigInt(right) ^ 0x1000n).toString(16) };
   return { right, wrong: String(Number(right) + 1) };
 }
@@ -80,6 +84,24 @@ describe('the grader (web/server/gen/grade.mjs) against the page\'s check()', ()
       }
     }
     expect(compared).toBeGreaterThan(2000);
+  }, 120_000);
+
+  it('grades a walk grid cell by cell: one cell wrong is "wrong" with its share of the cells right', async () => {
+    const { createGrader } = await import(bundle);
+    const grader = await createGrader(readFileSync(join(root, 'wasm-core', 'build', 'wasm', 'vmsim.wasm')));
+    const grids = ALL.filter((x) => x.spec.kind === 'walk-grid');
+    expect(grids.map((x) => x.lesson).sort()).toEqual(['agile-paging', 'ept-and-npt']);
+    for (const { lesson, exercise, spec } of grids) {
+      for (const seed of [3, 44, 1_000_001]) {
+        const { right, wrong } = answers(lesson, exercise, seed);
+        const of = right.split(/\s+/).filter((c) => c !== '|').length;
+        expect(grader.grade({ type: 'attempt', lesson, exercise, kind: spec.kind, seed, answer: right })).toMatchObject({ verdict: 'correct', score: { right: of, of } });
+        expect(grader.grade({ type: 'attempt', lesson, exercise, kind: spec.kind, seed, answer: wrong })).toMatchObject({ verdict: 'wrong', score: { right: of - 1, of } });
+        // the addresses left out: the tables alone still earn theirs
+        const tablesOnly = right.split('|')[0];
+        expect(grader.grade({ type: 'attempt', lesson, exercise, kind: spec.kind, seed, answer: tablesOnly })).toMatchObject({ verdict: 'wrong', score: { right: of - 2, of } });
+      }
+    }
   }, 120_000);
 });
 
@@ -225,7 +247,7 @@ describe.each(['sqlite', 'postgres'] as const)('students and progress on %s', (k
       ['done not a boolean', [{ id: rid(), type: 'done', lesson: 'ept-and-npt', done: 'yes', at: now() }], 400, '/records/0/done'],
       ['an unknown lesson', [{ ...ok, lesson: 'no-such-lesson' }], 422, '/records/0/lesson: there is no lesson "no-such-lesson"'],
       ['an unknown lesson (done)', [{ id: rid(), type: 'done', lesson: 'no-such-lesson', done: true, at: now() }], 422, '/records/0/lesson'],
-      ['no such exercise', [attempt('ept-and-npt', 0, 5, '24'), { ...ok, id: rid(), exercise: 9 }], 422, '/records/1/exercise: lesson "ept-and-npt" has exercises 0 to 4'],
+      ['no such exercise', [attempt('ept-and-npt', 0, 5, '24'), { ...ok, id: rid(), exercise: 9 }], 422, '/records/1/exercise: lesson "ept-and-npt" has exercises 0 to 5'],
       ['another kind', [{ ...ok, kind: 'compute-hpa' }], 422, '/records/0/kind: exercise 0 of lesson "ept-and-npt" is a count-refs exercise, not compute-hpa'],
     ];
     for (const [what, body, status, needle] of cases) {

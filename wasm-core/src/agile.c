@@ -10,21 +10,13 @@
  * agile.switch_level for every gva, agile.subtrees for some, and the policy of the
  * paper (a table whose writes exit nested_after_writes times goes nested with its
  * subtree; a nested subtree not written for shadow_after_quiet accesses comes back). */
-#include "model.h"
-#include "cache.h"
+#include "vmm.h"
+#include "json.h"
 
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum { EXIT_HIDDEN_PF, EXIT_PT_WRITE, EXIT_CR3_WRITE, EXIT_REFLECTED };
-
-static void step(vm_result *r, vm_step st)
-{
-    if (r->record && r->nsteps < VM_MAX_STEPS)
-        r->steps[r->nsteps++] = st;
-}
 
 static int top_level(const machine *m)
 {
@@ -49,7 +41,7 @@ static uint64_t subtree_base(const machine *m, uint64_t gva, int level)
     return level >= top_level(m) ? 0 : gva & ~((1ull << table_span_shift(level)) - 1);
 }
 
-void agile_init(machine *m)
+static void agile_init(machine *m)
 {
     const scenario *s = m->s;
     for (uint32_t i = 0; i < s->n_agile_subs && m->n_agile_subs < AGILE_MAX_SUBTREES; i++)
@@ -59,7 +51,7 @@ void agile_init(machine *m)
 }
 
 /* The guest level from which gva's walk is nested (0: none, all shadow). */
-int agile_switch_level(const machine *m, uint64_t gva)
+static int agile_switch_level(const machine *m, uint64_t gva)
 {
     int sw = m->s->agile_switch_level;
     for (uint32_t i = 0; i < m->n_agile_subs; i++) {
@@ -75,7 +67,7 @@ int agile_switch_level(const machine *m, uint64_t gva)
 static void drop_subtree_entry(machine *m, const struct agile_subtree *t)
 {
     if (t->level < top_level(m)) {
-        shadow_zap(m, t->base, t->level + 1);
+        vmm_zap(m, t->base, t->level + 1);
         return;
     }
     for (uint32_t as = 0; as < m->s->address_spaces; as++)
@@ -91,7 +83,7 @@ static void drop_subtree_entry(machine *m, const struct agile_subtree *t)
 /* Before each access: nested subtrees that went shadow_after_quiet accesses without a
  * guest write come back to shadow (the VMM would find their tables' EPT dirty bits
  * clear at the end of the period). */
-void agile_tick(machine *m)
+static void agile_tick(machine *m)
 {
     m->agile_clock++;
     uint32_t q = m->s->agile_quiet;
@@ -116,10 +108,12 @@ static uint64_t pwc_key(const machine *m, uint64_t gva, int level)
 
 /* The MMU's walk of the shadow table: 0 with *hpa at a shadow leaf, 1 at a switch
  * entry (*level: the guest level to go on from, *table its gpa, *rights the combined
- * rights above), -1 on a hidden page fault. */
+ * rights above), -1 on a hidden page fault. The shadow pointers it read go into the
+ * page-walk cache once the whole walk has succeeded (*fills; the caller's). */
 static int hw_walk(machine *m, const vm_access *a, vm_result *r, uint64_t *hpa, uint64_t *leaf, int *level_out,
-                   uint64_t *table_out, uint64_t *rights)
+                   uint64_t *table_out, uint64_t *rights, pwc_pending *fills)
 {
+    fills->n = 0;
     uint64_t table = m->sroot[m->asid];
     int top = top_level(m);
     uint32_t tag = m->s->pcid ? m->asid : 0;
@@ -130,7 +124,7 @@ static int hw_walk(machine *m, const vm_access *a, vm_result *r, uint64_t *hpa, 
             table = c->value;
             top = l - 1;
             r->pwc_hits++;
-            step(r, (vm_step){.kind = STEP_PWC_HIT, .dim = DIM_NESTED, .level = (uint8_t)l, .table = table,
+            vmm_step(r, (vm_step){.kind = STEP_PWC_HIT, .dim = DIM_NESTED, .level = (uint8_t)l, .table = table,
                               .entry = table, .result = RES_TABLE});
             break;
         }
@@ -143,7 +137,7 @@ static int hw_walk(machine *m, const vm_access *a, vm_result *r, uint64_t *hpa, 
         r->nested_refs++;
         bool present = e & 1;
         bool sw = present && level > 1 && (e & AGILE_SWITCH_BIT);
-        step(r, (vm_step){.kind = STEP_READ, .dim = DIM_NESTED, .level = (uint8_t)level, .stage = 0, .table = table,
+        vmm_step(r, (vm_step){.kind = STEP_READ, .dim = DIM_NESTED, .level = (uint8_t)level, .stage = 0, .table = table,
                           .index = idx, .entry_hpa = ea, .entry = e, .ref = (uint16_t)r->memory_refs,
                           .result = !present ? RES_NOT_PRESENT : level == 1 ? RES_PAGE : RES_TABLE});
         if (!present)
@@ -163,15 +157,15 @@ static int hw_walk(machine *m, const vm_access *a, vm_result *r, uint64_t *hpa, 
             return 0;
         }
         table = e & bits_range(51, 12);
-        if (m->gpwc)
-            cache_fill(m->gpwc, pwc_key(m, a->gva, level), tag, table, 0, 7);
+        fills->key[fills->n] = pwc_key(m, a->gva, level);
+        fills->table[fills->n++] = table;
     }
     return -1;
 }
 
 static void reflect(machine *m, const vm_access *a, vm_result *r, int level, enum vm_reason why, uint64_t code)
 {
-    shadow_exit(m, r, EXIT_REFLECTED);
+    vmm_exit(m, r, EXIT_REFLECTED);
     report_guest_fault(m, a, r, level, why, code);
 }
 
@@ -216,7 +210,7 @@ static bool vmm_fill(machine *m, const vm_access *a, vm_result *r)
         uint64_t e = mem_read(&m->mem, hpa, 8);
         bool leaf = gf->is_leaf(s, e, level);
         bool reserved = (e & 1) && gf->reserved(s, e, level, leaf);
-        step(r, (vm_step){.kind = STEP_VMM_READ, .dim = DIM_GUEST, .level = (uint8_t)level, .stage = (uint8_t)level,
+        vmm_step(r, (vm_step){.kind = STEP_VMM_READ, .dim = DIM_GUEST, .level = (uint8_t)level, .stage = (uint8_t)level,
                           .gpa_valid = true, .gpa = egpa, .table = table, .index = gf->index(a->gva, level),
                           .entry_hpa = hpa, .entry = e,
                           .result = !(e & 1) ? RES_NOT_PRESENT : reserved ? RES_RESERVED : leaf ? RES_PAGE : RES_TABLE});
@@ -257,7 +251,7 @@ static bool vmm_fill(machine *m, const vm_access *a, vm_result *r)
             mem_write_existing(&m->mem, ehpa[j], 8, eval[j]);
             r->ad_writes++;
         }
-        shadow_wp_add(m, tgfn[j]);
+        vmm_wp_add(m, tgfn[j]);
     }
     uint64_t gpa = 0, data_hpa = 0;
     if (!stop) {
@@ -273,7 +267,7 @@ static bool vmm_fill(machine *m, const vm_access *a, vm_result *r)
         uint64_t e = mem_read(&m->mem, ea, 8);
         if (!(e & 1) || (e & AGILE_SWITCH_BIT)) {
             uint64_t t;
-            if (!shadow_alloc_frame(m, &t))
+            if (!vmm_alloc_frame(m, &t))
                 return unmapped(r, DIM_NESTED, level, 0);
             e = t | 0x7;
             mem_write_existing(&m->mem, ea, 8, e);
@@ -284,7 +278,7 @@ static bool vmm_fill(machine *m, const vm_access *a, vm_result *r)
     if (stop)
         spte = table | 1 | AGILE_SWITCH_BIT | (rw ? BIT(1) : 0) | (us ? BIT(2) : 0) | (xd ? BIT(63) : 0);
     else {
-        bool writable = rw && (eval[nw - 1] & BIT(6)) && !shadow_wp_contains(m, gpa >> 12);
+        bool writable = rw && (eval[nw - 1] & BIT(6)) && !vmm_wp_contains(m, gpa >> 12);
         spte = (data_hpa & bits_range(51, 12)) | 1 | (writable ? BIT(1) : 0) | (us ? BIT(2) : 0) | (xd ? BIT(63) : 0);
         r->gpa = gpa;
         r->gpa_valid = true;
@@ -292,7 +286,7 @@ static bool vmm_fill(machine *m, const vm_access *a, vm_result *r)
     }
     uint64_t ea = stable + 8u * gf->index(a->gva, last);
     mem_write_existing(&m->mem, ea, 8, spte);
-    step(r, (vm_step){.kind = STEP_VMM_FILL, .dim = DIM_NESTED, .level = (uint8_t)last, .table = stable,
+    vmm_step(r, (vm_step){.kind = STEP_VMM_FILL, .dim = DIM_NESTED, .level = (uint8_t)last, .table = stable,
                       .index = gf->index(a->gva, last), .entry_hpa = ea, .entry = spte, .result = RES_WRITTEN});
     return true;
 }
@@ -301,35 +295,40 @@ static bool vmm_fill(machine *m, const vm_access *a, vm_result *r)
  * before the first access (down to its switch entry, or the leaf where the page lies
  * above the switch), as shadow.prefill does for shadow paging: tables built in advance,
  * no hidden page fault at the first touch (vmm_prefill, shadow.c). */
-bool agile_prefill(machine *m, char *err, size_t errlen)
+static bool agile_prefill(machine *m, char *err, size_t errlen)
 {
-    return vmm_prefill(m, vmm_fill, "agile.prefill", err, errlen);
+    return !m->s->agile_prefill || vmm_prefill(m, vmm_fill, "agile.prefill", err, errlen);
 }
 
-void agile_translate(machine *m, const vm_access *a, vm_result *r)
+static void agile_translate(machine *m, const vm_access *a, vm_result *r)
 {
     if (agile_switch_level(m, a->gva) >= top_level(m)) {
         /* switched at the root: the walk is EPT's from the guest's CR3, walk cache included */
-        guest_walk_from(m, a, r, 0, 0, 0);
+        walk_guest_from(m, a, r, 0, 0, 0);
         return;
     }
     uint64_t hpa = 0, leaf = 0, table = 0, rights = 0;
     int level = 0;
-    int got = hw_walk(m, a, r, &hpa, &leaf, &level, &table, &rights);
+    pwc_pending fills;
+    uint32_t tag = m->s->pcid ? m->asid : 0;
+    int got = hw_walk(m, a, r, &hpa, &leaf, &level, &table, &rights, &fills);
     if (got < 0) {
-        shadow_exit(m, r, EXIT_HIDDEN_PF);
+        vmm_exit(m, r, EXIT_HIDDEN_PF);
         if (!vmm_fill(m, a, r))
             return;
-        got = hw_walk(m, a, r, &hpa, &leaf, &level, &table, &rights);
+        got = hw_walk(m, a, r, &hpa, &leaf, &level, &table, &rights, &fills);
         if (got < 0) {     /* cannot happen after a fill; report it as unmapped */
             r->outcome = OUT_SHADOW_UNMAPPED;
             return;
         }
     }
     if (got > 0) {
-        guest_walk_from(m, a, r, level, table, rights);
+        walk_guest_from(m, a, r, level, table, rights);
+        if (r->outcome == OUT_OK)
+            pwc_pending_fill(m, &fills, tag);
         return;
     }
+    pwc_pending_fill(m, &fills, tag);
     r->hpa = hpa;
     r->hpa_valid = true;
     r->outcome = OUT_OK;
@@ -350,14 +349,14 @@ static struct agile_subtree *subtree_for(machine *m, uint64_t gva, int level)
     return &m->agile_subs[m->n_agile_subs++];
 }
 
-void agile_event(machine *m, const vm_access *a, vm_result *r)
+static void agile_event(machine *m, const vm_access *a, vm_result *r)
 {
     r->outcome = OUT_OK;
     if (a->op == OP_MOV_CR3) {
         /* A new CR3 needs the VMM while the top of the walk is shadow (it has to point
          * the MMU at the right shadow root); switched at the root, it is the guest's. */
         if (agile_switch_level(m, 0) < top_level(m))
-            shadow_exit(m, r, EXIT_CR3_WRITE);
+            vmm_exit(m, r, EXIT_CR3_WRITE);
         switch_address_space(m, a->eptp_index);
         return;
     }
@@ -373,16 +372,16 @@ void agile_event(machine *m, const vm_access *a, vm_result *r)
             if (t->nested && t->level >= level && covers(m, t, a->gva))
                 t->last_write = m->agile_clock;
         }
-        agile_plain_pte_write(m, a, r);
+        walk_pte_write(m, a, r);
         return;
     }
-    bool seen = shadow_wp_contains(m, egpa >> 12);
+    bool seen = vmm_wp_contains(m, egpa >> 12);
     if (seen)
-        shadow_exit(m, r, EXIT_PT_WRITE);
+        vmm_exit(m, r, EXIT_PT_WRITE);
     mem_write_existing(&m->mem, hpa, 8, (mem_read(&m->mem, hpa, 8) & ~a->clear) | a->set);
     if (!seen)
         return;
-    shadow_zap(m, a->gva, level);
+    vmm_zap(m, a->gva, level);
     uint32_t n = m->s->agile_write_threshold;
     struct agile_subtree *t = n ? subtree_for(m, a->gva, level) : NULL;
     if (t && ++t->writes >= n) {
@@ -393,3 +392,37 @@ void agile_event(machine *m, const vm_access *a, vm_result *r)
         drop_subtree_entry(m, t);
     }
 }
+
+/* The shadow tables, the EPT walker of the nested part, and the subtrees the scenario
+ * makes nested from the start. */
+static bool agile_build(machine *m, char *err, size_t errlen)
+{
+    walk_nested_setup(m);
+    if (!vmm_build(m, err, errlen))
+        return false;
+    agile_init(m);
+    return true;
+}
+
+static void agile_summary(strbuf *sb, const machine *m)
+{
+    uint32_t nested = 0;
+    for (uint32_t i = 0; i < m->n_agile_subs; i++)
+        nested += m->agile_subs[i].nested;
+    vmm_summary(sb, m);
+    sb_printf(sb, ",\"switch_level\":%d,\"nested_subtrees\":%u,\"to_nested\":%u,\"to_shadow\":%u}}\n",
+              m->s->agile_switch_level, nested, m->agile_to_nested, m->agile_to_shadow);
+}
+
+const mode_ops mode_agile = {
+    .name = "agile",
+    .nested = &nested_ept,
+    .shadow = true,
+    .build = agile_build,
+    .prefill = agile_prefill,
+    .translate = agile_translate,
+    .event = agile_event,
+    .tick = agile_tick,
+    .summary = agile_summary,
+    .free = vmm_free,
+};

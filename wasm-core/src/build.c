@@ -44,10 +44,31 @@ static bool nested_is_leaf(uint64_t e, int level)
     return level == 1 || ((level == 2 || level == 3) && (e & BIT(7)));
 }
 
+/* The VMM's memory slots (flat and shadow mode): gpa ranges backed by host ranges. */
+bool memslot_lookup(const scenario *s, uint64_t gpa, uint64_t *hpa)
+{
+    for (uint32_t i = 0; i < s->n_fmaps; i++) {
+        const nested_map *f = &s->fmaps[i];
+        uint64_t size = page_bytes(f->page);
+        if (gpa >= f->gpa && gpa - f->gpa < size * f->pages) {
+            *hpa = f->hpa + (gpa - f->gpa);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* x GiB of guest RAM in 8 KiB frames needs x MiB of 8-byte entries (1/1024). */
+uint64_t flat_table_bytes(const scenario *s)
+{
+    uint64_t page = s->paging == PAGING_SUNWAY ? 8192 : 4096;
+    return s->flat_guest_ram / page * 8;
+}
+
 bool nested_lookup(machine *m, uint64_t gpa, uint64_t *hpa)
 {
-    if (m->flat || m->shadow)
-        return flat_memslot(m->s, gpa, hpa);
+    if (m->ops->memslots)
+        return memslot_lookup(m->s, gpa, hpa);
     if (!m->nf) {
         *hpa = gpa;
         return true;
@@ -349,7 +370,7 @@ static bool load_pdptes(bctx *b)
         m->pdpte[i] = mem_read(&m->mem, m->pdpte_hpa[i], 8);
         /* AMD nested paging has no PDPTE registers (the walk reads and checks them): a
          * reserved bit there is a guest #PF at access time, not a #GP at mov cr3 */
-        if ((m->pdpte[i] & 1) && (m->pdpte[i] & rsvd) && b->s->mode != MODE_NPT)
+        if ((m->pdpte[i] & 1) && (m->pdpte[i] & rsvd) && m->nf != &nested_npt)
             return berr(b, "%s: PDPTE %d = 0x%llx sets reserved bits 0x%llx; loading CR3 would raise #GP",
                         b->s->n_gtables ? "guest.tables" : "guest.overrides", i,
                         (unsigned long long)m->pdpte[i], (unsigned long long)(m->pdpte[i] & rsvd));
@@ -419,7 +440,7 @@ static bool build_flat(bctx *b)
         return true;
     for (uint64_t gfn = 0; gfn < bytes / 8; gfn++) {
         uint64_t hpa;
-        if (flat_memslot(s, gfn * m->flat_page, &hpa))
+        if (memslot_lookup(s, gfn * m->flat_page, &hpa))
             mem_write_existing(&m->mem, s->flat_table_base + gfn * 8, 8, hpa | 1);
     }
     return true;
@@ -465,7 +486,7 @@ static bool make_caches(bctx *b)
     machine *m = b->m;
     const scenario *s = b->s;
     struct cache **slots[] = {&m->tlb, &m->gpwc, &m->npwc, &m->ntlb};
-    uint32_t entries[] = {s->tlb_entries, s->pwc_entries, m->nf ? s->pwc_entries : 0, m->nf || m->flat ? s->ntlb_entries : 0};
+    uint32_t entries[] = {s->tlb_entries, s->pwc_entries, m->nf ? s->pwc_entries : 0, m->nf || m->ops->flat_table ? s->ntlb_entries : 0};
     uint32_t ways[] = {s->tlb_ways, 0, 0, s->ntlb_ways};
     for (int i = 0; i < 4; i++) {
         if (!entries[i])
@@ -477,41 +498,30 @@ static bool make_caches(bctx *b)
     return true;
 }
 
-bool machine_build(machine *m, const scenario *s, char *err, size_t errlen)
+/* The tables of m->ops's mode, in the order an independent implementation follows
+ * (model.md 3): caches, nested or flat tables, guest tables and overrides, PDPTEs,
+ * nested overrides. */
+bool tables_build(machine *m, char *err, size_t errlen)
 {
-    memset(m, 0, sizeof *m);
-    m->s = s;
+    const scenario *s = m->s;
     m->gf = guest_format_for(s->paging);
-    m->nf = s->mode == MODE_EPT || s->mode == MODE_AGILE ? &nested_ept : s->mode == MODE_NPT ? &nested_npt : NULL;
-    m->flat = s->mode == MODE_FLAT;
-    m->shadow = s->mode == MODE_SHADOW;
-    m->agile = s->mode == MODE_AGILE;
+    m->nf = m->ops->nested;
     m->flat_page = m->gf->page_size(1);
     if (!mem_init(&m->mem, MAX_TABLE_FRAMES)) {
         snprintf(err, errlen, "out of memory");
         return false;
     }
     bctx b = {.m = m, .s = s, .err = err, .errlen = errlen};
-    if (!make_caches(&b) || (m->nf && !build_nested(&b)) || (m->flat && !build_flat(&b)) || !build_guest(&b) || !apply_guest_overrides(&b) ||
-        (s->paging == PAGING_PAE && !load_pdptes(&b)) || !apply_nested_overrides(&b) ||
-        ((m->shadow || m->agile) && !shadow_build(m, err, errlen)) ||
-        (m->shadow && s->shadow_prefill && !shadow_prefill(m, err, errlen))) {
-        machine_free(m);
+    if (!make_caches(&b) || (m->nf && !build_nested(&b)) || (m->ops->flat_table && !build_flat(&b)) ||
+        !build_guest(&b) || !apply_guest_overrides(&b) || (s->paging == PAGING_PAE && !load_pdptes(&b)) ||
+        !apply_nested_overrides(&b))
         return false;
-    }
     if (m->nf == &nested_ept)
         m->eptp = make_eptp(s, m->nested_root);
-    if (m->agile) {
-        agile_init(m);
-        if (s->agile_prefill && !agile_prefill(m, err, errlen)) {
-            machine_free(m);
-            return false;
-        }
-    }
     return true;
 }
 
-void machine_free(machine *m)
+void tables_free(machine *m)
 {
     struct cache *caches[] = {m->tlb, m->gpwc, m->npwc, m->ntlb};
     for (int i = 0; i < 4; i++) {
@@ -519,6 +529,5 @@ void machine_free(machine *m)
             cache_free(caches[i]);
         free(caches[i]);
     }
-    shadow_free(m);
     mem_free(&m->mem);
 }

@@ -259,13 +259,49 @@ typedef struct nested_format {
 extern const guest_format guest_x86_64_4level, guest_x86_64_5level, guest_pae, guest_32bit, guest_sunway;
 extern const nested_format nested_ept, nested_npt;
 
+struct machine;
+struct strbuf;
+struct nested_req;
+struct nested_out;
+
+/* A walk of the nested dimension for one gpa (walk.h): false with the fault in r. */
+typedef bool nested_walk_fn(struct machine *m, vm_result *r, uint64_t gpa, const struct nested_req *q,
+                            struct nested_out *o);
+
+/* A paging mode: one table of operations, one file (native.c, tdp.c, flat.c, shadow.c,
+ * agile.c), chosen once when the machine is built (mode.c). translate.c calls through
+ * it and never asks which mode it is; the walk the modes share is walk.c, the shadow
+ * tables shadow and agile paging share are vmm.c (docs/model.md, "Adding a mode"). */
+typedef struct mode_ops {
+    const char *name;                   /* the scenario's "mode" */
+    const struct nested_format *nested; /* the nested tables built for it (NULL: none) */
+    bool flat_table;                    /* a flat nested table built for it */
+    bool memslots;                      /* the VMM's gpa -> hpa is its memory slots (no nested table) */
+    bool shadow;                        /* the MMU starts in the VMM's shadow tables */
+    /* After the tables are built: the mode's own structures (NULL: none). */
+    bool (*build)(struct machine *m, char *err, size_t errlen);
+    /* The tables built in advance where the scenario asks (NULL: nothing to fill). */
+    bool (*prefill)(struct machine *m, char *err, size_t errlen);
+    /* An access the TLB did not answer: the walk, its exits and fills. */
+    void (*translate)(struct machine *m, const vm_access *a, vm_result *r);
+    /* mov cr3 and guest page-table writes. */
+    void (*event)(struct machine *m, const vm_access *a, vm_result *r);
+    /* Before every entry of the access list: the VMM policy's clock (NULL: none). */
+    void (*tick)(struct machine *m);
+    /* The result's "shadow" object (NULL: null). */
+    void (*summary)(struct strbuf *sb, const struct machine *m);
+    void (*free)(struct machine *m);    /* NULL: nothing of its own */
+} mode_ops;
+
+extern const mode_ops mode_native, mode_ept, mode_npt, mode_flat, mode_shadow, mode_agile;
+
 typedef struct machine {
     const scenario *s;
+    const mode_ops *ops;        /* the mode */
     mem mem;
     const guest_format *gf;
-    const nested_format *nf;    /* NULL in native and flat mode */
-    bool flat;                  /* flat nested table (swFNPT) */
-    bool shadow;                /* shadow paging: the MMU walks gva -> hpa tables the VMM keeps */
+    const nested_format *nf;    /* NULL in native, flat and shadow mode */
+    nested_walk_fn *nwalk[2];   /* the nested dimension without and with steps; NULL: a 1-D mode */
     uint64_t sroot[64];         /* shadow root per address space */
     uint32_t shadow_frames;     /* shadow table frames allocated */
     uint64_t *wp_gfns;          /* write-protected guest page-table frames (open addressing) */
@@ -274,7 +310,6 @@ typedef struct machine {
     uint32_t exit_counts[4];    /* shadow exits: hidden page fault, pt write, cr3 write, reflected #PF */
     uint32_t nested_fills;      /* nested.on_demand: EPT violations / NPT faults the VMM filled */
     dcache *dc;                 /* the data caches page-table entry reads go through (the replay's); NULL: none */
-    bool agile;                 /* agile paging: shadow from the top, nested below the switch */
     struct agile_subtree {
         uint64_t base;          /* first gva the level-`level` table maps */
         int level;
@@ -316,58 +351,30 @@ int x86_access_fault(const struct scenario *s, uint64_t leaf, int op, bool user,
                      uint64_t *code);
 uint64_t x86_leaf_flags(const struct guest_map *g, uint64_t encoded, int level);
 
-/* translate.c: the events that change the address space or invalidate caches, and
- * what shadow.c shares with the walk */
-void pae_load_pdptes(machine *m);
-void switch_address_space(machine *m, uint32_t as);
-bool guest_entry_addr(machine *m, uint64_t gva, int level, uint64_t *egpa, uint64_t *hpa);
-void report_guest_fault(const machine *m, const vm_access *a, vm_result *r, int level, enum vm_reason reason,
-                        uint64_t code);
-uint16_t tlb_rights(const machine *m, uint64_t leaf, bool rw, bool us, bool xd, unsigned nperms);
-void tlb_insert(machine *m, const vm_access *a, uint64_t gpa, uint64_t hpa, uint64_t size, uint16_t rights);
-
-/* shadow.c */
-bool shadow_build(machine *m, char *err, size_t errlen);
-bool shadow_prefill(machine *m, char *err, size_t errlen);
-void shadow_free(machine *m);
-void shadow_translate(machine *m, const vm_access *a, vm_result *r);
-void shadow_event(machine *m, const vm_access *a, vm_result *r);
-
-/* shadow.c, shared with agile.c */
-bool shadow_wp_contains(const machine *m, uint64_t gfn);
-void shadow_wp_add(machine *m, uint64_t gfn);
-bool shadow_alloc_frame(machine *m, uint64_t *hpa);
-void shadow_exit(machine *m, vm_result *r, int why);
-void shadow_zap(machine *m, uint64_t gva, int level);
-bool vmm_prefill(machine *m, bool (*fill)(machine *, const vm_access *, vm_result *), const char *what,
-                 char *err, size_t errlen);
-
-/* agile.c */
-void agile_init(machine *m);
-bool agile_prefill(machine *m, char *err, size_t errlen);
-int agile_switch_level(const machine *m, uint64_t gva);
-void agile_translate(machine *m, const vm_access *a, vm_result *r);
-void agile_event(machine *m, const vm_access *a, vm_result *r);
-void agile_tick(machine *m);
-void agile_plain_pte_write(machine *m, const vm_access *a, vm_result *r);
-
-/* translate.c: the 2-D walk from a guest level below the root (agile paging's nested part) */
-void guest_walk_from(machine *m, const vm_access *a, vm_result *r, int level, uint64_t table, uint64_t rights);
+/* A machine whose walk has a nested dimension (ept, npt, flat, agile's nested part). */
+static inline bool machine_two_d(const machine *m)
+{
+    return m->nwalk[0] != NULL;
+}
 
 /* vmfunc.c */
 void vmfunc_execute(machine *m, const vm_access *a, vm_result *r);
 
-/* flat.c */
-bool flat_memslot(const scenario *s, uint64_t gpa, uint64_t *hpa);
+/* build.c: the VMM's memory slots (flat and shadow mode), and the flat table's size */
+bool memslot_lookup(const scenario *s, uint64_t gpa, uint64_t *hpa);
 uint64_t flat_table_bytes(const scenario *s);
 
 /* scenario.c */
 bool scenario_parse(const char *text, size_t len, scenario *s, char *err, size_t errlen);
 void scenario_free(scenario *s);
 
-/* build.c: returns false with err set when the scenario cannot be built (3). */
+/* mode.c: the machine for a scenario, its mode's table chosen; false with err set
+ * when the scenario cannot be built (3). */
 bool machine_build(machine *m, const scenario *s, char *err, size_t errlen);
 void machine_free(machine *m);
+/* build.c: the page tables (nested, flat, guest) and the caches of m->ops's mode */
+bool tables_build(machine *m, char *err, size_t errlen);
+void tables_free(machine *m);
 /* Lookup through the nested tables without checks or A/D: the hypervisor's view. */
 bool nested_lookup(machine *m, uint64_t gpa, uint64_t *hpa);
 /* nested.on_demand: the VMM's answer to a not-present nested entry for gpa: the leaf of
@@ -375,11 +382,10 @@ bool nested_lookup(machine *m, uint64_t gpa, uint64_t *hpa);
  * entry is there already (a fault of another kind). */
 bool nested_demand_fill(machine *m, uint64_t gpa, uint64_t *leaf_hpa, uint64_t *leaf);
 
-/* translate.c (4) */
+/* translate.c (4): one access, through the mode's table */
 void translate(machine *m, const vm_access *a, vm_result *r);
 
 /* result.c (5) */
-struct strbuf;
 void result_json_begin(struct strbuf *sb, const machine *m);
 void result_json_access(struct strbuf *sb, const machine *m, const vm_access *a, const vm_result *r);
 void result_json_end(struct strbuf *sb, const machine *m, const vm_result *totals, const uint32_t counts[OUT_COUNT],

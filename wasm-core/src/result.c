@@ -45,7 +45,7 @@ static void collect_flags(const machine *m, const vm_step *st, flag_list *fl)
         ADD(e & BIT(6), "AD");
         return;
     }
-    if (st->dim == DIM_NESTED && m->flat) {
+    if (st->dim == DIM_NESTED && m->ops->flat_table) {
         ADD(e & BIT(0), "V");
         return;
     }
@@ -61,7 +61,7 @@ static void collect_flags(const machine *m, const vm_step *st, flag_list *fl)
         ADD(e & BIT(13), "UWE");
         return;
     }
-    if (st->dim == DIM_NESTED && m->nf == &nested_ept && !(m->agile && !st->gpa_valid)) {
+    if (st->dim == DIM_NESTED && m->nf == &nested_ept && !(m->ops->shadow && !st->gpa_valid)) {
         bool leaf = st->level == 1 || (e & BIT(7));
         ADD(e & BIT(0), "R");
         ADD(e & BIT(1), "W");
@@ -88,7 +88,7 @@ static void collect_flags(const machine *m, const vm_step *st, flag_list *fl)
     ADD(e & BIT(6), "D");
     ADD(e & BIT(7), st->level == 1 ? "PAT" : "PS");
     ADD(e & BIT(8), "G");
-    ADD(m->agile && st->dim == DIM_NESTED && (e & AGILE_SWITCH_BIT), "SW");   /* a shadow entry that switches */
+    ADD(m->ops->shadow && m->nf && st->dim == DIM_NESTED && (e & AGILE_SWITCH_BIT), "SW");   /* a shadow entry that switches */
     ADD(has_xd && (e & BIT(63)), "XD");
 #undef ADD
 }
@@ -140,7 +140,7 @@ void result_json_begin(strbuf *sb, const machine *m)
     sb_puts(sb, ",\"ncr3\":");
     hex_or_null(sb, m->nf == &nested_npt, m->nested_root);
     sb_puts(sb, ",\"flat_table_bytes\":");
-    size_or_null(sb, m->flat ? flat_table_bytes(s) : 0);
+    size_or_null(sb, m->ops->flat_table ? flat_table_bytes(s) : 0);
     sb_puts(sb, ",\"accesses\":[");
 }
 
@@ -276,20 +276,8 @@ void result_json_end(strbuf *sb, const machine *m, const vm_result *t, const uin
     for (int i = 0; i < OUT_COUNT; i++)
         sb_printf(sb, ",\"%s\":%u", outcome_names[i], counts[i]);
     sb_puts(sb, "}");
-    if (m->agile) {
-        uint32_t nested = 0;
-        for (uint32_t i = 0; i < m->n_agile_subs; i++)
-            nested += m->agile_subs[i].nested;
-        sb_printf(sb, ",\"shadow\":{\"hidden_page_faults\":%u,\"pt_write_exits\":%u,\"cr3_write_exits\":%u,"
-                      "\"reflected_page_faults\":%u,\"shadow_pages\":%u,\"write_protected_pages\":%u,"
-                      "\"switch_level\":%d,\"nested_subtrees\":%u,\"to_nested\":%u,\"to_shadow\":%u}}\n",
-                  m->exit_counts[0], m->exit_counts[1], m->exit_counts[2], m->exit_counts[3], m->shadow_frames,
-                  m->wp_count, m->s->agile_switch_level, nested, m->agile_to_nested, m->agile_to_shadow);
-    } else if (m->shadow)
-        sb_printf(sb, ",\"shadow\":{\"hidden_page_faults\":%u,\"pt_write_exits\":%u,\"cr3_write_exits\":%u,"
-                      "\"reflected_page_faults\":%u,\"shadow_pages\":%u,\"write_protected_pages\":%u}}\n",
-                  m->exit_counts[0], m->exit_counts[1], m->exit_counts[2], m->exit_counts[3], m->shadow_frames,
-                  m->wp_count);
+    if (m->ops->summary)
+        m->ops->summary(sb, m);
     else
         sb_puts(sb, ",\"shadow\":null}\n");
 }
@@ -351,7 +339,7 @@ void explain_access(strbuf *sb, const machine *m, const vm_access *a, const vm_r
     if (r->hpa_valid && m->nf)
         sb_printf(sb, ", hpa 0x%llx", (unsigned long long)r->hpa);
     sb_printf(sb, "\n  %u memory references (%u guest + %u %s), %u A/D writes\n", r->memory_refs, r->guest_refs,
-              r->nested_refs, m->agile ? "shadow and nested" : "nested", r->ad_writes);
+              r->nested_refs, m->ops->shadow && m->nf ? "shadow and nested" : "nested", r->ad_writes);
     sb_printf(sb, "  %-3s %-3s %-8s %-6s %-2s %-5s %-18s %-18s %-4s %-18s %-18s %-3s %s\n", "#", "ref", "kind", "dim",
               "L", "stage", "gpa", "table", "idx", "entry_hpa", "entry", "set", "result  flags");
     for (uint32_t k = 0; k < r->nsteps; k++) {

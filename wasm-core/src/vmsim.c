@@ -59,7 +59,7 @@ static int run(const char *json, size_t len, char **out, int what)
     uint32_t counts[OUT_COUNT] = {0};
     if (explain)
         sb_printf(&sb, "scenario %s: mode %s, guest %s paging, CR3 0x%llx%s\n", s.name,
-                  s.mode == MODE_NATIVE ? "native" : s.mode == MODE_EPT ? "ept" : s.mode == MODE_NPT ? "npt" : s.mode == MODE_FLAT ? "flat" : s.mode == MODE_SHADOW ? "shadow" : "agile", m.gf->name,
+                  m.ops->name, m.gf->name,
                   (unsigned long long)m.cr3, "");
     else if (counts_only)
         sb_puts(&sb, "{\"memory_refs\":[");

@@ -6,10 +6,11 @@
 // check() gives for its lesson, exercise, seed and answer; for a done mark, that its lesson
 // exists. What the page said about its own verdict is never read.
 //
-// A check takes 0.2-2 ms for most kinds; which-wins runs three streams of about 2,000
-// accesses through the engine, counted without their walks (grade-entry.ts: a few ms
-// natively, some tens here in WebAssembly), and the engine's answer for each variant is
-// kept. One worker grades one record at a time, the students with records waiting in turn.
+// A check takes 0.2-2 ms for most kinds; which-wins runs three streams of 1,000 to 4,000
+// accesses through the engine, counted without their walks (grade-entry.ts), and the
+// engine's answer for each of its 72 variants is kept, so a class runs the engine once for
+// each. One worker grades one record at a time, the student with records waiting that has
+// had the least grading time first.
 import { readFileSync } from 'node:fs';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { RETRY_AFTER_S } from './faults.mjs';
@@ -22,7 +23,7 @@ export const CLIENT_MAX = 100;
 /** Records all clients together may have waiting; past it a batch is answered 503. */
 export const TOTAL_MAX = 2000;
 /** A record graded for longer than this is stopped (its worker replaced) and its batch
- * answered 503. A which-wins variant takes a few ms (its answers precomputed). */
+ * answered 503. A which-wins variant takes tens of ms the first time, then its answer is kept. */
 export const RECORD_TIMEOUT_MS = 10_000;
 const BUNDLE = new URL('./gen/grade.mjs', import.meta.url);
 const WASM = new URL('../../wasm-core/build/wasm/vmsim.wasm', import.meta.url);

@@ -58,7 +58,7 @@ const STUDENT_ID_RE = /^[A-Za-z0-9_-]{1,32}$/;
  */
 export function answerOf(record, graded) {
   const show = graded.expected !== undefined && record.type === 'attempt' && (record.shown || graded.verdict === 'correct');
-  return { id: record.id, verdict: graded.verdict, ...(show ? { expected: graded.expected } : {}) };
+  return { id: record.id, verdict: graded.verdict, ...(show ? { expected: graded.expected } : {}), ...(graded.score ? { score: graded.score } : {}) };
 }
 
 const migrations = {
@@ -419,7 +419,7 @@ export const progressOpenapi = {
         responses: {
           200: {
             description: 'graded; stored: how many records were new',
-            content: { 'application/json': { schema: { type: 'object', required: ['stored', 'records'], properties: { stored: { type: 'integer' }, records: { type: 'array', items: { type: 'object', required: ['id', 'verdict'], properties: { id: { type: 'string' }, verdict: { enum: ['correct', 'wrong', 'empty', 'done', 'undone'] }, expected: { type: 'string', description: 'the engine\'s answer, only when the page would show it: the attempt says the answer was shown (asked for, or after the page\'s tries), or it is right' } } } } } } } },
+            content: { 'application/json': { schema: { type: 'object', required: ['stored', 'records'], properties: { stored: { type: 'integer' }, records: { type: 'array', items: { type: 'object', required: ['id', 'verdict'], properties: { id: { type: 'string' }, verdict: { enum: ['correct', 'wrong', 'empty', 'done', 'undone'] }, expected: { type: 'string', description: 'the engine\'s answer, only when the page would show it: the attempt says the answer was shown (asked for, or after the page\'s tries), or it is right' }, score: { type: 'object', description: 'a grid exercise\'s cells right of all (the partial credit)', properties: { right: { type: 'integer' }, of: { type: 'integer' } } } } } } } } } },
           },
           ...err(400, 401, 403, 404, 410, 413, 415, 422, 429, 503),
         },

@@ -250,7 +250,7 @@ export function App({ engine }: { engine: Vmsim }) {
         {url.view === 'results' && <ResultsTab />}
         {url.view === 'lessons' && (
           <Suspense fallback={<p className="muted">{tv('app.loadingLessons')}</p>}>
-            <LessonsTab engine={engine} lesson={url.lesson} seed={url.seed} seeds={url.seeds} lang={url.lang}
+            <LessonsTab engine={engine} lesson={url.lesson} seed={url.seed} seeds={url.seeds} sheet={url.sheet} lang={url.lang}
               onNavigate={(patch) => update(patch.lesson !== undefined ? { seeds: [], ...patch } : patch, true)}
               onOpenWalk={(scenario) => update({ view: 'walk', scenario, access: 0, step: 0 }, true)} />
           </Suspense>

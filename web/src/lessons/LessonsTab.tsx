@@ -13,18 +13,19 @@ export interface LessonsTabProps {
   lesson: string | null;
   seed: number;
   seeds: (number | null)[];
+  sheet?: number | null;
   lang: Lang | null;
-  onNavigate: (patch: { lesson?: string | null; seed?: number; seeds?: (number | null)[]; lang?: Lang; view?: View }) => void;
+  onNavigate: (patch: { lesson?: string | null; seed?: number; seeds?: (number | null)[]; sheet?: number | null; lang?: Lang; view?: View }) => void;
   onOpenWalk: (scenarioJson: string) => void;
 }
 
-export default function LessonsTab({ engine, lesson, seed, seeds, lang, onNavigate, onOpenWalk }: LessonsTabProps) {
+export default function LessonsTab({ engine, lesson, seed, seeds, sheet, lang, onNavigate, onOpenWalk }: LessonsTabProps) {
   const current = lang ?? savedLang();
   useEffect(() => {
     if (i18n.language !== current) void i18n.changeLanguage(current);
   }, [current]);
   return (
-    <LessonsView engine={engine} lesson={lesson} seed={seed} seeds={seeds} lang={current} onNavigate={onNavigate}
+    <LessonsView engine={engine} lesson={lesson} seed={seed} seeds={seeds} sheet={sheet} lang={current} onNavigate={onNavigate}
       onOpenWalk={(name) => onOpenWalk(JSON.stringify(LESSON_SCENARIOS[name], null, 2))} />
   );
 }

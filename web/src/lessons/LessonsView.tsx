@@ -22,6 +22,9 @@ import { seedFor } from '../progress/seed';
 import { currentClass, onStudentChange, type InClass } from '../progress/student';
 import { kick, startSync } from '../progress/sync';
 import { Markdown } from './Markdown';
+import { GridAnswer } from './GridAnswer';
+import { AnswerSheet } from './AnswerSheet';
+import { SHEET_MAX, seedRows } from './answerSheet';
 import { scenarioDescription } from '../model/examples';
 import type { View } from '../model/url';
 
@@ -45,15 +48,17 @@ export interface LessonsProps {
   seed: number;
   /** Each exercise's own seed, by its position on the page (null or missing: seed + position). */
   seeds?: (number | null)[];
+  /** The teacher's answer sheet of the lesson for this many seeds from `seed` (answerSheet.ts). */
+  sheet?: number | null;
   lang: Lang;
-  onNavigate: (patch: { lesson?: string | null; seed?: number; seeds?: (number | null)[]; lang?: Lang; view?: View }) => void;
+  onNavigate: (patch: { lesson?: string | null; seed?: number; seeds?: (number | null)[]; sheet?: number | null; lang?: Lang; view?: View }) => void;
   onOpenWalk?: (scenario: string, access: number) => void;
 }
 
 /** The highest seed the class server keeps (a 32-bit integer column). */
 const SEED_MAX = 2 ** 31 - 1;
 
-export function LessonsView({ engine, lesson, seed, seeds = [], lang, onNavigate, onOpenWalk }: LessonsProps) {
+export function LessonsView({ engine, lesson, seed, seeds = [], sheet = null, lang, onNavigate, onOpenWalk }: LessonsProps) {
   const { t } = useTranslation();
   const [done, setDone] = useState(loadProgress);
   const [klass, setKlass] = useState<InClass | null>(currentClass);
@@ -114,8 +119,22 @@ export function LessonsView({ engine, lesson, seed, seeds = [], lang, onNavigate
             );
           })}
         </ol>
-        {guide && <p className="guide-link"><button className="linklike" onClick={() => onNavigate({ lesson: TEACHER_GUIDE })}>{guide.meta.title}</button></p>}
+        {guide && <p className="guide-link"><button className="linklike" onClick={() => onNavigate({ lesson: TEACHER_GUIDE })}>{guide.meta.title}</button>
+          {' · '}<button className="linklike" data-testid="sheet-link" onClick={() => onNavigate({ lesson: LESSON_ORDER[0], seed: 1, sheet: 30 })}>{t('sheet.open')}</button></p>}
       </section>
+    );
+  }
+
+  if (sheet && LESSONS.en[lesson]) {
+    return (
+      <article className="lesson">
+        <header className="lessons-head">
+          <button className="linklike" onClick={() => onNavigate({ sheet: null })}>← {lessonFor(lesson, lang).lesson!.meta.title}</button>
+          {langPicker}
+        </header>
+        <AnswerSheet engine={engine} lesson={lesson} rows={seedRows(lesson, seed, sheet)} lang={lang} by="seed"
+          controls={<SheetControls lesson={lesson} first={seed} count={sheet} lang={lang} onNavigate={onNavigate} />} />
+      </article>
     );
   }
 
@@ -162,6 +181,28 @@ export function LessonsView({ engine, lesson, seed, seeds = [], lang, onNavigate
   );
 }
 
+/** The sheet's lesson, first seed and number of seeds, each a change of the address. */
+function SheetControls({ lesson, first, count, lang, onNavigate }: { lesson: string; first: number; count: number; lang: Lang;
+  onNavigate: LessonsProps['onNavigate'] }) {
+  const { t } = useTranslation();
+  const num = (v: string, lo: number, hi: number) => Math.min(hi, Math.max(lo, Math.floor(Number(v)) || lo));
+  return (
+    <>
+      <label>{t('sheet.lesson')}{' '}
+        <select value={lesson} onChange={(e) => onNavigate({ lesson: e.target.value, sheet: count })}>
+          {LESSON_ORDER.map((id, i) => <option key={id} value={id}>{i + 1}. {lessonFor(id, lang).lesson?.meta.title ?? id}</option>)}
+        </select>
+      </label>{' '}
+      <label>{t('sheet.first')}{' '}
+        <input type="number" min={1} value={first} onChange={(e) => onNavigate({ seed: num(e.target.value, 1, 2 ** 31 - 1), sheet: count })} />
+      </label>{' '}
+      <label>{t('sheet.count')}{' '}
+        <input type="number" min={1} max={SHEET_MAX} value={count} onChange={(e) => onNavigate({ sheet: num(e.target.value, 1, SHEET_MAX) })} />
+      </label>{' '}
+    </>
+  );
+}
+
 function LessonPart({ part, engine, seed, lang, lesson, klass, onSeed, onOpenWalk, onView, onLesson }: { part: Part; engine: Vmsim; seed: number; lang: string;
   lesson: string; klass: InClass | null;
   onSeed: (s: number) => void; onOpenWalk?: (scenario: string, access: number) => void; onView?: (v: View) => void;
@@ -192,7 +233,7 @@ function EmbeddedWalk({ engine, scenario, access, step, onOpenWalk }: { engine: 
 
 /* What the learner is told after Check: nothing typed, wrong (with the tries used), right,
  * or the engine's answer (asked for, or after three wrong tries). */
-type Status = { kind: 'empty' } | { kind: 'wrong'; tries: number; unit?: Msg } | { kind: 'correct' } | { kind: 'answer'; expected: string; after: 'asked' | 'tries' };
+type Status = { kind: 'empty' } | { kind: 'unreadable' } | { kind: 'wrong'; tries: number; unit?: Msg } | { kind: 'correct' } | { kind: 'answer'; expected: string; after: 'asked' | 'tries' };
 const MAX_TRIES = 3;
 
 function ExerciseCard({ engine, part, seed, onSeed, lesson, klass }: { engine: Vmsim; part: Extract<Part, { type: 'exercise' }>;
@@ -238,7 +279,7 @@ function ExerciseCard({ engine, part, seed, onSeed, lesson, klass }: { engine: V
     const st: ExerciseState = {
       key: exerciseKey(lesson, part.index, seed), lesson, exercise: part.index, seed, kind: part.spec.kind,
       answer, wrong: tries, checks: checks.current, hint: showHint,
-      status: status?.kind ?? null, after: status?.kind === 'answer' ? status.after : undefined, expected: status?.kind === 'answer' ? status.expected : undefined,
+      status: status?.kind === 'unreadable' ? 'empty' : status?.kind ?? null, after: status?.kind === 'answer' ? status.after : undefined, expected: status?.kind === 'answer' ? status.expected : undefined,
       at: new Date().toISOString(), ...p,
     };
     const record: ProgressRecord | null = attempt && klass && seed <= SEED_MAX ? {
@@ -253,7 +294,10 @@ function ExerciseCard({ engine, part, seed, onSeed, lesson, klass }: { engine: V
     try { const v = check(engine, ex, a); setVerdict(v); return v; } catch (e) { setFailure((e as Error).message); return null; }
   };
   const submit = () => {
-    if (!answered(ex, answer)) { setStatus({ kind: 'empty' }); setShowHint(true); keep({ status: 'empty', hint: true }); return; }
+    if (!answered(ex, answer)) {
+      // something typed that the checker cannot read is told apart from nothing typed
+      setStatus({ kind: answer.trim() ? 'unreadable' : 'empty' }); setShowHint(true); keep({ status: 'empty', hint: true }); return;
+    }
     const v = run(answer);
     if (!v) return;
     checks.current += 1;
@@ -279,14 +323,16 @@ function ExerciseCard({ engine, part, seed, onSeed, lesson, klass }: { engine: V
   const type = (a: string) => { setAnswer(a); keep({ answer: a }); };
   // A choice is shown in words; the engine's answer too ("ept or npt" should two tie).
   const choiceWords = (c: string) => tx(`choice.${c}`, { defaultValue: c });
-  const expectedWords = (e: string) => ex.input.type !== 'choice' ? e
+  const expectedWords = (e: string) => ex.input.type === 'grid' ? tx('walkGrid.shown') : ex.input.type !== 'choice' ? e
     : e.split(' or ').map(choiceWords).reduce((a, b) => tx('or', { a, b }));
   const settled = status?.kind === 'correct' || status?.kind === 'answer';
   const walkResult = settled ? verdict?.results[0] : undefined;
   const shown = walkResult?.accesses[Math.min(ex.walkAccess ?? 0, walkResult.accesses.length - 1)];
   const message = !status ? null
     : status.kind === 'empty' ? t('noAnswer')
+    : status.kind === 'unreadable' ? t('unreadable', { answer: answer.trim(), form: t(`unreadableForm.${ex.input.type}`) })
     : status.kind === 'wrong' ? t('wrongTry', { count: status.tries, max: MAX_TRIES }) + (status.unit ? ' ' + say(status.unit, tx) : '')
+      + (verdict?.score ? ' ' + tx('walkGrid.score', { right: verdict.score.right, of: verdict.score.of }) : '')
     : status.kind === 'correct' ? t('correct')
     : t(status.after === 'tries' ? 'answerAfterTries' : 'answerAsked', { expected: expectedWords(status.expected), max: MAX_TRIES });
   const tone = status?.kind === 'correct' ? 'ok' : status?.kind === 'answer' ? 'revealed' : 'error';
@@ -295,7 +341,11 @@ function ExerciseCard({ engine, part, seed, onSeed, lesson, klass }: { engine: V
       <h3>{t('exercise')} <span className="muted">({t('seed')} {seed})</span></h3>
       <p className="exercise-prompt">{say(ex.prompt, tx)}</p>
       <form onSubmit={(e) => { e.preventDefault(); submit(); }}>
-        {ex.input.type === 'choice' ? (
+        {ex.input.type === 'grid' ? (
+          // the engine's grid fills the cells once it is shown; the learner's own are marked after a check
+          <GridAnswer input={ex.input} answer={status?.kind === 'answer' ? status.expected : answer} onChange={type} readOnly={settled}
+            marks={status?.kind === 'wrong' || status?.kind === 'correct' ? verdict?.score?.cells : undefined} />
+        ) : ex.input.type === 'choice' ? (
           <select aria-label={t('answer')} value={answer} onChange={(e) => type(e.target.value)} disabled={settled}>
             <option value="">—</option>
             {ex.input.choices.map((c) => <option key={c} value={c}>{choiceWords(c)}</option>)}

@@ -1,7 +1,8 @@
 /* Lesson prose: Markdown (marked) with $...$ formulas typeset by KaTeX. Lessons are the
  * project's own text, not user input; [text](lesson:vmfunc) opens another lesson (or the
  * teacher guide) in place, and [text](app:live) opens another tab of the app (the live
- * guest, the Results tab, ...). */
+ * guest, the Results tab, ...); [text](sheet:vmfunc) opens the lesson's answer sheet for
+ * teachers. */
 import { memo, useMemo } from 'react';
 import { Marked } from 'marked';
 import katex from 'katex';
@@ -22,6 +23,11 @@ function markedFor(lang: string) {
         if (href.startsWith('lesson:')) {
           const id = href.slice('lesson:'.length);
           return `<a class="lesson-link" href="?view=lessons&amp;lesson=${escapeAttr(id)}" data-lesson="${escapeAttr(id)}">${inner}</a>`;
+        }
+        if (href.startsWith('sheet:')) {
+          // the teacher's answer sheet of a lesson (30 seeds from seed 1; the page can change both)
+          const id = href.slice('sheet:'.length);
+          return `<a class="sheet-link" href="?view=lessons&amp;lesson=${escapeAttr(id)}&amp;seed=1&amp;sheet=30">${inner}</a>`;
         }
         if (href.startsWith('app:')) {
           const view = href.slice('app:'.length);

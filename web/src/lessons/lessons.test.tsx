@@ -139,7 +139,7 @@ describe('lessons view', () => {
     const got: Record<string, unknown>[] = [];
     const { rerender } = render(<LessonsView engine={engine} lesson="ept-and-npt" seed={1} lang="en" onNavigate={(p) => got.push(p)} />);
     const cards = () => [...document.querySelectorAll<HTMLElement>('section.exercise')];
-    expect(cards().map((c) => Number(c.dataset.seed))).toEqual([1, 2, 3, 4, 5]);
+    expect(cards().map((c) => Number(c.dataset.seed))).toEqual([1, 2, 3, 4, 5, 6]);
     // answer the last exercise correctly
     const last = cards()[4];
     const e = generate({ kind: 'predict-bits', mode: 'npt' }, 5);
@@ -150,7 +150,7 @@ describe('lessons view', () => {
     fireEvent.click(within(cards()[0]).getByText('Another one'));
     expect(got.at(-1)).toEqual({ seeds: [2] });
     rerender(<LessonsView engine={engine} lesson="ept-and-npt" seed={1} seeds={[2]} lang="en" onNavigate={(p) => got.push(p)} />);
-    expect(cards().map((c) => Number(c.dataset.seed))).toEqual([2, 2, 3, 4, 5]);
+    expect(cards().map((c) => Number(c.dataset.seed))).toEqual([2, 2, 3, 4, 5, 6]);
     expect(cards()[0].querySelector('.exercise-prompt')!.textContent).not.toBe(prompts[0]);
     expect(cards().slice(1).map((c) => c.querySelector('.exercise-prompt')!.textContent)).toEqual(prompts.slice(1));
     expect(within(cards()[4]).getByRole('status').textContent).toMatch(/^Correct\./);

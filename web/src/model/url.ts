@@ -21,6 +21,8 @@ export interface UrlState {
   seed: number;
   /** Lessons: each exercise's own seed, by position on the page (null: seed + position). */
   seeds: (number | null)[];
+  /** Lessons: the teacher's answer sheet of the lesson for this many seeds from `seed`. */
+  sheet?: number | null;
   lang: 'en' | 'ja' | 'zh' | null;
 }
 
@@ -62,6 +64,7 @@ export function parseUrl(search: string): UrlState {
     lesson: p.get('lesson'),
     seed: int(p.get('seed'), 1),
     seeds: (p.get('seeds') ?? '').split(',').slice(0, 64).map((x) => (x === '' ? null : int(x, -1))).map((n) => (n !== null && n >= 0 ? n : null)),
+    sheet: p.has('sheet') ? Math.min(500, Math.max(1, int(p.get('sheet'), 30))) : null,
     lang: (['en', 'ja', 'zh'] as const).find((l) => l === p.get('lang')) ?? null,
   };
 }
@@ -77,6 +80,7 @@ export function toSearch(s: UrlState): string {
     if (s.lesson) p.set('lesson', s.lesson);
     p.set('seed', String(s.seed));
     if (s.seeds.some((x) => x !== null)) p.set('seeds', s.seeds.map((x) => (x === null ? '' : String(x))).join(','));
+    if (s.sheet) p.set('sheet', String(s.sheet));
   }
   if (s.lang) p.set('lang', s.lang);
   if (s.view === 'compare') {

@@ -5,8 +5,9 @@
  * is opened again from the last position it delivered, a refused token stops it; selecting
  * a name lists that student's attempts with links to their variants; in Japanese and
  * Chinese no English is left; 200 students over 40 exercises draw (the time is printed:
- * 0.4-0.7 s here), and a live record redraws its own row, not the grid. The model (board.ts) and the event-stream parser
- * are checked on their own. */
+ * 0.4-0.7 s here), and a live record redraws its own row, not the grid; the Answer sheet
+ * button lists every student's variants with the engine's answers. The model (board.ts)
+ * and the event-stream parser are checked on their own. */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { act, cleanup, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
 import i18n from '../i18n';
@@ -15,6 +16,12 @@ import { LESSON_ORDER, LESSONS } from '../lessons/content';
 import { Board, type LessonColumns, type ProgressRecord, type Student } from './board';
 import { Dashboard } from './Dashboard';
 import { parseSse } from './progressStream';
+import { seedFor } from '../progress/seed';
+import { generate } from '../lessons/exercises';
+import { testEngine } from '../test/engine';
+
+// the answer sheet loads the page's engine; here the same .wasm read from disk
+vi.mock('../engine', () => ({ getEngine: () => testEngine() }));
 
 const CODE = 'ABCD-EFGH';
 const TOKEN = 'teacher-token-0123456789';
@@ -339,6 +346,35 @@ describe('the teacher dashboard', () => {
     expect(ms).toBeLessThan(8000);
     expect(update).toBeLessThan(ms / 5);
   });
+});
+
+describe('the class\'s answer sheet', () => {
+  it('lists every student with the seed of each exercise they get and the engine\'s answer, for the lesson picked', async () => {
+    server([ana, bo, cy], classRecords());
+    render(<Dashboard code={CODE} token={TOKEN} />);
+    await screen.findByTestId('dashboard-grid', {}, { timeout: 5000 });
+    fireEvent.click(screen.getByTestId('dashboard-sheet'));
+    const sheet = await screen.findByTestId('answer-sheet', {}, { timeout: 20_000 });
+    fireEvent.change(within(sheet).getByRole('combobox'), { target: { value: 'vmfunc' } });
+    await waitFor(() => expect(screen.getByTestId('answer-sheet').dataset.lesson).toBe('vmfunc'));
+    const table = within(screen.getByTestId('answer-sheet')).getByRole('table');
+    await waitFor(() => expect(table.dataset.state).toBe('done'), { timeout: 20_000 });
+    const rows = [...table.querySelectorAll('tbody tr')];
+    expect(rows.map((r) => r.querySelector('th')!.textContent)).toEqual(['Ana', 'Cy', '山田太郎']);
+    const engine = await testEngine();
+    for (const r of rows) {
+      const name = r.querySelector('th')!.textContent!;
+      r.querySelectorAll('td').forEach((td, k) => {
+        const seed = seedFor(CODE, name, 'vmfunc', k);
+        expect(Number(td.dataset.seed), `${name} ${k}`).toBe(seed);
+        const ex = generate(LESSONS.en.vmfunc.parts.flatMap((p) => (p.type === 'exercise' ? [p.spec] : []))[k], seed);
+        const want = ex.expected(ex.scenarios.map((x) => engine.run(x)));
+        const shown = td.querySelector('.sheet-answer')!.textContent!;
+        // a choice is printed in its words
+        expect(shown, `${name} ${k}`).toBe(ex.input.type === 'choice' ? i18n.getFixedT('en', 'exercises')(`choice.${want}`) : want);
+      });
+    }
+  }, 60_000);
 });
 
 describe('the dashboard model and the event-stream parser', () => {

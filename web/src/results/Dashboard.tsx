@@ -7,7 +7,7 @@
  * opens its variant in the Lessons tab. The grid is a plain table: one element a cell,
  * with no state of its own, and a record redraws only its student's row (200 students over
  * 40 exercises: Dashboard.test.tsx times it). */
-import { memo, useCallback, useEffect, useMemo, useRef, useState, type ReactElement, type ReactNode } from 'react';
+import { lazy, memo, Suspense, useCallback, useEffect, useMemo, useRef, useState, type ReactElement, type ReactNode } from 'react';
 import { useTranslation } from 'react-i18next';
 import { Board, cellKey, type Cell, type LessonColumns, type ProgressRecord, type Row, type Student } from './board';
 import { variantLink } from '../progress/seed';
@@ -16,6 +16,9 @@ import { Said, type Saying } from './Said';
 import './dashboard.css';
 
 const PAGE = 500;
+/** The answer sheet of the class (lessons/ClassSheet.tsx), with the lessons and the engine:
+ * loaded when the teacher asks for it. */
+const ClassSheet = lazy(() => import('../lessons/ClassSheet'));
 /** Column widths (rem), as dashboard.css sets them: the grid is laid out from these
  * alone (table-layout: fixed), never from 9,000 cells' contents. */
 const NAME_REM = 10;
@@ -174,6 +177,7 @@ export const Dashboard = memo(function Dashboard({ code, token, lessons: given }
   const [err, setErr] = useState<Saying | null>(null);
   const [picked, setPicked] = useState<string | null>(null);
   const [attempt, setAttempt] = useState(0); // "try again" starts the load over
+  const [sheet, setSheet] = useState(false);
 
   useEffect(() => {
     if (given) { setKnown(given); return undefined; }
@@ -253,7 +257,13 @@ export const Dashboard = memo(function Dashboard({ code, token, lessons: given }
       <div className="dashboard-bar">
         {liveText && <p className={`live-state ${live!.kind}`} role="status" data-testid="dashboard-live" data-state={live!.kind}><span className="dot" aria-hidden="true" />{liveText}</p>}
         {phase === 'ready' && <button type="button" onClick={() => void exportCsv()}>{t('dashboard.export')}</button>}
+        {phase === 'ready' && <button type="button" aria-expanded={sheet} data-testid="dashboard-sheet" onClick={() => setSheet((x) => !x)}>{t('dashboard.sheet')}</button>}
       </div>
+      {sheet && phase === 'ready' && (
+        <Suspense fallback={<p className="muted">{t('dashboard.loading')}</p>}>
+          <ClassSheet code={code} names={rows.map((r) => r.name)} />
+        </Suspense>
+      )}
       {phase === 'loading' && <p className="muted" role="status" data-testid="dashboard-loading">{loaded ? t('dashboard.loadingCount', { count: loaded }) : t('dashboard.loading')}</p>}
       {err && <p className={phase === 'failed' && err.key === 'dashboard.loadMissing' ? 'muted' : 'error'} role="alert" data-testid="dashboard-error"><Said t={t as T} say={err} />{phase === 'failed' && err.key === 'dashboard.loadFailed' && <> <button type="button" onClick={() => setAttempt((n) => n + 1)}>{t('dashboard.retry')}</button></>}</p>}
       {phase === 'ready' && lessons && (rows.length === 0 ? <p className="muted" data-testid="dashboard-empty">{t('dashboard.empty')}</p> : (

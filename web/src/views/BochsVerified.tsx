@@ -10,16 +10,36 @@ import './bochs.css';
 interface ExampleRecord { verified: boolean; accesses: number; bochs_reads: string[][] }
 const EXAMPLES = (data as { examples: Record<string, ExampleRecord> }).examples;
 
+/* The NPT part (`make fidelity-npt`, tests/svm): the mode-npt examples QEMU's SVM ran
+ * with every access agreeing. Absent until that run has written it. */
+interface NptRecord { accesses: number }
+interface NptData { date: string; accesses_compared: number; disagreements: number; examples: Record<string, NptRecord> }
+const NPT = (data as { npt?: NptData }).npt;
+
+/** The example's SVM record, if the last NPT fidelity run verified it. */
+export function svmRecord(example: string | null | undefined): NptRecord | null {
+  return (example && NPT && NPT.disagreements === 0 && NPT.examples[example]) || null;
+}
+
 /** The example's Bochs record, if the last fidelity run verified it. */
 export function bochsRecord(example: string | null | undefined): ExampleRecord | null {
   const r = example ? EXAMPLES[example] : undefined;
   return r && r.verified ? r : null;
 }
 
-/** "Verified on Bochs": the badge beside a verified example, with the run's figures. */
+/** "Verified on Bochs" (or, for a mode-npt example, "verified on QEMU's SVM"): the badge
+ * beside a verified example, with the run's figures. */
 export function BochsBadge({ example }: { example: string | null | undefined }) {
   const { t } = useTranslation('bochs');
   const r = bochsRecord(example);
+  const svm = svmRecord(example);
+  if (svm && NPT)
+    return (
+      <span className="bochs-badge" data-testid="svm-badge"
+        title={t('svmBadgeTitle', { total: NPT.accesses_compared, date: NPT.date })}>
+        {t('svmBadge', { count: svm.accesses, date: NPT.date })}
+      </span>
+    );
   if (!r) return null;
   return (
     <span className="bochs-badge" data-testid="bochs-badge"

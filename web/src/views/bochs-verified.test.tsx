@@ -7,7 +7,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { cleanup, render, screen, within } from '@testing-library/react';
 import type { Result } from '../../../wasm-core/js/types';
 import { exampleRuns } from '../test/engine';
-import { BochsBadge, BochsReads, bochsRecord } from './BochsVerified';
+import { BochsBadge, BochsReads, bochsRecord, svmRecord } from './BochsVerified';
 import data from '../fidelity/bochs-verified.json';
 import i18n from '../i18n';
 
@@ -72,5 +72,35 @@ describe('verified on Bochs', () => {
     expect(i).toBeGreaterThanOrEqual(0);
     render(<BochsReads example="caches-ept" accessIndex={i} access={r.accesses[i]} />);
     expect(screen.getByTestId('bochs-reads').textContent).toContain('caches off');
+  });
+});
+
+// The NPT part, written by `make fidelity-npt` (tests/svm: QEMU's SVM with nested paging).
+const npt = (data as { npt?: { date: string; accesses_compared: number; disagreements: number; examples: Record<string, { accesses: number }> } }).npt;
+
+describe('verified on QEMU SVM', () => {
+  it('the data names mode-npt examples with their access counts, from a run with no disagreement', () => {
+    expect(npt).toBeTruthy();
+    const names = Object.keys(npt!.examples);
+    expect(names.length).toBeGreaterThan(0);
+    for (const n of names) {
+      expect(runs[n], n).toBeTruthy();
+      expect(runs[n].mode, n).toBe('npt');
+      expect(npt!.examples[n].accesses, n).toBe(runs[n].accesses.length);
+    }
+    expect(npt!.accesses_compared).toBeGreaterThanOrEqual(20000);
+    expect(npt!.disagreements).toBe(0);
+    expect(npt!.date).toMatch(/^\d{4}-\d\d-\d\d$/);
+  });
+
+  it('shows the SVM badge for a verified npt example, the Bochs one elsewhere', () => {
+    const { container, rerender } = render(<BochsBadge example="npt-4k" />);
+    const badge = screen.getByTestId('svm-badge');
+    expect(badge.textContent).toContain("QEMU's SVM");
+    expect(badge.textContent).toContain(String(svmRecord('npt-4k')!.accesses));
+    expect(container.querySelector('[data-testid="bochs-badge"]')).toBeNull();
+    rerender(<BochsBadge example="ept-4k" />);
+    expect(container.querySelector('[data-testid="svm-badge"]')).toBeNull();
+    expect(screen.getByTestId('bochs-badge')).toBeTruthy();
   });
 });
