@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """hw-lab/run trace (vmemlab's valgrind tool, the whole trace file written) next to valgrind's
-lackey --trace-mem=yes on the same program, run in turn on this machine: A B A B ..., each
-a fresh process timed from start to exit. lackey's log goes to /dev/null, so its figure is
-lackey alone, without tracepack or gzip: the recorder has to beat it while writing the file.
+own floor, its empty tool (--tool=none: what any valgrind tool pays to run the program), and
+lackey --trace-mem=yes on the same program, run in turn on this machine: A B C A B C ...,
+each a fresh process timed from start to exit. lackey's log goes to /dev/null, so its figure
+is lackey alone, without tracepack or gzip: the recorder has to beat it while writing the file.
 
-Prints each round's two wall times and their ratio (lackey / recorder), then the median and
-range of the paired ratios, and the trace's accesses (it must be whole, not partial).
+Prints each round's three wall times (and the recorder's and none's CPU seconds) and the
+ratios recorder / none and lackey / recorder, then the median and range of each paired
+ratio, the load average, and the trace's accesses (it must be whole, not partial).
 
     python3 hw-lab/bench/trace_vs_lackey.py [--rounds N] [-- PROGRAM ARGS]   (make -C hw-lab bench)
 """
@@ -27,11 +29,14 @@ DEFAULT = ["/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python
 
 
 def timed(cmd, **kw):
+    """Wall seconds, and CPU seconds of the command and everything it waited for."""
     t = time.monotonic()
+    c0 = os.times()
     r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, **kw)
+    c1 = os.times()
     if r.returncode:
         sys.exit("trace_vs_lackey: %s failed (%d):\n%s" % (cmd[0], r.returncode, r.stderr[-2000:]))
-    return time.monotonic() - t
+    return time.monotonic() - t, (c1.children_user - c0.children_user) + (c1.children_system - c0.children_system)
 
 
 def header(path):
@@ -53,20 +58,28 @@ def main():
         sys.exit("trace_vs_lackey: the valgrind tool does not build here:\n" + r.stdout + r.stderr)
     out = os.path.join(tempfile.mkdtemp(prefix="trace-bench-"), "bench.vmtrace")
     print("recorder: %s trace --out %s -- %s" % (RUN, out, " ".join(prog)))
+    print("none:     valgrind --tool=none %s" % " ".join(prog))
     print("lackey:   valgrind --tool=lackey --trace-mem=yes --log-file=/dev/null %s" % " ".join(prog))
-    ratios = []
+    print("load average at the start: %.1f (%d processors)" % (os.getloadavg()[0], os.cpu_count() or 1))
+    ratios, floor, cpu_floor = [], [], []
     for i in range(a.rounds):
-        t_rec = timed([sys.executable, RUN, "trace", "--out", out, "--"] + prog)
-        t_lk = timed(["valgrind", "--tool=lackey", "--trace-mem=yes", "--log-file=/dev/null"] + prog)
+        t_rec, c_rec = timed([sys.executable, RUN, "trace", "--out", out, "--"] + prog)
+        t_none, c_none = timed(["valgrind", "--tool=none", "--log-file=/dev/null"] + prog)
+        t_lk, _ = timed(["valgrind", "--tool=lackey", "--trace-mem=yes", "--log-file=/dev/null"] + prog)
         ratios.append(t_lk / t_rec)
-        print("round %d: recorder %.2f s, lackey %.2f s, lackey / recorder %.1fx" % (i + 1, t_rec, t_lk, ratios[-1]),
-              flush=True)
+        floor.append(t_rec / t_none)
+        cpu_floor.append(c_rec / c_none)
+        print("round %d: recorder %.2f s (%.2f s CPU), none %.2f s (%.2f s CPU), lackey %.2f s; recorder / none %.2fx "
+              "(CPU %.2fx), lackey / recorder %.1fx" % (i + 1, t_rec, c_rec, t_none, c_none, t_lk, floor[-1], cpu_floor[-1],
+                                                      ratios[-1]), flush=True)
     h = header(out)
     print("trace: %s accesses, %s, %d bytes (%.2f bytes per access)" % (
         format(h["accesses"], ","), "PARTIAL: " + h["partial_reason"] if h["partial"] else "whole",
         os.path.getsize(out), os.path.getsize(out) / max(h["accesses"], 1)))
-    print("lackey / recorder, paired: median %.1fx (%.1f .. %.1f) over %d rounds" % (
-        statistics.median(ratios), min(ratios), max(ratios), len(ratios)))
+    print("recorder / none (valgrind's floor), paired: median %.2fx (%.2f .. %.2f) wall, %.2fx CPU over %d rounds" % (
+        statistics.median(floor), min(floor), max(floor), statistics.median(cpu_floor), len(floor)))
+    print("lackey / recorder, paired: median %.1fx (%.1f .. %.1f) over %d rounds; load average at the end %.1f" % (
+        statistics.median(ratios), min(ratios), max(ratios), len(ratios), os.getloadavg()[0]))
     os.unlink(out)
     os.rmdir(os.path.dirname(out))
 

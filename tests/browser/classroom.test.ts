@@ -70,8 +70,9 @@ describe('a class over the network: teacher and two students in Chromium', () =>
   it('the teacher creates a class with the class key and gets a join link at the network address', async () => {
     ({ page: teacher } = await person());
     await teacher.goto(`${url}/?view=results&lang=en`);
+    // the server takes a class key: its field is there before the first Create
+    await teacher.getByTestId('class-key').waitFor({ timeout: 20_000 });
     await teacher.getByTestId('class-name').fill('Week 9 lab');
-    await teacher.getByTestId('class-name').press('Enter');
     await teacher.getByTestId('class-key').fill(KEY);
     await teacher.getByTestId('class-key').press('Enter');
     await teacher.getByTestId('class-created').waitFor();
@@ -119,6 +120,8 @@ describe('a class over the network: teacher and two students in Chromium', () =>
     await expect.poll(() => ana.locator('[data-testid="class-uploads"] tbody tr').count(), { timeout: 20_000 }).toBe(1);
     const out = room.runInClient(join(root, 'hw-lab', 'run'), ['--from', join(root, 'tests', 'server', 'fixtures', 'result-quick.json'), '--upload', `${url}/api/results`, '--class', code, '--name', 'Bo']);
     expect(out).toMatch(/^upload id: [A-Za-z0-9_-]+$/m);
+    // the teacher's page, open all along, follows both uploads without a reload
+    await expect.poll(() => teacher.locator('[data-testid="class-uploads"] tbody tr').count(), { timeout: 30_000 }).toBe(2);
   }, 60_000);
 
   it('the teacher sees both students in the progress grid and both uploads, named, in the class', async () => {
@@ -154,4 +157,149 @@ describe('a class over the network: teacher and two students in Chromium', () =>
     expect(of('Bo').map((r) => r.verdict)).toEqual(['wrong']);
     expect(pageErrors).toEqual([]);
   }, 30_000);
+});
+
+/* The whole course, the same way: the teacher loads a roster, a student joins by picking
+ * her name on a lab PC and continues on her phone (a second browser, phone-sized) from the
+ * device link; the teacher closes the class at a time now past, and the phone's next answer
+ * is refused and shown as not sent; the three gradebook files are parsed against their
+ * columns; the teacher deletes the class, and the student's page says the teacher did. */
+describe('a graded course over the network: roster, two devices, a closing time, the gradebook, a deleted class', () => {
+  let teacher: Page; let code = ''; let token = ''; let pc: Page; let phone: Page;
+  const L = 'four-address-spaces';
+  const roster = 'Student ID,Name,Email\nS001,Aiko Tanaka,aiko@example.edu\nS002,Bea Martin,bea@example.edu\n';
+
+  it('the teacher makes a class and loads the roster (pasted)', async () => {
+    ({ page: teacher } = await person());
+    await teacher.goto(`${url}/?view=results&lang=en`);
+    const made = await teacher.evaluate(async (key) => (await fetch('/api/classes', { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Vmemlab-Class-Key': key }, body: JSON.stringify({ name: 'Graded lab' }) })).json(), KEY);
+    ({ code, teacher_token: token } = made);
+    await teacher.goto(`${url}/?view=results&class=${code}&lang=en#teacher=${token}`);
+    await teacher.getByTestId('course-admin').waitFor({ timeout: 30_000 });
+    await teacher.getByText('Roster', { exact: true }).click();
+    await teacher.getByTestId('roster-text').fill(roster);
+    await teacher.getByTestId('roster-load').click();
+    await expect.poll(() => teacher.getByTestId('course-said').textContent()).toContain('2 students on the roster');
+    await expect.poll(() => teacher.getByTestId('course-scores').locator('tbody tr').count()).toBe(2);
+  }, 60_000);
+
+  it('Aiko joins on a lab PC by picking her name, then continues on her phone from the device link, as the same student', async () => {
+    ({ page: pc } = await person());
+    await pc.goto(`${url}/?view=results&class=${code.replace('-', '').toLowerCase()}&lang=en`);
+    await pc.getByTestId('join-code').fill(code.replace('-', ''));
+    await pc.getByTestId('join-code').press('Enter'); // a code typed without its dash is the class
+    await pc.getByTestId('roster-pick').selectOption({ label: 'Aiko Tanaka' });
+    await pc.getByTestId('roster-pick').evaluate((e) => (e as HTMLSelectElement).form!.requestSubmit()); // its Join button
+    await pc.getByTestId('student-joined').waitFor({ timeout: 20_000 });
+    expect(await pc.getByTestId('class-name').count()).toBe(0); // no "new class" box for a student
+    await pc.getByTestId('device-link-open').click();
+    const link = await pc.locator('[data-testid="device-link"] a').getAttribute('href');
+    expect(link).toMatch(new RegExp(`^${url}/\\?view=results&class=${code}#link=[A-Z2-9]{4}-[A-Z2-9]{4}$`));
+    const ctx = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    phone = await ctx.newPage();
+    phone.on('pageerror', (e) => pageErrors.push(e.message));
+    await phone.goto(link! + '');
+    await phone.getByTestId('student-joined').waitFor({ timeout: 20_000 });
+    expect(await phone.getByTestId('student-joined').textContent()).toContain('Aiko Tanaka');
+    // a phone: the class chart's 11 px labels drawn at 11 px (its viewBox at the width it
+    // has), and nothing wider than the screen
+    const chart = phone.locator('svg[data-chart="class-strip"]');
+    await chart.waitFor({ timeout: 20_000 });
+    const scale = await chart.evaluate((e) => e.getBoundingClientRect().width / (e as SVGSVGElement).viewBox.baseVal.width);
+    expect(11 * scale).toBeGreaterThanOrEqual(10.9);
+    expect(await phone.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1)).toBe(true);
+    // on a phone the class comes before the box for result files
+    expect(await phone.evaluate(() => document.querySelector('.class-panel')!.getBoundingClientRect().top < document.querySelector('[data-testid="dropzone"]')!.getBoundingClientRect().top)).toBe(true);
+    // the same student: the same variant on both devices
+    for (const p of [pc, phone]) await p.goto(`${url}/?view=lessons&lesson=${L}&lang=en`);
+    const seedOf = async (p: Page) => Number(await p.locator('section.exercise').first().getAttribute('data-seed'));
+    await pc.locator('section.exercise').first().waitFor({ timeout: 30_000 });
+    await phone.locator('section.exercise').first().waitFor({ timeout: 30_000 });
+    expect(await seedOf(phone)).toBe(await seedOf(pc));
+    // a tapped dotted term shows its definition (a phone has no hover)
+    const term = phone.locator('abbr.term').first();
+    await term.tap();
+    const shown = await term.evaluate((e) => getComputedStyle(e, '::after').content);
+    expect(shown.length).toBeGreaterThan(20);
+    expect(shown).toContain((await term.getAttribute('title'))!.slice(0, 20));
+    expect(await seedOf(pc)).toBe(seedFor(code, 'Aiko Tanaka', L, 0));
+  }, 90_000);
+
+  async function answer(p: Page, exercise: number) {
+    const card = p.locator('section.exercise').nth(exercise);
+    const kind = (await card.getAttribute('data-kind'))!;
+    const seed = Number(await card.getAttribute('data-seed'));
+    const { LESSONS } = await import('../../web/src/lessons/content');
+    const spec = LESSONS.en[L].parts.filter((x) => x.type === 'exercise')[exercise].spec;
+    expect(spec.kind).toBe(kind);
+    const expected = check(await testEngine(), generate(spec, seed), '').expected.split(' or ')[0];
+    const input = card.getByLabel('Answer');
+    if (await input.evaluate((e) => e.tagName === 'SELECT')) await input.selectOption(expected); else await input.fill(expected);
+    await card.getByRole('button', { name: 'Check' }).click();
+    await expect.poll(() => card.locator('[data-state]').getAttribute('data-state')).toBe('correct');
+  }
+
+  it('an answer from each device counts for Aiko; after the closing time the phone\'s answer is refused and shown as not sent', async () => {
+    await answer(pc, 0);
+    await answer(phone, 1);
+    const scores = async () => (await teacher.evaluate(async ([c, tok]) => (await fetch(`/api/classes/${c}/scores`, { headers: { Authorization: `Bearer ${tok}` } })).json(), [code, token])).students;
+    await expect.poll(async () => (await scores()).find((s: { name: string }) => s.name === 'Aiko Tanaka').scores?.lessons[L].score, { timeout: 20_000 }).toBe(2);
+    // the teacher sets a closing time already past (their clock), refusing late answers
+    await teacher.reload();
+    await teacher.getByTestId('course-admin').waitFor({ timeout: 30_000 });
+    await teacher.getByText('Scoring and closing time').click();
+    const past = new Date(Date.now() - 60_000);
+    const local = new Date(past.getTime() - past.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+    await teacher.getByTestId('course-closes').fill(local);
+    await teacher.getByTestId('course-save').click();
+    await expect.poll(() => teacher.getByTestId('course-said').textContent()).toContain('Saved');
+    // the phone tries once more (a reload of the lesson, an answer): refused, kept, said
+    await phone.reload();
+    await phone.locator('section.exercise').first().waitFor({ timeout: 30_000 });
+    const card = phone.locator('section.exercise').first();
+    await card.getByLabel('Answer').fill('12345');
+    await card.getByRole('button', { name: 'Check' }).click();
+    await expect.poll(() => phone.getByTestId('in-class').textContent(), { timeout: 20_000 }).toContain('is closed since');
+    expect(await phone.getByTestId('in-class').textContent()).toContain('marked not sent');
+    await phone.goto(`${url}/?view=results&class=${code}&lang=en`);
+    await expect.poll(() => phone.getByTestId('class-closed-now').textContent(), { timeout: 20_000 }).toContain('not sent: the class is closed');
+    expect((await scores()).find((s: { name: string }) => s.name === 'Aiko Tanaka').scores.lessons[L].score).toBe(2);
+  }, 90_000);
+
+  it('the three gradebook files parse against their documented columns', async () => {
+    const { parse } = await import('csv-parse/sync');
+    const file = async (f: string) => parse(await teacher.evaluate(async ([c, tok, fmt]) => (await fetch(`/api/classes/${c}/grades?format=${fmt}`, { headers: { Authorization: `Bearer ${tok}` } })).text(), [code, token, f]), { bom: true }) as string[][];
+    const title = 'Four address spaces (four-address-spaces)';
+    const plain = await file('plain');
+    expect(plain[0].slice(0, 4)).toEqual(['ID', 'Email', 'Name', 'Section']);
+    expect(plain[0]).toContain(title);
+    expect(plain[0].slice(-3)).toEqual(['Total', 'Possible', 'Late']);
+    const aiko = plain.find((r) => r[0] === 'S001')!;
+    expect(aiko[plain[0].indexOf(title)]).toBe('2');
+    expect(plain.find((r) => r[0] === 'S002')![plain[0].indexOf(title)]).toBe(''); // Bea never joined
+    const canvas = await file('canvas');
+    expect(canvas[0].slice(0, 5)).toEqual(['Student', 'ID', 'SIS User ID', 'SIS Login ID', 'Section']);
+    expect(canvas[1][0]).toBe('Points Possible');
+    expect(canvas[1][canvas[0].indexOf(title)]).toBe('2');
+    expect(canvas.find((r) => r[2] === 'S001')![canvas[0].indexOf(title)]).toBe('2');
+    const moodle = await file('moodle');
+    expect(moodle[0].slice(0, 3)).toEqual(['ID number', 'Email address', 'Full name']);
+    expect(moodle.find((r) => r[0] === 'S001')!.slice(1, 4)).toEqual(['aiko@example.edu', 'Aiko Tanaka', '2']);
+  }, 30_000);
+
+  it('the teacher deletes the class; the student\'s pages say the teacher did it, and keep her answers', async () => {
+    await teacher.getByRole('button', { name: 'Delete class…' }).click();
+    await teacher.getByTestId('class-delete-confirm').getByRole('button', { name: /for good/ }).click();
+    await expect.poll(() => teacher.locator('body').textContent()).toContain('was deleted with everything in it');
+    await pc.goto(`${url}/?view=lessons&lesson=${L}&lang=en`);
+    await expect.poll(() => pc.getByTestId('in-class').textContent(), { timeout: 20_000 }).toContain(`Your teacher deleted class ${code}`);
+    // the answered exercise is still as it was left, in the same variant
+    const card = pc.locator('section.exercise').first();
+    expect(Number(await card.getAttribute('data-seed'))).toBe(seedFor(code, 'Aiko Tanaka', L, 0));
+    await expect.poll(() => card.locator('[data-state]').getAttribute('data-state')).toBe('correct');
+    await pc.goto(`${url}/?view=results&class=${code}&lang=en`);
+    await expect.poll(() => pc.getByTestId('class-error').textContent(), { timeout: 20_000 }).toContain(`Your teacher deleted class ${code}`);
+    expect(await pc.getByTestId('class-error').textContent()).not.toContain('check the code');
+    expect(pageErrors).toEqual([]);
+  }, 60_000);
 });

@@ -321,6 +321,7 @@ describe.each(['sqlite', 'postgres'] as const)('the teacher dashboard on %s', (k
       await addRecord(app, attempt(c.code, hostile.id, { answer: '=1+1', verdict: 'wrong', tries: 3, hint: 1, shown: 1 })),
       await addRecord(app, attempt(c.code, yamada.id, { answer: 'a,b "c";@x', seed: 2_000_000_001 })),
       await addRecord(app, attempt(c.code, zhang.id, { answer: '-5', exercise: 4 })),
+      await addRecord(app, attempt(c.code, zhang.id, { answer: 'guest_page_fault', exercise: 1, kind: 'predict-exit' })),
     ];
     // more than one page of the export (500 rows a page)
     const many = Array.from({ length: 1100 }, (_, i) => attempt(c.code, [yamada, zhang][i % 2].id, { exercise: i % 7, answer: String(i) }));
@@ -333,10 +334,10 @@ describe.each(['sqlite', 'postgres'] as const)('the teacher dashboard on %s', (k
     expect(res.rawPayload.subarray(0, 3)).toEqual(Buffer.from([0xef, 0xbb, 0xbf]));
     const [head, ...rows] = parseCsv(res.rawPayload.subarray(3).toString('utf8'));
     expect(head).toEqual(PROGRESS_CSV_COLUMNS);
-    expect(rows).toHaveLength(1103);
+    expect(rows).toHaveLength(1104);
     const col = (name: string) => PROGRESS_CSV_COLUMNS.indexOf(name);
     const csvId = (id: string) => (id.startsWith('-') ? `'${id}` : id);
-    expect(new Set(rows.map((r) => r[col('id')])).size).toBe(1103);
+    expect(new Set(rows.map((r) => r[col('id')])).size).toBe(1104);
     const byId = (id: string) => rows.find((r) => r[col('id')] === csvId(id))!;
     const h = byId(special[0].id);
     expect(h[col('name')]).toBe(`'=HYPERLINK("x")`);
@@ -349,7 +350,11 @@ describe.each(['sqlite', 'postgres'] as const)('the teacher dashboard on %s', (k
     const z = byId(special[2].id);
     expect(z[col('name')]).toBe('张伟');
     expect(z[col('answer')]).toBe("'-5");
-    expect(z[col('exercise')]).toBe('4');
+    expect(z[col('exercise')]).toBe('5'); // numbered as the grid numbers it (stored from 0)
+    expect(z[col('answer_id')]).toBe("'-5");
+    // a choice: in the page's words, the id beside it
+    const w = byId(special[3].id);
+    expect([w[col('answer')], w[col('answer_id')], w[col('exercise')]]).toEqual(['guest page fault (#PF)', 'guest_page_fault', '2']);
     // the raw text: the quoted cell as RFC 4180 writes it
     expect(res.body).toContain(`,"a,b ""c"";'@x",`);
     // in arrival order

@@ -8,10 +8,12 @@
 #include "../src/json.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #define IN_CHUNK (256u << 10)
@@ -23,16 +25,29 @@ static void replay_usage(FILE *f)
                "                   [--guest-pages 4k|2m] [--huge-min N] [--host-pages 2m|4k] [--start cold|warm]\n"
                "                   [--tables built|on-demand] [--machine HW-LAB-RESULT.json]\n"
                "                   [--format table|json|csv] [--cycles-per-access C] [--cycles-per-ref C]\n"
-               "                   [--cycles-per-exit C] [--refill-trap C] [--agile-switch-level 0-4] [--quiet]\n"
+               "                   [--cycles-per-exit C] [--refill-trap C] [--agile-switch-level 0-4] [--jobs N] [--quiet]\n"
                "  replays a trace recorded with hw-lab/run trace through every mode and prints a row per mode\n"
                "  (references per access, TLB misses, walks, exits by kind, modelled cycles); see\n"
-               "  wasm-core/docs/replay.md\n");
+               "  wasm-core/docs/replay.md. --jobs N: the modes on N threads (default: the processors;\n"
+               "  1: one mode after another), the same figures\n");
 }
 
-typedef int (*feed_fn)(vmsim_replay *, const uint8_t *, size_t);
+typedef int (*feed_fn)(void *ctx, vmsim_replay *, const uint8_t *, size_t);
+
+static int scan_piece(void *ctx, vmsim_replay *r, const uint8_t *p, size_t n)
+{
+    (void)ctx;
+    return vmsim_replay_scan(r, p, n);
+}
+
+static int feed_piece(void *ctx, vmsim_replay *r, const uint8_t *p, size_t n)
+{
+    (void)ctx;
+    return vmsim_replay_feed(r, p, n);
+}
 
 /* Inflates the gzip body from the file's body offset and feeds it to the engine. */
-static int pass(FILE *f, const char *name, vmsim_replay *r, feed_fn feed, int number, bool progress)
+static int pass(FILE *f, const char *name, vmsim_replay *r, feed_fn feed, void *ctx, int number, bool progress)
 {
     if (fseek(f, (long)vmsim_replay_body_offset(r), SEEK_SET) != 0) {
         fprintf(stderr, "vmsim replay: cannot seek in %s: %s\n", name, strerror(errno));
@@ -75,7 +90,7 @@ static int pass(FILE *f, const char *name, vmsim_replay *r, feed_fn feed, int nu
                 rc = 2;
                 break;
             }
-            if (feed(r, out, OUT_CHUNK - zs.avail_out)) {
+            if (feed(ctx, r, out, OUT_CHUNK - zs.avail_out)) {
                 fprintf(stderr, "vmsim replay: %s: %s\n", name, vmsim_replay_error(r));
                 rc = 2;
                 break;
@@ -98,6 +113,140 @@ static int pass(FILE *f, const char *name, vmsim_replay *r, feed_fn feed, int nu
     inflateEnd(&zs);
     free(in);
     free(out);
+    return rc;
+}
+
+
+/* ---- --jobs: pass 2 on threads ----
+ * This thread inflates and decodes the body once, into a ring of batches; the workers take
+ * (mode, batch) pairs: each mode goes through the batches in order, and a free worker
+ * takes the mode furthest behind that no other worker holds, so that the modes share the
+ * processors whatever each one costs. A batch is reused once every mode is past it. */
+#define RING 8
+
+typedef struct pool {
+    vmsim_replay *r;
+    pthread_mutex_t mu;
+    pthread_cond_t wake;            /* a batch published, a mode released, the end */
+    vmsim_replay_batch *slot[RING];
+    uint64_t published;             /* batches ready: 0 .. published-1 */
+    uint64_t next[6];               /* per mode, the next batch it runs */
+    bool busy[6];
+    unsigned modes;
+    bool ended;                     /* no batch will be published after `published` */
+    bool stop;                      /* the body was refused: the workers stop where they are */
+    vmsim_replay_batch *filling;    /* the batch this thread decodes into (slot published % RING) */
+} pool;
+
+static uint64_t slowest(const pool *p)
+{
+    uint64_t m = UINT64_MAX;
+    for (int k = 0; k < 6; k++)
+        if (p->modes >> k & 1 && p->next[k] < m)
+            m = p->next[k];
+    return m;
+}
+
+static void *worker(void *arg)
+{
+    pool *p = arg;
+    pthread_mutex_lock(&p->mu);
+    while (!p->stop) {
+        int pick = -1;
+        for (int k = 0; k < 6; k++)
+            if (p->modes >> k & 1 && !p->busy[k] && p->next[k] < p->published && (pick < 0 || p->next[k] < p->next[pick]))
+                pick = k;
+        if (pick < 0) {
+            bool all_done = p->ended;
+            for (int k = 0; k < 6 && all_done; k++)
+                all_done = !(p->modes >> k & 1) || p->next[k] == p->published;
+            if (all_done)
+                break;
+            pthread_cond_wait(&p->wake, &p->mu);
+            continue;
+        }
+        p->busy[pick] = true;
+        vmsim_replay_batch *b = p->slot[p->next[pick] % RING];
+        pthread_mutex_unlock(&p->mu);
+        vmsim_replay_run(p->r, pick, b);
+        pthread_mutex_lock(&p->mu);
+        p->next[pick]++;
+        p->busy[pick] = false;
+        pthread_cond_broadcast(&p->wake);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+/* The batch being filled is handed to the workers; waits for the next slot to be free. */
+static void publish(pool *p)
+{
+    vmsim_replay_batch_seal(p->filling);
+    pthread_mutex_lock(&p->mu);
+    p->published++;
+    pthread_cond_broadcast(&p->wake);
+    while (p->published - slowest(p) >= RING)
+        pthread_cond_wait(&p->wake, &p->mu);
+    p->filling = p->slot[p->published % RING];
+    pthread_mutex_unlock(&p->mu);
+    vmsim_replay_batch_clear(p->filling);
+}
+
+static int decode_piece(void *ctx, vmsim_replay *r, const uint8_t *q, size_t n)
+{
+    pool *p = ctx;
+    const uint8_t *end = q + n;
+    for (;;) {
+        const uint8_t *before = q;
+        size_t got = vmsim_replay_decode(r, &q, end, p->filling);
+        if (vmsim_replay_status(r))
+            return vmsim_replay_status(r);
+        if (vmsim_replay_batch_size(p->filling) == VMSIM_REPLAY_BATCH)
+            publish(p);
+        else if (q == before && !got)
+            return 0;
+    }
+}
+
+/* Pass 2 with `jobs` workers (at most one per mode). */
+static int threaded_pass(FILE *f, const char *name, vmsim_replay *r, int jobs, bool progress)
+{
+    pool p = {.r = r, .modes = vmsim_replay_modes_here(r)};
+    int nmodes = __builtin_popcount(p.modes);
+    if (jobs > nmodes)
+        jobs = nmodes;
+    pthread_t tid[6];
+    int started = 0, rc = 1;
+    pthread_mutex_init(&p.mu, NULL);
+    pthread_cond_init(&p.wake, NULL);
+    for (int i = 0; i < RING; i++)
+        if (!(p.slot[i] = vmsim_replay_batch_new())) {
+            fprintf(stderr, "vmsim replay: out of memory\n");
+            goto out;
+        }
+    p.filling = p.slot[0];
+    for (; started < jobs; started++)
+        if (pthread_create(&tid[started], NULL, worker, &p)) {
+            fprintf(stderr, "vmsim replay: cannot start a thread: %s\n", strerror(errno));
+            break;
+        }
+    rc = started ? pass(f, name, r, decode_piece, &p, 2, progress) : 1;
+    pthread_mutex_lock(&p.mu);
+    if (!rc && vmsim_replay_batch_size(p.filling)) {
+        vmsim_replay_batch_seal(p.filling);
+        p.published++;
+    }
+    p.stop = rc != 0;
+    p.ended = true;
+    pthread_cond_broadcast(&p.wake);
+    pthread_mutex_unlock(&p.mu);
+out:
+    for (int i = 0; i < started; i++)
+        pthread_join(tid[i], NULL);
+    for (int i = 0; i < RING; i++)
+        vmsim_replay_batch_free(p.slot[i]);
+    pthread_mutex_destroy(&p.mu);
+    pthread_cond_destroy(&p.wake);
     return rc;
 }
 
@@ -167,6 +316,8 @@ int replay_main(int argc, char **argv)
                              *const modes[] = {"native", "ept", "npt", "shadow", "flat", "agile", NULL};
     const char *file = NULL;
     bool progress = true, format_set = false;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int jobs = cpus > 0 ? (int)(cpus < 64 ? cpus : 64) : 1;
     strbuf o;
     sb_init(&o);
     sb_putc(&o, '{');
@@ -192,7 +343,15 @@ int replay_main(int argc, char **argv)
         }
         i++;
         bool ok;
-        if (!strcmp(f, "--modes")) {
+        if (!strcmp(f, "--jobs")) {
+            char *end;
+            long j = v ? strtol(v, &end, 10) : 0;
+            ok = v && !*end && end != v && j >= 1 && j <= 64;
+            if (!ok)
+                fprintf(stderr, "vmsim replay: --jobs needs a number of threads from 1 to 64 (got %s)\n", v ? v : "nothing");
+            else
+                jobs = (int)j;
+        } else if (!strcmp(f, "--modes")) {
             ok = v != NULL;
             sb_puts(&o, o.len > 1 ? ",\"modes\":[" : "\"modes\":[");
             char buf[128];
@@ -267,11 +426,12 @@ int replay_main(int argc, char **argv)
     if (vmsim_replay_status(r)) {
         fprintf(stderr, "vmsim replay: %s: %s\n", file, vmsim_replay_error(r));
         rc = 2;
-    } else if (!(rc = pass(fp, file, r, vmsim_replay_scan, 1, progress))) {
+    } else if (!(rc = pass(fp, file, r, scan_piece, NULL, 1, progress))) {
         if (vmsim_replay_scan_end(r)) {
             fprintf(stderr, "vmsim replay: %s: %s\n", file, vmsim_replay_error(r));
             rc = 2;
-        } else if (!(rc = pass(fp, file, r, vmsim_replay_feed, 2, progress))) {
+        } else if (!(rc = jobs > 1 ? threaded_pass(fp, file, r, jobs, progress)
+                                   : pass(fp, file, r, feed_piece, NULL, 2, progress))) {
             char *text;
             if (vmsim_replay_finish(r, &text)) {
                 fprintf(stderr, "vmsim replay: %s: %s\n", file, vmsim_replay_error(r));

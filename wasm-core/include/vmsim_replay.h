@@ -2,7 +2,7 @@
  * a trace in, per-mode counters out (docs/replay.md). Streaming: the body is fed in pieces
  * of any size, twice (a first pass finds the pages the program touched, to build the
  * guest's tables; the second replays), and memory does not grow with the trace's length.
- * The caller decompresses the body (zlib in the CLI, DecompressionStream in the page).
+ * The caller decompresses the body (zlib in the CLI; in the page the engine's own reader).
  * The same entry points serve the native CLI and the WebAssembly module. */
 #ifndef VMSIM_REPLAY_H
 #define VMSIM_REPLAY_H
@@ -26,7 +26,11 @@ typedef struct vmsim_replay vmsim_replay;
  *   {"modes": ["native","ept","npt","shadow","flat"], "preset": "x86-server"|"sunway-1621",
  *    "guest_pages": "4k"|"2m", "huge_min": 1..512, "host_pages": "2m"|"4k",
  *    "start": "cold"|"warm", "format": "json"|"table"|"csv",
- *    "cycles_per_access": 10, "cycles_per_ref": 40, "cycles_per_exit": 1700, "refill_trap": 20}
+ *    "cycles_per_access": 10, "cycles_per_ref": 40, "cycles_per_exit": 1700, "refill_trap": 20,
+ *    "part": [modes]}
+ * part: the modes this handle replays itself (default: all of modes); the others' figures
+ * come from other handles replaying the same trace with the same options (each with its
+ * own part), through vmsim_replay_counts and vmsim_replay_merge, before finish.
  * Always returns a handle (NULL only when out of memory); check vmsim_replay_status. */
 vmsim_replay *vmsim_replay_open(const uint8_t *bytes, size_t n, double file_size, const char *options, size_t options_len);
 /* VMSIM_REPLAY_OK, or the first error; vmsim_replay_error says what was wrong. */
@@ -46,6 +50,30 @@ int vmsim_replay_feed(vmsim_replay *r, const uint8_t *body, size_t n);
 int vmsim_replay_finish(vmsim_replay *r, char **out);
 void vmsim_replay_free_text(char *text);
 void vmsim_replay_close(vmsim_replay *r);
+
+/* A replay in parts (the page's workers): after pass 2, *out is the figures of this
+ * handle's part as text (free it with vmsim_replay_free_text); merge takes another
+ * handle's text into the one that writes the report. Each returns a status; merge
+ * refuses counts of another trace or other options, and a mode twice. */
+int vmsim_replay_counts(vmsim_replay *r, char **out);
+int vmsim_replay_merge(vmsim_replay *r, const char *text, size_t len);
+
+/* Pass 2 on threads (the CLI's --jobs; not in the WebAssembly module): the caller decodes
+ * the inflated body into batches (vmsim_replay_decode appends up to the batch's room and
+ * advances *p; a record split between pieces is carried over), seals each full or last
+ * batch, and runs every mode of vmsim_replay_modes_here over every batch in order.
+ * Different modes may run at the same time on different threads; one mode's batches run
+ * one after another. Then vmsim_replay_finish as usual. */
+#define VMSIM_REPLAY_BATCH 32768u
+typedef struct vmsim_replay_batch vmsim_replay_batch;
+vmsim_replay_batch *vmsim_replay_batch_new(void);
+void vmsim_replay_batch_free(vmsim_replay_batch *b);
+size_t vmsim_replay_batch_size(const vmsim_replay_batch *b);
+void vmsim_replay_batch_clear(vmsim_replay_batch *b);
+size_t vmsim_replay_decode(vmsim_replay *r, const uint8_t **p, const uint8_t *end, vmsim_replay_batch *b);
+void vmsim_replay_batch_seal(vmsim_replay_batch *b);
+unsigned vmsim_replay_modes_here(const vmsim_replay *r);
+void vmsim_replay_run(vmsim_replay *r, int mode, const vmsim_replay_batch *b);
 
 /* The page's way in: the gzip body inflated by the engine itself (src/gunzip.c), piece by
  * compressed piece, into vmsim_replay_scan (pass 1) or vmsim_replay_feed (pass 2). */

@@ -25,6 +25,9 @@ export interface ReplayOptions {
   refill_trap?: number;
   /** mode agile: the guest level from which walks are nested (0 all shadow .. 4 all nested) */
   agile_switch_level?: number;
+  /** The modes this handle replays itself (default: all of `modes`); the others' figures are
+   * merged in from handles that replayed them (`counts`, `merge`). */
+  part?: ReplayMode[];
 }
 
 /** The report of `--format json` (wasm-core/schema/replay.schema.json). */
@@ -87,6 +90,10 @@ export interface TraceReplay {
   /** Accesses done in the current pass. */
   done(): number;
   finish(): string;
+  /** After pass 2: this handle's part as text, for another handle's `merge`. */
+  counts(): string;
+  /** Another part's `counts`, before `finish`. */
+  merge(text: string): void;
   close(): void;
   /** The engine's own gzip reader for a pass (src/gunzip.c): compressed pieces in, the
    * inflated body straight into scan (pass 1) or feed (pass 2), nothing allocated per piece. */
@@ -111,6 +118,8 @@ export interface ReplayModule {
   _vmsim_replay_scan_end(r: number): number;
   _vmsim_replay_feed(r: number, p: number, n: number): number;
   _vmsim_replay_finish(r: number, out: number): number;
+  _vmsim_replay_counts(r: number, out: number): number;
+  _vmsim_replay_merge(r: number, p: number, n: number): number;
   _vmsim_replay_free_text(p: number): void;
   _vmsim_replay_close(r: number): void;
   _vmsim_gunzip_new?(r: number, pass: number): number;
@@ -151,6 +160,17 @@ export function openReplay(mod: ReplayModule, head: Uint8Array, fileSize: number
     }
     mod.HEAPU8.set(body, buf);   // HEAPU8 is read again here: memory may have grown
   };
+  const takeText = (fn: (r: number, out: number) => number) => {
+    const out = mod._malloc(4);
+    try {
+      fn(r, out);
+      check('body');
+      const p = mod.getValue(out, 'i32');
+      const text = mod.UTF8ToString(p);
+      mod._vmsim_replay_free_text(p);
+      return text;
+    } finally { mod._free(out); }
+  };
   let closed = false;
   const handle: TraceReplay = {
     bodyOffset: 0,
@@ -173,16 +193,13 @@ export function openReplay(mod: ReplayModule, head: Uint8Array, fileSize: number
       };
     } : undefined,
     done: () => mod._vmsim_replay_done(r),
-    finish() {
-      const out = mod._malloc(4);
-      try {
-        mod._vmsim_replay_finish(r, out);
-        check('body');
-        const p = mod.getValue(out, 'i32');
-        const text = mod.UTF8ToString(p);
-        mod._vmsim_replay_free_text(p);
-        return text;
-      } finally { mod._free(out); }
+    finish: () => takeText(mod._vmsim_replay_finish),
+    counts: () => takeText(mod._vmsim_replay_counts),
+    merge(text) {
+      const bytes = new TextEncoder().encode(text);
+      put(bytes);
+      mod._vmsim_replay_merge(r, buf, bytes.length);
+      check('body');
     },
     close() {
       if (closed) return;
@@ -262,6 +279,17 @@ async function inflate(blob: Blob, offset: number, fn: (chunk: Uint8Array) => vo
   }
 }
 
+/** Both passes of one handle over the file, progress after each piece; the handle is left open. */
+async function bothPasses(r: TraceReplay, blob: Blob, onProgress?: (p: ReplayProgress) => void, signal?: AbortSignal) {
+  const total = Math.max(1, r.accesses);
+  const tell = (pass: 1 | 2) => onProgress?.({ pass, done: r.done(), accesses: r.accesses, fraction: Math.min(1, ((pass - 1) + r.done() / total) / 2) });
+  if (r.inflater) await inflateInEngine(blob, r.bodyOffset, r.inflater(1), () => tell(1), signal);
+  else await inflate(blob, r.bodyOffset, (c) => { r.scan(c); tell(1); }, signal);
+  r.endScan();
+  if (r.inflater) await inflateInEngine(blob, r.bodyOffset, r.inflater(2), () => tell(2), signal);
+  else await inflate(blob, r.bodyOffset, (c) => { r.feed(c); tell(2); }, signal);
+}
+
 /**
  * Replays a trace file: both passes, progress after each piece, cancellable with signal.
  * Returns the report text in options.format (JSON by default).
@@ -270,15 +298,52 @@ export async function replayBlob(open: (head: Uint8Array, size: number, o: Repla
   options: ReplayOptions = {}, onProgress?: (p: ReplayProgress) => void, signal?: AbortSignal): Promise<string> {
   const r = await openBlob(open, blob, options);
   try {
-    const total = Math.max(1, r.accesses);
-    const tell = (pass: 1 | 2) => onProgress?.({ pass, done: r.done(), accesses: r.accesses, fraction: Math.min(1, ((pass - 1) + r.done() / total) / 2) });
-    if (r.inflater) await inflateInEngine(blob, r.bodyOffset, r.inflater(1), () => tell(1), signal);
-    else await inflate(blob, r.bodyOffset, (c) => { r.scan(c); tell(1); }, signal);
-    r.endScan();
-    if (r.inflater) await inflateInEngine(blob, r.bodyOffset, r.inflater(2), () => tell(2), signal);
-    else await inflate(blob, r.bodyOffset, (c) => { r.feed(c); tell(2); }, signal);
+    await bothPasses(r, blob, onProgress, signal);
     return r.finish();
   } finally {
     r.close();
+  }
+}
+
+/** One part of a replay in parts (a worker's share of the modes): both passes over the
+ * file for the modes of `part`. The first part writes the report: it gets the others'
+ * counts through `finish`; the others return their counts. */
+export async function replayPart(open: (head: Uint8Array, size: number, o: ReplayOptions) => TraceReplay, blob: Blob,
+  options: ReplayOptions, part: ReplayMode[], onProgress?: (p: ReplayProgress) => void,
+  signal?: AbortSignal): Promise<{ counts: () => string; finish: (others: string[]) => string; close: () => void }> {
+  const r = await openBlob(open, blob, { ...options, modes: options.modes ?? [...REPLAY_MODES], part });
+  try {
+    await bothPasses(r, blob, onProgress, signal);
+  } catch (e) { r.close(); throw e; }
+  return {
+    counts: () => r.counts(),
+    finish: (others) => { for (const t of others) r.merge(t); return r.finish(); },
+    close: () => r.close(),
+  };
+}
+
+/** How a replay's modes are shared among `workers` workers: each mode in one group, the
+ * groups as even in number as the workers allow. The modes cost the same per access on a
+ * program's trace (replay.md, "What an access costs": on a python run each mode alone
+ * executes the same instructions within 0.1 %: TLB hits dominate, and they take the same
+ * path in every mode), so an even count is an even load. */
+export function modeGroups(modes: readonly ReplayMode[], workers: number): ReplayMode[][] {
+  const n = Math.max(1, Math.min(modes.length, Math.floor(workers) || 1));
+  const groups: ReplayMode[][] = Array.from({ length: n }, () => []);
+  modes.forEach((m, i) => groups[i % n].push(m));
+  return groups;
+}
+
+/** A replay in parts in this thread, one part after another (tests: the same figures as
+ * replayBlob, through counts and merge, as the page's workers produce them). */
+export async function replayInParts(open: (head: Uint8Array, size: number, o: ReplayOptions) => TraceReplay, blob: Blob,
+  options: ReplayOptions, groups: ReplayMode[][]): Promise<string> {
+  const modes = options.modes ?? [...REPLAY_MODES];
+  const parts = [];
+  try {
+    for (const g of groups) parts.push(await replayPart(open, blob, { ...options, modes }, g));
+    return parts[0].finish(parts.slice(1).map((p) => p.counts()));
+  } finally {
+    for (const p of parts) p.close();
   }
 }

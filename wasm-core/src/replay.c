@@ -52,7 +52,8 @@ static const char *const exit_kind_names[] = {"hidden_page_fault", "pt_write", "
 enum { FMT_JSON, FMT_TABLE, FMT_CSV };
 
 typedef struct replay_opts {
-    unsigned modes;                 /* bit per mode */
+    unsigned modes;                 /* bit per mode: the modes the report covers */
+    unsigned part;                  /* bit per mode: the modes this handle replays (the others' counts are merged in) */
     int preset;                     /* 0 x86-server, 1 sunway-1621 */
     bool guest_2m, host_4k, warm;
     bool on_demand;                 /* tables filled on demand (model.md 5, "Tables at the start") */
@@ -94,6 +95,17 @@ typedef struct mode_stats {
     uint64_t outcomes[OUT_COUNT];
 } mode_stats;
 
+/* What the report reads of a mode once pass 2 is over: its counters, the exits and fills
+ * its machine counted while the trace was counted, and where its references and accesses
+ * found their lines. A mode replayed by another handle (another thread or worker) arrives
+ * as these numbers (vmsim_replay_counts, vmsim_replay_merge). */
+typedef struct mode_counts {
+    mode_stats st;
+    uint64_t shadow_exits[4];       /* machine.exit_counts since counting began */
+    uint64_t fills;                 /* nested fills since counting began */
+    uint64_t refs[DC_WHERE], data[DC_WHERE];
+} mode_counts;
+
 /* The pages touched: open addressing on page + 1, with the kinds each page saw
  * (bit 0 read, 1 write, 2 fetch). */
 typedef struct page_set {
@@ -122,11 +134,14 @@ struct vmsim_replay {
     uint32_t exit_base[N_REPLAY_MODES][4];
     uint32_t fill_base[N_REPLAY_MODES];     /* nested fills before counting */
     mode_stats st[N_REPLAY_MODES];
+    mode_counts cnt[N_REPLAY_MODES];
+    bool have[N_REPLAY_MODES];      /* cnt[mode] holds the mode's figures */
     mode_memo memo[N_REPLAY_MODES];
     dcache dc[N_REPLAY_MODES];      /* each mode's data caches, sized from the preset */
     vm_result *r;
+    vm_result *mres[N_REPLAY_MODES];    /* each mode's own: modes may run on threads of their own */
     trace_access batch[BATCH];
-    uint16_t run[BATCH];
+    uint16_t run[BATCH], nxt[BATCH];
     uint64_t end_page[2];
     uint32_t end_off[2];
 };
@@ -249,6 +264,32 @@ static bool parse_machine(vmsim_replay *r, const json_value *m)
     return true;
 }
 
+/* A list of modes (option modes, or part: the modes this handle replays itself) as bits;
+ * absent: *out unchanged. */
+static bool mode_list(vmsim_replay *r, const json_value *v, const char *key, unsigned *out)
+{
+    if (!v)
+        return true;
+    if (v->type != JSON_ARRAY || !v->count) {
+        failf(r, VMSIM_REPLAY_BAD_TRACE, "option %s must be a non-empty list of native, ept, npt, shadow, flat, agile", key);
+        return false;
+    }
+    *out = 0;
+    for (const json_value *m = v->first_child; m; m = m->next) {
+        int k = -1;
+        for (int i = 0; i < N_REPLAY_MODES; i++)
+            if (m->type == JSON_STRING && !strcmp(m->str, replay_mode_names[i]))
+                k = i;
+        if (k < 0) {
+            failf(r, VMSIM_REPLAY_BAD_TRACE, "option %s: \"%.20s\" is not a mode; use native, ept, npt, shadow, flat, agile",
+                  key, m->type == JSON_STRING ? m->str : "?");
+            return false;
+        }
+        *out |= 1u << k;
+    }
+    return true;
+}
+
 static bool parse_options(vmsim_replay *r, const char *text, size_t len)
 {
     replay_opts *o = &r->o;
@@ -269,7 +310,7 @@ static bool parse_options(vmsim_replay *r, const char *text, size_t len)
     }
     static const char *const keys[] = {"modes", "preset", "guest_pages", "huge_min", "host_pages", "start", "format",
                                        "cycles_per_access", "cycles_per_ref", "cycles_per_exit", "refill_trap", "tables", "machine",
-                                       "agile_switch_level", NULL};
+                                       "agile_switch_level", "part", NULL};
     bool ok = false;
     const json_value *root = doc.root;
     if (root->type != JSON_OBJECT) {
@@ -285,25 +326,14 @@ static bool parse_options(vmsim_replay *r, const char *text, size_t len)
             goto out;
         }
     }
-    const json_value *modes = json_get(root, "modes");
-    if (modes) {
-        if (modes->type != JSON_ARRAY || !modes->count) {
-            failf(r, VMSIM_REPLAY_BAD_TRACE, "option modes must be a non-empty list of native, ept, npt, shadow, flat, agile");
-            goto out;
-        }
-        o->modes = 0;
-        for (const json_value *m = modes->first_child; m; m = m->next) {
-            int k = -1;
-            for (int i = 0; i < N_REPLAY_MODES; i++)
-                if (m->type == JSON_STRING && !strcmp(m->str, replay_mode_names[i]))
-                    k = i;
-            if (k < 0) {
-                failf(r, VMSIM_REPLAY_BAD_TRACE, "option modes: \"%.20s\" is not a mode; use native, ept, npt, shadow, flat, agile",
-                      m->type == JSON_STRING ? m->str : "?");
-                goto out;
-            }
-            o->modes |= 1u << k;
-        }
+    if (!mode_list(r, json_get(root, "modes"), "modes", &o->modes))
+        goto out;
+    o->part = o->modes;
+    if (!mode_list(r, json_get(root, "part"), "part", &o->part))
+        goto out;
+    if (o->part & ~o->modes) {
+        failf(r, VMSIM_REPLAY_BAD_TRACE, "option part names a mode that option modes does not");
+        goto out;
     }
     static const char *const gp[] = {"4k", "2m"}, *const hp[] = {"2m", "4k"}, *const st[] = {"cold", "warm"},
                              *const fm[] = {"json", "table", "csv"}, *const tb[] = {"built", "on-demand"};
@@ -585,7 +615,7 @@ static int build_machines(vmsim_replay *r)
                      r->n2m, (unsigned long long)(r->ram_bytes >> 20), (unsigned long long)(MAX_GUEST_RAM >> 20));
     }
     for (int mode = 0; mode < N_REPLAY_MODES; mode++) {
-        if (!(r->o.modes & (1u << mode)))
+        if (!(r->o.part & (1u << mode)))
             continue;
         char *json = skeleton_json(r, mode);
         char err[400];
@@ -619,6 +649,10 @@ static int build_machines(vmsim_replay *r)
             return failf(r, VMSIM_REPLAY_NO_MEMORY, "out of memory for the data caches of mode %s", replay_mode_names[mode]);
         }
         r->m[mode].dc = &r->dc[mode];
+        if (!(r->mres[mode] = malloc(sizeof *r->mres[mode]))) {
+            free(maps);
+            return failf(r, VMSIM_REPLAY_NO_MEMORY, "out of memory for mode %s", replay_mode_names[mode]);
+        }
     }
     free(maps);
     return 0;
@@ -844,11 +878,12 @@ static void translate_one(machine *m, mode_memo *mm, vm_result *res, mode_stats 
  * one mode's TLB and memo stay in the processor's caches for the whole batch (measured:
  * the WebAssembly build gains most). The memo's generation and the TLB's tick live in
  * locals between the calls that change them. */
-static void run_batch(vmsim_replay *r, int mode, const trace_access *b, const uint16_t *run, size_t n)
+static void run_batch(vmsim_replay *r, int mode, const trace_access *b, const uint16_t *run, const uint16_t *nxt, size_t n)
 {
     machine *m = &r->m[mode];
     mode_memo *mm = &r->memo[mode];
     cache *tlb = m->tlb;
+    dcache *dc = m->dc;
     uint64_t ok = 0;
     uint32_t gen = mm->gen, tick = tlb ? tlb->tick : 0;
     for (size_t i = 0; i < n; i++) {
@@ -862,15 +897,29 @@ static void run_batch(vmsim_replay *r, int mode, const trace_access *b, const ui
             tick += k;
             *e->age = (uint64_t)tick << 1 | 1;      /* what cache.c does to a line it finds */
             ok += k;
+            /* each access still reads its own line. One that reads the same line as the
+             * access before it reads its L1's last line, which changes nothing there
+             * (dcache.h): counted as an L1 hit without a lookup. The first of each line
+             * (nxt: where the next line starts, the same in every mode) is looked up; it
+             * too is often the L1's last line, also found without a search. */
             int which = op == OP_FETCH ? DC_CODE : DC_DATA;
-            for (uint32_t j = 0; j < k; j++)         /* each access still reads its own line */
-                m->dc->data[dcache_lookup(m->dc, e->hpa_page | (b[i + j].addr & 0xFFF), which)]++;
+            const uint32_t *last = &dc->l1[which].last_key[0];
+            uint64_t base = e->hpa_page, same = k;
+            for (size_t j = i, stop = i + k; j < stop; j = nxt[j]) {
+                uint64_t hpa = base | (b[j].addr & 0xFFF);
+                same--;
+                if ((uint32_t)(hpa >> 6) + 1 == *last)
+                    same++;
+                else
+                    dc->data[dcache_lookup(dc, hpa, which)]++;
+            }
+            dc->data[DC_L1] += same;
             i += k - 1;
             continue;
         }
         if (tlb)
             tlb->tick = tick;
-        translate_one(m, mm, r->r, &r->st[mode], b[i].addr, op, e);
+        translate_one(m, mm, r->mres[mode], &r->st[mode], b[i].addr, op, e);
         gen = mm->gen;
         if (tlb)
             tick = tlb->tick;
@@ -881,16 +930,24 @@ static void run_batch(vmsim_replay *r, int mode, const trace_access *b, const ui
     r->st[mode].accesses += n;
 }
 
+/* run[i]: how many accesses from i on go to the same page with the same kind of access;
+ * nxt[i]: the first access after i that is not in that run or reads another 64-byte line
+ * (the same in every mode: a run stays on one page). */
+static void compute_runs(const trace_access *b, uint16_t *run, uint16_t *nxt, size_t n)
+{
+    for (size_t i = n; i-- > 0;) {
+        bool more = i + 1 < n && b[i + 1].addr >> 12 == b[i].addr >> 12 && op_of[b[i + 1].kind] == op_of[b[i].kind];
+        run[i] = more ? (uint16_t)(run[i + 1] + 1) : 1;
+        nxt[i] = more && b[i + 1].addr >> 6 == b[i].addr >> 6 ? nxt[i + 1] : (uint16_t)(i + 1);
+    }
+}
+
 static void run_all(vmsim_replay *r, const trace_access *b, size_t n)
 {
-    /* run[i]: how many accesses from i on go to the same page with the same kind of access */
-    uint16_t *run = r->run;
-    for (size_t i = n; i-- > 0;)
-        run[i] = i + 1 < n && b[i + 1].addr >> 12 == b[i].addr >> 12 && op_of[b[i + 1].kind] == op_of[b[i].kind]
-                     ? (uint16_t)(run[i + 1] + 1) : 1;
+    compute_runs(b, r->run, r->nxt, n);
     for (int mode = 0; mode < N_REPLAY_MODES; mode++)
         if (r->built[mode])
-            run_batch(r, mode, b, run, n);
+            run_batch(r, mode, b, r->run, r->nxt, n);
 }
 
 EXPORT int vmsim_replay_feed(vmsim_replay *r, const uint8_t *body, size_t n)
@@ -914,6 +971,84 @@ EXPORT int vmsim_replay_feed(vmsim_replay *r, const uint8_t *body, size_t n)
     return 0;
 }
 
+/* ---- pass 2 on threads (the CLI's --jobs): the body decoded once into batches, each
+ * mode run over every batch in order by whichever thread is free; a mode's state is its
+ * own (machine, caches, memo, counters, scratch result), so two modes run at once never
+ * touch the same memory. ---- */
+
+struct vmsim_replay_batch {
+    size_t n;
+    trace_access a[VMSIM_REPLAY_BATCH];
+    uint16_t run[VMSIM_REPLAY_BATCH], nxt[VMSIM_REPLAY_BATCH];
+};
+_Static_assert(VMSIM_REPLAY_BATCH <= 65535, "a run and an index in the batch are kept in 16 bits");
+
+vmsim_replay_batch *vmsim_replay_batch_new(void)
+{
+    return calloc(1, sizeof(vmsim_replay_batch));
+}
+
+void vmsim_replay_batch_free(vmsim_replay_batch *b)
+{
+    free(b);
+}
+
+size_t vmsim_replay_batch_size(const vmsim_replay_batch *b)
+{
+    return b->n;
+}
+
+void vmsim_replay_batch_clear(vmsim_replay_batch *b)
+{
+    b->n = 0;
+}
+
+size_t vmsim_replay_decode(vmsim_replay *r, const uint8_t **pp, const uint8_t *end, vmsim_replay_batch *b)
+{
+    if (!r || r->status)
+        return 0;
+    if (r->pass != 2) {
+        failf(r, VMSIM_REPLAY_BAD_TRACE, "vmsim_replay_decode before vmsim_replay_scan_end");
+        return 0;
+    }
+    const uint8_t *p = *pp;
+    size_t start = b->n;
+    while ((p < end || r->dec.ncarry) && b->n < VMSIM_REPLAY_BATCH) {
+        const uint8_t *before = p;
+        size_t got = trace_decode(&r->dec, &p, end, b->a + b->n, VMSIM_REPLAY_BATCH - b->n);
+        b->n += got;
+        if (r->dec.failed) {
+            decoder_failed(r);
+            break;
+        }
+        if (check_overrun(r))
+            break;
+        if (p == before && !got)
+            break;
+    }
+    *pp = p;
+    return b->n - start;
+}
+
+void vmsim_replay_batch_seal(vmsim_replay_batch *b)
+{
+    compute_runs(b->a, b->run, b->nxt, b->n);
+}
+
+unsigned vmsim_replay_modes_here(const vmsim_replay *r)
+{
+    unsigned m = 0;
+    for (int mode = 0; r && mode < N_REPLAY_MODES; mode++)
+        m |= (unsigned)r->built[mode] << mode;
+    return m;
+}
+
+void vmsim_replay_run(vmsim_replay *r, int mode, const vmsim_replay_batch *b)
+{
+    if (r && mode >= 0 && mode < N_REPLAY_MODES && r->built[mode] && b->n)
+        run_batch(r, mode, b->a, b->run, b->nxt, b->n);
+}
+
 /* ---- the report ---- */
 
 static const char *const where_names[] = {"l1", "l2", "llc", "memory", "walk_cache"};
@@ -927,13 +1062,13 @@ typedef struct derived {
 
 static void derive(const vmsim_replay *r, int mode, derived *d)
 {
-    const mode_stats *s = &r->st[mode];
+    const mode_stats *s = &r->cnt[mode].st;
     const replay_opts *o = &r->o;
     memset(d, 0, sizeof *d);
     double acc = s->accesses ? (double)s->accesses : 1;
     for (int k = 0; k < 4; k++)
-        d->kinds[k] = r->m[mode].exit_counts[k] - r->exit_base[mode][k];
-    uint64_t fills = r->m[mode].nested_fills - r->fill_base[mode];     /* on demand: violations the VMM filled */
+        d->kinds[k] = r->cnt[mode].shadow_exits[k];
+    uint64_t fills = r->cnt[mode].fills;     /* on demand: violations the VMM filled */
     d->kinds[EXIT_EPT_VIOLATION] = s->outcomes[OUT_EPT_VIOLATION] + (mode == M_EPT ? fills : 0);
     d->kinds[EXIT_EPT_MISCONFIG] = s->outcomes[OUT_EPT_MISCONFIG];
     d->kinds[EXIT_NPT_FAULT] = s->outcomes[OUT_NPT_FAULT] + (mode == M_NPT ? fills : 0);
@@ -944,7 +1079,7 @@ static void derive(const vmsim_replay *r, int mode, derived *d)
     d->rpa = (double)s->refs / acc;
     d->miss_pct = 100.0 * (double)s->tlb_misses / acc;
     d->exits_per_k = 1000.0 * (double)s->exits / acc;
-    memcpy(d->where, r->dc[mode].refs, sizeof r->dc[mode].refs);
+    memcpy(d->where, r->cnt[mode].refs, sizeof r->cnt[mode].refs);
     d->where[DC_WHERE] = s->pwc_hits + s->ntlb_hits;
     if (o->flat_ref)
         d->ref_cycles = (double)s->refs * o->cycles_per_ref;
@@ -961,7 +1096,7 @@ static void derive(const vmsim_replay *r, int mode, derived *d)
                      (o->mine_ref >= 0 ? (double)s->refs * o->mine_ref : d->ref_cycles) +
                      (o->mine_exit >= 0 ? (double)s->exits * o->mine_exit : d->exit_cycles) +
                      (r->o.preset == 1 ? (double)s->tlb_misses * o->refill_trap : 0);
-    if (r->built[M_NATIVE]) {
+    if (r->have[M_NATIVE]) {
         derived nd;
         if (mode != M_NATIVE) {
             derive(r, M_NATIVE, &nd);
@@ -998,7 +1133,7 @@ static void report_json(const vmsim_replay *r, strbuf *sb)
               preset_names[o->preset], o->guest_2m ? "2m" : "4k", o->huge_min, o->host_4k ? "4k" : "2m",
               o->warm ? "warm" : "cold", o->on_demand ? "on-demand" : "built", r->n4k, r->n2m, r->table_frames, (unsigned long long)r->ram_bytes,
               any ? any->tlb_entries : 0, any ? any->pwc_entries : 0, any ? any->ntlb_entries : 0);
-    if (r->built[M_AGILE])
+    if (r->have[M_AGILE])
         sb_printf(sb, ",\"agile_switch_level\":%d", o->agile_switch_level);
     sb_puts(sb, "},");
     sb_printf(sb, "\"cost_model\":{\"cycles_per_access\":%g,\"cycles_per_ref\":%g,\"cycles_per_exit\":%g,\"refill_trap\":%g,"
@@ -1037,9 +1172,9 @@ static void report_json(const vmsim_replay *r, strbuf *sb)
     sb_puts(sb, ",\"modes\":[");
     bool first = true;
     for (int mode = 0; mode < N_REPLAY_MODES; mode++) {
-        if (!r->built[mode])
+        if (!r->have[mode])
             continue;
-        const mode_stats *s = &r->st[mode];
+        const mode_stats *s = &r->cnt[mode].st;
         derived d;
         derive(r, mode, &d);
         sb_printf(sb, "%s{\"mode\":\"%s\",\"accesses\":%llu,\"refs\":%llu,\"guest_refs\":%llu,\"nested_refs\":%llu,"
@@ -1057,7 +1192,7 @@ static void report_json(const vmsim_replay *r, strbuf *sb)
             sb_printf(sb, "%s\"%s\":%llu", w ? "," : "", where_names[w], (unsigned long long)d.where[w]);
         sb_puts(sb, "},\"data_by_where\":{");
         for (int w = 0; w < DC_WHERE; w++)
-            sb_printf(sb, "%s\"%s\":%llu", w ? "," : "", where_names[w], (unsigned long long)r->dc[mode].data[w]);
+            sb_printf(sb, "%s\"%s\":%llu", w ? "," : "", where_names[w], (unsigned long long)r->cnt[mode].data[w]);
         sb_printf(sb, "},\"faults\":%llu,\"ref_cycles\":%.0f,\"cycles\":%.0f,\"cycles_per_access\":%.4f,\"overhead_pct\":",
                   (unsigned long long)d.faults, d.ref_cycles, d.cycles, d.cpa);
         if (d.has_overhead)
@@ -1090,7 +1225,7 @@ static void report_table(const vmsim_replay *r, strbuf *sb)
     sb_printf(sb, "%-7s %9s %11s %10s %9s %9s %14s %9s%s\n", "mode", "refs/acc", "TLB miss %", "walks", "exits", "exits/1k",
               "cycles/access", "overhead", o->mine ? "   on yours" : "");
     for (int mode = 0; mode < N_REPLAY_MODES; mode++) {
-        if (!r->built[mode])
+        if (!r->have[mode])
             continue;
         derived d;
         derive(r, mode, &d);
@@ -1100,13 +1235,13 @@ static void report_table(const vmsim_replay *r, strbuf *sb)
         else
             snprintf(over, sizeof over, "-");
         sb_printf(sb, "%-7s %9.3f %11.3f %10llu %9llu %9.3f %14.2f %9s", replay_mode_names[mode], d.rpa, d.miss_pct,
-                  (unsigned long long)d.walks, (unsigned long long)r->st[mode].exits, d.exits_per_k, d.cpa, over);
+                  (unsigned long long)d.walks, (unsigned long long)r->cnt[mode].st.exits, d.exits_per_k, d.cpa, over);
         if (o->mine && d.has_overhead)
             sb_printf(sb, " %10.2f%%", d.mine_overhead);
         sb_putc(sb, '\n');
     }
     for (int mode = 0; mode < N_REPLAY_MODES; mode++) {
-        if (!r->built[mode] || !r->st[mode].exits)
+        if (!r->have[mode] || !r->cnt[mode].st.exits)
             continue;
         derived d;
         derive(r, mode, &d);
@@ -1117,7 +1252,7 @@ static void report_table(const vmsim_replay *r, strbuf *sb)
         sb_putc(sb, '\n');
     }
     for (int mode = 0; mode < N_REPLAY_MODES; mode++) {
-        if (!r->built[mode])
+        if (!r->have[mode])
             continue;
         derived d;
         derive(r, mode, &d);
@@ -1165,9 +1300,9 @@ static void report_csv(const vmsim_replay *r, strbuf *sb)
         sb_printf(sb, ",%s", exit_kind_names[k]);
     sb_puts(sb, ",faults,cycles,cycles_per_access,overhead_pct,refs_walk_cache,refs_l1,refs_l2,refs_llc,refs_memory,ref_cycles\n");
     for (int mode = 0; mode < N_REPLAY_MODES; mode++) {
-        if (!r->built[mode])
+        if (!r->have[mode])
             continue;
-        const mode_stats *s = &r->st[mode];
+        const mode_stats *s = &r->cnt[mode].st;
         derived d;
         derive(r, mode, &d);
         sb_printf(sb, "%s,%llu,%llu,%llu,%llu,%.4f,%llu,%.4f,%llu,%llu,%llu,%llu,%llu", replay_mode_names[mode],
@@ -1186,6 +1321,150 @@ static void report_csv(const vmsim_replay *r, strbuf *sb)
     }
 }
 
+/* ---- a replay in parts: the counts of the modes a handle replayed, merged into another ---- */
+
+#define COUNTS_FORMAT "vmsim-replay-counts/1"
+#define N_COUNTS (sizeof(mode_counts) / sizeof(uint64_t))
+_Static_assert(sizeof(mode_counts) % sizeof(uint64_t) == 0, "mode_counts is numbers of 64 bits only");
+
+/* The figures of the modes replayed here, once pass 2 is over. */
+static void collect_counts(vmsim_replay *r)
+{
+    for (int mode = 0; mode < N_REPLAY_MODES; mode++) {
+        if (!r->built[mode] || r->have[mode])
+            continue;
+        mode_counts *c = &r->cnt[mode];
+        c->st = r->st[mode];
+        for (int k = 0; k < 4; k++)
+            c->shadow_exits[k] = r->m[mode].exit_counts[k] - r->exit_base[mode][k];
+        c->fills = r->m[mode].nested_fills - r->fill_base[mode];
+        memcpy(c->refs, r->dc[mode].refs, sizeof c->refs);
+        memcpy(c->data, r->dc[mode].data, sizeof c->data);
+        r->have[mode] = true;
+    }
+}
+
+/* What two parts of one replay must agree on: the trace and the options that change a
+ * count (the cost model only prices them, in the handle that writes the report). */
+static uint64_t fingerprint(const vmsim_replay *r)
+{
+    char text[400];
+    const replay_opts *o = &r->o;
+    int n = snprintf(text, sizeof text, "%u %d %d %d %d %d %u %d %llu %llu %llu %llu %u", o->modes, o->preset, o->guest_2m,
+                     o->host_4k, o->warm, o->on_demand, o->huge_min, o->agile_switch_level,
+                     (unsigned long long)r->h.accesses, (unsigned long long)r->h.pages,
+                     (unsigned long long)r->h.body_bytes, (unsigned long long)r->h.counts[TRACE_FETCH], (unsigned)N_COUNTS);
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int i = 0; i < n && i < (int)sizeof text; i++)
+        h = (h ^ (uint8_t)text[i]) * 0x100000001b3ull;
+    return h;
+}
+
+EXPORT int vmsim_replay_counts(vmsim_replay *r, char **out)
+{
+    *out = NULL;
+    if (!r || r->status)
+        return vmsim_replay_status(r);
+    if (r->pass != 2)
+        return failf(r, VMSIM_REPLAY_BAD_TRACE, "vmsim_replay_counts before the second pass");
+    if (!trace_decoder_finish(&r->dec))
+        return decoder_failed(r);
+    if (r->dec.count != r->h.accesses)
+        return failf(r, VMSIM_REPLAY_BAD_TRACE, "the trace's body differed between the two passes (was the file changed "
+                                                "while it was replayed?)");
+    collect_counts(r);
+    strbuf sb;
+    sb_init(&sb);
+    uint64_t fp = fingerprint(r);
+    for (int mode = 0; mode < N_REPLAY_MODES; mode++) {
+        if (!r->built[mode])
+            continue;
+        uint64_t v[N_COUNTS];
+        memcpy(v, &r->cnt[mode], sizeof v);
+        sb_printf(&sb, "%s %016llx %s", COUNTS_FORMAT, (unsigned long long)fp, replay_mode_names[mode]);
+        for (size_t i = 0; i < N_COUNTS; i++)
+            sb_printf(&sb, " %llu", (unsigned long long)v[i]);
+        sb_putc(&sb, '\n');
+    }
+    *out = sb_take(&sb);
+    if (!*out)
+        return failf(r, VMSIM_REPLAY_NO_MEMORY, "out of memory writing the counts");
+    return 0;
+}
+
+/* The next word of a line (cut off where it ends), or NULL. */
+static char *next_token(char **pp)
+{
+    char *p = *pp;
+    while (*p == ' ')
+        p++;
+    if (!*p)
+        return NULL;
+    char *t = p;
+    while (*p && *p != ' ')
+        p++;
+    if (*p)
+        *p++ = 0;
+    *pp = p;
+    return t;
+}
+
+EXPORT int vmsim_replay_merge(vmsim_replay *r, const char *text, size_t len)
+{
+    if (!r || r->status)
+        return vmsim_replay_status(r);
+    if (r->pass == 3)
+        return failf(r, VMSIM_REPLAY_BAD_TRACE, "vmsim_replay_merge after vmsim_replay_finish");
+    uint64_t fp = fingerprint(r);
+    size_t at = 0;
+    while (at < len) {
+        size_t e = at;
+        while (e < len && text[e] != '\n')
+            e++;
+        char line[1024];
+        if (e - at >= sizeof line)
+            return failf(r, VMSIM_REPLAY_BAD_TRACE, "counts to merge: a line longer than %zu bytes", sizeof line);
+        memcpy(line, text + at, e - at);
+        line[e - at] = 0;
+        at = e + 1;
+        if (!line[0])
+            continue;
+        char *save = line, *tok = next_token(&save);
+        if (!tok || strcmp(tok, COUNTS_FORMAT))
+            return failf(r, VMSIM_REPLAY_BAD_TRACE, "counts to merge: not %s", COUNTS_FORMAT);
+        tok = next_token(&save);
+        if (!tok || strtoull(tok, NULL, 16) != fp)
+            return failf(r, VMSIM_REPLAY_BAD_TRACE, "counts to merge: from another trace or other options than this replay's");
+        tok = next_token(&save);
+        int mode = -1;
+        for (int i = 0; tok && i < N_REPLAY_MODES; i++)
+            if (!strcmp(tok, replay_mode_names[i]))
+                mode = i;
+        if (mode < 0 || !(r->o.modes >> mode & 1) || (r->o.part >> mode & 1) || r->have[mode])
+            return failf(r, VMSIM_REPLAY_BAD_TRACE, "counts to merge: mode %.20s is not one this replay waits for",
+                         tok ? tok : "?");
+        uint64_t v[N_COUNTS];
+        for (size_t i = 0; i < N_COUNTS; i++) {
+            tok = next_token(&save);
+            char *end;
+            v[i] = tok ? strtoull(tok, &end, 10) : 0;
+            if (!tok || *end)
+                return failf(r, VMSIM_REPLAY_BAD_TRACE, "counts to merge: mode %s has fewer than %zu numbers",
+                             replay_mode_names[mode], N_COUNTS);
+        }
+        if (next_token(&save))
+            return failf(r, VMSIM_REPLAY_BAD_TRACE, "counts to merge: mode %s has more than %zu numbers",
+                         replay_mode_names[mode], N_COUNTS);
+        memcpy(&r->cnt[mode], v, sizeof v);
+        if (r->cnt[mode].st.accesses != r->h.accesses)
+            return failf(r, VMSIM_REPLAY_BAD_TRACE, "counts to merge: mode %s counted %llu accesses, the trace holds %llu",
+                         replay_mode_names[mode], (unsigned long long)r->cnt[mode].st.accesses,
+                         (unsigned long long)r->h.accesses);
+        r->have[mode] = true;
+    }
+    return 0;
+}
+
 EXPORT int vmsim_replay_finish(vmsim_replay *r, char **out)
 {
     *out = NULL;
@@ -1199,6 +1478,11 @@ EXPORT int vmsim_replay_finish(vmsim_replay *r, char **out)
         memcmp(r->dec.off, r->end_off, sizeof r->end_off))
         return failf(r, VMSIM_REPLAY_BAD_TRACE, "the trace's body differed between the two passes (was the file changed "
                                                 "while it was replayed?)");
+    collect_counts(r);
+    for (int mode = 0; mode < N_REPLAY_MODES; mode++)
+        if ((r->o.modes >> mode & 1) && !r->have[mode])
+            return failf(r, VMSIM_REPLAY_BAD_TRACE, "the counts of mode %s were not merged in (vmsim_replay_merge): "
+                         "the replay of that part did not finish", replay_mode_names[mode]);
     r->pass = 3;
     strbuf sb;
     sb_init(&sb);
@@ -1228,6 +1512,7 @@ EXPORT void vmsim_replay_close(vmsim_replay *r)
             machine_free(&r->m[mode]);
         dcache_free(&r->dc[mode]);
         scenario_free(&r->sc[mode]);
+        free(r->mres[mode]);
     }
     trace_header_free(&r->h);
     free(r->ps.keys);

@@ -293,6 +293,12 @@ static size_t fail(trace_decoder *d, const char *fmt, ...)
 #define CODE_CONTROL 31u
 #define MAX_RECORD 21u      /* tag + two 10-byte varints */
 
+/* A record of one byte: an access on its stream's page, the offset's step in the tag. */
+static inline bool one_byte(uint8_t tag)
+{
+    return !(tag & 4) && tag >> 3 < CODE_ESCAPE;
+}
+
 /* One record from p: bytes used (> 0), 0 when the piece ends inside it, or -1 on corrupt
  * data (d->err set). *got is set when the record was an access. */
 static int decode_one(trace_decoder *d, const uint8_t *p, const uint8_t *end, trace_access *a, bool *got)
@@ -410,6 +416,19 @@ size_t trace_decode(trace_decoder *d, const uint8_t **pp, const uint8_t *end, tr
         if (!d->ended) {
             while (end - q >= (ptrdiff_t)MAX_RECORD && n < max) {
                 uint8_t tag = q[0];
+                if (one_byte(tag)) {
+                    /* most records: same page, a small step in the offset */
+                    uint32_t kind = tag & 3, s = kind == TRACE_FETCH;
+                    int64_t off = of[s] + unzigzag(tag >> 3);
+                    if ((uint64_t)off >= (1u << TRACE_PAGE_SHIFT))
+                        break;
+                    of[s] = off;
+                    out[n].addr = pg[s] << TRACE_PAGE_SHIFT | (uint64_t)off;
+                    out[n].kind = (uint8_t)kind;
+                    n++;
+                    q++;
+                    continue;
+                }
                 uint32_t code = tag >> 3, kind = tag & 3, s = kind == TRACE_FETCH;
                 if (code == CODE_CONTROL)
                     break;
@@ -431,7 +450,7 @@ size_t trace_decode(trace_decoder *d, const uint8_t **pp, const uint8_t *end, tr
                 int64_t off;
                 if (code == CODE_ESCAPE) {
                     uint64_t v;
-                    int k = varint(r, end, &v);
+                    int k = !(r[0] & 0x80) ? (v = r[0], 1) : varint(r, end, &v);
                     if (k <= 0)
                         break;
                     r += k;
@@ -495,6 +514,18 @@ size_t trace_scan(trace_decoder *d, const uint8_t **pp, const uint8_t *end, trac
             const uint8_t *q = p;
             while (end - q >= (ptrdiff_t)MAX_RECORD && n + 3 <= max) {
                 uint8_t tag = q[0];
+                if (one_byte(tag)) {
+                    /* same page: only the kind seen and the offset's check */
+                    uint32_t kind = tag & 3, s = kind == TRACE_FETCH;
+                    int64_t off = of[s] + unzigzag(tag >> 3);
+                    if ((uint64_t)off >= (1u << TRACE_PAGE_SHIFT))
+                        break;
+                    of[s] = off;
+                    seen[s] |= (uint8_t)(1u << kind);
+                    kinds[kind]++;
+                    q++;
+                    continue;
+                }
                 uint32_t code = tag >> 3, kind = tag & 3, s = kind == TRACE_FETCH;
                 if (code == CODE_CONTROL)
                     break;
@@ -502,16 +533,21 @@ size_t trace_scan(trace_decoder *d, const uint8_t **pp, const uint8_t *end, trac
                 uint64_t page = pg[s];
                 if (tag & 4) {
                     uint64_t v;
-                    int k = varint(r, end, &v);
-                    if (k <= 0)
-                        break;
-                    r += k;
+                    if (!(r[0] & 0x80)) {
+                        v = r[0];
+                        r++;
+                    } else {
+                        int k = varint(r, end, &v);
+                        if (k <= 0)
+                            break;
+                        r += k;
+                    }
                     page += (uint64_t)unzigzag(v);
                 }
                 int64_t off = of[s];
                 if (code == CODE_ESCAPE) {
                     uint64_t v;
-                    int k = varint(r, end, &v);
+                    int k = !(r[0] & 0x80) ? (v = r[0], 1) : varint(r, end, &v);
                     if (k <= 0)
                         break;
                     r += k;

@@ -1,16 +1,20 @@
 // The page's replay at scale, as a learner meets it: the real class server and headless
 // Chromium; a whole program's trace (hw-lab/build/traces/bench-python-1g.vmtrace, about a
 // billion accesses, recorded by `make -C hw-lab bench-traces`) is picked in the Compare
-// view's "Your program" panel and replayed through the five modes by the page's worker,
-// which streams the File (replay.worker.ts). Measured: the seconds from picking the file
-// to the table of figures, the progress updates the page showed, the peak resident memory
-// of the page's renderer process (where the worker runs) and its growth over the page
-// before the replay, sampled from /proc every 100 ms; then the native CLI on the same
-// trace (`vmsim replay`, seconds and peak memory) in the same run. The page's figures must
-// equal the CLI's. Prints one line per figure; speed is printed, never asserted.
-//   node web/scripts/bench-replay.mjs [TRACE]
+// view's "Your program" panel and replayed through the five modes by the page's workers,
+// which stream the File (replay.worker.ts; one per group of modes, as many as
+// navigator.hardwareConcurrency says). Measured: the seconds from picking the file to the
+// table of figures, the progress updates the page showed, the peak resident memory of the
+// page's renderer process (where the workers run) and its growth over the page before the
+// replay, sampled from /proc every 100 ms. Each round, in turn: the page with its workers,
+// the page told it has one processor (one worker, the modes one after another), the native
+// CLI on threads and with --jobs 1; the ratios page/native, parallel/serial (page, and
+// native) are medians of the per-round ratios. The page's figures must equal the CLI's.
+// Prints one line per figure; speed is printed, never asserted.
+//   [REPLAY_ROUNDS=3] node web/scripts/bench-replay.mjs [TRACE]
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { startClassServer } from './class-server.mjs';
@@ -50,58 +54,89 @@ const head = readFileSync(trace).subarray(0, 16 + 65536);
 const header = JSON.parse(head.subarray(16, 16 + head.readUInt32LE(12)).toString('utf8'));
 console.log(`trace: ${header.label ?? header.program}: ${header.accesses.toLocaleString('en')} accesses on ${header.pages} pages, ${(statSync(trace).size / 2 ** 20).toFixed(1)} MiB`);
 
+const rounds = Math.max(1, Number(process.env.REPLAY_ROUNDS ?? 3));
 const server = await startClassServer();
 const browser = await launchChromium();
-let result;
-try {
+
+/** One replay in a fresh page; workers: what navigator.hardwareConcurrency says there (undefined: the machine's). */
+async function pageReplay(workers) {
   const page = await browser.newPage();
-  await page.goto(server.url + '?view=compare&example=ept-4k');
-  await page.waitForSelector('[data-testid="trace-panel"]');
-  await page.evaluate(() => {
-    const w = window;
-    w.__progress = [];
-    setInterval(() => {
-      const v = document.querySelector('[data-testid="trace-progress"] progress')?.getAttribute('value');
-      if (v !== null && v !== undefined && w.__progress.at(-1) !== v) w.__progress.push(v);
-    }, 50);
-  });
-  const renderers = descendants(process.pid).filter(isRenderer);
-  const before = new Map(renderers.map((p) => [p, rssKiB(p)]));
-  const peak = new Map(before);
-  const sampler = setInterval(() => { for (const p of renderers) peak.set(p, Math.max(peak.get(p), rssKiB(p))); }, 100);
+  try {
+    if (workers) await page.addInitScript((n) => { Object.defineProperty(Navigator.prototype, 'hardwareConcurrency', { get: () => n }); }, workers);
+    await page.goto(server.url + '?view=compare&example=ept-4k');
+    await page.waitForSelector('[data-testid="trace-panel"]');
+    await page.evaluate(() => {
+      const w = window;
+      w.__progress = [];
+      setInterval(() => {
+        const v = document.querySelector('[data-testid="trace-progress"] progress')?.getAttribute('value');
+        if (v !== null && v !== undefined && w.__progress.at(-1) !== v) w.__progress.push(v);
+      }, 50);
+    });
+    const renderers = descendants(process.pid).filter(isRenderer);
+    const before = new Map(renderers.map((p) => [p, rssKiB(p)]));
+    const peak = new Map(before);
+    const sampler = setInterval(() => { for (const p of renderers) peak.set(p, Math.max(peak.get(p), rssKiB(p))); }, 100);
+    const t0 = performance.now();
+    await page.setInputFiles('[data-testid="trace-file"]', trace);
+    await page.waitForSelector('[data-testid="trace-table"] tr[data-trace="1"]', { timeout: 900_000 });
+    const seconds = (performance.now() - t0) / 1000;
+    clearInterval(sampler);
+    const progress = await page.evaluate(() => window.__progress.length);
+    const rows = await page.$$eval('[data-testid="trace-table"] tr[data-trace="1"]', (trs) => trs.map((tr) => ({
+      mode: tr.getAttribute('data-mode'), refs: tr.querySelector('[data-field="refs_per_access"]').textContent,
+      overhead: tr.querySelector('[data-field="overhead_pct"]').textContent,
+    })));
+    // the renderer that grew most is the one with the workers
+    let worker = renderers[0];
+    for (const p of renderers) if (peak.get(p) - before.get(p) > peak.get(worker) - before.get(worker)) worker = p;
+    return { seconds, progress, rows, peakMiB: peak.get(worker) / 1024, growthMiB: (peak.get(worker) - before.get(worker)) / 1024 };
+  } finally {
+    await page.close();
+  }
+}
+
+// the native CLI on the same trace (GNU time for its peak memory where there is one)
+const time = existsSync('/usr/bin/time') ? ['/usr/bin/time', '-f', '%M'] : [];
+function nativeReplay(jobs) {
   const t0 = performance.now();
-  await page.setInputFiles('[data-testid="trace-file"]', trace);
-  await page.waitForSelector('[data-testid="trace-table"] tr[data-trace="1"]', { timeout: 900_000 });
+  const n = spawnSync(time[0] ?? vmsim, [...time.slice(1), ...(time.length ? [vmsim] : []), 'replay', trace, '--quiet', '--format', 'json',
+    ...(jobs ? ['--jobs', String(jobs)] : [])], { encoding: 'utf8', maxBuffer: 1 << 24 });
   const seconds = (performance.now() - t0) / 1000;
-  clearInterval(sampler);
-  const progress = await page.evaluate(() => window.__progress.length);
-  const rows = await page.$$eval('[data-testid="trace-table"] tr[data-trace="1"]', (trs) => trs.map((tr) => ({
-    mode: tr.getAttribute('data-mode'), refs: tr.querySelector('[data-field="refs_per_access"]').textContent,
-    overhead: tr.querySelector('[data-field="overhead_pct"]').textContent,
-  })));
-  // the renderer that grew most is the one with the worker
-  let worker = renderers[0];
-  for (const p of renderers) if (peak.get(p) - before.get(p) > peak.get(worker) - before.get(worker)) worker = p;
-  result = { seconds, progress, rows, peakMiB: peak.get(worker) / 1024, growthMiB: (peak.get(worker) - before.get(worker)) / 1024 };
+  if (n.status !== 0) { console.error(n.stderr); process.exit(1); }
+  const kib = time.length ? Number(n.stderr.trim().split('\n').at(-1)) : NaN;
+  const rows = JSON.parse(n.stdout).modes.map((m) => ({
+    mode: m.mode, refs: m.refs_per_access.toFixed(3), overhead: m.overhead_pct === null ? '–' : `${m.overhead_pct.toFixed(2)} %`,
+  }));
+  return { seconds, mib: kib / 1024, rows };
+}
+
+const median = (a) => { const b = [...a].sort((x, y) => x - y); return b.length % 2 ? b[(b.length - 1) / 2] : (b[b.length / 2 - 1] + b[b.length / 2]) / 2; };
+const workers = typeof navigator !== 'undefined' && navigator.hardwareConcurrency ? navigator.hardwareConcurrency : cpus().length;
+console.log(`${rounds} rounds, each in turn: the page with its workers (${Math.min(5, workers)} here), the page with one worker, the CLI on threads, the CLI with --jobs 1; load average at the start ${loadavg()[0].toFixed(1)}`);
+const runs = [];
+let same = true;
+try {
+  for (let i = 0; i < rounds; i++) {
+    const par = await pageReplay();
+    const ser = await pageReplay(1);
+    const npar = nativeReplay();
+    const nser = nativeReplay(1);
+    same &&= [par, ser, npar].every((r) => JSON.stringify(r.rows) === JSON.stringify(nser.rows));
+    runs.push({ par, ser, npar, nser });
+    console.log(`round ${i + 1}: page ${par.seconds.toFixed(1)} s (one worker ${ser.seconds.toFixed(1)} s), native ${npar.seconds.toFixed(1)} s (--jobs 1 ${nser.seconds.toFixed(1)} s); renderer peak ${par.peakMiB.toFixed(0)} MiB (one worker ${ser.peakMiB.toFixed(0)} MiB)`);
+  }
 } finally {
   await browser.close();
   await server.close();
 }
-
-// the native CLI on the same trace, in the same run (GNU time for its peak memory where there is one)
-const time = existsSync('/usr/bin/time') ? ['/usr/bin/time', '-f', '%M'] : [];
-const t0 = performance.now();
-const n = spawnSync(time[0] ?? vmsim, [...time.slice(1), ...(time.length ? [vmsim] : []), 'replay', trace, '--quiet', '--format', 'json'], { encoding: 'utf8', maxBuffer: 1 << 24 });
-const nativeSeconds = (performance.now() - t0) / 1000;
-if (n.status !== 0) { console.error(n.stderr); process.exit(1); }
-const nativeKiB = time.length ? Number(n.stderr.trim().split('\n').at(-1)) : NaN;
-const expected = JSON.parse(n.stdout).modes.map((m) => ({
-  mode: m.mode, refs: m.refs_per_access.toFixed(3), overhead: m.overhead_pct === null ? '–' : `${m.overhead_pct.toFixed(2)} %`,
-}));
-const same = JSON.stringify(expected) === JSON.stringify(result.rows);
-
-console.log(`page (Chromium, worker, five modes, cold): ${result.seconds.toFixed(1)} s from picking the file to the figures, ${result.progress} progress updates shown`);
-console.log(`page's renderer process: peak ${result.peakMiB.toFixed(0)} MiB resident, ${result.growthMiB.toFixed(0)} MiB more than the page before the replay`);
-console.log(`native (vmsim replay, five modes, cold): ${nativeSeconds.toFixed(1)} s, peak ${Number.isNaN(nativeKiB) ? '?' : (nativeKiB / 1024).toFixed(1)} MiB resident`);
-console.log(`page / native: ${(result.seconds / nativeSeconds).toFixed(2)}x; the page's figures ${same ? 'equal' : 'DIFFER FROM'} the CLI's`);
+const m = (f) => median(runs.map(f));
+const last = runs.at(-1);
+console.log(`page (Chromium, workers, five modes, cold): ${m((r) => r.par.seconds).toFixed(1)} s from picking the file to the figures (median), ${last.par.progress} progress updates shown`);
+console.log(`page, one worker: ${m((r) => r.ser.seconds).toFixed(1)} s`);
+console.log(`page's renderer process: peak ${m((r) => r.par.peakMiB).toFixed(0)} MiB resident with its workers, ${m((r) => r.par.growthMiB).toFixed(0)} MiB more than the page before the replay (one worker: ${m((r) => r.ser.peakMiB).toFixed(0)} MiB, ${m((r) => r.ser.growthMiB).toFixed(0)} MiB more)`);
+console.log(`native (vmsim replay, five modes, cold): threads ${m((r) => r.npar.seconds).toFixed(1)} s, peak ${m((r) => r.npar.mib).toFixed(1)} MiB; --jobs 1 ${m((r) => r.nser.seconds).toFixed(1)} s, ${m((r) => r.nser.mib).toFixed(1)} MiB`);
+console.log(`page / native: ${m((r) => r.par.seconds / r.npar.seconds).toFixed(2)}x (one after another: ${m((r) => r.ser.seconds / r.nser.seconds).toFixed(2)}x)`);
+console.log(`parallel / serial: page ${m((r) => r.par.seconds / r.ser.seconds).toFixed(2)}, native ${m((r) => r.npar.seconds / r.nser.seconds).toFixed(2)} (medians of ${rounds} paired rounds; load average at the end ${loadavg()[0].toFixed(1)})`);
+console.log(`the page's figures ${same ? 'equal' : 'DIFFER FROM'} the CLI's`);
 if (!same) process.exit(1);

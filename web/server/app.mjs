@@ -23,6 +23,7 @@ import { summarize, METRICS } from '../src/results/extract.mjs';
 import { traceRoutes } from './traces.mjs';
 import { progressRoutes } from './progress.mjs';
 import { dashboardRoutes } from './dashboard.mjs';
+import { courseRoutes, OPEN_WHEN_CLOSED } from './course/routes.mjs';
 
 export const BODY_LIMIT = 256 * 1024;
 export const BODY_TIMEOUT_MS = 30_000;
@@ -224,7 +225,7 @@ export async function buildServer(opts = {}) {
   // A closed class takes no uploads: every POST, PUT or PATCH under /api/classes/{code}/
   // (results, traces, progress, joining: those of plugins too) but its reopening, and
   // POST /api/results to it, is refused before its body is read. Reads and deletions go on.
-  const OPEN_ANYWAY = new Set(['/api/classes/:code/close', '/api/classes/:code/reopen', '/api/classes/:code/students/:id']);
+  const OPEN_ANYWAY = new Set(['/api/classes/:code/close', '/api/classes/:code/reopen', '/api/classes/:code/students/:id', ...OPEN_WHEN_CLOSED]);
   const classOfWrite = (req) => {
     const route = req.routeOptions?.url ?? '';
     if (route === '/api/results') { const h = req.headers['x-vmemlab-class']; return Array.isArray(h) ? h[0] : h; }
@@ -237,7 +238,7 @@ export async function buildServer(opts = {}) {
     if (!code) return undefined; // not a write in a class, or a code the route refuses itself
     const cls = await store.getClass(code);
     if (!cls?.closed_at) return undefined;
-    reply.code(409).type('application/json').send({ statusCode: 409, error: 'Conflict', message: `class ${code} is closed: its teacher has stopped uploads of results, traces and progress (what is stored can still be read); ask your teacher to reopen it`, need: 'open_class' });
+    reply.code(409).type('application/json').send({ statusCode: 409, error: 'Conflict', message: `class ${code} is closed: its teacher stopped uploads of results, traces and progress at ${cls.closed_at.slice(0, 10)} ${cls.closed_at.slice(11, 16)} UTC (what is stored can still be read); ask your teacher to reopen it`, need: 'open_class', closed_at: cls.closed_at });
     return reply;
   });
   // Each write in a class that succeeded (uploads, deletions, joining, progress: every
@@ -463,6 +464,9 @@ export async function buildServer(opts = {}) {
   // the teacher's dashboard of the students' progress (dashboard.mjs; reads progress.mjs's
   // tables, so it is there when they are)
   if (opts.traces !== false) await app.register(dashboardRoutes, { store, bus, ...opts.dashboard });
+  // the course: roster, devices, grading settings and closing times, scores, the gradebook
+  // (course/routes.mjs; its rows refer to progress.mjs's students)
+  if (opts.traces !== false) await app.register(courseRoutes, { store });
 
   // A class delete that a stop cut short (db.mjs: the class is marked first) is finished
   // now, once every plugin's tables exist; the class reads as gone meanwhile.

@@ -31,9 +31,17 @@ export function csvCell(v) {
 const csvLine = (cells) => `${cells.map(csvCell).join(',')}\r\n`;
 
 const METRIC_KEYS = Object.keys(METRICS);
+/** A measure as the page shows it (charts.ts's fmt, without its thousands separators):
+ * whole above 1,000, one decimal above 10, two above 1, else two significant digits. A
+ * median of 1933.8332037263747 cycles is 1934: the extra digits are not in the data. */
+export function shown(v) {
+  if (typeof v !== 'number' || !Number.isFinite(v)) return v ?? '';
+  const a = Math.abs(v);
+  return a >= 1000 ? Math.round(v) : a >= 10 ? Math.round(v * 10) / 10 : a >= 1 ? Math.round(v * 100) / 100 : Number(v.toPrecision(2));
+}
 function rowLine(r) {
   const s = JSON.parse(r.summary);
-  return csvLine([r.id, r.student_name, r.created_at, s.cpu_model, s.arch, s.hypervisor, s.tdp, s.mode, s.mem_mib, s.created_utc, ...METRIC_KEYS.map((k) => s.metrics?.[k] ?? '')]);
+  return csvLine([r.id, r.student_name, r.created_at, s.cpu_model, s.arch, s.hypervisor, s.tdp, s.mode, s.mem_mib, s.created_utc, ...METRIC_KEYS.map((k) => shown(s.metrics?.[k]))]);
 }
 
 /**

@@ -15,6 +15,7 @@ import { Readable } from 'node:stream';
 import { setImmediate as turn } from 'node:timers/promises';
 import { bearerHash, classLoader, sameHash } from './classes.mjs';
 import { bomParam, CSV_PAGE, csvCell } from './csv.mjs';
+import { answerWords } from './course/words.mjs';
 import { decodeCursor, encodeCursor, PAGE_MAX, pageParams } from './paging.mjs';
 import { Feeds, Subscriber, inKeysetOrder } from './feed.mjs';
 
@@ -47,7 +48,9 @@ export const BACKLOG_PAGE = 200;
  * database's connections stay free for other clients' requests). */
 export const BACKLOG_READERS = 2;
 
-export const PROGRESS_CSV_COLUMNS = ['id', 'student_id', 'name', 'type', 'lesson', 'exercise', 'kind', 'seed', 'answer', 'verdict', 'tries', 'hint', 'shown', 'at', 'received_at'];
+// exercise: numbered from 1, as the grid numbers it; answer: as the page shows it (a choice
+// in words), answer_id: as stored (course/words.mjs)
+export const PROGRESS_CSV_COLUMNS = ['id', 'student_id', 'name', 'type', 'lesson', 'exercise', 'kind', 'seed', 'answer', 'answer_id', 'verdict', 'tries', 'hint', 'shown', 'at', 'received_at'];
 
 class DashboardError extends Error {
   constructor(statusCode, message) { super(message); this.statusCode = statusCode; }
@@ -316,7 +319,7 @@ export async function dashboardRoutes(app, opts) {
     const lineOf = (cells) => `${cells.map(csvCell).join(',')}\r\n`;
     const rowLine = (r) => {
       const x = recordOf(r);
-      return lineOf([x.id, x.student.id, x.student.name, x.type, x.lesson, x.exercise, x.kind, x.seed, x.answer, x.verdict, x.tries, x.hint ? 1 : 0, x.shown ? 1 : 0, x.at, x.received_at]);
+      return lineOf([x.id, x.student.id, x.student.name, x.type, x.lesson, x.exercise === null ? null : x.exercise + 1, x.kind, x.seed, answerWords(x.answer), x.answer, x.verdict, x.tries, x.hint ? 1 : 0, x.shown ? 1 : 0, x.at, x.received_at]);
     };
     async function* chunks() {
       let text = (bom ? '\uFEFF' : '') + lineOf(PROGRESS_CSV_COLUMNS);

@@ -5,6 +5,7 @@ import { PAGE_MAX } from './paging.mjs';
 import { traceOpenapi } from './traces.mjs';
 import { progressOpenapi } from './progress.mjs';
 import { dashboardOpenapi } from './dashboard.mjs';
+import { courseOpenapi } from './course/openapi.mjs';
 
 const resultSchema = JSON.parse(readFileSync(new URL('../../hw-lab/schema/result.schema.json', import.meta.url), 'utf8'));
 
@@ -51,6 +52,7 @@ export const openapi = {
       ...traceOpenapi.schemas,
       ...progressOpenapi.schemas,
       ...dashboardOpenapi.schemas,
+      ...courseOpenapi.schemas,
       Class: {
         type: 'object', required: ['code', 'name', 'created_at', 'uploads'],
         properties: { code: { type: 'string' }, name: { type: 'string' }, created_at: { type: 'string' }, closed_at: { type: ['string', 'null'], description: 'when its teacher closed it (uploads refused); null: open' }, uploads: { type: 'integer' } },
@@ -152,5 +154,6 @@ export const openapi = {
     ...traceOpenapi.paths,
     // the progress routes and the dashboard's share /api/classes/{code}/progress (POST, GET)
     ...mergePaths(progressOpenapi.paths, dashboardOpenapi.paths),
+    ...courseOpenapi.paths,
   },
 };

@@ -26,6 +26,7 @@ import { unavailableAnswer } from './faults.mjs';
 import { GradePool } from './grade.mjs';
 import { NAME_MAX, textProblem } from './limits.mjs';
 import { Budget } from './budget.mjs';
+import { courseOf, refuseAfterClosing } from './course/deadline.mjs';
 
 /** A record id: the page makes 22 characters of base64url (128 random bits). */
 const RECORD_ID_RE = /^[A-Za-z0-9_-]{16,32}$/;
@@ -214,7 +215,7 @@ export async function progressRoutes(app, opts) {
     else if (status >= 500) req.log.warn({ err }, 'progress not graded');
     if (err.retryAfter) reply.header('Retry-After', String(err.retryAfter));
     if (status < 400 || status > 599) status = 500;
-    reply.code(status).type('application/json').send({ statusCode: status, error: REASONS[status] ?? 'Error', message });
+    reply.code(status).type('application/json').send({ statusCode: status, error: REASONS[status] ?? 'Error', message, ...(status < 500 && err.need ? { need: err.need, ...err.extra } : {}) });
   });
 
   const loadClass = classLoader(store, fail);
@@ -227,7 +228,8 @@ export async function progressRoutes(app, opts) {
   const receiptHash = (req, needed) => bearerHash(req, fail, { needs: 'the receipt you got when you joined', optional: !needed });
   const studentOf = async (req, cls) => {
     const h = receiptHash(req, true);
-    const row = await db.selectFrom('students').select(['id', 'name', 'receipt_hash']).where('class_code', '=', cls.code).where('receipt_hash', '=', h).executeTakeFirst();
+    // the receipt it joined with, or one of its further devices' (course/routes.mjs)
+    const row = await courseOf(store).studentByReceipt(cls.code, h);
     if (!row || !sameHash(h, row.receipt_hash)) fail(403, `this receipt is not a student's of class ${cls.code} (removed, or the class was deleted?); join the class again`);
     return row;
   };
@@ -272,6 +274,7 @@ export async function progressRoutes(app, opts) {
     const cls = await loadClass(req.params.code);
     const student = await studentOf(req, cls);
     const records = checkRecords(jsonOf(req));
+    await refuseAfterClosing(store, cls, records); // a closing time passed: 409, nothing stored
     const addr = addressOf(req);
     const wait = writes.take(addr, records.length);
     if (wait) overBudget(reply, wait, `your address has sent ${writes.max} records and joins in the last minute (the most one address may)`);

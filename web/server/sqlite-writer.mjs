@@ -41,6 +41,13 @@ const OPS = {
   // One chunk of a class's rows in one table: how many went.
   deleteClassChunk: (db, stmts, { table, code, limit }) => (stmts[`chunk:${table}`] ??= db.prepare(
     `delete from ${tableOf(table)} where class_code = ? and id in (select id from ${table} where class_code = ? limit ?)`)).run(code, code, limit).changes,
+  // Statements a plugin compiled with Kysely (course/store.mjs's exec), in one transaction
+  // of their own (a savepoint inside the batch's): how many rows each changed.
+  compiled: (db, stmts, { queries }) => (stmts.compiledTx ??= db.transaction((qs) => qs.map(({ sql, parameters }) => {
+    let st = stmts[`q:${sql}`];
+    if (!st) { st = db.prepare(sql); if (Object.keys(stmts).length < 1000) stmts[`q:${sql}`] = st; }
+    return st.run(...parameters).changes;
+  })))(queries),
   // Whatever is left of the class (how many rows of each table), then the class itself
   // (gone: 1, or 0 when it was gone already).
   deleteClassRows: (db, stmts, { tables, code }) => {

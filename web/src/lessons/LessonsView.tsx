@@ -18,7 +18,8 @@ import { LANG_NAMES, saveLang } from '../i18n';
 import { GUIDES, LANGS, LESSONS, LESSON_ORDER, LESSON_SCENARIOS, TEACHER_GUIDE, lessonFor, type Lang, type Part } from './content';
 import { answered, check, generate, say, type Exercise, type Msg, type Verdict } from './exercises';
 import { exerciseKey, loadDone, loadExercise, newRecordId, outgoing, saveDone, saveExercise, type ExerciseState, type ProgressRecord } from '../progress/db';
-import { seedFor } from '../progress/seed';
+import { seedFor, variantOf } from '../progress/seed';
+import { ClassLine } from '../course/ClassLine';
 import { currentClass, onStudentChange, type InClass } from '../progress/student';
 import { kick, startSync } from '../progress/sync';
 import { Markdown } from './Markdown';
@@ -60,6 +61,9 @@ const SEED_MAX = 2 ** 31 - 1;
 
 export function LessonsView({ engine, lesson, seed, seeds = [], sheet = null, lang, onNavigate, onOpenWalk }: LessonsProps) {
   const { t } = useTranslation();
+  const { t: tx } = useTranslation('exercises');
+  // opened from the teacher's attempts list: whose variant this is, and what they answered
+  const [variant] = useState(() => (typeof location === 'undefined' ? null : variantOf(location.search)));
   const [done, setDone] = useState(loadProgress);
   const [klass, setKlass] = useState<InClass | null>(currentClass);
   const toggled = useRef(false);
@@ -155,7 +159,8 @@ export function LessonsView({ engine, lesson, seed, seeds = [], sheet = null, la
           ))}
         </p>
       )}
-      {klass && !isGuide && <p className="muted in-class" data-testid="in-class">{t('inClass', { code: klass.code, name: klass.name })}</p>}
+      {klass && !isGuide && <ClassLine klass={klass} />}
+      {variant && <p className="notice" role="note" data-testid="variant-of">{t('variantOf', { who: variant.who, n: variant.exercise + 1 })}{variant.answer ? <> {t('variantAnswer')} <strong>{tx(`choice.${variant.answer}`, { defaultValue: variant.answer })}</strong></> : ` ${t('variantNoAnswer')}`}</p>}
       {l!.parts.map((part, i) => {
         // Each exercise has its own seed: "Another one" changes that one and no other. In a
         // class the first one is the student's own (the same for them on any machine).
@@ -256,12 +261,15 @@ function ExerciseCard({ engine, part, seed, onSeed, lesson, klass }: { engine: V
   // the kept state was read, which then is not put back over what they did.
   const checks = useRef(0);
   const touched = useRef(false);
+  // The learner pressed Hint: what an attempt's `hint` says (the page opens the hint itself
+  // after a wrong try or a blank check; that is no hint asked for).
+  const asked = useRef(false);
   // The variant as the learner left it (a reload, or back from another lesson).
   useEffect(() => {
     let live = true;
     loadExercise(lesson, part.index, seed).then((st) => {
       if (!live || !st || touched.current || !ex) return;
-      setAnswer(st.answer); setTries(st.wrong); setShowHint(st.hint); checks.current = st.checks;
+      setAnswer(st.answer); setTries(st.wrong); setShowHint(st.hint); asked.current = st.hintAsked ?? false; checks.current = st.checks;
       if (st.status === 'correct' || st.status === 'answer') {
         // the walk shown after checking comes from the engine again
         let v: Verdict | null = null;
@@ -278,7 +286,7 @@ function ExerciseCard({ engine, part, seed, onSeed, lesson, klass }: { engine: V
     touched.current = true;
     const st: ExerciseState = {
       key: exerciseKey(lesson, part.index, seed), lesson, exercise: part.index, seed, kind: part.spec.kind,
-      answer, wrong: tries, checks: checks.current, hint: showHint,
+      answer, wrong: tries, checks: checks.current, hint: showHint, hintAsked: asked.current,
       status: status?.kind === 'unreadable' ? 'empty' : status?.kind ?? null, after: status?.kind === 'answer' ? status.after : undefined, expected: status?.kind === 'answer' ? status.expected : undefined,
       at: new Date().toISOString(), ...p,
     };
@@ -301,7 +309,7 @@ function ExerciseCard({ engine, part, seed, onSeed, lesson, klass }: { engine: V
     const v = run(answer);
     if (!v) return;
     checks.current += 1;
-    const hintBefore = showHint;
+    const hintBefore = asked.current;
     if (v.correct) { setStatus({ kind: 'correct' }); keep({ status: 'correct' }, { answer, shown: false, hint: hintBefore }); return; }
     const n = tries + 1;
     setTries(n);
@@ -317,9 +325,9 @@ function ExerciseCard({ engine, part, seed, onSeed, lesson, klass }: { engine: V
     const v = run('');
     if (!v) return;
     setStatus({ kind: 'answer', expected: v.expected, after: 'asked' });
-    keep({ status: 'answer', after: 'asked', expected: v.expected }, { answer: '', shown: true, hint: showHint });
+    keep({ status: 'answer', after: 'asked', expected: v.expected }, { answer: '', shown: true, hint: asked.current });
   };
-  const toggleHint = () => { setShowHint(!showHint); keep({ hint: !showHint }); };
+  const toggleHint = () => { if (!showHint) asked.current = true; setShowHint(!showHint); keep({ hint: !showHint }); };
   const type = (a: string) => { setAnswer(a); keep({ answer: a }); };
   // A choice is shown in words; the engine's answer too ("ept or npt" should two tie).
   const choiceWords = (c: string) => tx(`choice.${c}`, { defaultValue: c });

@@ -161,7 +161,14 @@ describe('progress sent to the class', () => {
     fireEvent.change(within(cards()[0]).getByLabelText('Your answer'), { target: { value: '8' } });
     fireEvent.click(within(cards()[0]).getByText('Check'));
     await waitFor(() => expect(server.got).toHaveLength(2));
-    expect(server.got[1]).toEqual([expect.objectContaining({ type: 'attempt', answer: '8', tries: 2, hint: true })]);
+    // the hint the page opened by itself after the wrong "7" is no hint asked for
+    expect(server.got[1]).toEqual([expect.objectContaining({ type: 'attempt', answer: '8', tries: 2, hint: false })]);
+    // pressed: the next check says so (Hint closes the open hint, pressed again opens it)
+    fireEvent.click(within(cards()[0]).getByText('Hint'));
+    fireEvent.click(within(cards()[0]).getByText('Hint'));
+    fireEvent.click(within(cards()[0]).getByText('Check'));
+    await waitFor(() => expect(server.got).toHaveLength(3));
+    expect(server.got[2]).toEqual([expect.objectContaining({ type: 'attempt', answer: '8', tries: 3, hint: true })]);
     const ids = server.got.flat().map((r) => r.id);
     expect(new Set(ids).size).toBe(ids.length);
   });
@@ -222,6 +229,8 @@ describe('joining a class on the Results tab', () => {
       const auth = (init.headers as Record<string, string> | undefined)?.Authorization;
       calls.push({ url, method: init.method ?? 'GET', auth, body: init.body ? JSON.parse(String(init.body)) : undefined });
       const json = (status: number, body: unknown) => new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } });
+      // a class without a roster or course settings (those reads are the course's own tests')
+      if ((init.method ?? 'GET') === 'GET') return json(404, { statusCode: 404, message: 'no route' });
       if (init.method === 'DELETE') return json(200, { deleted: 'sid-1', name: 'Ann Lee', records: 4 });
       if (taken) { taken = false; return json(409, { statusCode: 409, message: 'the name "Ann" is already taken' }); }
       return json(201, { student_id: 'sid-1', receipt: 'receipt-0123456789', name: 'Ann Lee', class: 'WXYZ-2345' });
@@ -236,15 +245,31 @@ describe('joining a class on the Results tab', () => {
     fireEvent.submit(input.form!);
     await waitFor(() => expect(document.querySelector('[data-testid="student-joined"]')).toBeTruthy());
     expect(document.querySelector('[data-testid="student-joined"]')!.textContent).toContain('You are in this class as Ann Lee');
-    expect(calls.map((c) => [c.method, c.url, c.body])).toEqual([
+    expect(calls.filter((c) => c.method !== 'GET').map((c) => [c.method, c.url, c.body])).toEqual([
       ['POST', '/api/classes/WXYZ-2345/students', { name: 'Ann' }], ['POST', '/api/classes/WXYZ-2345/students', { name: 'Ann Lee' }]]);
     expect(studentOf('WXYZ-2345')).toEqual({ id: 'sid-1', name: 'Ann Lee', receipt: 'receipt-0123456789' });
     expect(currentClass()).toMatchObject({ code: 'WXYZ-2345', name: 'Ann Lee' });
     expect(localStorage.getItem('vmemlab-name')).toBe('"Ann Lee"'); // uploads carry the same name
+    // leaving deletes what was sent: asked once more first, nothing deleted on the first click
     fireEvent.click(document.querySelector('[data-testid="student-leave"]')!);
+    expect(document.querySelector('[data-testid="student-leave-confirm"]')!.textContent).toContain('delete everything you sent');
+    expect(calls.some((c) => c.method === 'DELETE')).toBe(false);
+    expect(studentOf('WXYZ-2345')).not.toBe(null);
+    fireEvent.click(document.querySelector('[data-testid="student-leave-yes"]')!);
     await waitFor(() => expect(studentOf('WXYZ-2345')).toBe(null));
-    expect(calls.at(-1)).toMatchObject({ method: 'DELETE', url: '/api/classes/WXYZ-2345/students/me', auth: 'Bearer receipt-0123456789' });
+    expect(calls.filter((c) => c.method !== 'GET').at(-1)).toMatchObject({ method: 'DELETE', url: '/api/classes/WXYZ-2345/students/me', auth: 'Bearer receipt-0123456789' });
     expect(currentClass()).toBe(null);
     await waitFor(() => expect(document.body.textContent).toContain('You left class WXYZ-2345; the 4 records you had sent were deleted.'));
+  });
+});
+
+describe('a variant opened from the teacher\'s attempts list', () => {
+  it('says whose variant it is and their answer, a choice in words', async () => {
+    history.replaceState(null, '', `/?view=lessons&lesson=${LESSON}&seeds=,42&who=${encodeURIComponent('山田太郎')}&ex=1&answer=guest_page_fault`);
+    view(1, [null, 42]);
+    const note = document.querySelector('[data-testid="variant-of"]')!;
+    expect(note.textContent).toBe('This is the variant 山田太郎 had of exercise 2. Their answer: guest page fault (#PF)');
+    expect(seedsShown()[1]).toBe(42);
+    history.replaceState(null, '', '/');
   });
 });

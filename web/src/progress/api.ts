@@ -6,7 +6,9 @@ import type { Student } from './student';
  * seconds when the server said when to try again (503, 429). */
 export class ApiError extends Error {
   /** need: the server's word for what the request needs (open_class: the class is closed). */
-  constructor(message: string, readonly status: number, readonly retryAfter: number | null = null, readonly need: string | null = null) { super(message); }
+  constructor(message: string, readonly status: number, readonly retryAfter: number | null = null, readonly need: string | null = null,
+    /** the refusal's other fields (a closed class: closed_at, lesson) */
+    readonly body: Record<string, unknown> | null = null) { super(message); }
 }
 
 async function call<T>(path: string, init: RequestInit): Promise<{ status: number; body: T }> {
@@ -18,7 +20,7 @@ async function call<T>(path: string, init: RequestInit): Promise<{ status: numbe
   if (!r.ok) {
     const ra = Number(r.headers.get('retry-after'));
     const b = body as { message?: string; need?: string } | null;
-    throw new ApiError(b?.message ?? `HTTP ${r.status}`, r.status, Number.isFinite(ra) && ra > 0 ? ra : null, b?.need ?? null);
+    throw new ApiError(b?.message ?? `HTTP ${r.status}`, r.status, Number.isFinite(ra) && ra > 0 ? ra : null, b?.need ?? null, b && typeof b === 'object' ? b as Record<string, unknown> : null);
   }
   return { status: r.status, body: body as T };
 }

@@ -20,6 +20,8 @@ export interface Outgoing { id: string; code: string; record: ProgressRecord; qu
 export interface ExerciseState {
   key: string; lesson: string; exercise: number; seed: number; kind: string;
   answer: string; wrong: number; checks: number; hint: boolean;
+  /** the learner pressed Hint (hint alone may be the page opening it after a wrong try) */
+  hintAsked?: boolean;
   status: null | 'empty' | 'wrong' | 'correct' | 'answer';
   after?: 'asked' | 'tries'; expected?: string; at: string;
 }

@@ -19,6 +19,17 @@ export function seedFor(code: string, name: string, lesson: string, exercise: nu
  * lesson at `seed`, the other exercises at their usual seeds: how a teacher opens the
  * variant a student had (`/?view=lessons&lesson=ept-and-npt&seeds=,,412310` is the third
  * exercise at seed 412310). */
-export function variantLink(lesson: string, exercise: number, seed: number): string {
-  return `/?view=lessons&lesson=${encodeURIComponent(lesson)}&seeds=${','.repeat(exercise)}${seed}`;
+export function variantLink(lesson: string, exercise: number, seed: number, of?: { who: string; answer: string }): string {
+  const base = `/?view=lessons&lesson=${encodeURIComponent(lesson)}&seeds=${','.repeat(exercise)}${seed}`;
+  // whose variant it is and what they answered, for the teacher's page to say (never sent anywhere)
+  return of ? `${base}&who=${encodeURIComponent(of.who)}&ex=${exercise}&answer=${encodeURIComponent(of.answer)}` : base;
+}
+
+/** Whose variant a teacher opened from the attempts list: the student, the exercise and
+ * their answer, from the page's address; null when it names none. */
+export function variantOf(search: string): { who: string; exercise: number; answer: string } | null {
+  const q = new URLSearchParams(search);
+  const who = q.get('who'); const ex = Number(q.get('ex'));
+  if (!who || !Number.isInteger(ex) || ex < 0) return null;
+  return { who: who.slice(0, 60), exercise: ex, answer: (q.get('answer') ?? '').slice(0, 200) };
 }

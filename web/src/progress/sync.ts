@@ -9,6 +9,7 @@
 import { ApiError, sendProgress, type Graded } from './api';
 import { unqueue, waiting, type Outgoing } from './db';
 import { forgetStudent, studentOf } from './student';
+import { setStanding, standingOf } from '../course/standing';
 
 export const BATCH = 50;
 /** The backoff; tests make it short. */
@@ -55,7 +56,7 @@ function schedule() {
 }
 
 type Outcome = 'sent' | 'retry' | 'skip';
-const retryable = (status: number) => status === 0 || status === 408 || status === 409 || status === 429 || status >= 500;
+const retryable = (status: number) => status === 0 || status === 408 || status === 429 || status >= 500;
 
 /** One batch of one class: sent (and out of the outbox), to try again later, or skipped. */
 async function send(code: string, receipt: string, batch: Outgoing[]): Promise<Outcome> {
@@ -67,16 +68,24 @@ async function send(code: string, receipt: string, batch: Outgoing[]): Promise<O
     return 'sent';
   } catch (e) {
     const status = e instanceof ApiError ? e.status : 0;
-    if (retryable(status)) {
-      // the server away, busy or limiting, the network down, or the class closed for now
+    if (status === 409 && e instanceof ApiError && e.need === 'open_class') {
+      // The class (or this lesson) closed: the records stay in this browser, marked not
+      // sent, and go out only when the learner asks (never later unasked).
+      const b = e.body ?? {};
+      setStanding(code, { kind: 'closed', closed_at: typeof b.closed_at === 'string' ? b.closed_at : null, lesson: typeof b.lesson === 'string' ? b.lesson : null, seen: new Date().toISOString() });
+      return 'skip';
+    }
+    if (retryable(status) || status === 409) {
+      // the server away, busy or limiting, the network down
       failures++;
       retryAfterS = e instanceof ApiError ? e.retryAfter : null;
       return 'retry';
     }
     if (status === 404) {
-      // the class is gone (deleted by its teacher): nothing of it can be stored any more
-      await unqueue(batch.map((o) => o.id));
-      forgetStudent(code);
+      // The class is gone (deleted by its teacher): nothing of it can be stored any more.
+      // The learner's answers stay in this browser, and so does who they were (the
+      // exercises on screen keep their variants); the page says what happened.
+      setStanding(code, { kind: 'deleted', seen: new Date().toISOString() });
       return 'skip';
     }
     if (status === 401 || status === 403) {
@@ -108,12 +117,25 @@ async function flush() {
     for (const code of new Set(all.map((o) => o.code))) {
       const student = studentOf(code);
       if (!student) continue; // not (or no longer) a student of it here: kept for a rejoin
-      const r = await send(code, student.receipt, all.filter((o) => o.code === code).slice(0, BATCH));
+      // Deleted, or closed: kept here until the learner asks (a lesson closed on its own
+      // holds back only that lesson's records).
+      const st = standingOf(code);
+      if (st && (st.kind === 'deleted' || !st.lesson)) continue;
+      const mine = all.filter((o) => o.code === code && !(st && o.record.lesson === st.lesson));
+      if (!mine.length) continue;
+      const r = await send(code, student.receipt, mine.slice(0, BATCH));
       if (r === 'retry') { schedule(); return; }
       if (r === 'sent') sent = true;
     }
     if (!sent) return;
   }
+}
+
+/** The learner asks to send the records a closed class refused (after the teacher
+ * reopened it, or moved its closing time): they go out now. */
+export function sendHeld(code: string): Promise<void> {
+  setStanding(code, null);
+  return kick();
 }
 
 /** For tests: stops any retry waiting and forgets the failures. */

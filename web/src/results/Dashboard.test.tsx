@@ -213,13 +213,14 @@ describe('the teacher dashboard', () => {
       [`${title}: exercise 1`, '777', '24', 'correct', 'hint used'],
     ]);
     const link = within(panel).getAllByRole('link', { name: 'Open in Lessons' })[1];
-    expect(link.getAttribute('href')).toBe('/?view=lessons&lesson=ept-and-npt&seeds=777');
+    // the variant's page is told whose it was and their answer
+    expect(link.getAttribute('href')).toBe('/?view=lessons&lesson=ept-and-npt&seeds=777&who=Ana&ex=0&answer=24');
     expect(link.getAttribute('target')).toBe('_blank');
     // another student; then closing
     fireEvent.click(within(grid()).getByRole('button', { name: '山田太郎' }));
     await waitFor(() => expect(within(screen.getByTestId('dashboard-attempts')).getByRole('heading').textContent).toBe('Attempts of 山田太郎'));
     expect(screen.getByTestId('dashboard-attempts').textContent).toContain('answer shown');
-    expect(within(screen.getByTestId('dashboard-attempts')).getAllByRole('link')[0].getAttribute('href')).toBe(`/?view=lessons&lesson=ept-and-npt&seeds=,1003`);
+    expect(within(screen.getByTestId('dashboard-attempts')).getAllByRole('link')[0].getAttribute('href')).toMatch(/^\/\?view=lessons&lesson=ept-and-npt&seeds=,1003&who=%E5%B1%B1%E7%94%B0%E5%A4%AA%E9%83%8E&ex=1&answer=/);
     fireEvent.click(within(screen.getByTestId('dashboard-attempts')).getByRole('button', { name: 'Close' }));
     expect(screen.queryByTestId('dashboard-attempts')).toBeNull();
   });

@@ -130,6 +130,9 @@ function StudentActions({ row, code, token, onRenamed, onRemoved }: { row: Row; 
 
 function Attempts({ row, lessons, onClose, children }: { row: Row; lessons: LessonColumns[]; onClose: () => void; children?: ReactNode }) {
   const { t, i18n } = useTranslation('results');
+  const { t: tx } = useTranslation('exercises');
+  // an answer as the student saw it: a choice in words (its id kept as the cell's title)
+  const words = (a: string) => tx(`choice.${a}`, { defaultValue: a });
   const heading = useRef<HTMLHeadingElement>(null);
   useEffect(() => { heading.current?.focus(); }, [row.id]);
   const titles = new Map(lessons.map((l) => [l.id, l.title]));
@@ -149,11 +152,11 @@ function Attempts({ row, lessons, onClose, children }: { row: Row; lessons: Less
                 <tr key={a.id} data-attempt={a.id}>
                   <td>{t('dashboard.attempts.exercise', { lesson: titles.get(a.lesson) ?? a.lesson, n: (a.exercise ?? 0) + 1 })}</td>
                   <td className="num">{a.seed ?? '–'}</td>
-                  <td>{a.answer ? <code>{a.answer}</code> : <span className="muted">{t('dashboard.attempts.noAnswer')}</span>}</td>
+                  <td>{a.answer ? (words(a.answer) !== a.answer ? <span title={a.answer} data-choice={a.answer}>{words(a.answer)}</span> : <code>{a.answer}</code>) : <span className="muted">{t('dashboard.attempts.noAnswer')}</span>}</td>
                   <td className={a.verdict === 'correct' ? 'ok' : 'no'}>{t(`dashboard.attempts.verdict.${a.verdict === 'correct' || a.verdict === 'empty' ? a.verdict : 'wrong'}`)}</td>
                   <td>{[a.hint ? t('dashboard.cell.hint') : '', a.shown ? t('dashboard.cell.shown') : ''].filter(Boolean).join(', ') || '–'}</td>
                   <td><time dateTime={a.at}>{Number.isNaN(Date.parse(a.at)) ? a.at : time.format(new Date(a.at))}</time></td>
-                  <td>{a.seed !== null && a.exercise !== null ? <a href={variantLink(a.lesson, a.exercise, a.seed)} target="_blank" rel="noopener">{t('dashboard.attempts.open')}</a> : null}</td>
+                  <td>{a.seed !== null && a.exercise !== null ? <a href={variantLink(a.lesson, a.exercise, a.seed, { who: row.name, answer: a.answer ?? '' })} target="_blank" rel="noopener">{t('dashboard.attempts.open')}</a> : null}</td>
                 </tr>
               ))}
             </tbody>

@@ -161,7 +161,11 @@ export function stripPlot(el: SVGSVGElement, points: StripPoint[], opts: { title
   const show = (g: string) => lines(g).join(' · ');
   const groups = [...new Set(points.map((p) => p.group))].sort();
   const refs = opts.refs ?? [];
-  const width = opts.width ?? 760; const left = 200; const rowH = 46; const labelRow = 13;
+  // On a narrow screen the caller passes the width the chart has, so that the viewBox is
+  // drawn at its own size and 11 px text stays 11 px (a 760-wide viewBox on a 390 px phone
+  // drew it at about 5 px); the group names get a share of it.
+  const width = opts.width ?? 760; const left = Math.min(200, Math.round(width * 0.38)); const rowH = 46; const labelRow = 13;
+  const nameMax = Math.max(8, Math.floor((left - 14) / 6.5));
   if (!points.length) { svgIn(el, width, 30 + rowH + 30, opts.title).append('text').attr('x', 20).attr('y', 40).text(t('chart.noUploads')); return; }
   const x = xScale([...points.map((p) => p.value), ...refs.flatMap((r) => [r.lo, r.hi])], left, width - 20);
   // Each mark's label centred on it (kept inside the plot), in the first row where it
@@ -192,7 +196,7 @@ export function stripPlot(el: SVGSVGElement, points: StripPoint[], opts: { title
   const axis = svg.append('g').attr('class', 'axis group-axis').attr('transform', `translate(${left},0)`).call(axisLeft(y).tickFormat(() => ''));
   axis.selectAll<SVGTextElement, string>('.tick text').each(function (g) {
     const ls = lines(g); const text = select(this);
-    ls.forEach((l, i) => text.append('tspan').attr('x', -9).attr('dy', i === 0 ? `${0.32 - (ls.length - 1) * 0.6}em` : '1.2em').text(l.length > 30 ? l.slice(0, 29) + '…' : l));
+    ls.forEach((l, i) => text.append('tspan').attr('x', -9).attr('dy', i === 0 ? `${0.32 - (ls.length - 1) * 0.6}em` : '1.2em').text(l.length > nameMax ? l.slice(0, nameMax - 1) + '…' : l));
     text.attr('dy', null).append('title').text(show(g));
   });
   svg.append('text').attr('class', 'unit').attr('x', width - 20).attr('y', height - 4).attr('text-anchor', 'end').text(opts.unit);

@@ -178,6 +178,8 @@ export function TracePanel({ where, runner = workerRunner, exampleUrl = (n) => `
     const timer = setInterval(() => {
       const c = lastClass();
       if (c && c !== classCode) { setClassCode(c); void loadClass(c); }
+      // the class was deleted (the class panel forgot it): its traces go from this list
+      else if (!c && classCode) { setClassCode(null); setEntries((all) => all.filter((e) => e.source !== 'class')); }
     }, 1500);
     return () => clearInterval(timer);
   }, [where, server, classCode, loadClass]);

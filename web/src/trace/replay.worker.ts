@@ -1,13 +1,16 @@
 /* The replay runs here, off the page's thread: the engine (WebAssembly) reads the trace
  * file twice as a stream, inflating it itself (src/gunzip.c), and posts its progress; the page cancels by
- * terminating the worker. */
+ * terminating the worker. One worker per group of modes (runner.ts): each replays its
+ * modes; the lead merges the others' counts and writes the report. */
 import { loadVmsim } from '../../../wasm-core/js/vmsim';
-import { runReplay, type FromWorker, type ToWorker } from './protocol';
+import { runPart, type FromPart, type ToWorker } from './protocol';
 
-const post = (m: FromWorker) => (self as unknown as Worker).postMessage(m);
+const post = (m: FromPart) => (self as unknown as Worker).postMessage(m);
+let gotOthers: (counts: string[]) => void = () => {};
+const others = new Promise<string[]>((resolve) => { gotOthers = resolve; });
 
 self.onmessage = async (e: MessageEvent<ToWorker>) => {
-  if (e.data.type !== 'replay') return;
+  if (e.data.type === 'merge') { gotOthers(e.data.counts); return; }
   let engine;
   try {
     engine = await loadVmsim();
@@ -15,5 +18,7 @@ self.onmessage = async (e: MessageEvent<ToWorker>) => {
     post({ type: 'error', stage: 'other', message: (err as Error).message });
     return;
   }
-  await runReplay(engine.openReplay, e.data.blob, e.data.options, post);
+  const { blob, options, part, lead } = e.data;
+  await runPart(engine.openReplay, blob, options, part ?? options.modes ?? ['native', 'ept', 'npt', 'shadow', 'flat'], lead ?? true,
+    post, () => others);
 };

@@ -1,28 +1,93 @@
-/* Starting a replay: in a Web Worker in the page (replay.worker.ts); tests hand the panel
- * a runner of their own that calls runReplay in the same thread. */
-import type { FromWorker, ReplayOptions } from './protocol';
+/* Starting a replay: in Web Workers in the page (replay.worker.ts), one per group of modes
+ * (as many groups as the machine has processors, navigator.hardwareConcurrency, at most
+ * one per mode), each streaming the same File; the first merges the others' counts and
+ * writes the report, and the page sees one progress bar for all. Tests hand the panel a
+ * runner of their own that calls runReplay in the same thread. */
+import { modeGroups, REPLAY_MODES, TRACE_HEAD_BYTES } from '../../../wasm-core/js/replay';
+import { readHeader } from './format.mjs';
+import type { FromPart, FromWorker, ReplayOptions, ToWorker } from './protocol';
 
 export interface Running {
-  /** Stops the replay at once (the worker is terminated). */
+  /** Stops the replay at once (the workers are terminated). */
   cancel(): void;
 }
 
 export type Runner = (blob: Blob, options: ReplayOptions, onMessage: (m: FromWorker) => void) => Running;
 
+/** Workers for a replay here: the processors the browser reports (1 when it does not say). */
+export function replayWorkers(): number {
+  const n = typeof navigator !== 'undefined' ? navigator.hardwareConcurrency : 0;
+  return n > 0 ? n : 1;
+}
+
+/** Every worker holds its own WebAssembly memory: the module (16 MiB) and the tables of the
+ * trace's pages (about 106 MiB more at the most a replay allows, 2^20 pages: replay.md,
+ * "Limits and memory"). As many workers as keep them together within 256 MiB, the budget
+ * of the one worker before. */
+export function workersWithin(pages: number, cores: number, budgetMiB = 256): number {
+  const each = 16 + 106 * Math.min(1, Math.max(0, pages) / 2 ** 20);
+  return Math.max(1, Math.min(cores, Math.floor(budgetMiB / each)));
+}
+
+async function pagesOf(blob: Blob): Promise<number> {
+  try {
+    return readHeader(new Uint8Array(await blob.slice(0, TRACE_HEAD_BYTES).arrayBuffer()), blob.size).header.pages;
+  } catch {
+    return 2 ** 20;     // not a trace: the first worker says why; one is enough for that
+  }
+}
+
 export const workerRunner: Runner = (blob, options, onMessage) => {
-  const worker = new Worker(new URL('./replay.worker.ts', import.meta.url), { type: 'module', name: 'vmemlab-replay' });
+  const workers: Worker[] = [];
   let over = false;
-  const stop = () => { if (!over) { over = true; worker.terminate(); } };
-  worker.onmessage = (e: MessageEvent<FromWorker>) => {
+  const stop = () => {
     if (over) return;
-    onMessage(e.data);
-    if (e.data.type === 'done' || e.data.type === 'error') stop();
+    over = true;
+    for (const w of workers) w.terminate();
   };
-  worker.onerror = (e) => {
-    if (over) return;
-    onMessage({ type: 'error', stage: 'other', message: e.message || 'the replay worker failed to start' });
-    stop();
+  const start = (groups: ReturnType<typeof modeGroups>) => {
+    groups.forEach(() => workers.push(new Worker(new URL('./replay.worker.ts', import.meta.url), { type: 'module', name: 'vmemlab-replay' })));
+    const fraction = groups.map(() => 0);
+    const pass = groups.map(() => 1);
+    const counts: (string | undefined)[] = groups.map(() => undefined);
+    let leadReady = false;
+    const maybeMerge = () => {
+      if (leadReady && counts.slice(1).every((c) => c !== undefined)) {
+        workers[0].postMessage({ type: 'merge', counts: counts.slice(1) as string[] } satisfies ToWorker);
+      }
+    };
+    workers.forEach((worker, i) => {
+      worker.onmessage = (e: MessageEvent<FromPart>) => {
+        if (over) return;
+        const m = e.data;
+        if (m.type === 'progress') {
+          // one bar: the mean of the workers' fractions, the pass of the one furthest behind
+          fraction[i] = m.progress.fraction;
+          pass[i] = m.progress.pass;
+          const f = fraction.reduce((a, b) => a + b, 0) / fraction.length;
+          onMessage({ type: 'progress', progress: { ...m.progress, pass: Math.min(...pass) as 1 | 2, fraction: f } });
+        } else if (m.type === 'counts') {
+          counts[i] = m.text;
+          fraction[i] = 1;
+          maybeMerge();
+        } else if (m.type === 'ready') {
+          leadReady = true;
+          maybeMerge();
+        } else {
+          onMessage(m);
+          if (m.type === 'done' || m.type === 'error') stop();
+        }
+      };
+      worker.onerror = (e) => {
+        if (over) return;
+        onMessage({ type: 'error', stage: 'other', message: e.message || 'the replay worker failed to start' });
+        stop();
+      };
+      worker.postMessage({ type: 'replay', blob, options, part: groups[i], lead: i === 0 } satisfies ToWorker);
+    });
   };
-  worker.postMessage({ type: 'replay', blob, options });
+  void pagesOf(blob).then((pages) => {
+    if (!over) start(modeGroups(options.modes ?? REPLAY_MODES, workersWithin(pages, replayWorkers())));
+  });
   return { cancel: stop };
 };

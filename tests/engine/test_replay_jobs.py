@@ -1,0 +1,129 @@
+"""`vmsim replay --jobs N`: the modes on threads print the same bytes as the replay that runs
+them one after another (`--jobs 1`), in every format and with every setting: on the
+example traces (recorded from programs of ours by make build), on a trace that evicts
+TLB entries again and again (more pages in turn than the TLB holds; checked here from the
+report: more TLB misses than pages), long enough to go round the ring of batches several
+times, and on a trace with one access. A refused body stops the threads with the serial
+replay's message. The serial replay itself is checked against `vmsim run` access by
+access in test_replay.py, so the threaded one is too."""
+import json
+import os
+import pathlib
+import random
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+VMSIM = os.environ.get("VMSIM", str(ROOT / "wasm-core" / "build" / "vmsim"))
+EXAMPLES = ROOT / "hw-lab" / "build" / "traces"
+sys.path.insert(0, str(ROOT / "hw-lab" / "lib"))
+
+from hwlab.tracefile import KIND, encode_body, gzip_bytes, make_header, pack, write_trace  # noqa: E402
+
+SETTINGS = [
+    ["--format", "json"],
+    ["--format", "table"],
+    ["--format", "csv"],
+    ["--format", "json", "--start", "warm", "--guest-pages", "2m"],
+    ["--format", "json", "--preset", "sunway-1621", "--host-pages", "4k"],
+    ["--format", "json", "--tables", "on-demand"],
+    ["--format", "table", "--modes", "native,ept,npt,shadow,flat,agile", "--agile-switch-level", "2"],
+    ["--format", "json", "--modes", "ept,shadow"],
+]
+
+
+def run(path, *args):
+    p = subprocess.run([VMSIM, "replay", str(path), "--quiet", *args], capture_output=True, text=True, timeout=600)
+    return p
+
+
+def evicting(n=400_000, pages=3000, seed=7):
+    """Loads and fetches over `pages` pages in a random walk: far more than the TLB holds,
+    so entries are evicted and walked again all the time; 400,000 accesses are more than
+    the ring of batches holds (8 x 32,768)."""
+    rnd = random.Random(seed)
+    base = 0x7F00_0000_0000
+    out = []
+    page = 0
+    for i in range(n):
+        if i % 7 == 0:
+            page = rnd.randrange(pages)
+        kind = (KIND["load"], KIND["store"], KIND["fetch"], KIND["modify"])[i % 4]
+        out.append((kind, base + page * 4096 + rnd.randrange(4096)))
+    return out
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory):
+    d = tmp_path_factory.mktemp("jobs")
+    found = [EXAMPLES / f"{n}.vmtrace" for n in ("pointer-chase", "sequential-scan", "pointer-chase-256m")]
+    found = [p for p in found if p.exists()]
+    ev = d / "evicting.vmtrace"
+    write_trace(ev, evicting())
+    one = d / "one.vmtrace"
+    write_trace(one, [(KIND["load"], 0x400123)])
+    return {"examples": found, "evicting": ev, "one": one}
+
+
+def test_the_evicting_trace_evicts(traces):
+    rep = json.loads(run(traces["evicting"], "--format", "json", "--jobs", "1").stdout)
+    assert rep["trace"]["accesses"] == 400_000
+    for m in rep["modes"]:
+        # more misses than pages: the same pages missed again after their entries were evicted
+        assert m["tlb_misses"] > 2 * rep["trace"]["pages"], m
+
+
+@pytest.mark.parametrize("args", SETTINGS, ids=lambda a: " ".join(a))
+def test_threads_print_the_serial_bytes(traces, args):
+    paths = traces["examples"] + [traces["evicting"], traces["one"]]
+    assert traces["evicting"] in paths
+    for path in paths:
+        serial = run(path, *args, "--jobs", "1")
+        assert serial.returncode == 0, serial.stderr
+        for jobs in ("2", "3", "6"):
+            threaded = run(path, *args, "--jobs", jobs)
+            assert threaded.returncode == 0, threaded.stderr
+            assert threaded.stdout == serial.stdout, f"{path.name} {args} --jobs {jobs}"
+
+
+def test_default_jobs_is_threaded_and_the_same(traces):
+    serial = run(traces["evicting"], "--jobs", "1")
+    default = run(traces["evicting"])
+    assert default.returncode == 0 and default.stdout == serial.stdout
+
+
+def test_examples_are_there():
+    # make build records them; without them the test above only sees the written traces
+    assert (EXAMPLES / "pointer-chase.vmtrace").exists() and (EXAMPLES / "sequential-scan.vmtrace").exists()
+
+
+def varint_len(v):
+    n = 1
+    while v >= 0x80:
+        v >>= 7
+        n += 1
+    return n
+
+
+def test_a_corrupt_body_is_refused_with_the_serial_message(tmp_path):
+    acc = evicting(n=300_000)
+    k = 250_000
+    head = encode_body(acc[:k])
+    # the first k accesses, then an unknown control record where the next one should be
+    body = head[:len(head) - 1 - varint_len(k)] + b"\xf9\x00"
+    bad = tmp_path / "bad.vmtrace"
+    gz = gzip_bytes(bytes(body))
+    bad.write_bytes(pack(make_header(acc, len(gz)), gz))
+    serial = run(bad, "--jobs", "1")
+    assert serial.returncode == 2 and "unknown record type" in serial.stderr, serial.stderr
+    for jobs in ("2", "5"):
+        p = run(bad, "--jobs", jobs)
+        assert p.returncode == 2 and p.stderr == serial.stderr
+
+
+@pytest.mark.parametrize("bad", ["0", "65", "x", ""])
+def test_bad_jobs_refused(traces, bad):
+    p = run(traces["one"], "--jobs", bad)
+    assert p.returncode == 2 and "--jobs" in p.stderr

@@ -1,0 +1,104 @@
+/* The page's replay in parts (one Web Worker per group of modes, each streaming the same
+ * File; the first merges the others' counts and writes the report) gives the bytes of the
+ * replay that runs the modes one after another: run here part by part in one thread
+ * (replayInParts: the same calls the workers make, the counts carried as text), against
+ * the native CLI's --jobs 1, for every grouping the page can choose (1 to 5 workers), on
+ * the example traces and a trace that evicts TLB entries all the time. Counts from another
+ * trace, or a mode twice, are refused. */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, openAsBlob, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadVmsim, type Vmsim } from '../../wasm-core/js/vmsim';
+import { modeGroups, replayInParts, replayPart, REPLAY_MODES, TraceError, type ReplayMode, type ReplayOptions } from '../../wasm-core/js/replay';
+import { workersWithin } from '../../web/src/trace/runner';
+
+const root = join(__dirname, '..', '..');
+const vmsim = join(root, 'wasm-core', 'build', 'vmsim');
+const examples = join(root, 'hw-lab', 'build', 'traces');
+let engine: Vmsim;
+let work: string;
+const traces: string[] = [];
+
+beforeAll(async () => {
+  engine = await loadVmsim({ wasmBinary: readFileSync(join(root, 'wasm-core', 'build', 'wasm', 'vmsim.wasm')) });
+  work = mkdtempSync(join(tmpdir(), 'vmemlab-replay-parts-'));
+  for (const e of ['pointer-chase', 'sequential-scan']) if (existsSync(join(examples, `${e}.vmtrace`))) traces.push(join(examples, `${e}.vmtrace`));
+  // 60,000 accesses over 3,000 pages in a random walk: TLB entries evicted and walked again
+  const path = join(work, 'evicting.vmtrace');
+  execFileSync('python3', ['-c', `import sys, random; sys.path.insert(0, ${JSON.stringify(join(root, 'hw-lab', 'lib'))})
+from hwlab.tracefile import write_trace
+r = random.Random(3); acc = []; page = 0
+for i in range(60000):
+    if i % 7 == 0: page = r.randrange(3000)
+    acc.append((i % 4, 0x7f0000000000 + page * 4096 + r.randrange(4096)))
+write_trace(sys.argv[1], acc)`, path]);
+  traces.push(path);
+});
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+function serial(path: string, o: ReplayOptions) {
+  const args = ['replay', path, '--quiet', '--jobs', '1', '--format', o.format ?? 'json'];
+  if (o.modes) args.push('--modes', o.modes.join(','));
+  if (o.start) args.push('--start', o.start);
+  if (o.tables) args.push('--tables', o.tables);
+  const p = spawnSync(vmsim, args, { encoding: 'utf8' });
+  expect(p.status, p.stderr).toBe(0);
+  return p.stdout;
+}
+
+describe('the replay in parts (the page\'s workers)', () => {
+  it('groups every mode once, as evenly as the workers allow', () => {
+    for (let w = 1; w <= 8; w++) {
+      const g = modeGroups(REPLAY_MODES, w);
+      expect(g.length).toBe(Math.min(w, 5));
+      expect(g.flat().sort()).toEqual([...REPLAY_MODES].sort());
+      const sizes = g.map((x) => x.length);
+      expect(Math.max(...sizes) - Math.min(...sizes)).toBeLessThanOrEqual(1);
+    }
+    expect(modeGroups(['ept'], 4)).toEqual([['ept']]);
+    // the workers' memories together within the one worker's budget: a program's few
+    // thousand pages let every processor have one; the largest trace, two
+    expect(workersWithin(1403, 8)).toBe(8);
+    expect(workersWithin(2 ** 20, 8)).toBe(2);
+    expect(workersWithin(2 ** 19, 8)).toBe(3);
+    expect(workersWithin(100, 0)).toBe(1);
+    expect(modeGroups(REPLAY_MODES, 0)).toEqual([[...REPLAY_MODES]]);
+  });
+
+  it('prints the bytes of the one-after-another replay for every number of workers', async () => {
+    expect(traces.length).toBeGreaterThanOrEqual(3);
+    const settings: ReplayOptions[] = [{ format: 'json' }, { format: 'table', start: 'warm' }, { format: 'csv', tables: 'on-demand' },
+      { format: 'json', modes: ['native', 'ept', 'npt', 'shadow', 'flat', 'agile'] }];
+    for (const t of traces) for (const o of settings) {
+      const want = serial(t, o);
+      for (let w = 1; w <= 5; w++) {
+        const groups = modeGroups(o.modes ?? REPLAY_MODES, w);
+        const got = await replayInParts(engine.openReplay, await openAsBlob(t), o, groups);
+        expect(got, `${t} ${JSON.stringify(o)} ${w} workers`).toBe(want);
+      }
+    }
+    // the evicting trace does evict: more TLB misses than pages, in every mode
+    const rep = JSON.parse(serial(traces.at(-1)!, { format: 'json' }));
+    for (const m of rep.modes) expect(m.tlb_misses).toBeGreaterThan(2 * rep.trace.pages);
+  }, 600_000);
+
+  it('refuses counts of another trace, a mode twice, and a report with a part missing', async () => {
+    const [a, b] = traces;
+    const part = async (t: string, p: ReplayMode[]) => replayPart(engine.openReplay, await openAsBlob(t), {}, p);
+    const lead = await part(a, ['native', 'ept']);
+    const other = await part(b, ['npt', 'shadow', 'flat']);
+    expect(() => lead.finish([other.counts()])).toThrow(/another trace or other options/);
+    other.close();
+    lead.close();
+    const lead2 = await part(a, ['native']);
+    const ept = await part(a, ['ept']);
+    expect(() => lead2.finish([ept.counts(), ept.counts()])).toThrow(TraceError);
+    lead2.close();
+    const lead3 = await part(a, ['native']);
+    expect(() => lead3.finish([ept.counts()])).toThrow(/were not merged in/);
+    lead3.close();
+    ept.close();
+  }, 120_000);
+});
