@@ -170,6 +170,7 @@ bench: build
 	npm run bench:web
 	npm run bench:replay
 	npm run bench:server
+	npm run bench:class
 	$(MAKE) -C public bench-guest
 	$(MAKE) -C hw-lab bench
 

@@ -111,7 +111,10 @@ describe('settings', () => {
   const err = (f: () => unknown) => { try { f(); return null; } catch (e) { expect(e).toBeInstanceOf(ConfigError); return (e as Error).message; } };
 
   it('rate limits: whole numbers, 0 turns each one off, anything else stops the server', () => {
-    expect(rateLimitFromEnv({})).toEqual({ max: 600, uploadMax: 60, createMax: 20, timeWindow: '1 minute' });
+    expect(rateLimitFromEnv({})).toEqual({ max: 600, uploadMax: 60, createMax: 20, writeMax: 1200, joinMax: 120, timeWindow: '1 minute' });
+    expect(rateLimitFromEnv({ VMEMLAB_WRITE_RATE: '0', VMEMLAB_JOIN_MAX: '7' })).toMatchObject({ writeMax: 0, joinMax: 7 });
+    expect(err(() => rateLimitFromEnv({ VMEMLAB_WRITE_RATE: 'many' }))).toBe('VMEMLAB_WRITE_RATE="many": takes a whole number of progress records and joins per minute per client address; 0 turns this limit off');
+    expect(err(() => rateLimitFromEnv({ VMEMLAB_JOIN_MAX: '-2' }))).toMatch(/^VMEMLAB_JOIN_MAX="-2": takes a whole number of joins per class per client address per hour/);
     expect(rateLimitFromEnv({ VMEMLAB_RATE_MAX: '0', VMEMLAB_UPLOAD_RATE: '0', VMEMLAB_CREATE_RATE: ' 5 ' })).toMatchObject({ max: 0, uploadMax: 0, createMax: 5 });
     for (const v of ['abc', '-1', '1.5', '1e3', '0x10']) {
       expect(err(() => rateLimitFromEnv({ VMEMLAB_RATE_MAX: v }))).toBe(`VMEMLAB_RATE_MAX=${JSON.stringify(v)}: takes a whole number of requests per minute per client; 0 turns this limit off`);

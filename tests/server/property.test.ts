@@ -25,13 +25,13 @@ const BODY_LIMIT = 256 * 1024;
 
 let child: ChildProcess; let base: string; let work: string;
 let code: string; let teacher: string; let resultId = 'none'; let traceId = 'none';
-let trace: Buffer; let report: Record<string, unknown>; let student = 'none';
+let trace: Buffer; let report: Record<string, unknown>; let student = 'none'; let studentId = 'none';
 let other: { code: string; teacher_token: string }; // a second class, closed and reopened at random
 
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'vmemlab-prop-'));
   child = spawn(process.execPath, [join(root, 'web', 'server', 'main.mjs')], {
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', VMEMLAB_DATA_DIR: join(work, 'data'), DATABASE_URL: '', VMEMLAB_RATE_MAX: '0', VMEMLAB_UPLOAD_RATE: '0', VMEMLAB_CREATE_RATE: '0' },
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', VMEMLAB_DATA_DIR: join(work, 'data'), DATABASE_URL: '', VMEMLAB_RATE_MAX: '0', VMEMLAB_UPLOAD_RATE: '0', VMEMLAB_CREATE_RATE: '0', VMEMLAB_WRITE_RATE: '0', VMEMLAB_JOIN_MAX: '0' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -50,7 +50,7 @@ beforeAll(async () => {
   const tr = await fetch(`${base}/api/classes/${code}/traces`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ report, trace: trace.toString('base64') }) });
   traceId = (await tr.json()).id;
   other = await (await fetch(`${base}/api/classes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"fuzz, closed at times"}' })).json();
-  student = (await (await fetch(`${base}/api/classes/${code}/students`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"fuzz student"}' })).json()).receipt;
+  ({ receipt: student, student_id: studentId } = await (await fetch(`${base}/api/classes/${code}/students`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"fuzz student"}' })).json());
 }, 60_000);
 afterAll(() => { if (child && child.exitCode === null) child.kill('SIGKILL'); if (work) rmSync(work, { recursive: true, force: true }); });
 
@@ -90,7 +90,9 @@ const asBody = (doc: unknown) => fc.constantFrom(0, 1, 2).map((pad) => {
 
 /** limit: the route's body limit; a client still sending past it may see the connection
  * closed under its feet after the 413 (EPIPE), which is how an oversized body ends. */
-interface Req { method: string; path: string; headers: Record<string, string>; body?: string; what: string; limit?: number }
+interface Req { method: string; path: string; headers: Record<string, string>; body?: string; what: string; limit?: number;
+  /** made just before it is sent (a class of its own to delete) */
+  prepare?: () => Promise<void>; stream?: boolean }
 const TRACE_BODY_LIMIT = BODY_MAX;   // the trace route's own (trace-check.mjs)
 const json = { 'content-type': 'application/json' };
 const header = (n: number) => text(Math.min(n, 9000), 'A');
@@ -149,17 +151,55 @@ const teacherReads = fc.tuple(fc.constantFrom('progress', 'progress/students', '
     // the event stream is only opened with Accept: text/event-stream; without it the answer is at once
     return { method: life ? 'POST' : 'GET', path: `/api/classes/${life ? other.code : code}/${what}${limit !== undefined && !life ? `?limit=${limit}` : ''}`, headers, what };
   });
-const anyRequest = fc.oneof(createClass, uploadResult, uploadTrace, page, reads, joinStudent, sendProgress, teacherReads);
+// The event stream opened for real (Accept: text/event-stream) with odd positions: its
+// headers must come within 1 s; it is closed after its first chunk.
+const cursorish = fc.oneof(fc.constant(undefined), fc.string({ maxLength: 130 }), nearText.map((s) => s.slice(0, 600)),
+  fc.tuple(fc.date({ min: new Date(0), max: new Date(4e12) }), fc.string({ maxLength: 40 })).map(([d, id]) => Buffer.from(`${Number.isNaN(d.getTime()) ? '' : d.toISOString()}\n${id}`).toString('base64url')));
+const openEvents = fc.tuple(cursorish, fc.boolean(), fc.boolean())
+  .map(([after, withTok, lastEventId]): Req => {
+    const headers: Record<string, string> = { accept: 'text/event-stream', ...(withTok ? { authorization: `Bearer ${teacher}` } : {}) };
+    if (lastEventId && after !== undefined && /^[\x20-\x7e]*$/.test(after)) headers['last-event-id'] = after.slice(0, 200);
+    return { method: 'GET', path: `/api/classes/${code}/progress/events${after !== undefined && !lastEventId ? `?after=${encodeURIComponent(after)}` : ''}`, headers, what: 'event stream', stream: true };
+  });
+// The teacher's hand: rename the run's student (odd names), remove students that are not
+// there, with the teacher token or another.
+const roster = fc.tuple(fc.constantFrom('PATCH', 'DELETE'), fc.oneof(fc.constant('real'), nearText.map((s) => s.slice(0, 80))), fc.oneof(nearText, oddValue), token, fc.boolean())
+  .chain(([method, id, name, tok, withTok]) => asBody({ name }).map((body): Req => {
+    const target = id === 'real' ? (method === 'DELETE' ? `gone${studentId.slice(4)}` : studentId) : encodeURIComponent(id);
+    return { method, path: `/api/classes/${code}/students/${target || 'x'}`, headers: { ...(method === 'PATCH' ? json : {}), ...(withTok ? { authorization: `Bearer ${tok()}` } : {}) }, body: method === 'PATCH' ? body : undefined, what: `roster ${method}` };
+  }));
+// Deletes: a class of its own with a few records, deleted with its token, another or none;
+// a student leaving with odd receipts.
+const deletes = fc.tuple(fc.constantFrom('class', 'me'), fc.constantFrom('teacher', 'other', 'none', 'junk'), fc.integer({ min: 0, max: 60 }))
+  .map(([what, who, records]): Req => {
+    const req: Req = { method: 'DELETE', path: '', headers: {}, what: `delete ${what} (${who}, ${records} records)` };
+    req.prepare = async () => {
+      const c = await (await fetch(`${base}/api/classes`, { method: 'POST', headers: json, body: '{"name":"fuzz, to delete"}' })).json();
+      const s = await (await fetch(`${base}/api/classes/${c.code}/students`, { method: 'POST', headers: json, body: '{"name":"doomed"}' })).json();
+      if (records) {
+        await fetch(`${base}/api/classes/${c.code}/progress`, { method: 'POST', headers: { ...json, authorization: `Bearer ${s.receipt}` },
+          body: JSON.stringify({ records: Array.from({ length: records }, (_, i) => ({ ...RECORD, id: `d${String(i).padStart(21, '0')}` })) }) });
+      }
+      const tok = who === 'teacher' ? (what === 'class' ? c.teacher_token : s.receipt) : who === 'other' ? (what === 'class' ? s.receipt : c.teacher_token) : who === 'junk' ? 'x' : null;
+      req.path = what === 'class' ? `/api/classes/${c.code}` : `/api/classes/${c.code}/students/me`;
+      if (tok) req.headers.authorization = `Bearer ${tok}`;
+    };
+    return req;
+  });
+const anyRequest = fc.oneof(createClass, uploadResult, uploadTrace, page, reads, joinStudent, sendProgress, teacherReads, openEvents, roster, deletes);
 
 describe(`property-based HTTP fuzzing (fast-check, seed ${SEED}, ${RUNS} runs)`, () => {
   it('every answer is a non-5xx within 1 s, errors are JSON with a message, and the server stays under 300 MB', async () => {
     const statuses: Record<string, number> = {};
     let slowest = 0;
     const run = await fc.check(fc.asyncProperty(anyRequest, async (req) => {
+      await req.prepare?.();
       const t0 = performance.now();
       let r: Response;
+      const ac = new AbortController();
+      const timer = setTimeout(() => ac.abort(), 5000);
       try {
-        r = await fetch(base + req.path, { method: req.method, headers: req.headers, body: req.body, signal: AbortSignal.timeout(5000) });
+        r = await fetch(base + req.path, { method: req.method, headers: req.headers, body: req.body, signal: ac.signal });
       } catch (e) {
         const over = (req.body?.length ?? 0) > (req.limit ?? BODY_LIMIT);
         const closed = /EPIPE|ECONNRESET|other side closed/.test(String((e as Error & { cause?: Error }).cause?.message ?? (e as Error).message));
@@ -167,7 +207,14 @@ describe(`property-based HTTP fuzzing (fast-check, seed ${SEED}, ${RUNS} runs)`,
         statuses.closed = (statuses.closed ?? 0) + 1;
         return;
       }
-      const body = await r.text();
+      let body: string;
+      if (req.stream && r.status === 200) {
+        // an open stream: its first chunk (the ': live' comment) must come within the second
+        const first = await r.body!.getReader().read();
+        body = new TextDecoder().decode(first.value ?? new Uint8Array());
+        ac.abort();
+      } else body = await r.text();
+      clearTimeout(timer);
       const ms = performance.now() - t0;
       slowest = Math.max(slowest, ms);
       statuses[r.status] = (statuses[r.status] ?? 0) + 1;

@@ -19,6 +19,10 @@ extern "C" {
 int vmsim_run(const char *scenario_json, size_t len, char **out);
 /* The same walk as a readable table. */
 int vmsim_explain(const char *scenario_json, size_t len, char **out);
+/* What vmsim_run counts and no more: {"memory_refs": [per access], "exits": [per access],
+ * "totals": {"accesses", "memory_refs", "exits"}}. The same walks without their steps, a
+ * few KB instead of some MB: what a grader that only weighs references and exits needs. */
+int vmsim_counts(const char *scenario_json, size_t len, char **out);
 /* The built machine before any access (memory words, CR3s, EPTP, EPTP list, PDPTEs) as
  * JSON: what tests/bochs loads into an executing CPU. */
 int vmsim_image(const char *scenario_json, size_t len, char **out);

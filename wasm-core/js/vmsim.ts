@@ -17,6 +17,7 @@ export class ScenarioError extends Error {
 
 interface EmModule extends ReplayModule {
   _vmsim_run(ptr: number, len: number, outPtr: number): number;
+  _vmsim_counts(ptr: number, len: number, outPtr: number): number;
   _vmsim_explain(ptr: number, len: number, outPtr: number): number;
   _vmsim_free(ptr: number): void;
   _vmsim_version(): number;
@@ -34,12 +35,18 @@ export interface LoadOptions {
   locateFile?: (path: string, prefix: string) => string;
 }
 
+/** What runCounts returns: per access (in order) and in all. */
+export interface Counts { memory_refs: number[]; exits: number[]; totals: { accesses: number; memory_refs: number; exits: number } }
+
 export interface Vmsim {
   readonly version: string;
   /** Runs a scenario (object or JSON text) and returns the result object. */
   run(scenario: Scenario | string): Result;
   /** The exact JSON text the native CLI prints for the same scenario. */
   runText(scenarioJson: string): string;
+  /** Each access's memory references and exits and their totals, as run() counts them,
+   * without the walks (vmsim_counts: a few KB where run() makes some MB). */
+  runCounts(scenario: Scenario | string): Counts;
   /** The readable walk table of `vmsim explain`. */
   explain(scenario: Scenario | string): string;
   /** Opens a recorded trace for replay (see replay.ts: replayBlob streams a file through it). */
@@ -51,14 +58,15 @@ const encoder = new TextEncoder();
 export async function loadVmsim(options: LoadOptions = {}): Promise<Vmsim> {
   const mod = (await (createVmsimModule as (o: object) => Promise<EmModule>)({ ...options })) as EmModule;
 
-  function call(fn: 'run' | 'explain', text: string): string {
+  function call(fn: 'run' | 'explain' | 'counts', text: string): string {
     const bytes = encoder.encode(text);
     const inPtr = mod._malloc(bytes.length + 1);
     const outPtr = mod._malloc(4);
     if (!inPtr || !outPtr) throw new Error('vmsim: out of WebAssembly memory');
     try {
       mod.HEAPU8.set(bytes, inPtr);
-      const status = fn === 'run' ? mod._vmsim_run(inPtr, bytes.length, outPtr) : mod._vmsim_explain(inPtr, bytes.length, outPtr);
+      const status = fn === 'run' ? mod._vmsim_run(inPtr, bytes.length, outPtr)
+        : fn === 'counts' ? mod._vmsim_counts(inPtr, bytes.length, outPtr) : mod._vmsim_explain(inPtr, bytes.length, outPtr);
       const resPtr = mod.getValue(outPtr, 'i32');
       const out = resPtr ? mod.UTF8ToString(resPtr) : '';
       mod._vmsim_free(resPtr);
@@ -76,6 +84,7 @@ export async function loadVmsim(options: LoadOptions = {}): Promise<Vmsim> {
     version: mod.UTF8ToString(mod._vmsim_version()),
     runText: (json) => call('run', json),
     run: (s) => JSON.parse(call('run', toText(s))) as Result,
+    runCounts: (s) => JSON.parse(call('counts', toText(s))) as Counts,
     explain: (s) => call('explain', toText(s)),
     openReplay: (head, fileSize, options) => openReplay(mod, head, fileSize, options),
   };

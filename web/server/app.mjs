@@ -225,7 +225,7 @@ export async function buildServer(opts = {}) {
   // A closed class takes no uploads: every POST, PUT or PATCH under /api/classes/{code}/
   // (results, traces, progress, joining: those of plugins too) but its reopening, and
   // POST /api/results to it, is refused before its body is read. Reads and deletions go on.
-  const OPEN_ANYWAY = new Set(['/api/classes/:code/close', '/api/classes/:code/reopen', ...OPEN_WHEN_CLOSED]);
+  const OPEN_ANYWAY = new Set(['/api/classes/:code/close', '/api/classes/:code/reopen', '/api/classes/:code/students/:id', ...OPEN_WHEN_CLOSED]);
   const classOfWrite = (req) => {
     const route = req.routeOptions?.url ?? '';
     if (route === '/api/results') { const h = req.headers['x-vmemlab-class']; return Array.isArray(h) ? h[0] : h; }
@@ -253,6 +253,10 @@ export async function buildServer(opts = {}) {
     return payload;
   });
 
+  // Writes in a class tell the class's dashboard streams (feed.mjs, set by dashboard.mjs):
+  // on this process at once, on other instances through PostgreSQL's NOTIFY.
+  const bus = { feeds: null, publish(code, what) { this.feeds?.publish(code, what); } };
+  app.decorate('classEvents', bus); // the tests look at the feeds
   const perRoute = (max) => (limiting ? { config: { rateLimit: max > 0 ? { max, timeWindow: rl.timeWindow } : false } } : {});
   // Receipts of keyed uploads are derived, so that a repeat of the upload (same class, same
   // Idempotency-Key) gets the same receipt although only its hash is stored.
@@ -448,6 +452,7 @@ export async function buildServer(opts = {}) {
     teacherOnly(req, cls);
     const counts = await store.deleteClass(cls.code);
     if (!counts) fail(404, `there is no class with the code "${cls.code}" (already deleted?)`);
+    bus.publish(cls.code, 'gone');
     return { deleted: cls.code, rows: counts, message: `class ${cls.code} was deleted with everything in it` };
   });
 
@@ -455,13 +460,20 @@ export async function buildServer(opts = {}) {
   if (opts.traces !== false) await app.register(traceRoutes, { store, rateLimit: rl });
   // students who joined a class and their exercise progress, graded again here (progress.mjs;
   // like the traces it needs a store with a query builder, so traces: false leaves it out too)
-  if (opts.traces !== false) await app.register(progressRoutes, { store });
+  if (opts.traces !== false) await app.register(progressRoutes, { store, bus, rateLimit: rl, ...opts.progress });
   // the teacher's dashboard of the students' progress (dashboard.mjs; reads progress.mjs's
   // tables, so it is there when they are)
-  if (opts.traces !== false) await app.register(dashboardRoutes, { store, ...opts.dashboard });
+  if (opts.traces !== false) await app.register(dashboardRoutes, { store, bus, ...opts.dashboard });
   // the course: roster, devices, grading settings and closing times, scores, the gradebook
   // (course/routes.mjs; its rows refer to progress.mjs's students)
   if (opts.traces !== false) await app.register(courseRoutes, { store });
+
+  // A class delete that a stop cut short (db.mjs: the class is marked first) is finished
+  // now, once every plugin's tables exist; the class reads as gone meanwhile.
+  app.addHook('onReady', async () => {
+    if (typeof store.finishDeletes !== 'function') return; // a store a test made of parts
+    store.finishDeletes((m) => app.log.warn(m)).catch((e) => app.log.warn({ err: e }, 'could not finish a class delete cut short; it is tried again at the next start'));
+  });
 
   app.setNotFoundHandler((req, reply) => {
     const api = req.url.startsWith('/api/');

@@ -9,15 +9,15 @@
 //                                              text/event-stream (?after=<end_cursor of the list>)
 //   GET /api/classes/:code/progress.csv        every record as CSV, streamed a page at a time
 //
-// The event stream polls the tables every second by keyset instead of listening for this
-// process's own writes: two server instances may share one database, and a record one of
-// them stores must reach a teacher connected to the other.
+// The event stream: a backlog from the client's position, read a page at a time, then what
+// the class's one feed (feed.mjs) reads and fans out to every open stream of the class.
 import { Readable } from 'node:stream';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { setImmediate as turn } from 'node:timers/promises';
 import { bearerHash, classLoader, sameHash } from './classes.mjs';
 import { bomParam, CSV_PAGE, csvCell } from './csv.mjs';
 import { answerWords } from './course/words.mjs';
 import { decodeCursor, encodeCursor, PAGE_MAX, pageParams } from './paging.mjs';
+import { Feeds, Subscriber, inKeysetOrder } from './feed.mjs';
 
 
 /** How often an open event stream looks for new rows. */
@@ -38,6 +38,15 @@ export const LATE_MS = 10_000;
  * in a loop is not. */
 export const STREAMS_PER_CLASS = 8;
 export const STREAMS_PER_ADDRESS = 16;
+/** The most records a stream sends from before it opened (a page that reconnects with an
+ * old position, or a stream opened with none): past this it says so in an `overflow`
+ * event and goes on from the live position; the list and the CSV are for a whole term. */
+export const BACKLOG_MAX = 500;
+/** The backlog goes out this many records a turn of the event loop. */
+export const BACKLOG_PAGE = 200;
+/** Backlog pages read from the database at once, per process; others wait their turn (the
+ * database's connections stay free for other clients' requests). */
+export const BACKLOG_READERS = 2;
 
 // exercise: numbered from 1, as the grid numbers it; answer: as the page shows it (a choice
 // in words), answer_id: as stored (course/words.mjs)
@@ -91,6 +100,31 @@ export async function dashboardRoutes(app, opts) {
   const lateMs = opts.lateMs ?? LATE_MS;
   const perClass = opts.streamsPerClass ?? STREAMS_PER_CLASS;
   const perAddress = opts.streamsPerAddress ?? STREAMS_PER_ADDRESS;
+  const backlogMax = opts.backlogMax ?? BACKLOG_MAX;
+  // a turn at reading a backlog: BACKLOG_READERS at once, first come first served
+  const readers = { free: BACKLOG_READERS, waiting: [] };
+  const backlogTurn = async (signal) => {
+    if (readers.free > 0) { readers.free--; return; }
+    const granted = await new Promise((resolve) => {
+      const entry = { resolve: () => resolve(true) };
+      readers.waiting.push(entry);
+      signal.addEventListener('abort', () => { readers.waiting = readers.waiting.filter((e) => e !== entry); resolve(false); }, { once: true });
+    });
+    if (signal.aborted) {
+      if (granted) backlogDone(); // the slot came with the abort: passed on
+      throw Object.assign(new Error('the client went'), { aborted: true });
+    }
+  };
+  const backlogDone = () => {
+    const next = readers.waiting.shift();
+    if (next) next.resolve(); else readers.free++;
+  };
+  /** A backlog's database read, in its turn; the slot is free again while the page is
+   * written to its client (one that does not read holds no slot). */
+  const inTurn = async (signal, read) => {
+    await backlogTurn(signal);
+    try { return await read(); } finally { backlogDone(); }
+  };
 
   /** The class, once the request carries its teacher token. */
   const loadClass = classLoader(store, fail);
@@ -106,13 +140,21 @@ export async function dashboardRoutes(app, opts) {
   /** One page of records: { rows, next_cursor, end_cursor } (end_cursor: after the page's
    * last row, null for an empty page; it is what the event stream takes as `after`). */
   const recordsPage = async (code, page) => {
-    const rows = await keysetOn(progressQuery(code), 'p.received_at', 'p.id', page).execute();
-    const shown = rows.slice(0, page.limit);
-    const last = shown[shown.length - 1];
+    // keys by an index-only keyset scan, then the rows by primary key (see the backlog)
+    const keys = await keysetOn(db.selectFrom('progress').select(['received_at', 'id']).where('class_code', '=', code), 'received_at', 'id', page).execute();
+    const want = keys.slice(0, page.limit);
+    const rows = want.length ? await progressQuery(code).where('p.id', 'in', want.map((k) => k.id)).execute().then(inKeysetOrder) : [];
+    const last = want[want.length - 1]; // a row deleted in between moves no cursor
     const end = last ? cursorAfter(last.received_at, last.id) : null;
-    return { rows: shown, next_cursor: rows.length > page.limit ? end : null, end_cursor: end };
+    return { rows, next_cursor: keys.length > page.limit ? end : null, end_cursor: end };
   };
   const studentsQuery = (code) => db.selectFrom('students').select(['id', 'name', 'joined_at']).where('class_code', '=', code);
+  // What a feed fans out: each item's event text made once for every stream of the class.
+  const progressItem = (r) => ({ kind: 'progress', id: r.id, t: r.received_at, text: `event: progress\ndata: ${JSON.stringify(recordOf(r))}\n\n` });
+  const studentItem = (r) => ({ kind: 'student', id: r.id, t: r.joined_at, text: `event: student\ndata: ${JSON.stringify(studentOf(r))}\n\n` });
+  const feeds = new Feeds({ store, log: app.log, pollMs, lateMs, commentMs, progressQuery, progressItem, studentItem });
+  if (opts.bus) opts.bus.feeds = feeds;
+  app.addHook('onClose', async () => { await feeds.close(); });
 
   app.get('/api/classes/:code/progress/students', async (req) => {
     const cls = await teacherClass(req);
@@ -173,72 +215,98 @@ export async function dashboardRoutes(app, opts) {
   });
 
   /**
-   * The event stream of class `code` as text chunks: a first comment, then `student` and
-   * `progress` events as rows arrive (`id:` the keyset position when it moves forward, so
-   * that a client resumes with it), a comment whenever nothing went out for commentMs,
-   * and `gone` if the class is deleted. Pulled: a client that reads slowly holds the next
-   * poll back.
+   * The event stream of class `code` as text chunks: a first comment, the backlog from
+   * `after` (a page at a time, the event loop turning between pages; at most backlogMax
+   * records, past which an `overflow` event points to the list and the CSV and the stream
+   * goes on from the live position), then what the class's feed fans out (feed.mjs: one
+   * reader per class, however many streams are open). `id:` is the keyset position when it
+   * moves forward, so that a client resumes with it; a comment whenever nothing went out
+   * for commentMs; `gone` when the class is deleted. Pulled: a client that reads slowly
+   * lets its items wait, and one that falls far behind is ended (it reconnects).
    */
   async function* events(code, after, signal) {
-    const sent = { progress: new Map(), students: new Map() }; // id -> time, within the late window
-    let high = after; // the newest (time, id) sent; a resumed stream starts at the client's
-    let studentsHigh = after ? { created_at: after.created_at, id: '' } : null;
-    let lastOut = Date.now(); let lastCheck = Date.now(); let failing = false;
-    const line = (text) => { lastOut = Date.now(); return Buffer.from(text, 'utf8'); };
-    yield line(': live\n\n');
-    while (!signal.aborted) {
-      let out = '';
-      try {
-        // Students who joined: from the late window before the newest one sent on.
-        let from = studentsHigh ? before(studentsHigh.created_at, lateMs) : null;
-        for (let page = null; ;) {
-          const rows = await keysetOn(studentsQuery(code), 'joined_at', 'id', { limit: PAGE_MAX, after: page, from }).execute();
-          for (const r of rows.slice(0, PAGE_MAX)) {
-            if (sent.students.has(r.id)) continue;
-            sent.students.set(r.id, r.joined_at);
-            out += `event: student\ndata: ${JSON.stringify(studentOf(r))}\n\n`;
-            if (!studentsHigh || r.joined_at > studentsHigh.created_at) studentsHigh = { created_at: r.joined_at, id: r.id };
-          }
-          if (rows.length <= PAGE_MAX) break;
-          const last = rows[PAGE_MAX - 1]; page = { created_at: last.joined_at, id: last.id };
-        }
-        // Records: the same, and each one that moves the position forward carries it as id.
-        from = high ? before(high.created_at, lateMs) : null;
-        for (let page = null; ;) {
-          const rows = await keysetOn(progressQuery(code), 'p.received_at', 'p.id', { limit: PAGE_MAX, after: page, from }).execute();
-          for (const r of rows.slice(0, PAGE_MAX)) {
-            if (sent.progress.has(r.id)) continue;
-            sent.progress.set(r.id, r.received_at);
-            const ahead = !high || r.received_at > high.created_at || (r.received_at === high.created_at && r.id > high.id);
-            if (ahead) high = { created_at: r.received_at, id: r.id };
-            out += `${ahead ? `id: ${cursorAfter(r.received_at, r.id)}\n` : ''}event: progress\ndata: ${JSON.stringify(recordOf(r))}\n\n`;
-          }
-          if (rows.length <= PAGE_MAX) break;
-          // A page at a time to the client (a stream that starts at the class's first record)
-          if (out) { yield line(out); out = ''; }
-          const last = rows[PAGE_MAX - 1]; page = { created_at: last.received_at, id: last.id };
-        }
-        // Rows before the late window are never read again: forget them.
-        for (const [kind, mark] of [['progress', high], ['students', studentsHigh]]) {
-          if (!mark) continue;
-          const floor = before(mark.created_at, lateMs);
-          for (const [id, t] of sent[kind]) if (t < floor) sent[kind].delete(id);
-        }
-        if (Date.now() - lastCheck >= commentMs) {
-          lastCheck = Date.now();
-          const cls = await db.selectFrom('classes').select('code').where('code', '=', code).executeTakeFirst();
-          if (!cls) { yield line(`${out}event: gone\ndata: {}\n\n`); return; }
-        }
-        failing = false;
-      } catch (e) {
-        // The database away: the stream stays open and the next poll tries again.
-        if (!failing) app.log.warn({ err: e }, 'dashboard event stream: a poll failed');
-        failing = true;
+    const sub = new Subscriber();
+    const unsubscribe = feeds.subscribe(code, sub);
+    const sent = new Map(); const sentStudents = new Map(); // id -> time, within the late window
+    let high = after ? { t: after.created_at, id: after.id } : null;
+    let lastOut = Date.now();
+    const out = (text) => { lastOut = Date.now(); return Buffer.from(text, 'utf8'); };
+    const fmt = (item) => {
+      if (item.kind === 'progress') {
+        if (sent.has(item.id)) return '';
+        sent.set(item.id, item.t);
+        const ahead = !high || item.t > high.t || (item.t === high.t && item.id > high.id);
+        if (ahead) high = { t: item.t, id: item.id };
+        return `${ahead ? `id: ${cursorAfter(item.t, item.id)}\n` : ''}${item.text}`;
       }
-      if (out) yield line(out);
-      else if (Date.now() - lastOut >= commentMs) yield line(': keep-alive\n\n');
-      try { await sleep(pollMs, undefined, { signal }); } catch { return; }
-    }
+      if (item.kind === 'student') {
+        if (sentStudents.has(item.id)) return '';
+        sentStudents.set(item.id, item.t);
+      }
+      return item.text ?? '';
+    };
+    const prune = () => {
+      if (!high) return;
+      const floor = before(high.t, lateMs);
+      for (const m of [sent, sentStudents]) for (const [id, t] of m) if (t < floor) m.delete(id);
+    };
+    try {
+      yield out(': live\n\n');
+      // The backlog: from the late window before `after` (the page keeps each id once), or
+      // from the class's first record.
+      const from = after ? before(after.created_at, lateMs) : null;
+      let count = 0; let overflow = false;
+      for (let page = null; !signal.aborted;) {
+        const rows = await inTurn(signal, () => keysetOn(studentsQuery(code), 'joined_at', 'id', { limit: PAGE_MAX, after: page, from }).execute());
+        const text = rows.slice(0, PAGE_MAX).map((r) => fmt(studentItem(r))).join('');
+        if (text) yield out(text);
+        if (rows.length <= PAGE_MAX) break;
+        const last = rows[PAGE_MAX - 1]; page = { created_at: last.joined_at, id: last.id };
+        await turn();
+      }
+      // Records a page of BACKLOG_PAGE at a time: their keys by an index-only keyset scan of
+      // (class_code, received_at, id), then the rows by primary key (a join of the whole
+      // class sorted was what a loaded PostgreSQL could not finish within its second).
+      for (let page = null; !signal.aborted;) {
+        const size = Math.min(BACKLOG_PAGE, backlogMax - count);
+        const [shown, more, rows] = await inTurn(signal, async () => {
+          const keys = await keysetOn(db.selectFrom('progress').select(['received_at', 'id']).where('class_code', '=', code), 'received_at', 'id', { limit: size, after: page, from }).execute();
+          const want = keys.slice(0, size);
+          return [want, keys.length > size, want.length ? await progressQuery(code).where('p.id', 'in', want.map((k) => k.id)).execute().then(inKeysetOrder) : []];
+        });
+        const text = rows.map((r) => fmt(progressItem(r))).join('');
+        count += shown.length;
+        if (text) yield out(text);
+        if (!more) break;
+        if (count >= backlogMax) { overflow = true; break; }
+        const last = shown[shown.length - 1]; page = { created_at: last.received_at, id: last.id };
+        await turn();
+      }
+      if (overflow) {
+        // More than a dashboard needs to catch up on: the list (a page at a time) or the CSV
+        // has it. The stream goes on from where the feed is.
+        const live = await feeds.position(code);
+        if (live && (!high || live.t > high.t || (live.t === high.t && live.id > high.id))) high = live;
+        const data = {
+          message: `more than ${backlogMax} records arrived since this position: list them with GET /api/classes/${code}/progress (a page at a time) or download /api/classes/${code}/progress.csv; the stream goes on from now`,
+          list: `/api/classes/${code}/progress`, csv: `/api/classes/${code}/progress.csv`,
+        };
+        yield out(`${high ? `id: ${cursorAfter(high.t, high.id)}\n` : ''}event: overflow\ndata: ${JSON.stringify(data)}\n\n`);
+      }
+      prune();
+      while (!signal.aborted) {
+        await sub.wait(Math.max(0, commentMs - (Date.now() - lastOut)), signal);
+        if (signal.aborted || sub.overflowed) return; // one far behind reconnects from its last id
+        let text = '';
+        for (const item of sub.take()) {
+          text += fmt(item);
+          if (item.kind === 'gone') { yield out(`${text}event: gone\ndata: {}\n\n`); return; }
+        }
+        prune();
+        if (text) yield out(text);
+        else if (Date.now() - lastOut >= commentMs) yield out(': keep-alive\n\n');
+      }
+    } finally { unsubscribe(); }
   }
 
   // Streamed a page of rows at a time, as csv.mjs streams the uploads; a UTF-8 BOM first
@@ -318,7 +386,7 @@ export const dashboardOpenapi = {
     '/api/classes/{code}/progress/events': {
       get: {
         operationId: 'progressEvents',
-        summary: `Teacher: the records (event "progress", the list's record shape; "id:" the position to resume from) and students (event "student") that arrive from now on, as text/event-stream; a comment line when nothing went out for ${COMMENT_MS / 1000} s; event "gone" when the class is deleted. Send "Accept: text/event-stream" (else 406). Polled every ${POLL_MS / 1000} s, so records stored by another server instance on the same database come too. At most ${STREAMS_PER_CLASS} open streams per class and ${STREAMS_PER_ADDRESS} per client address (per server process); one more is 429`,
+        summary: `Teacher: the records (event "progress", the list's record shape; "id:" the position to resume from) and students (event "student": one who joined, or renamed; event "removed": one removed) that arrive, as text/event-stream, after a backlog from "after" of at most ${BACKLOG_MAX} records (past it, event "overflow" points to the list and the CSV and the stream goes on from now); a comment line when nothing went out for ${COMMENT_MS / 1000} s; event "gone" when the class is deleted. Send "Accept: text/event-stream" (else 406). One reader per class feeds every stream; records stored by another server instance on the same database come too. At most ${STREAMS_PER_CLASS} open streams per class and ${STREAMS_PER_ADDRESS} per client address (per server process); one more is 429`,
         parameters: [codeParam, { name: 'after', in: 'query', required: false, description: 'the end_cursor of the progress list, or the id of the last event received; absent: from the class\'s first record. Records from up to 10 s before it may come again: a client keeps each record id once', schema: { type: 'string', maxLength: 120, pattern: '^[A-Za-z0-9_-]+$' } }],
         security: teacher,
         responses: { 200: { description: 'an event stream that ends when the client goes away', content: { 'text/event-stream': { schema: { type: 'string' } } } }, ...err(400, 401, 403, 404, 406, 429) },

@@ -105,6 +105,16 @@ const migrations = {
     },
     async down() { /* the old grouping is not restored */ },
   },
+  // A class being deleted is marked first (deleting_at): from then on every reader finds no
+  // class, and a delete cut short (kill -9, a lost database) is finished at the next start.
+  '006_class_tombstone': {
+    async up(db) {
+      await db.schema.alterTable('classes').addColumn('deleting_at', 'varchar(32)').execute();
+    },
+    async down(db) {
+      await db.schema.alterTable('classes').dropColumn('deleting_at').execute();
+    },
+  },
 };
 
 /* PostgreSQL limits. A database that stops answering with its sockets still open (a frozen
@@ -226,6 +236,7 @@ export async function openStore(opts = {}) {
   }
   const secret = await db.selectFrom('settings').select('value').where('name', '=', 'receipt_key').executeTakeFirstOrThrow();
   const store = new Store(db, kind, file, Buffer.from(secret.value, 'hex'), opts.now);
+  store.url = url || null; // feed.mjs listens on its own connection (PostgreSQL)
   if (writerOpts) {
     store.writer = new SqliteWriter(writerOpts);
     // The upload path's own query, prepared once (Kysely prepares each query again).
@@ -272,7 +283,8 @@ export class Store {
   async getClass(code) {
     const hit = this.classes.get(code);
     if (hit && hit.until > this.now()) return hit.row;
-    const row = await this.db.selectFrom('classes').select(['code', 'name', 'teacher_hash', 'created_at', 'closed_at', 'last_activity']).where('code', '=', code).executeTakeFirst();
+    const row = await this.db.selectFrom('classes').select(['code', 'name', 'teacher_hash', 'created_at', 'closed_at', 'last_activity'])
+      .where('code', '=', code).where('deleting_at', 'is', null).executeTakeFirst();
     if (row) {
       if (this.classes.size >= CLASS_CACHE_MAX) this.classes.delete(this.classes.keys().next().value);
       this.classes.set(code, { row, until: this.now() + CLASS_TTL_MS });
@@ -322,13 +334,22 @@ export class Store {
 
   /**
    * Deletes a class with everything in it: its uploads, traces, students (their names) and
-   * progress, then the class. Rows go a chunk at a time (no long statement, on SQLite no
-   * long hold of the writer thread); the last step deletes whatever is left with the class
-   * in one transaction. Returns how many rows of each table went, or null when there was no
-   * such class.
+   * progress, then the class. The class is marked first (deleting_at, one committed write):
+   * from then on every reader finds no class, and a delete cut short (kill -9, the database
+   * lost) is finished by finishDeletes() at the next start, so a class is seen whole or
+   * gone. Rows then go a chunk at a time (no long statement, on SQLite no long hold of the
+   * writer thread); the last step deletes whatever is left with the class in one
+   * transaction. Returns how many rows of each table went (the last step's included), or
+   * null when there was no such class.
    */
   async deleteClass(code) {
     this.forget(code);
+    const at = new Date(this.now()).toISOString();
+    const marked = this.writer
+      ? await this.writer.run('markDeleting', { code, at })
+      : Number((await this.db.updateTable('classes').set({ deleting_at: sql`coalesce(deleting_at, ${at})` }).where('code', '=', code).executeTakeFirst()).numUpdatedRows ?? 0);
+    this.forget(code);
+    if (!marked) return null;
     const tables = await this.classTables();
     const counts = Object.fromEntries(tables.map((t) => [t, 0]));
     for (const table of tables) {
@@ -340,16 +361,28 @@ export class Store {
         if (n < DELETE_CHUNK) break;
       }
     }
-    let gone;
-    if (this.writer) gone = await this.writer.run('deleteClassRows', { tables, code });
+    let last;
+    if (this.writer) last = await this.writer.run('deleteClassRows', { tables, code });
     else {
-      gone = await this.db.transaction().execute(async (tx) => {
-        for (const table of tables) await tx.deleteFrom(table).where('class_code', '=', code).execute();
-        return Number((await tx.deleteFrom('classes').where('code', '=', code).executeTakeFirst()).numDeletedRows ?? 0);
+      last = await this.db.transaction().execute(async (tx) => {
+        const rest = {};
+        for (const table of tables) rest[table] = Number((await tx.deleteFrom(table).where('class_code', '=', code).executeTakeFirst()).numDeletedRows ?? 0);
+        return { rest, gone: Number((await tx.deleteFrom('classes').where('code', '=', code).executeTakeFirst()).numDeletedRows ?? 0) };
       });
     }
+    for (const t of tables) counts[t] += last.rest[t] ?? 0;
     this.forget(code);
-    return gone > 0 ? counts : null;
+    return last.gone > 0 ? counts : null;
+  }
+
+  /** Finishes the deletes a stop cut short (classes marked deleting_at); run at start. */
+  async finishDeletes(log = () => {}) {
+    const rows = await this.db.selectFrom('classes').select('code').where('deleting_at', 'is not', null).execute();
+    for (const { code } of rows) {
+      const counts = await this.deleteClass(code);
+      log(`class ${code}: a delete cut short was finished (${JSON.stringify(counts)})`);
+    }
+    return rows.length;
   }
 
   /* PostgreSQL: one chunk of a class's rows, its ids read first and then deleted as a

@@ -6,7 +6,7 @@
  * declare the same ones, tests/lessons checks) and the engine's JS wrapper over the same
  * vmsim.wasm the page loads. So a verdict the server stores is the one the page shows for
  * the same lesson, exercise, seed and answer, whatever the page claimed. */
-import { loadVmsim } from '../../wasm-core/js/vmsim';
+import { loadVmsim, type Counts, type Result, type Scenario } from '../../wasm-core/js/vmsim';
 import { LESSONS } from '../src/lessons/content';
 import { EXERCISE_KINDS, answered, generate, gridScore, judge, type Exercise, type ExerciseSpec } from '../src/lessons/exercises';
 
@@ -17,6 +17,25 @@ export { EXERCISE_KINDS };
 export const SPECS: Record<string, ExerciseSpec[]> = Object.fromEntries(
   Object.values(LESSONS.en).map((l) => [l.meta.id, l.parts.flatMap((p) => (p.type === 'exercise' ? [p.spec] : []))]),
 );
+
+/**
+ * Kinds whose answer weighs only each access's memory references and exits (which-wins:
+ * three streams of about 2,000 accesses scored 40 a reference, 1,700 an exit). The server
+ * grades them from the engine's counts (vmsim_counts: the same walks without their steps,
+ * a few KB instead of some MB of results), tens of ms a variant the first time instead of
+ * up to a second. tests/server/grade-counts.test.ts checks, variant by variant, that the
+ * counts give the answer the whole results give.
+ */
+export const COUNTS_ONLY: ReadonlySet<string> = new Set(['which-wins']);
+
+/** runCounts' answer in the shape expected() reads: accesses with their counts. */
+export const countsAsResult = (c: Counts) =>
+  ({ accesses: c.memory_refs.map((memory_refs, i) => ({ memory_refs, exits: c.exits[i] })), totals: c.totals }) as unknown as Result;
+
+/** The engine's results for an exercise's scenarios as the grader takes them. */
+export function resultsFor(engine: { run(s: Scenario): Result; runCounts(s: Scenario): Counts }, kind: string, scenarios: Scenario[]): Result[] {
+  return COUNTS_ONLY.has(kind) ? scenarios.map((s) => countsAsResult(engine.runCounts(s))) : scenarios.map((s) => engine.run(s));
+}
 
 export interface GradeInput { type: 'attempt' | 'done'; lesson: string; exercise?: number; kind?: string; seed?: number; answer?: string; done?: boolean }
 /** score: a grid's cells right of all (walk-grid, the partial credit). */
@@ -41,7 +60,7 @@ export async function createGrader(wasmBinary: Uint8Array, cacheMax = 4096) {
     let hit = cache.get(key);
     if (hit) { cache.delete(key); cache.set(key, hit); return hit; }
     const ex = ww ?? generate(spec, seed);
-    hit = { ex: { input: ex.input }, expected: ex.expected(ex.scenarios.map((s) => engine.run(s))) };
+    hit = { ex: { input: ex.input }, expected: ex.expected(resultsFor(engine, spec.kind, ex.scenarios)) };
     if (cache.size >= cacheMax) cache.delete(cache.keys().next().value!);
     cache.set(key, hit);
     return hit;

@@ -7,25 +7,27 @@
 // exists. What the page said about its own verdict is never read.
 //
 // A check takes 0.2-2 ms for most kinds; which-wins runs three streams of 1,000 to 4,000
-// accesses through the engine (0.5-2 s on a loaded two-core machine), so the engine's
-// answer for each of its 72 variants is kept (grade-entry.ts), one worker grades one batch
-// (at most 50 records, one student's: at most three which-wins variants) at a time, at
-// most QUEUE_MAX batches wait, and one more is answered 503 with Retry-After.
+// accesses through the engine, counted without their walks (grade-entry.ts), and the
+// engine's answer for each of its 72 variants is kept, so a class runs the engine once for
+// each. One worker grades one record at a time, the student with records waiting that has
+// had the least grading time first.
 import { readFileSync } from 'node:fs';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { RETRY_AFTER_S } from './faults.mjs';
 
 /** Worker threads grading: one (a server on two cores: the other answers requests). */
 export const POOL_SIZE = 1;
-/** Batches waiting for the worker; one more is answered 503 with Retry-After. */
-export const QUEUE_MAX = 16;
-/** A batch graded for longer than this is stopped (its worker replaced) and answered 503:
- * a student's batch holds at most three which-wins variants (one a lesson), 6 s at most. */
-export const JOB_TIMEOUT_MS = 30_000;
+/** Records one client (a student) may have waiting to be graded: two batches. One more
+ * batch is answered 429 with Retry-After; the page sends it again. */
+export const CLIENT_MAX = 100;
+/** Records all clients together may have waiting; past it a batch is answered 503. */
+export const TOTAL_MAX = 2000;
+/** A record graded for longer than this is stopped (its worker replaced) and its batch
+ * answered 503. A which-wins variant takes tens of ms the first time, then its answer is kept. */
+export const RECORD_TIMEOUT_MS = 10_000;
 const BUNDLE = new URL('./gen/grade.mjs', import.meta.url);
 const WASM = new URL('../../wasm-core/build/wasm/vmsim.wasm', import.meta.url);
 const NOT_BUILT = 'the class server cannot grade exercises: its grading bundle or the engine is not built (make build makes web/server/gen/grade.mjs and wasm-core/build/wasm/vmsim.wasm)';
-
 /** A refusal with its HTTP status; retryAfter (seconds) goes out as Retry-After. */
 export class GradeRefusal extends Error {
   constructor(statusCode, message, retryAfter) { super(message); this.statusCode = statusCode; if (retryAfter) this.retryAfter = retryAfter; }
@@ -49,15 +51,25 @@ if (!isMainThread && workerData?.vmemlabGrade) {
 }
 
 /**
- * The main thread's side: grade(records) resolves with one result per record, in order
- * ({ verdict, expected? } or { field, problem } for a record that names no real exercise,
- * or { error } when the engine failed), or rejects with a GradeRefusal (503 when busy or
- * too slow, 500 when the grader cannot start). The worker starts with the first batch.
+ * The main thread's side: grade(records, { client, signal }) resolves with one result per
+ * record, in order ({ verdict, expected? } or { field, problem } for a record that names no
+ * real exercise, or { error } when the engine failed), or rejects with a GradeRefusal (429
+ * when this client has CLIENT_MAX records waiting, 503 when all clients together have
+ * TOTAL_MAX or the grading is too slow, 500 when the grader cannot start).
+ *
+ * Fair: each client (a student) has its own queue, and the worker takes one record at a
+ * time, from the client with records waiting that has had the least grading time, so one
+ * client's backlog delays another's first record by at most the record being graded. A batch whose request is gone (signal
+ * aborted) is dropped: its records not yet graded are never graded.
  */
 export class GradePool {
-  constructor({ size = POOL_SIZE, queueMax = QUEUE_MAX, timeoutMs = JOB_TIMEOUT_MS } = {}) {
-    this.size = size; this.queueMax = queueMax; this.timeoutMs = timeoutMs;
-    this.workers = new Set(); this.idle = []; this.queue = []; this.closed = false; this.restarts = 0;
+  constructor({ size = POOL_SIZE, clientMax = CLIENT_MAX, totalMax = TOTAL_MAX, timeoutMs = RECORD_TIMEOUT_MS } = {}) {
+    this.size = size; this.clientMax = clientMax; this.totalMax = totalMax; this.timeoutMs = timeoutMs;
+    this.workers = new Set(); this.idle = []; this.closed = false; this.restarts = 0;
+    this.clients = new Map(); // client -> { jobs: [job], pending: records not yet graded }
+    this.ring = []; // clients with records not yet sent to a worker
+    this.vtime = 0; // the grading time (ms) of the client served last: where a newcomer starts
+    this.total = 0; this.graded = 0; this.dropped = 0;
   }
 
   busy() {
@@ -66,63 +78,132 @@ export class GradePool {
       : new GradeRefusal(503, `the server is busy grading other students' exercises; nothing was stored. Send the records again in ${RETRY_AFTER_S} s`, RETRY_AFTER_S);
   }
 
-  /** @param {object[]} records what grade-entry.ts's grade() takes */
-  grade(records) {
-    if (this.closed || this.queue.length >= this.queueMax) return Promise.reject(this.busy());
+  /** @param {object[]} records what grade-entry.ts's grade() takes
+   * @param {{ client?: string, signal?: AbortSignal }} [opts] */
+  grade(records, { client = '', signal } = {}) {
+    if (this.closed) return Promise.reject(this.busy());
+    if (signal?.aborted) { this.dropped += records.length; return Promise.reject(new GradeRefusal(499, 'the request went away')); }
+    let c = this.clients.get(client);
+    const waiting = c?.pending ?? 0;
+    if (waiting + records.length > this.clientMax) {
+      return Promise.reject(new GradeRefusal(429, `you have ${waiting} records waiting to be graded already (at most ${this.clientMax}); nothing was stored. Send these again in ${RETRY_AFTER_S} s`, RETRY_AFTER_S));
+    }
+    if (this.total + records.length > this.totalMax) return Promise.reject(this.busy());
+    if (!records.length) return Promise.resolve([]);
     return new Promise((resolve, reject) => {
-      this.queue.push({ records, resolve, reject });
+      if (!c) { c = { jobs: [], pending: 0, used: this.vtime }; this.clients.set(client, c); }
+      const job = { client, records, results: new Array(records.length), next: 0, done: 0, inFlight: 0, resolve, reject, over: false };
+      c.jobs.push(job); c.pending += records.length; this.total += records.length;
+      if (c.jobs.length === 1) this.ring.push(client);
+      if (signal) {
+        const drop = () => this.finish(job, new GradeRefusal(499, 'the request went away'));
+        signal.addEventListener('abort', drop, { once: true });
+        job.unlisten = () => signal.removeEventListener('abort', drop);
+      }
       this.pump();
     });
   }
 
+  /** Ends a job (all graded, failed or dropped): its records not yet sent are never sent. */
+  finish(job, err) {
+    if (job.over) return;
+    job.over = true;
+    job.unlisten?.();
+    const c = this.clients.get(job.client);
+    const unsent = job.records.length - job.next;
+    if (err && unsent) this.dropped += unsent;
+    // a record under way is counted off when its answer comes
+    const off = job.records.length - job.done - job.inFlight;
+    this.total -= off;
+    if (c) {
+      c.pending -= off;
+      const i = c.jobs.indexOf(job);
+      if (i !== -1) c.jobs.splice(i, 1);
+      if (!c.jobs.length) this.ring = this.ring.filter((x) => x !== job.client);
+      if (!c.pending && !c.jobs.length) this.clients.delete(job.client);
+    }
+    if (err) job.reject(err); else job.resolve(job.results);
+  }
+
   pump() {
-    while (this.queue.length) {
+    while (this.ring.length && !this.closed) {
       let w = this.idle.pop();
       if (!w) {
         if (this.workers.size >= this.size) return;
-        w = this.spawn(); // a batch posted while it loads waits in its port
+        w = this.spawn(); // a record posted while it loads waits in its port
       }
-      const job = this.queue.shift();
-      w.job = job;
-      job.timer = setTimeout(() => {
-        w.failure = new GradeRefusal(503, `grading these records took longer than ${Math.round(this.timeoutMs / 1000)} s (the server is busy); nothing was stored. Send them again later`, RETRY_AFTER_S);
+      // The client with records waiting that has had the least grading time goes next
+      // (start-time fair queuing): one whose records are costly (new which-wins variants)
+      // waits while those with cheap records are served, and a client that comes with a
+      // first record starts level with the least served, so it waits at most for the
+      // record being graded.
+      let at = 0;
+      for (let i = 1; i < this.ring.length; i++) if (this.clients.get(this.ring[i]).used < this.clients.get(this.ring[at]).used) at = i;
+      const client = this.ring[at];
+      const c = this.clients.get(client);
+      this.vtime = Math.max(this.vtime, c.used);
+      const job = c.jobs[0];
+      const i = job.next++;
+      job.inFlight++;
+      if (job.next >= job.records.length) c.jobs.shift(); // every record sent: the next job's turn
+      if (!c.jobs.length) this.ring.splice(at, 1);
+      w.task = { job, i, client: c, sent: performance.now() };
+      w.timer = setTimeout(() => {
+        w.failure = new GradeRefusal(503, `grading a record took longer than ${Math.round(this.timeoutMs / 1000)} s (the server is busy); nothing was stored. Send the records again later`, RETRY_AFTER_S);
         w.terminate();
       }, this.timeoutMs);
-      w.postMessage({ records: job.records });
+      w.postMessage({ records: [job.records[i]] });
     }
+  }
+
+  /** A record's answer came (or its worker died): count it off, and answer its batch when
+   * it was the last. */
+  settle(task, result, failure) {
+    const { job } = task;
+    job.inFlight--;
+    task.client.used += performance.now() - task.sent;
+    const c = this.clients.get(job.client);
+    if (c) { c.pending--; if (!c.pending && !c.jobs.length) this.clients.delete(job.client); }
+    this.total--;
+    this.graded++;
+    if (job.over) return; // dropped meanwhile: its answer goes nowhere
+    job.done++;
+    if (failure) { this.finish(job, failure); return; }
+    job.results[task.i] = result;
+    if (job.done === job.records.length) this.finish(job, null);
   }
 
   spawn() {
     const w = new Worker(new URL(import.meta.url), {
       workerData: { vmemlabGrade: true },
-      // a which-wins check holds three results of some 2,000 accesses each (about 65 MB
-      // of heap at its peak); past this the worker dies and only its batch fails
+      // a which-wins check the table does not hold runs three results of some 2,000
+      // accesses each (about 65 MB of heap at its peak); past this the worker dies and
+      // only its batch fails
       resourceLimits: { maxOldGenerationSizeMb: 256 },
     });
     w.unref();
     this.workers.add(w);
     w.on('message', (m) => {
       if ('ready' in m) { if (!m.ready) w.fatal = m.fatal; return; }
-      const job = w.job;
-      if (!job) return;
-      w.job = null;
-      clearTimeout(job.timer);
-      if (m.fatal) job.reject(new GradeRefusal(500, m.fatal));
-      else job.resolve(m.results);
-      if (w.fatal) { w.terminate(); return; } // tried again with the next batch, in a new worker
+      const task = w.task;
+      if (!task) return;
+      w.task = null;
+      clearTimeout(w.timer);
+      this.settle(task, m.results?.[0], m.fatal ? new GradeRefusal(500, m.fatal) : null);
+      if (w.fatal) { w.terminate(); return; } // tried again with the next record, in a new worker
       if (!this.closed) { this.idle.push(w); this.pump(); }
     });
     w.on('error', (e) => { w.lastError = e; });
     w.on('exit', () => {
       this.workers.delete(w);
       this.idle = this.idle.filter((x) => x !== w);
-      const job = w.job;
-      if (job) {
-        w.job = null;
-        clearTimeout(job.timer);
-        job.reject(w.failure ?? new GradeRefusal(500, `internal error: the grader stopped while grading these records${w.lastError ? ` (${w.lastError.message})` : ''}; nothing was stored`));
+      const task = w.task;
+      if (task) {
+        w.task = null;
+        clearTimeout(w.timer);
+        this.settle(task, null, w.failure ?? new GradeRefusal(500, `internal error: the grader stopped while grading these records${w.lastError ? ` (${w.lastError.message})` : ''}; nothing was stored`));
       }
-      if (!this.closed) { this.restarts++; if (this.queue.length) setTimeout(() => this.pump(), Math.min(2000, 100 * this.restarts)).unref(); }
+      if (!this.closed) { this.restarts++; if (this.ring.length) setTimeout(() => this.pump(), Math.min(2000, 100 * this.restarts)).unref(); }
     });
     return w;
   }
@@ -130,7 +211,7 @@ export class GradePool {
   /** Stops the workers; batches still waiting are answered 503. */
   async close() {
     this.closed = true;
-    for (const job of this.queue.splice(0)) job.reject(this.busy());
+    for (const c of [...this.clients.values()]) for (const job of [...c.jobs]) this.finish(job, this.busy());
     await Promise.all([...this.workers].map((w) => { w.failure = this.busy(); return w.terminate(); }));
   }
 }

@@ -9,6 +9,12 @@
 //                                          (200 with the same student when the name's receipt comes along; 409 for a name taken)
 //   POST   /api/classes/:code/progress     Bearer <receipt>; {"records": [...at most 50]} -> {stored, records: [{id, verdict, expected?}]}
 //   DELETE /api/classes/:code/students/me  Bearer <receipt>: the student and all their progress
+//   DELETE /api/classes/:code/students/:id Bearer <teacher token>: the same, by the teacher
+//   PATCH  /api/classes/:code/students/:id Bearer <teacher token>; {"name"}: renamed (409 for a name taken)
+//
+// Progress records and joins count against a write budget per client address (budget.mjs);
+// grading is fair between students (grade.mjs); each write tells the class's dashboard
+// streams (feed.mjs, through app.mjs's bus).
 //
 // Each record carries its own id (random, made by the page): a record id stored once in a
 // class is never stored again, so a batch sent again (after a lost answer, a 503, a
@@ -19,6 +25,7 @@ import { bearerHash, classLoader, hashToken, sameHash } from './classes.mjs';
 import { unavailableAnswer } from './faults.mjs';
 import { GradePool } from './grade.mjs';
 import { NAME_MAX, textProblem } from './limits.mjs';
+import { Budget } from './budget.mjs';
 import { courseOf, refuseAfterClosing } from './course/deadline.mjs';
 
 /** A record id: the page makes 22 characters of base64url (128 random bits). */
@@ -35,12 +42,25 @@ export const SEED_MAX = 2 ** 31 - 1;
 const TRIES_MAX = 10_000;
 const EXERCISE_MAX = 63;
 
-const REASONS = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 409: 'Conflict', 413: 'Payload Too Large', 415: 'Unsupported Media Type', 422: 'Unprocessable Entity', 429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable' };
+const REASONS = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 409: 'Conflict', 410: 'Gone', 413: 'Payload Too Large', 415: 'Unsupported Media Type', 422: 'Unprocessable Entity', 429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable' };
 class ProgressHttpError extends Error {
   constructor(statusCode, message) { super(message); this.statusCode = statusCode; }
 }
 const fail = (status, message) => { throw new ProgressHttpError(status, message); };
 const FK_VIOLATION = (e) => e?.code === 'SQLITE_CONSTRAINT_FOREIGNKEY' || e?.code === '23503';
+const UNIQUE_VIOLATION = (e) => e?.code === 'SQLITE_CONSTRAINT_UNIQUE' || e?.code === '23505';
+const STUDENT_ID_RE = /^[A-Za-z0-9_-]{1,32}$/;
+
+/**
+ * What the server tells a page about an attempt: its verdict, and the engine's answer only
+ * when the page would show it (the answer was shown: asked for, or after the page's tries;
+ * or the attempt is right, where it is the learner's own). Without this, an empty attempt
+ * was any variant's answer for the asking.
+ */
+export function answerOf(record, graded) {
+  const show = graded.expected !== undefined && record.type === 'attempt' && (record.shown || graded.verdict === 'correct');
+  return { id: record.id, verdict: graded.verdict, ...(show ? { expected: graded.expected } : {}), ...(graded.score ? { score: graded.score } : {}) };
+}
 
 const migrations = {
   '001_students_progress': {
@@ -155,8 +175,33 @@ export async function progressRoutes(app, opts) {
   const { error } = await migrator.migrateToLatest();
   if (error) throw new Error(`database migration of the students and progress tables failed: ${error.message ?? error}`);
 
-  const grader = opts.grader ?? new GradePool();
+  const grader = opts.grader ?? new GradePool(opts.gradePool);
   app.addHook('onClose', async () => { await grader.close(); });
+  const bus = opts.bus ?? { publish() {} };
+  // The write budget (budget.mjs): progress records and joins per client address per
+  // minute (VMEMLAB_WRITE_RATE), joins per class per address per hour (VMEMLAB_JOIN_MAX).
+  const writes = new Budget(opts.rateLimit ? opts.rateLimit.writeMax ?? 0 : 0, 60_000);
+  const joins = new Budget(opts.rateLimit ? opts.rateLimit.joinMax ?? 0 : 0, 3_600_000);
+  const overBudget = (reply, seconds, what) => {
+    reply.header('Retry-After', String(seconds));
+    fail(429, `${what}; nothing was stored. Try again in ${seconds} s`);
+  };
+  const addressOf = (req) => req.ip ?? 'unknown';
+  /* The request's connection closing before its answer is sent (the client gave up) aborts
+   * its grading: watched from the moment the request arrives, since a client may go while
+   * its body is read or its receipt looked up. */
+  const watchGone = (req, reply, done) => {
+    const ac = new AbortController();
+    const socket = req.raw.socket;
+    const gone = () => ac.abort();
+    if (!socket || socket.destroyed) ac.abort();
+    else {
+      socket.once('close', gone);
+      reply.raw.once('finish', () => socket.off('close', gone)); // a kept-alive connection serves others
+    }
+    req.gone = ac.signal;
+    done();
+  };
 
   app.setErrorHandler((err, req, reply) => {
     let status = err.statusCode ?? 500;
@@ -198,13 +243,23 @@ export async function progressRoutes(app, opts) {
     if (extra.length) fail(400, `unknown field ${JSON.stringify(extra[0])}; send {"name": "..."}`);
     const name = studentName(json.name);
     const given = receiptHash(req, false);
+    const addr = addressOf(req);
+    const wait = joins.take(`${cls.code}\0${addr}`);
+    if (wait) overBudget(reply, wait, `your address has joined class ${cls.code} ${joins.max} times in the last hour (the most one address may)`);
+    const wait2 = writes.take(addr);
+    if (wait2) { joins.give(`${cls.code}\0${addr}`); overBudget(reply, wait2, `your address has sent ${writes.max} records and joins in the last minute (the most one address may)`); }
     const receipt = randomBytes(16).toString('base64url');
     const row = { id: randomBytes(9).toString('base64url'), class_code: cls.code, name, receipt_hash: hashToken(receipt), joined_at: new Date().toISOString() };
     // The insert stores nothing when the name is taken in this class (unique (class, name)).
     let stored;
-    if (store.writer) stored = (await store.writer.run('insertStudent', row)) > 0;
-    else stored = Number((await db.insertInto('students').values(row).onConflict((oc) => oc.columns(['class_code', 'name']).doNothing()).executeTakeFirst()).numInsertedOrUpdatedRows ?? 0) > 0;
-    if (stored) { reply.code(201); return answer(row, receipt, cls); }
+    try {
+      if (store.writer) stored = (await store.writer.run('insertStudent', row)) > 0;
+      else stored = Number((await db.insertInto('students').values(row).onConflict((oc) => oc.columns(['class_code', 'name']).doNothing()).executeTakeFirst()).numInsertedOrUpdatedRows ?? 0) > 0;
+    } catch (e) {
+      if (FK_VIOLATION(e)) fail(410, `class ${cls.code} was deleted meanwhile; nothing was stored`);
+      throw e;
+    }
+    if (stored) { bus.publish(cls.code, 'progress'); reply.code(201); return answer(row, receipt, cls); }
     const prior = await db.selectFrom('students').select(['id', 'name', 'receipt_hash']).where('class_code', '=', cls.code).where('name', '=', name).executeTakeFirst();
     if (!prior) throw new Error('a student was neither stored nor found under this name');
     // Joining again from the browser that joined (it has the receipt): the same student.
@@ -215,12 +270,20 @@ export async function progressRoutes(app, opts) {
     fail(409, `the name "${name}" is already taken in class ${cls.code}; pick another one (a surname, an initial), or join from the browser you joined with`);
   });
 
-  app.post('/api/classes/:code/progress', async (req) => {
+  app.post('/api/classes/:code/progress', { onRequest: watchGone }, async (req, reply) => {
     const cls = await loadClass(req.params.code);
     const student = await studentOf(req, cls);
     const records = checkRecords(jsonOf(req));
     await refuseAfterClosing(store, cls, records); // a closing time passed: 409, nothing stored
-    const graded = await grader.grade(records.map(({ type, lesson, exercise, kind, seed, answer: a, done }) => ({ type, lesson, exercise, kind, seed, answer: a, done })));
+    const addr = addressOf(req);
+    const wait = writes.take(addr, records.length);
+    if (wait) overBudget(reply, wait, `your address has sent ${writes.max} records and joins in the last minute (the most one address may)`);
+    // Graded in the student's own queue (grade.mjs), dropped if this request goes away.
+    let graded;
+    try {
+      graded = await grader.grade(records.map(({ type, lesson, exercise, kind, seed, answer: a, done }) => ({ type, lesson, exercise, kind, seed, answer: a, done })),
+        { client: student.id, signal: req.gone });
+    } catch (e) { writes.give(addr, records.length); throw e; }
     graded.forEach((g, i) => {
       if (g.error) throw new Error(`the engine failed on ${at(i)}: ${g.error}`);
       if (g.problem) fail(422, `${at(i, g.field)}: ${g.problem}`);
@@ -235,14 +298,59 @@ export async function progressRoutes(app, opts) {
       if (store.writer) stored = (await Promise.all(rows.map((row) => store.writer.run('insertProgress', row)))).reduce((a, b) => a + b, 0);
       else stored = Number((await db.insertInto('progress').values(rows).onConflict((oc) => oc.columns(['class_code', 'id']).doNothing()).executeTakeFirst()).numInsertedOrUpdatedRows ?? 0);
     } catch (e) {
-      if (FK_VIOLATION(e)) fail(403, `you are no longer a student of class ${cls.code} (removed, or the class was deleted); join the class again`);
+      if (FK_VIOLATION(e)) {
+        // The student removed, or the class deleted meanwhile (then 410).
+        store.forget(cls.code);
+        if (!(await store.getClass(cls.code))) fail(410, `class ${cls.code} was deleted meanwhile; nothing was stored`);
+        fail(403, `you are no longer a student of class ${cls.code} (removed by your teacher?); join the class again`);
+      }
       throw e;
     }
-    return {
-      stored,
-      records: records.map((r, i) => ({ id: r.id, verdict: graded[i].verdict, ...(graded[i].expected !== undefined ? { expected: graded[i].expected } : {}),
-        ...(graded[i].score ? { score: graded[i].score } : {}) })),
-    };
+    if (stored) bus.publish(cls.code, 'progress');
+    return { stored, records: records.map((r, i) => answerOf(r, graded[i])) };
+  });
+
+  // The teacher's hand (their token): remove a student with all their records, or rename one.
+  const teacherClass = async (req) => {
+    const cls = await loadClass(req.params.code);
+    if (!sameHash(bearerHash(req, fail, { needs: 'teacher token' }), cls.teacher_hash)) fail(403, 'this token is not the teacher token of this class');
+    return cls;
+  };
+  const studentById = async (cls, raw) => {
+    const id = String(raw ?? '');
+    if (!STUDENT_ID_RE.test(id)) fail(400, 'a student id is 1-32 letters, digits, "-" or "_"');
+    const row = await db.selectFrom('students').select(['id', 'name', 'joined_at']).where('class_code', '=', cls.code).where('id', '=', id).executeTakeFirst();
+    if (!row) fail(404, `there is no student ${id} in class ${cls.code} (removed already?)`);
+    return row;
+  };
+  app.delete('/api/classes/:code/students/:id', async (req) => {
+    const cls = await teacherClass(req);
+    const student = await studentById(cls, req.params.id);
+    const n = await db.selectFrom('progress').select((eb) => eb.fn.countAll().as('n')).where('class_code', '=', cls.code).where('student_id', '=', student.id).executeTakeFirst();
+    if (store.writer) await store.writer.run('deleteStudent', { class_code: cls.code, id: student.id });
+    else await db.deleteFrom('students').where('class_code', '=', cls.code).where('id', '=', student.id).execute();
+    bus.publish(cls.code, { removed: student.id });
+    return { deleted: student.id, name: student.name, records: Number(n?.n ?? 0) };
+  });
+  app.patch('/api/classes/:code/students/:id', async (req) => {
+    const cls = await teacherClass(req);
+    const json = jsonOf(req);
+    if (!json || typeof json !== 'object' || Array.isArray(json)) fail(400, 'send {"name": "..."}');
+    const extra = Object.keys(json).filter((k) => k !== 'name');
+    if (extra.length) fail(400, `unknown field ${JSON.stringify(extra[0])}; send {"name": "..."}`);
+    const name = studentName(json.name);
+    const student = await studentById(cls, req.params.id);
+    if (name !== student.name) {
+      try {
+        if (store.writer) await store.writer.run('renameStudent', { class_code: cls.code, id: student.id, name });
+        else await db.updateTable('students').set({ name }).where('class_code', '=', cls.code).where('id', '=', student.id).execute();
+      } catch (e) {
+        if (UNIQUE_VIOLATION(e)) fail(409, `the name "${name}" is already taken in class ${cls.code}`);
+        throw e;
+      }
+      bus.publish(cls.code, { renamed: { id: student.id, name, joined_at: student.joined_at } });
+    }
+    return { id: student.id, name, joined_at: student.joined_at };
   });
 
   app.delete('/api/classes/:code/students/me', async (req) => {
@@ -252,6 +360,7 @@ export async function progressRoutes(app, opts) {
     // the student's progress goes with them (progress.student_id: on delete cascade)
     if (store.writer) await store.writer.run('deleteStudent', { class_code: cls.code, id: student.id });
     else await db.deleteFrom('students').where('class_code', '=', cls.code).where('id', '=', student.id).execute();
+    bus.publish(cls.code, { removed: student.id });
     return { deleted: student.id, name: student.name, records: Number(n?.n ?? 0) };
   });
 }
@@ -313,10 +422,21 @@ export const progressOpenapi = {
         responses: {
           200: {
             description: 'graded; stored: how many records were new',
-            content: { 'application/json': { schema: { type: 'object', required: ['stored', 'records'], properties: { stored: { type: 'integer' }, records: { type: 'array', items: { type: 'object', required: ['id', 'verdict'], properties: { id: { type: 'string' }, verdict: { enum: ['correct', 'wrong', 'empty', 'done', 'undone'] }, expected: { type: 'string', description: 'the engine\'s answer (attempts)' }, score: { type: 'object', description: 'a grid exercise\'s cells right of all (the partial credit)', properties: { right: { type: 'integer' }, of: { type: 'integer' } } } } } } } } } },
+            content: { 'application/json': { schema: { type: 'object', required: ['stored', 'records'], properties: { stored: { type: 'integer' }, records: { type: 'array', items: { type: 'object', required: ['id', 'verdict'], properties: { id: { type: 'string' }, verdict: { enum: ['correct', 'wrong', 'empty', 'done', 'undone'] }, expected: { type: 'string', description: 'the engine\'s answer, only when the page would show it: the attempt says the answer was shown (asked for, or after the page\'s tries), or it is right' }, score: { type: 'object', description: 'a grid exercise\'s cells right of all (the partial credit)', properties: { right: { type: 'integer' }, of: { type: 'integer' } } } } } } } } } },
           },
-          ...err(400, 401, 403, 404, 413, 415, 422, 429, 503),
+          ...err(400, 401, 403, 404, 410, 413, 415, 422, 429, 503),
         },
+      },
+    },
+    '/api/classes/{code}/students/{id}': {
+      delete: {
+        operationId: 'removeStudent', summary: 'Teacher: remove a student of the class with all their records (their receipt sends nothing after)', parameters: [codeParam, { name: 'id', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,32}$' } }], security: [{ token: [] }],
+        responses: { 200: { description: 'removed', content: { 'application/json': { schema: { type: 'object', properties: { deleted: { type: 'string' }, name: { type: 'string' }, records: { type: 'integer' } } } } } }, ...err(400, 401, 403, 404, 503) },
+      },
+      patch: {
+        operationId: 'renameStudent', summary: 'Teacher: rename a student (1-60 characters, unique in the class); their records stay theirs', parameters: [codeParam, { name: 'id', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,32}$' } }], security: [{ token: [] }],
+        requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', required: ['name'], additionalProperties: false, properties: { name: { type: 'string', minLength: 1, maxLength: 60 } } } } } },
+        responses: { 200: { description: 'renamed', content: { 'application/json': { schema: { type: 'object', properties: { id: { type: 'string' }, name: { type: 'string' }, joined_at: { type: 'string' } } } } } }, ...err(400, 401, 403, 404, 409, 415, 503) },
       },
     },
     '/api/classes/{code}/students/me': {

@@ -26,7 +26,9 @@ const SQL = {
     values (@id, @class_code, @student_id, @type, @lesson, @exercise, @kind, @seed, @answer, @verdict, @tries, @hint, @shown, @at, @received_at)
     on conflict (class_code, id) do nothing`,
   deleteStudent: 'delete from students where class_code = @class_code and id = @id',
+  renameStudent: 'update students set name = @name where class_code = @class_code and id = @id',
   // a class's life (db.mjs: setClosed, touchClass)
+  markDeleting: 'update classes set deleting_at = coalesce(deleting_at, @at) where code = @code',
   setClosed: 'update classes set closed_at = @closed_at, last_activity = @at where code = @code',
   touchClass: 'update classes set last_activity = @at where code = @code and coalesce(last_activity, created_at) < @recent',
 };
@@ -46,10 +48,12 @@ const OPS = {
     if (!st) { st = db.prepare(sql); if (Object.keys(stmts).length < 1000) stmts[`q:${sql}`] = st; }
     return st.run(...parameters).changes;
   })))(queries),
-  // Whatever is left of the class, then the class itself (1, or 0 when it was gone).
+  // Whatever is left of the class (how many rows of each table), then the class itself
+  // (gone: 1, or 0 when it was gone already).
   deleteClassRows: (db, stmts, { tables, code }) => {
-    for (const t of tables) (stmts[`rest:${t}`] ??= db.prepare(`delete from ${tableOf(t)} where class_code = ?`)).run(code);
-    return (stmts.deleteClass ??= db.prepare('delete from classes where code = ?')).run(code).changes;
+    const rest = {};
+    for (const t of tables) rest[t] = (stmts[`rest:${t}`] ??= db.prepare(`delete from ${tableOf(t)} where class_code = ?`)).run(code).changes;
+    return { rest, gone: (stmts.deleteClass ??= db.prepare('delete from classes where code = ?')).run(code).changes };
   },
 };
 

@@ -30,7 +30,7 @@ const headerSchema = JSON.parse(readFileSync(new URL('../../hw-lab/schema/trace.
 const reportSchema = JSON.parse(readFileSync(new URL('../../wasm-core/schema/replay.schema.json', import.meta.url), 'utf8'));
 export { headerSchema as traceHeaderSchema, reportSchema as replayReportSchema };
 
-const REASONS = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 413: 'Payload Too Large', 415: 'Unsupported Media Type', 422: 'Unprocessable Entity', 429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable' };
+const REASONS = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 410: 'Gone', 413: 'Payload Too Large', 415: 'Unsupported Media Type', 422: 'Unprocessable Entity', 429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable' };
 const TraceHttpError = TraceRefusal;
 
 /** A stream that reads a request body and passes none of it on (for a body that is
@@ -134,8 +134,14 @@ export async function traceRoutes(app, opts) {
       header: b.header, report: b.report, trace: b.trace,
     };
     // SQLite: through the writer thread, like every other write (sqlite-writer.mjs).
-    if (store.writer) await store.writer.run('insertTrace', row);
-    else await db.insertInto('traces').values(row).execute();
+    try {
+      if (store.writer) await store.writer.run('insertTrace', row);
+      else await db.insertInto('traces').values(row).execute();
+    } catch (e) {
+      // the class was deleted while the trace was checked: nothing was stored
+      if (e?.code === '23503' || e?.code === 'SQLITE_CONSTRAINT_FOREIGNKEY') fail(410, `class ${cls.code} was deleted meanwhile; nothing was stored`);
+      throw e;
+    }
     reply.code(201);
     return { id, receipt, class: cls.code, url: `${origin(req)}/?view=results&class=${cls.code}`, message: `trace stored in class ${cls.code}; keep the receipt to delete it later` };
   });

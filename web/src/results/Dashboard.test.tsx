@@ -63,6 +63,14 @@ function server(students: Student[], records: ProgressRecord[], opts: { page?: n
       controller.enqueue(new TextEncoder().encode(': live\n\n'));
       return new Response(body, { status: 200, headers: { 'content-type': 'text/event-stream; charset=utf-8' } });
     }
+    // the teacher's hand (progress.mjs): rename (a name taken is 409) and remove
+    const student = path.startsWith(`${base}/students/`) ? students.find((x) => x.id === decodeURIComponent(path.slice(base.length + 10))) : undefined;
+    if (student && init?.method === 'PATCH') {
+      const { name } = JSON.parse(String(init.body));
+      if (students.some((x) => x.name === name)) return json({ statusCode: 409, error: 'Conflict', message: 'taken' }, 409);
+      return json({ id: student.id, name, joined_at: '2026-04-01T08:00:00.000Z' });
+    }
+    if (student && init?.method === 'DELETE') return json({ deleted: student.id, name: student.name, records: 0 });
     return json({ statusCode: 404, error: 'Not Found', message: 'no API route' }, 404);
   });
   vi.stubGlobal('fetch', fetch);
@@ -215,6 +223,37 @@ describe('the teacher dashboard', () => {
     expect(within(screen.getByTestId('dashboard-attempts')).getAllByRole('link')[0].getAttribute('href')).toMatch(/^\/\?view=lessons&lesson=ept-and-npt&seeds=,1003&who=%E5%B1%B1%E7%94%B0%E5%A4%AA%E9%83%8E&ex=1&answer=/);
     fireEvent.click(within(screen.getByTestId('dashboard-attempts')).getByRole('button', { name: 'Close' }));
     expect(screen.queryByTestId('dashboard-attempts')).toBeNull();
+  });
+
+  it('renames and removes a student from their panel (a name taken is said); a removal on the stream drops the row', async () => {
+    const srv = server([ana, bo, cy], classRecords());
+    render(<Dashboard code={CODE} token={TOKEN} />);
+    await screen.findByTestId('dashboard-grid', {}, { timeout: 5000 });
+    fireEvent.click(within(grid()).getByRole('button', { name: 'Cy' }));
+    const form = await screen.findByTestId('dashboard-student');
+    const input = within(form).getByRole('textbox');
+    fireEvent.change(input, { target: { value: 'Ana' } });
+    fireEvent.click(within(form).getByRole('button', { name: 'Rename' }));
+    expect((await within(form).findByRole('alert')).textContent).toBe('The name Ana is taken in this class.');
+    fireEvent.change(input, { target: { value: 'Cyd' } });
+    fireEvent.click(within(form).getByRole('button', { name: 'Rename' }));
+    await waitFor(() => expect(within(grid()).getByRole('button', { name: 'Cyd' })).toBeTruthy());
+    const patch = srv.fetch.mock.calls.find(([, init]) => init?.method === 'PATCH' && String(init.body).includes('Cyd'))!;
+    expect(patch[0]).toBe(`/api/classes/${CODE}/students/sCy`);
+    // removing asks first; a "no" sends nothing
+    const confirm = vi.fn(() => false);
+    vi.stubGlobal('confirm', confirm);
+    fireEvent.click(within(screen.getByTestId('dashboard-student')).getByRole('button', { name: 'Remove from the class' }));
+    expect(confirm).toHaveBeenCalledWith(expect.stringContaining('Remove Cyd from the class'));
+    expect(srv.fetch.mock.calls.some(([, init]) => init?.method === 'DELETE')).toBe(false);
+    confirm.mockReturnValue(true);
+    fireEvent.click(within(screen.getByTestId('dashboard-student')).getByRole('button', { name: 'Remove from the class' }));
+    await waitFor(() => expect(within(grid()).queryByRole('button', { name: 'Cyd' })).toBeNull());
+    expect(screen.queryByTestId('dashboard-attempts')).toBeNull();
+    // another teacher tab removed Bo: the stream says so
+    await srv.push(event('removed', { id: bo.id }));
+    await waitFor(() => expect(within(grid()).queryByRole('button', { name: '山田太郎' })).toBeNull());
+    expect(within(grid()).getByRole('button', { name: 'Ana' })).toBeTruthy();
   });
 
   for (const lang of ['ja', 'zh'] as const) {

@@ -7,7 +7,7 @@
  * opens its variant in the Lessons tab. The grid is a plain table: one element a cell,
  * with no state of its own, and a record redraws only its student's row (200 students over
  * 40 exercises: Dashboard.test.tsx times it). */
-import { lazy, memo, Suspense, useCallback, useEffect, useMemo, useRef, useState, type ReactElement } from 'react';
+import { lazy, memo, Suspense, useCallback, useEffect, useMemo, useRef, useState, type ReactElement, type ReactNode } from 'react';
 import { useTranslation } from 'react-i18next';
 import { Board, cellKey, type Cell, type LessonColumns, type ProgressRecord, type Row, type Student } from './board';
 import { variantLink } from '../progress/seed';
@@ -99,7 +99,36 @@ const RowView = memo(function RowView({ row, lessons, words, selected, onPick }:
 });
 
 /** The attempts of one student: exercise, variant (seed), answer, verdict, help, time, link. */
-function Attempts({ row, lessons, onClose }: { row: Row; lessons: LessonColumns[]; onClose: () => void }) {
+/** The teacher's hand on one student: rename (a name taken by someone else is refused) or
+ * remove from the class with all their records (asked first). */
+function StudentActions({ row, code, token, onRenamed, onRemoved }: { row: Row; code: string; token: string; onRenamed: (s: Student) => void; onRemoved: (id: string) => void }) {
+  const { t } = useTranslation('results');
+  const [name, setName] = useState(row.name);
+  const [busy, setBusy] = useState(false);
+  const [problem, setProblem] = useState<string | null>(null);
+  useEffect(() => { setName(row.name); setProblem(null); }, [row.id, row.name]);
+  const url = `/api/classes/${encodeURIComponent(code)}/students/${encodeURIComponent(row.id)}`;
+  const call = async (method: 'PATCH' | 'DELETE') => {
+    setBusy(true); setProblem(null);
+    try {
+      const r = await fetch(url, { method, headers: { Authorization: `Bearer ${token}`, ...(method === 'PATCH' ? { 'Content-Type': 'application/json' } : {}) }, body: method === 'PATCH' ? JSON.stringify({ name }) : undefined });
+      const body = await r.json().catch(() => ({}));
+      if (r.status === 409) { setProblem(t('dashboard.student.taken', { name: name.trim() })); return; }
+      if (!r.ok) { setProblem(t('dashboard.student.failed', { reason: body.message ?? `HTTP ${r.status}` })); return; }
+      if (method === 'PATCH') onRenamed({ id: body.id, name: body.name, joined_at: body.joined_at }); else onRemoved(row.id);
+    } catch (e) { setProblem(t('dashboard.student.failed', { reason: (e as Error).message })); } finally { setBusy(false); }
+  };
+  return (
+    <form className="dashboard-student" data-testid="dashboard-student" onSubmit={(e) => { e.preventDefault(); if (name.trim() && name.trim() !== row.name) void call('PATCH'); }}>
+      <label>{t('dashboard.student.name')} <input value={name} maxLength={60} onChange={(e) => setName(e.target.value)} disabled={busy} /></label>
+      {' '}<button type="submit" disabled={busy || !name.trim() || name.trim() === row.name}>{t('dashboard.student.rename')}</button>
+      {' '}<button type="button" disabled={busy} onClick={() => { if (window.confirm(t('dashboard.student.removeConfirm', { name: row.name }))) void call('DELETE'); }}>{t('dashboard.student.remove')}</button>
+      {problem && <p className="error" role="alert">{problem}</p>}
+    </form>
+  );
+}
+
+function Attempts({ row, lessons, onClose, children }: { row: Row; lessons: LessonColumns[]; onClose: () => void; children?: ReactNode }) {
   const { t, i18n } = useTranslation('results');
   const { t: tx } = useTranslation('exercises');
   // an answer as the student saw it: a choice in words (its id kept as the cell's title)
@@ -113,6 +142,7 @@ function Attempts({ row, lessons, onClose }: { row: Row; lessons: LessonColumns[
     <section id="dashboard-attempts" className="dashboard-attempts" data-testid="dashboard-attempts" aria-labelledby="dashboard-attempts-h">
       <h4 id="dashboard-attempts-h" tabIndex={-1} ref={heading}>{t('dashboard.attempts.heading', { name: row.name })}</h4>
       <button type="button" onClick={onClose}>{t('dashboard.attempts.close')}</button>
+      {children}
       {list.length === 0 ? <p className="muted">{t('dashboard.attempts.none')}</p> : (
         <div className="table-wrap">
           <table className="uploads">
@@ -187,6 +217,7 @@ export const Dashboard = memo(function Dashboard({ code, token, lessons: given }
         await followProgress(code, token, end, {
           records: (r) => { if (board.current.add(r)) setVersion((v) => v + 1); },
           students: (s) => { if (board.current.addStudents(s)) setVersion((v) => v + 1); },
+          removed: (ids) => { if (board.current.remove(ids)) setVersion((v) => v + 1); },
           state: setLive,
         }, ac.signal);
       } catch (e) {
@@ -264,7 +295,13 @@ export const Dashboard = memo(function Dashboard({ code, token, lessons: given }
           </div>
         </>
       ))}
-      {pickedRow && lessons && <Attempts row={pickedRow} lessons={lessons} onClose={() => setPicked(null)} />}
+      {pickedRow && lessons && (
+        <Attempts row={pickedRow} lessons={lessons} onClose={() => setPicked(null)}>
+          <StudentActions row={pickedRow} code={code} token={token}
+            onRenamed={(st) => { if (board.current.addStudents([st])) setVersion((v) => v + 1); }}
+            onRemoved={(id) => { board.current.remove([id]); setPicked(null); setVersion((v) => v + 1); }} />
+        </Attempts>
+      )}
     </section>
   );
 });

@@ -130,6 +130,13 @@ export class Board {
 
   get(id: string): Row | undefined { return this.rows.get(id); }
 
+  /** Drops students removed from the class (their records go with them); true when one was here. */
+  remove(ids: readonly string[]): boolean {
+    let changed = false;
+    for (const id of ids) changed = this.rows.delete(id) || changed;
+    return changed;
+  }
+
   /** The rows by name (in the page's language's order), then id. */
   list(collator: Intl.Collator): Row[] {
     return [...this.rows.values()].sort((a, b) => collator.compare(a.name, b.name) || (a.id < b.id ? -1 : 1));

@@ -17,6 +17,8 @@ export interface StreamHandlers {
   records: (r: ProgressRecord[]) => void;
   students: (s: Student[]) => void;
   state: (s: LiveState) => void;
+  /** students the teacher removed (or who left), by id */
+  removed?: (ids: string[]) => void;
 }
 
 export interface SseEvent { event: string; id?: string; data: string }
@@ -99,17 +101,19 @@ export async function followProgress(code: string, token: string, after: string 
         quiet();
         const { events, rest } = parseSse(buf + decoder.decode(value, { stream: true }));
         buf = rest;
-        const records: ProgressRecord[] = []; const students: Student[] = [];
+        const records: ProgressRecord[] = []; const students: Student[] = []; const removed: string[] = [];
         for (const e of events) {
           if (e.event === 'gone') { h.state({ kind: 'stopped', reason: 'gone' }); return; }
           try {
             if (e.event === 'progress') records.push(JSON.parse(e.data) as ProgressRecord);
             else if (e.event === 'student') students.push(JSON.parse(e.data) as Student);
+            else if (e.event === 'removed') removed.push((JSON.parse(e.data) as { id: string }).id);
           } catch { continue; } // not JSON: not an event of this API
           if (e.id) cursor = e.id;
         }
         if (students.length) h.students(students);
         if (records.length) h.records(records);
+        if (removed.length) h.removed?.(removed);
       }
     } catch { /* a failed or cut connection: tried again below */ } finally {
       clearTimeout(silence);
