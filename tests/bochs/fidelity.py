@@ -11,8 +11,6 @@ exactly `bochs: N accesses compared, M disagreements`; the exit status is 1 when
 
 from __future__ import annotations
 
-import argparse
-import copy
 import datetime
 import glob
 import json
@@ -26,22 +24,15 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+sys.path.insert(1, os.path.dirname(HERE))
 
 import plan as planmod  # noqa: E402
 import compare  # noqa: E402
 import gen_bochs  # noqa: E402
+from oracle.report import (arguments, vmsim, caches_off, count_ops, save_failure,  # noqa: E402
+                           print_findings, write_json)
 
-VMSIM = os.environ.get("VMSIM", os.path.join(ROOT, "wasm-core", "build", "vmsim"))
 BUILD = os.path.join(HERE, "build")
-ARTIFACTS = os.path.join(ROOT, "tests", "artifacts")
-
-
-def vmsim(cmd: str, scenario: dict) -> dict:
-    p = subprocess.run([VMSIM, cmd, "-"], input=json.dumps(scenario).encode(),
-                       capture_output=True)
-    if p.returncode != 0:
-        raise planmod.Unsupported(f"vmsim {cmd} rejected it: {p.stderr.decode().strip()}")
-    return json.loads(p.stdout)
 
 
 _bins = {}
@@ -84,9 +75,7 @@ def for_bochs(sc: dict) -> dict:
     flushed before every access by the harness, and no paging-structure caches), and
     the physical-address width of Bochs' CPU (40 bits; a scenario whose addresses do not
     fit is rejected by the engine and not run)."""
-    sc = copy.deepcopy(sc)
-    sc.setdefault("machine", {})["maxphyaddr"] = planmod.BOCHS_MAXPHYADDR
-    sc.pop("caches", None)
+    sc = caches_off(sc, planmod.BOCHS_MAXPHYADDR)
     if "nested" in sc:
         sc["nested"].pop("flush_on_eptp_switch", None)
     return sc
@@ -116,13 +105,7 @@ def run_one(sc: dict, verbose: bool = False):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--count", type=int, default=300, help="accesses to compare (examples included)")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--examples-only", action="store_true")
-    ap.add_argument("--report", help="write a JSON report here")
-    ap.add_argument("--scenario", help="run this one scenario file only")
-    ap.add_argument("--web-data", help="write the page's verified-on-Bochs data here")
+    ap = arguments(__doc__.split("\n\n")[0], "write the page's verified-on-Bochs data here")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args(argv)
 
@@ -149,19 +132,11 @@ def main(argv=None) -> int:
             return 0
         compared += n
         scenarios += 1
-        for a in sc["accesses"][:n]:
-            op = a.get("op") or next(k for k in ("vmfunc", "vmcall", "mov_cr3", "invlpg", "pte_write") if k in a)
-            if op in ("read", "write", "fetch"):
-                op += "/user" if a.get("user") else "/supervisor"
-            ops[op] = ops.get(op, 0) + 1
+        count_ops(ops, sc["accesses"][:n])
         key = f"{sc['mode']}/{sc['guest']['paging']}"
         modes[key] = modes.get(key, 0) + n
         if dis and origin == "random":
-            os.makedirs(ARTIFACTS, exist_ok=True)
-            path = os.path.join(ARTIFACTS, f"bochs-fail-{args.seed}-{name.rsplit('#', 1)[1]}.json")
-            with open(path, "w", encoding="utf-8") as f:
-                json.dump(sc, f, indent=1)
-            print(f"saved {path} (replay: tests/bochs/run --scenario {os.path.relpath(path, ROOT)})")
+            save_failure("bochs", args.seed, name, sc)
         for d in devs:
             d["scenario"] = name
         deviations.extend(devs)
@@ -190,15 +165,7 @@ def main(argv=None) -> int:
                 account(f"random seed {args.seed} #{k}", sc, "random")
                 k += 1
 
-    for d in disagreements:
-        print(compare.describe(d))
-    kinds = {}
-    for d in deviations:
-        kinds.setdefault(d["deviation"], []).append(d)
-    for k, lst in sorted(kinds.items()):
-        print(f"known Bochs deviation {k}: {len(lst)} (first: {lst[0]['scenario']} access "
-              f"{lst[0]['access']}: engine {lst[0]['engine']}, bochs {lst[0]['bochs']})")
-        print(f"  {compare.DEVIATIONS[k]}")
+    kinds = print_findings(disagreements, deviations, compare, "Bochs", "bochs")
     seconds = time.time() - started
     verified = sorted(n for n, e in examples.items() if e.get("verified"))
     print(f"scenarios: {scenarios} run ({', '.join(f'{k} {v}' for k, v in sorted(modes.items()))} "
@@ -221,9 +188,7 @@ def main(argv=None) -> int:
             "known_deviations": {k: {"count": len(v), "reason": compare.DEVIATIONS[k],
                                      "examples": v[:5]} for k, v in kinds.items()},
         }
-        with open(args.report, "w", encoding="utf-8") as f:
-            json.dump(report, f, indent=1, default=hex)
-            f.write("\n")
+        write_json(args.report, report, default=hex)
     if args.web_data:
         data = {
             "format": "vmemlab-bochs-verified/1",
@@ -239,9 +204,7 @@ def main(argv=None) -> int:
                 old = json.load(f)
             if "npt" in old:
                 data["npt"] = old["npt"]
-        with open(args.web_data, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=1)
-            f.write("\n")
+        write_json(args.web_data, data)
     print(f"bochs: {compared} accesses compared, {len(disagreements)} disagreements")
     return 1 if disagreements else 0
 

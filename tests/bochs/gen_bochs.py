@@ -23,9 +23,9 @@ import copy
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "reference"))
-import gen  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from oracle import machines  # noqa: E402
+from oracle.machines import gen  # noqa: E402  (the reference generators, tests/reference)
 
 BOCHS_M = 40
 
@@ -53,10 +53,6 @@ class Mapped(_Narrow, gen._Builder):
 
 class Raw(_Narrow, gen._RawBuilder):
     pass
-
-
-def _leaf_level(m: dict) -> int:
-    return {"4K": 1, "2M": 2, "1G": 3, "4M": 2}[m.get("page", "4K")]
 
 
 def add_vmfunc(rng, sc: dict) -> int:
@@ -89,10 +85,7 @@ def add_events(rng, sc: dict, raw: bool) -> None:
     nlist = 0
     if ept and rng.random() < 0.35:
         nlist = add_vmfunc(rng, sc)
-    spaces = 1
-    if not raw and rng.random() < 0.25:
-        spaces = 2
-        sc["guest"]["address_spaces"] = 2
+    spaces = machines.address_spaces(rng, sc, raw)
     maps = sc["guest"].get("mappings") or []
     out = []
     for a in acc:
@@ -112,11 +105,8 @@ def add_events(rng, sc: dict, raw: bool) -> None:
             elif p < 0.7 and "gva" in a:
                 out.append({"invlpg": a["gva"]})
             elif p < 0.85 and maps:
-                m = rng.choice(maps)
-                bit = rng.choice([(0x0, 0x2), (0x0, 0x4), (0x20, 0x0), (0x40, 0x0),
-                                  (0x0, 0x1), (0x2, 0x0)])
-                out.append({"pte_write": {"gva": m["gva"], "level": _leaf_level(m),
-                                          "set": hex(bit[0]), "clear": hex(bit[1])}})
+                out.append(machines.pte_write(rng, maps, [(0x0, 0x2), (0x0, 0x4), (0x20, 0x0),
+                                                          (0x40, 0x0), (0x0, 0x1), (0x2, 0x0)]))
             elif spaces > 1:
                 out.append({"mov_cr3": rng.randrange(0, spaces)})
             elif ept and not nlist:
@@ -126,14 +116,4 @@ def add_events(rng, sc: dict, raw: bool) -> None:
 
 
 def random_machine(rng, k: int) -> dict:
-    raw = rng.random() < 0.4
-    for _ in range(20):
-        try:
-            sc = (Raw if raw else Mapped)(rng).scenario()
-        except gen.GeneratorError:
-            continue
-        sc["name"] = f"bochs-{k}-" + sc["name"]
-        sc.setdefault("machine", {})["maxphyaddr"] = BOCHS_M
-        add_events(rng, sc, raw)
-        return sc
-    raise RuntimeError("the generator failed 20 times in a row")
+    return machines.random_machine(rng, k, (Mapped, Raw), "bochs", BOCHS_M, add_events)

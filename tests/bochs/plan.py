@@ -17,60 +17,22 @@ A scenario this machine cannot express raises Unsupported with the reason.
 
 from __future__ import annotations
 
+import os
 import struct
+import sys
 
-from layout import (HOST_OFF, VMCS_OFF, FIELD_OFF, CTRL_OFF, GUEST_BASE, GUEST_OFF,
+# tests/oracle, beside both oracles rather than inside one: tests/svm uses it as much
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# (h and Unsupported are imported from here by compare.py and fidelity.py too)
+from oracle.guest import (ADDR, Unsupported, Words, h,  # noqa: E402,F401
+                          g_levels, g_index, g_esize, g_root, g_entry, nested_walk, walked,
+                          guest_ad_bits, harness_gpas, harness_gvas)
+from layout import (HOST_OFF, VMCS_OFF, FIELD_OFF, CTRL_OFF, GUEST_BASE, GUEST_OFF,  # noqa: E402
                     GUEST_USER_PAGES, CMD_OFF, CMD_PAGES, GUEST_MAPPED, GTAB_OFF, ETAB_OFF,
                     REGION, END_MAGIC)
 
 BOCHS_MAXPHYADDR = 40          # CPUID 0x80000008 of the wheel's CPU model
 MASK40 = (1 << 40) - 1
-ADDR = ((1 << 52) - 1) & ~0xfff
-
-
-class Unsupported(Exception):
-    """A scenario the executing CPU cannot run, and why."""
-
-
-def h(v) -> int:
-    return int(v, 16) if isinstance(v, str) else v
-
-
-class Words:
-    """Sparse memory of 8-byte words (the image, then what the accesses change)."""
-
-    def __init__(self, words: dict):
-        self.w = {h(k): h(v) for k, v in words.items()}
-
-    def get(self, pa: int, size: int = 8) -> int:
-        base, sh = pa & ~7, (pa & 7) * 8
-        v = self.w.get(base, 0) >> sh
-        return v & ((1 << (8 * size)) - 1)
-
-    def set(self, pa: int, value: int, size: int = 8) -> None:
-        base, sh = pa & ~7, (pa & 7) * 8
-        mask = ((1 << (8 * size)) - 1) << sh
-        self.w[base] = (self.w.get(base, 0) & ~mask) | ((value << sh) & mask)
-
-    def byte(self, pa: int) -> int:
-        return self.get(pa, 1)
-
-
-# guest paging formats: levels from the top, index of gva at a level, entry size
-def g_levels(paging: str):
-    return {"4level": [4, 3, 2, 1], "pae": [3, 2, 1], "32bit": [2, 1]}[paging]
-
-
-def g_index(paging: str, gva: int, level: int) -> int:
-    if paging == "32bit":
-        return (gva >> (12 + 10 * (level - 1))) & 1023
-    if paging == "pae" and level == 3:
-        return (gva >> 30) & 3
-    return (gva >> (12 + 9 * (level - 1))) & 511
-
-
-def g_esize(paging: str) -> int:
-    return 4 if paging == "32bit" else 8
 
 
 class Plan:
@@ -79,16 +41,7 @@ class Plan:
 
 def ept_walk(words: Words, root: int, gpa: int):
     """gpa -> hpa through an EPT as built (no checks); None if not mapped."""
-    table = root
-    for level in (4, 3, 2, 1):
-        e = words.get(table + ((gpa >> (12 + 9 * (level - 1))) & 511) * 8)
-        if not e & 7:
-            return None
-        if level == 1 or (level in (2, 3) and e & 0x80):
-            size = 1 << (12 + 9 * (level - 1))
-            return (e & ADDR & ~(size - 1)) | (gpa & (size - 1))
-        table = e & ADDR
-    return None
+    return nested_walk(words, root, gpa, 4, 7)                # R, W or X
 
 
 def make_plan(sc: dict, result: dict, image: dict, host_bin_for, guest_bin_for) -> Plan:
@@ -125,15 +78,7 @@ def make_plan(sc: dict, result: dict, image: dict, host_bin_for, guest_bin_for) 
     accs = result["accesses"]
 
     # every entry a walk of the scenario reads, every frame it uses
-    touched, frames = set(), set()
-    for a in accs:
-        for s in a["steps"]:
-            pa = h(s["entry_hpa"])
-            touched.add(pa & ~7)
-            frames.add(pa >> 12)
-        if a["hpa"]:
-            frames.add(h(a["hpa"]) >> 12)
-    frames |= {k >> 12 for k in words.w}
+    touched, frames = walked(accs, words)
     for c in image["cr3s"]:
         frames.add(h(c) >> 12)
 
@@ -174,11 +119,7 @@ def make_plan(sc: dict, result: dict, image: dict, host_bin_for, guest_bin_for) 
 
     gp = None
     if ept:
-        gcands = [0xffe00000, 0xfee00000, 0xefe00000, 0xcfe00000, 0x8fe00000, 0x6fe00000,
-                  0x4fe00000, 0x2fe00000]
-        if paging != "32bit":
-            gcands = [0xffffe00000, 0xfe3fe00000, 0x8000000000, 0x7fffe00000] + gcands
-        for c in gcands:
+        for c in harness_gpas(paging):
             pts = [free_ept_path(r, c) for r in roots]
             if all(pts):
                 gp, attach_ept = c, pts
@@ -225,7 +166,7 @@ def make_plan(sc: dict, result: dict, image: dict, host_bin_for, guest_bin_for) 
 
     def free_guest_path(cr3: int, root: int, gv: int):
         """(level, hpa) of the first zero entry on gv's path, None if the path is used."""
-        table = cr3 & (~0x1f if paging == "pae" else ~0xfff)
+        table = g_root(paging, cr3)
         for level in g_levels(paging)[:-1]:
             egpa = table + g_index(paging, gv, level) * esize
             ea = table_hpa(root, egpa)
@@ -244,16 +185,8 @@ def make_plan(sc: dict, result: dict, image: dict, host_bin_for, guest_bin_for) 
             table = e & (ADDR if wide else 0xfffff000)
         return None
 
-    gv_cands = {
-        "4level": [s | i4 << 39 | i3 << 30 | i2 << 21
-                   for i4 in (511, 256, 383, 128, 1, 0)
-                   for i3, i2 in ((511, 511), (300, 300), (7, 7))
-                   for s in [0xffff000000000000 if i4 >= 256 else 0]],
-        "pae": [i3 << 30 | i2 << 21 for i3 in (3, 2, 1, 0) for i2 in (511, 400, 300, 7)],
-        "32bit": [i << 22 for i in (1023, 1000, 900, 768, 640, 512, 300, 100, 3)],
-    }[paging]
     gv = None
-    for c in gv_cands:
+    for c in harness_gvas(paging):
         if c <= hb + REGION and hb <= c + REGION:
             continue
         pts = []
@@ -271,8 +204,7 @@ def make_plan(sc: dict, result: dict, image: dict, host_bin_for, guest_bin_for) 
         raise Unsupported("no free guest-linear region for the harness's pages")
     # guest-table frames (gpa) the harness's own walks read: with EPT A/D on, the CPU
     # sets A in the EPT entries that map them before the first command runs
-    harness_table_gpas = sorted({cr3 & (~0x1f if paging == "pae" else ~0xfff)
-                                 for cr3 in spaces})
+    harness_table_gpas = sorted({g_root(paging, cr3) for cr3 in spaces})
     for (level, ea), cr3 in zip(attach_guest, [c for c in spaces for _ in (roots or [None])]):
         if paging == "pae" and level == 2:
             idx3 = g_index(paging, gv, 3)
@@ -339,8 +271,7 @@ def make_plan(sc: dict, result: dict, image: dict, host_bin_for, guest_bin_for) 
                     words.set(pa, words.get(pa) | bitsv)
                 elif s["kind"] == "ad_write" and s["result"] == "written":
                     pa = h(s["entry_hpa"])
-                    bitsv = (0x20 if "A" in s["ad_set"] else 0) | (0x40 if "D" in s["ad_set"] else 0)
-                    words.set(pa, words.get(pa, esize) | bitsv, esize)
+                    words.set(pa, words.get(pa, esize) | guest_ad_bits(s["ad_set"]), esize)
             gva = h(a["gva"])
             op = {"read": 1, "write": 2, "fetch": 3}[a["op"]]
             aux = 0x100 if a.get("user") else 0
@@ -372,17 +303,10 @@ def make_plan(sc: dict, result: dict, image: dict, host_bin_for, guest_bin_for) 
                 lst = h(image["eptp_list_hpa"]) if image.get("eptp_list_hpa") else None
                 if lst is not None:
                     root = words.get(lst + 8 * eptp_index) & ADDR
-            table = spaces[space] & (~0x1f if paging == "pae" else ~0xfff)
-            ea = None
-            for level in g_levels(paging):
-                egpa = table + g_index(paging, gva, level) * esize
-                ea = table_hpa(root, egpa)
-                if ea is None:
-                    raise Unsupported("a page-table write whose table is not mapped")
-                if level == p["level"]:
-                    break
-                e = words.get(ea, esize)
-                table = e & (ADDR if wide else 0xfffff000)
+            ea = g_entry(words, paging, spaces[space], gva, p["level"],
+                         lambda gpa: table_hpa(root, gpa))
+            if ea is None:
+                raise Unsupported("a page-table write whose table is not mapped")
             old = words.get(ea, esize)
             new = (old & ~h(p.get("clear", "0x0"))) | h(p.get("set", "0x0"))
             words.set(ea, new, esize)
@@ -396,19 +320,13 @@ def make_plan(sc: dict, result: dict, image: dict, host_bin_for, guest_bin_for) 
     commands.append({"index": len(commands), "op": 0, "aux": 0, "arg": 0})
 
     # --- memory at load: the image with the harness's entries, fetch targets --------
-    for pa, v in list(Words(image["words"]).w.items()):
-        pass
     load = Words(image["words"])
     for pa, (v, size) in harness_words.items():
         load.set(pa, v, size)
     for c in commands:
         if "plant" in c:
             load.set(c["plant"], 0xc3, 1)
-    frames_out = {}
-    for pa, v in load.w.items():
-        frames_out.setdefault(pa & ~0xfff, bytearray(4096))[pa & 0xfff:(pa & 0xfff) + 8] = \
-            struct.pack("<Q", v)
-    for base, data in frames_out.items():
+    for base, data in load.frames().items():
         put(base, bytes(data))
 
     # host: page tables (identity map of the region with one 2 MiB page), GDT, TSS,

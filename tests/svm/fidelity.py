@@ -13,7 +13,6 @@ and a comparison of every access (compare.py). The last line is exactly
 
 from __future__ import annotations
 
-import argparse
 import concurrent.futures as cf
 import copy
 import datetime
@@ -21,44 +20,33 @@ import glob
 import json
 import os
 import random
-import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+sys.path.insert(1, os.path.dirname(HERE))
 
 import plan as planmod  # noqa: E402
 import compare  # noqa: E402
 import gen_svm  # noqa: E402
 import machine  # noqa: E402
 import layout as L  # noqa: E402
+from oracle.report import (arguments, vmsim, caches_off, count_ops, save_failure,  # noqa: E402
+                           print_findings, write_json)
 
-VMSIM = os.environ.get("VMSIM", os.path.join(ROOT, "wasm-core", "build", "vmsim"))
-ARTIFACTS = os.path.join(ROOT, "tests", "artifacts")
 BATCH = 120                     # scenarios per QEMU boot
 AS_FETCHES_WHY = {}             # why scenarios ran as fetches -> how many
 with open(os.path.join(HERE, "cases", "index.json"), encoding="utf-8") as _f:
     CASES = json.load(_f)["cases"]
 
 
-def vmsim(cmd: str, scenario: dict) -> dict:
-    p = subprocess.run([VMSIM, cmd, "-"], input=json.dumps(scenario).encode(),
-                       capture_output=True)
-    if p.returncode != 0:
-        raise planmod.Unsupported(f"vmsim {cmd} rejected it: {p.stderr.decode().strip()}")
-    return json.loads(p.stdout)
-
-
 def for_svm(sc: dict) -> dict:
     """The scenario as it is compared: the engine's caches off (the harness flushes the
     TLB on every VMRUN, so every access walks, and QEMU has no paging-structure caches)
     and QEMU's physical-address width (40 bits)."""
-    sc = copy.deepcopy(sc)
-    sc.setdefault("machine", {})["maxphyaddr"] = planmod.QEMU_MAXPHYADDR
-    sc.pop("caches", None)
-    return sc
+    return caches_off(sc, planmod.QEMU_MAXPHYADDR)
 
 
 def as_fetches(sc: dict) -> dict:
@@ -152,13 +140,8 @@ def _prep(it):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--count", type=int, default=300, help="accesses to compare (examples included)")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--examples-only", action="store_true")
-    ap.add_argument("--scenario", help="run this one scenario file only")
-    ap.add_argument("--report", help="write a JSON report here")
-    ap.add_argument("--web-data", help="add NPT to the page's verified-on-a-CPU data in this file")
+    ap = arguments(__doc__.split("\n\n")[0],
+                   "add NPT to the page's verified-on-a-CPU data in this file")
     ap.add_argument("--minimize", metavar="FILE",
                     help="shrink this disagreeing scenario to a small case (FILE.min.json)")
     ap.add_argument("--deviation", help="with --minimize: shrink to a case of this known "
@@ -217,19 +200,11 @@ def main(argv=None) -> int:
             scenarios += 1
             if sc.get("name", "").endswith("(accesses as fetches)"):
                 as_fetches_n += 1
-            for a in sc["accesses"]:
-                op = a.get("op") or next(x for x in ("mov_cr3", "invlpg", "pte_write") if x in a)
-                if op in ("read", "write", "fetch"):
-                    op += "/user" if a.get("user") else "/supervisor"
-                ops[op] = ops.get(op, 0) + 1
+            count_ops(ops, sc["accesses"])
             key = f"npt{p.levels}/{sc['guest']['paging']}"
             modes[key] = modes.get(key, 0) + n
             if dis and origin == "random":
-                os.makedirs(ARTIFACTS, exist_ok=True)
-                path = os.path.join(ARTIFACTS, f"svm-fail-{args.seed}-{name.rsplit('#', 1)[1]}.json")
-                with open(path, "w", encoding="utf-8") as f:
-                    json.dump(sc, f, indent=1)
-                print(f"saved {path} (replay: tests/svm/run --scenario {os.path.relpath(path, ROOT)})")
+                save_failure("svm", args.seed, name, sc)
             for d in dis + devs:
                 d["scenario"] = name
             disagreements.extend(dis)
@@ -246,15 +221,7 @@ def main(argv=None) -> int:
                     print(f"  [{i}] {json.dumps(a)} engine {r['outcome']} {r['hpa']} "
                           f"{json.dumps(r['fault'])} cpu {compare.describe_exit(g) if g else got}")
 
-    for d in disagreements:
-        print(compare.describe(d))
-    kinds = {}
-    for d in deviations:
-        kinds.setdefault(d["deviation"], []).append(d)
-    for kd, lst in sorted(kinds.items()):
-        print(f"known QEMU deviation {kd}: {len(lst)} (first: {lst[0]['scenario']} access "
-              f"{lst[0]['access']}: engine {lst[0]['engine']}, cpu {lst[0]['cpu']})")
-        print(f"  {compare.DEVIATIONS[kd]}")
+    kinds = print_findings(disagreements, deviations, compare, "QEMU", "cpu")
     seconds = time.time() - started
     verified = sorted(n for n, e in examples.items() if e.get("verified"))
     if cases_run:
@@ -287,9 +254,7 @@ def main(argv=None) -> int:
             "known_deviations": {kd: {"count": len(v), "reason": compare.DEVIATIONS[kd],
                                       "examples": v[:5]} for kd, v in kinds.items()},
         }
-        with open(args.report, "w", encoding="utf-8") as f:
-            json.dump(report, f, indent=1, default=hex)
-            f.write("\n")
+        write_json(args.report, report, default=hex)
     if args.web_data:
         write_web_data(args.web_data, compared, disagreements, kinds, examples)
     print(f"{compared} accesses, {len(disagreements)} disagreements")
@@ -372,9 +337,7 @@ def write_web_data(path: str, compared: int, disagreements: list, kinds: dict, e
         "examples": {n: {"accesses": e["accesses"]} for n, e in sorted(examples.items())
                      if e.get("verified")},
     }
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=1)
-        f.write("\n")
+    write_json(path, data)
 
 
 if __name__ == "__main__":

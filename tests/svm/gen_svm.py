@@ -19,9 +19,9 @@ from __future__ import annotations
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "reference"))
-import gen  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from oracle import machines  # noqa: E402
+from oracle.machines import gen  # noqa: E402  (the reference generators, tests/reference)
 
 QEMU_M = 40
 
@@ -46,15 +46,8 @@ class Raw(_Narrow, gen._RawBuilder):
     pass
 
 
-def _leaf_level(m: dict) -> int:
-    return {"4K": 1, "2M": 2, "1G": 3, "4M": 2}[m.get("page", "4K")]
-
-
 def add_events(rng, sc: dict, raw: bool) -> None:
-    spaces = 1
-    if not raw and rng.random() < 0.25:
-        spaces = 2
-        sc["guest"]["address_spaces"] = 2
+    spaces = machines.address_spaces(rng, sc, raw)
     maps = sc["guest"].get("mappings") or []
     out = []
     for a in sc["accesses"]:
@@ -63,11 +56,9 @@ def add_events(rng, sc: dict, raw: bool) -> None:
             if p < 0.3 and "gva" in a:
                 out.append({"invlpg": a["gva"]})
             elif p < 0.75 and maps:
-                m = rng.choice(maps)
-                bit = rng.choice([(0x0, 0x2), (0x0, 0x4), (0x20, 0x0), (0x40, 0x0),
-                                  (0x0, 0x1), (0x2, 0x0), (0x0, 0x20), (0x0, 0x40)])
-                out.append({"pte_write": {"gva": m["gva"], "level": _leaf_level(m),
-                                          "set": hex(bit[0]), "clear": hex(bit[1])}})
+                out.append(machines.pte_write(rng, maps, [(0x0, 0x2), (0x0, 0x4), (0x20, 0x0),
+                                                          (0x40, 0x0), (0x0, 0x1), (0x2, 0x0),
+                                                          (0x0, 0x20), (0x0, 0x40)]))
             elif spaces > 1:
                 out.append({"mov_cr3": rng.randrange(0, spaces)})
         out.append(a)
@@ -75,21 +66,12 @@ def add_events(rng, sc: dict, raw: bool) -> None:
 
 
 def random_machine(rng, k: int) -> dict:
-    raw = rng.random() < 0.4
-    for _ in range(20):
+    sc = machines.random_machine(rng, k, (Mapped, Raw), "svm", QEMU_M, add_events)
+    if sc["guest"].get("address_spaces"):
+        # a second address space needs its tables mapped too: without it if not
         try:
-            sc = (Raw if raw else Mapped)(rng).scenario()
-        except gen.GeneratorError:
-            continue
-        sc["name"] = f"svm-{k}-" + sc["name"]
-        sc.setdefault("machine", {})["maxphyaddr"] = QEMU_M
-        add_events(rng, sc, raw)
-        if sc["guest"].get("address_spaces"):
-            # a second address space needs its tables mapped too: without it if not
-            try:
-                gen.rw.build(gen.rw.parse_scenario(sc))
-            except gen.rw.ScenarioError:
-                del sc["guest"]["address_spaces"]
-                sc["accesses"] = [a for a in sc["accesses"] if "mov_cr3" not in a]
-        return sc
-    raise RuntimeError("the generator failed 20 times in a row")
+            gen.rw.build(gen.rw.parse_scenario(sc))
+        except gen.rw.ScenarioError:
+            del sc["guest"]["address_spaces"]
+            sc["accesses"] = [a for a in sc["accesses"] if "mov_cr3" not in a]
+    return sc

@@ -22,53 +22,19 @@ A scenario this machine cannot express raises Unsupported with the reason.
 
 from __future__ import annotations
 
+import os
 import struct
+import sys
 
-import layout as L
+# tests/oracle, beside both oracles rather than inside one: tests/bochs uses it as much
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# (h and Unsupported are imported from here by compare.py and fidelity.py too)
+from oracle.guest import (ADDR, Unsupported, Words, h,  # noqa: E402,F401
+                          g_levels, g_index, g_esize, g_root, g_entry, nested_walk, walked,
+                          guest_ad_bits, harness_gpas, harness_gvas)
+import layout as L  # noqa: E402
 
 QEMU_MAXPHYADDR = 40           # CPUID 0x80000008 of QEMU's TCG CPU (phys-bits 40)
-ADDR = ((1 << 52) - 1) & ~0xfff
-
-
-class Unsupported(Exception):
-    """A scenario the executing CPU cannot run, and why."""
-
-
-def h(v) -> int:
-    return int(v, 16) if isinstance(v, str) else v
-
-
-class Words:
-    """Sparse memory of 8-byte words (the image, then what the accesses change)."""
-
-    def __init__(self, words: dict):
-        self.w = {h(k): h(v) for k, v in words.items()}
-
-    def get(self, pa: int, size: int = 8) -> int:
-        base, sh = pa & ~7, (pa & 7) * 8
-        v = self.w.get(base, 0) >> sh
-        return v & ((1 << (8 * size)) - 1)
-
-    def set(self, pa: int, value: int, size: int = 8) -> None:
-        base, sh = pa & ~7, (pa & 7) * 8
-        mask = ((1 << (8 * size)) - 1) << sh
-        self.w[base] = (self.w.get(base, 0) & ~mask) | ((value << sh) & mask)
-
-    def byte(self, pa: int) -> int:
-        return self.get(pa, 1)
-
-
-def g_levels(paging: str):
-    return {"5level": [5, 4, 3, 2, 1], "4level": [4, 3, 2, 1], "pae": [3, 2, 1],
-            "32bit": [2, 1]}[paging]
-
-
-def g_index(paging: str, gva: int, level: int) -> int:
-    if paging == "32bit":
-        return (gva >> (12 + 10 * (level - 1))) & 1023
-    if paging == "pae" and level == 3:
-        return (gva >> 30) & 3
-    return (gva >> (12 + 9 * (level - 1))) & 511
 
 
 def usable_frame(pa: int) -> bool:
@@ -78,16 +44,7 @@ def usable_frame(pa: int) -> bool:
 
 def npt_walk(words: Words, root: int, gpa: int, levels: int):
     """gpa -> hpa through nested tables as built (no checks); None if not mapped."""
-    table = root
-    for level in range(levels, 0, -1):
-        e = words.get(table + ((gpa >> (12 + 9 * (level - 1))) & 511) * 8)
-        if not e & 1:
-            return None
-        if level == 1 or (level in (2, 3) and e & 0x80):
-            size = 1 << (12 + 9 * (level - 1))
-            return (e & ADDR & ~(size - 1)) | (gpa & (size - 1))
-        table = e & ADDR
-    return None
+    return nested_walk(words, root, gpa, levels, 1)            # P
 
 
 def npt_path_ok(words: Words, root: int, gpa: int, levels: int, nxe: bool) -> bool:
@@ -155,20 +112,12 @@ def make_plan(sc: dict, result: dict, image: dict, stubs: bool = True) -> Plan:
     if sc.get("machine", {}).get("maxphyaddr", 46) != QEMU_MAXPHYADDR:
         raise Unsupported("maxphyaddr is not QEMU's 40")
     words = Words(image["words"])
-    esize = 4 if paging == "32bit" else 8
+    esize = g_esize(paging)
     accs = result["accesses"]
     ncr3 = h(result["ncr3"])
     spaces = [h(c) for c in image["cr3s"]]
 
-    touched, frames = set(), set()
-    for a in accs:
-        for s in a["steps"]:
-            pa = h(s["entry_hpa"])
-            touched.add(pa & ~7)
-            frames.add(pa >> 12)
-        if a["hpa"]:
-            frames.add(h(a["hpa"]) >> 12)
-    frames |= {k >> 12 for k in words.w}
+    touched, frames = walked(accs, words)
     frames.add(ncr3 >> 12)
     for f in frames:
         if not usable_frame(f << 12):
@@ -204,11 +153,7 @@ def make_plan(sc: dict, result: dict, image: dict, stubs: bool = True) -> Plan:
 
         gp = None
         need_a = []
-        gcands = [0xffe00000, 0xfee00000, 0xefe00000, 0xcfe00000, 0x8fe00000, 0x6fe00000,
-                  0x4fe00000, 0x2fe00000]
-        if paging != "32bit":
-            gcands = [0xffffe00000, 0xfe3fe00000, 0x8000000000, 0x7fffe00000] + gcands
-        for c in gcands:
+        for c in harness_gpas(paging):
             need_a.clear()
             at = free_npt_path(c)
             if at:
@@ -238,7 +183,7 @@ def make_plan(sc: dict, result: dict, image: dict, stubs: bool = True) -> Plan:
             return npt_walk(words, ncr3, gpa, levels)
 
         def free_guest_path(cr3: int, gv: int):
-            table = cr3 & (~0x1f if paging == "pae" else ~0xfff)
+            table = g_root(paging, cr3)
             for level in g_levels(paging)[:-1]:
                 egpa = table + g_index(paging, gv, level) * esize
                 ea = table_hpa(egpa)
@@ -250,26 +195,15 @@ def make_plan(sc: dict, result: dict, image: dict, stubs: bool = True) -> Plan:
                 return None
             return None
 
-        gv_cands = {
-            "5level": [s | i5 << 48 | i4 << 39 | 511 << 30 | 511 << 21
-                       for i5 in (511, 256, 300, 1, 0) for i4 in (511, 7)
-                       for s in [0xfe00000000000000 if i5 >= 256 else 0]],
-            "4level": [s | i4 << 39 | i3 << 30 | i2 << 21
-                       for i4 in (511, 256, 383, 128, 1, 0)
-                       for i3, i2 in ((511, 511), (300, 300), (7, 7))
-                       for s in [0xffff000000000000 if i4 >= 256 else 0]],
-            "pae": [i3 << 30 | i2 << 21 for i3 in (3, 2, 1, 0) for i2 in (511, 400, 300, 7)],
-            "32bit": [i << 22 for i in (1023, 1000, 900, 768, 640, 512, 300, 100, 3)],
-        }[paging]
         gv = attach = None
-        for c in gv_cands:
+        for c in harness_gvas(paging):
             pts = [free_guest_path(cr3, c) for cr3 in spaces]
             if all(pts) and not any((ea & ~7) in {pa & ~7 for pa in hw} for _, ea in pts):
                 gv, attach = c, pts
                 break
         if gv is None:
             for cr3 in spaces:
-                root = cr3 & (~0x1f if paging == "pae" else ~0xfff)
+                root = g_root(paging, cr3)
                 if not npt_path_ok(words, ncr3, root, levels, nxe):
                     raise RootUnusable("the guest's root table is not a user-writable page in "
                                        "the nested tables: the harness's own code fetch would fault")
@@ -397,8 +331,7 @@ def make_plan(sc: dict, result: dict, image: dict, stubs: bool = True) -> Plan:
                     bits = (0x20 if "A" in s["ad_set"] else 0) | (0x40 if "D" in s["ad_set"] else 0)
                     exp.set(pa, exp.get(pa) | bits)
                 elif s["kind"] == "ad_write" and s["result"] == "written":
-                    bits = (0x20 if "A" in s["ad_set"] else 0) | (0x40 if "D" in s["ad_set"] else 0)
-                    exp.set(pa, exp.get(pa, esize) | bits, esize)
+                    exp.set(pa, exp.get(pa, esize) | guest_ad_bits(s["ad_set"]), esize)
             gva = h(a["gva"])
             user = bool(a.get("user"))
             base = (gv or 0) + (L.STUB_U if user else L.STUB_K)
@@ -441,15 +374,9 @@ def make_plan(sc: dict, result: dict, image: dict, stubs: bool = True) -> Plan:
         elif "pte_write" in a:
             p = a["pte_write"]
             gva = h(p["gva"])
-            table = spaces[space] & (~0x1f if paging == "pae" else ~0xfff)
-            ea = None
-            for level in g_levels(paging):
-                ea = table_hpa(table + g_index(paging, gva, level) * esize)
-                if ea is None:
-                    raise UnreachableWrite(i, "a page-table write whose table is not mapped")
-                if level == p["level"]:
-                    break
-                table = exp.get(ea, esize) & (ADDR if paging != "32bit" else 0xfffff000)
+            ea = g_entry(exp, paging, spaces[space], gva, p["level"], table_hpa)
+            if ea is None:
+                raise UnreachableWrite(i, "a page-table write whose table is not mapped")
             if not usable_frame(ea):
                 raise UnreachableWrite(i, "a page-table write to memory QEMU does not "
                                           "have (or the harness's)")
@@ -466,10 +393,7 @@ def make_plan(sc: dict, result: dict, image: dict, stubs: bool = True) -> Plan:
         commands.append(c)
 
     # --- chunks ----------------------------------------------------------------------
-    pages = {}
-    for pa, v in load.w.items():
-        pages.setdefault(pa & ~0xfff, bytearray(4096))[pa & 0xfff:(pa & 0xfff) + 8] = \
-            struct.pack("<Q", v)
+    pages = load.frames()
     for off, b in (stub_pages.items() if need_stub else ()):
         pg = pages.setdefault(hb + off, bytearray(4096))
         pg[0:len(b)] = b
