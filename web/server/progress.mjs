@@ -25,7 +25,7 @@ import { bearerHash, classLoader, hashToken, sameHash } from './classes.mjs';
 import { unavailableAnswer } from './faults.mjs';
 import { GradePool } from './grade.mjs';
 import { NAME_MAX, textProblem } from './limits.mjs';
-import { Budget } from './budget.mjs';
+import { WriteBudget } from './budget.mjs';
 import { courseOf, refuseAfterClosing } from './course/deadline.mjs';
 
 /** A record id: the page makes 22 characters of base64url (128 random bits). */
@@ -180,11 +180,11 @@ export async function progressRoutes(app, opts) {
   const bus = opts.bus ?? { publish() {} };
   // The write budget (budget.mjs): progress records and joins per client address per
   // minute (VMEMLAB_WRITE_RATE), joins per class per address per hour (VMEMLAB_JOIN_MAX).
-  const writes = new Budget(opts.rateLimit ? opts.rateLimit.writeMax ?? 0 : 0, 60_000);
-  const joins = new Budget(opts.rateLimit ? opts.rateLimit.joinMax ?? 0 : 0, 3_600_000);
-  const overBudget = (reply, seconds, what) => {
-    reply.header('Retry-After', String(seconds));
-    fail(429, `${what}; nothing was stored. Try again in ${seconds} s`);
+  // One budget per server (app.mjs), shared with the course's routes.
+  const budget = opts.budget ?? new WriteBudget(opts.rateLimit);
+  const overBudget = (reply, over) => {
+    reply.header('Retry-After', String(over.seconds));
+    fail(429, `${over.message}; nothing was stored. Try again in ${over.seconds} s`);
   };
   const addressOf = (req) => req.ip ?? 'unknown';
   /* The request's connection closing before its answer is sent (the client gave up) aborts
@@ -244,10 +244,8 @@ export async function progressRoutes(app, opts) {
     const name = studentName(json.name);
     const given = receiptHash(req, false);
     const addr = addressOf(req);
-    const wait = joins.take(`${cls.code}\0${addr}`);
-    if (wait) overBudget(reply, wait, `your address has joined class ${cls.code} ${joins.max} times in the last hour (the most one address may)`);
-    const wait2 = writes.take(addr);
-    if (wait2) { joins.give(`${cls.code}\0${addr}`); overBudget(reply, wait2, `your address has sent ${writes.max} records and joins in the last minute (the most one address may)`); }
+    const over = budget.join(cls.code, addr);
+    if (over) overBudget(reply, over);
     const receipt = randomBytes(16).toString('base64url');
     const row = { id: randomBytes(9).toString('base64url'), class_code: cls.code, name, receipt_hash: hashToken(receipt), joined_at: new Date().toISOString() };
     // The insert stores nothing when the name is taken in this class (unique (class, name)).
@@ -276,14 +274,14 @@ export async function progressRoutes(app, opts) {
     const records = checkRecords(jsonOf(req));
     await refuseAfterClosing(store, cls, records); // a closing time passed: 409, nothing stored
     const addr = addressOf(req);
-    const wait = writes.take(addr, records.length);
-    if (wait) overBudget(reply, wait, `your address has sent ${writes.max} records and joins in the last minute (the most one address may)`);
+    const over = budget.write(addr, records.length);
+    if (over) overBudget(reply, over);
     // Graded in the student's own queue (grade.mjs), dropped if this request goes away.
     let graded;
     try {
       graded = await grader.grade(records.map(({ type, lesson, exercise, kind, seed, answer: a, done }) => ({ type, lesson, exercise, kind, seed, answer: a, done })),
         { client: student.id, signal: req.gone });
-    } catch (e) { writes.give(addr, records.length); throw e; }
+    } catch (e) { budget.giveWrites(addr, records.length); throw e; }
     graded.forEach((g, i) => {
       if (g.error) throw new Error(`the engine failed on ${at(i)}: ${g.error}`);
       if (g.problem) fail(422, `${at(i, g.field)}: ${g.problem}`);
