@@ -146,7 +146,8 @@ describe.each(['sqlite', 'postgres'] as const)('a graded course on %s', (kind) =
     const seed = (i: number) => seedFor(code, aiko.name, L, i);
     const ans = [0, 1, 2, 3, 4].map((i) => answers(L, i, seed(i)));
     const r = await send([
-      attempt(L, 0, seed(0), ans[0].wrong), attempt(L, 0, seed(0), ans[0].right, { tries: 2 }),      // 0 then 2
+      // 0 then 2: the hint the page opened after the wrong try (not pressed) costs nothing
+      attempt(L, 0, seed(0), ans[0].wrong), attempt(L, 0, seed(0), ans[0].right, { tries: 2, hint_opened: true }),
       attempt(L, 1, seed(1), ans[1].right, { hint: true }),                                           // 1 x 0.5
       attempt(L, 2, seed(2), '', { tries: 0, shown: true }), attempt(L, 2, seed(2), ans[2].right),    // 1 x 0.25, shown before
       attempt(L, 3, seed(3), ans[3].right), attempt(L, 3, seed(3), ans[3].wrong, { tries: 2 }),       // 1 then 0

@@ -180,14 +180,21 @@ describe.each(['sqlite', 'postgres'] as const)('students and progress on %s', (k
       expect(r.json().records.map((x: { verdict: string }) => x.verdict)).toEqual(['wrong', 'correct', 'empty', 'done']);
     }
     // a batch of old and new records stores the new ones
-    const more = [batch[0], attempt(lesson, 0, seed + 1, right)];
+    // the hint the page opened itself after a wrong try, not pressed: its own field
+    const more = [batch[0], attempt(lesson, 0, seed + 1, right, { tries: 2, hint_opened: true })];
     expect((await send(more, s.receipt)).json().stored).toBe(1);
     const stored = await rows(s.student_id);
     expect(stored).toHaveLength(5);
     expect(stored.filter((r) => r.id === batch[0].id)).toHaveLength(1);
     const byId = Object.fromEntries(stored.map((r) => [r.id, r]));
     expect(byId[batch[1].id as string]).toMatchObject({ type: 'attempt', lesson, exercise: 0, kind: 'count-refs', seed, answer: right, verdict: 'correct', tries: 2, hint: 1, shown: 0, student_id: s.student_id });
+    expect(byId[batch[1].id as string].hint_opened).toBe(0); // left out: false
+    expect(byId[more[1].id as string]).toMatchObject({ hint: 0, hint_opened: 1 });
     expect(byId[batch[2].id as string]).toMatchObject({ verdict: 'empty', shown: 1, answer: '' });
+    // the teacher's list tells the two apart
+    const listed = (await app.inject({ method: 'GET', url: `/api/classes/${code}/progress?limit=500`, headers: { authorization: `Bearer ${teacher}` } })).json().records;
+    expect(listed.find((r: { id: string }) => r.id === more[1].id)).toMatchObject({ hint: false, hint_opened: true });
+    expect(listed.find((r: { id: string }) => r.id === batch[1].id)).toMatchObject({ hint: true, hint_opened: false });
     expect(byId[batch[3].id as string]).toMatchObject({ type: 'done', verdict: 'done', exercise: null, kind: null, seed: null });
     expect(String(byId[batch[0].id as string].received_at)).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
   });
@@ -244,6 +251,7 @@ describe.each(['sqlite', 'postgres'] as const)('students and progress on %s', (k
       ['a control character', [{ ...ok, answer: '2\u00004' }], 400, '/records/0/answer: contains the control character U+0000'],
       ['a bad time', [{ ...ok, at: 'yesterday' }], 400, '/records/0/at'],
       ['hint not a boolean', [{ ...ok, hint: 1 }], 400, '/records/0/hint'],
+      ['hint_opened not a boolean', [{ ...ok, hint_opened: 'yes' }], 400, '/records/0/hint_opened'],
       ['done not a boolean', [{ id: rid(), type: 'done', lesson: 'ept-and-npt', done: 'yes', at: now() }], 400, '/records/0/done'],
       ['an unknown lesson', [{ ...ok, lesson: 'no-such-lesson' }], 422, '/records/0/lesson: there is no lesson "no-such-lesson"'],
       ['an unknown lesson (done)', [{ id: rid(), type: 'done', lesson: 'no-such-lesson', done: true, at: now() }], 422, '/records/0/lesson'],

@@ -22,6 +22,7 @@ import { pageParams } from './paging.mjs';
 import { summarize, METRICS } from '../src/results/extract.mjs';
 import { traceRoutes } from './traces.mjs';
 import { progressRoutes } from './progress.mjs';
+import { WriteBudget } from './budget.mjs';
 import { dashboardRoutes } from './dashboard.mjs';
 import { courseRoutes, OPEN_WHEN_CLOSED } from './course/routes.mjs';
 
@@ -460,13 +461,16 @@ export async function buildServer(opts = {}) {
   if (opts.traces !== false) await app.register(traceRoutes, { store, rateLimit: rl });
   // students who joined a class and their exercise progress, graded again here (progress.mjs;
   // like the traces it needs a store with a query builder, so traces: false leaves it out too)
-  if (opts.traces !== false) await app.register(progressRoutes, { store, bus, rateLimit: rl, ...opts.progress });
+  // one write budget (budget.mjs) for the progress and the course routes: a client moving
+  // from one to the other gains no room
+  const writeBudget = new WriteBudget(rl);
+  if (opts.traces !== false) await app.register(progressRoutes, { store, bus, rateLimit: rl, budget: writeBudget, ...opts.progress });
   // the teacher's dashboard of the students' progress (dashboard.mjs; reads progress.mjs's
   // tables, so it is there when they are)
   if (opts.traces !== false) await app.register(dashboardRoutes, { store, bus, ...opts.dashboard });
   // the course: roster, devices, grading settings and closing times, scores, the gradebook
   // (course/routes.mjs; its rows refer to progress.mjs's students)
-  if (opts.traces !== false) await app.register(courseRoutes, { store });
+  if (opts.traces !== false) await app.register(courseRoutes, { store, budget: writeBudget });
 
   // A class delete that a stop cut short (db.mjs: the class is marked first) is finished
   // now, once every plugin's tables exist; the class reads as gone meanwhile.

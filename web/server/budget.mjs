@@ -30,3 +30,34 @@ export class Budget {
     while (this.used.size >= this.keysMax) this.used.delete(this.used.keys().next().value);
   }
 }
+
+/** The class server's write budget, one per server and shared by every route that stores a
+ * student's write (progress.mjs's joins and records, course/routes.mjs's roster joins, device
+ * codes and roster loads), so that moving to another route gains no room: writes per client
+ * address per minute (rateLimit.writeMax), joins per class per address per hour (joinMax). */
+export class WriteBudget {
+  /** @param {{ writeMax?: number, joinMax?: number } | false | undefined} rateLimit */
+  constructor(rateLimit) {
+    this.writes = new Budget(rateLimit ? rateLimit.writeMax ?? 0 : 0, 60_000);
+    this.joins = new Budget(rateLimit ? rateLimit.joinMax ?? 0 : 0, 3_600_000);
+  }
+
+  /** n writes from addr: null when they fit (counted), else why not and for how long. */
+  write(addr, n = 1) {
+    const wait = this.writes.take(addr, n);
+    return wait ? { seconds: wait, message: `your address has sent ${this.writes.max} records and joins in the last minute (the most one address may)` } : null;
+  }
+
+  /** A join of class `code` from addr (a write too): null when it fits (counted), else why not. */
+  join(code, addr) {
+    const key = `${code}\0${addr}`;
+    const wait = this.joins.take(key);
+    if (wait) return { seconds: wait, message: `your address has joined class ${code} ${this.joins.max} times in the last hour (the most one address may)` };
+    const over = this.write(addr);
+    if (over) this.joins.give(key);
+    return over;
+  }
+
+  /** Gives back n writes that stored nothing. */
+  giveWrites(addr, n) { this.writes.give(addr, n); }
+}

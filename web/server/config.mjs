@@ -64,7 +64,7 @@ export function rateLimitFromEnv(env = process.env) {
     max: perMinute(env, 'VMEMLAB_RATE_MAX', 600),
     uploadMax: perMinute(env, 'VMEMLAB_UPLOAD_RATE', 60),
     createMax: perMinute(env, 'VMEMLAB_CREATE_RATE', 20),
-    // progress.mjs's write budget: records and joins per minute per client address, and
+    // the write budget (budget.mjs; progress.mjs's and the course's routes): records and joins per minute per client address, and
     // joins per class per client address per hour
     writeMax: whole(env, 'VMEMLAB_WRITE_RATE', 1200, { max: 1_000_000, takes: 'takes a whole number of progress records and joins per minute per client address; 0 turns this limit off' }),
     joinMax: whole(env, 'VMEMLAB_JOIN_MAX', 120, { max: 1_000_000, takes: 'takes a whole number of joins per class per client address per hour; 0 turns this limit off' }),

@@ -59,7 +59,7 @@ const fail = (status, message) => { throw new DashboardError(status, message); }
 /** An ISO time `ms` milliseconds before `iso` (same format: the tables compare them as text). */
 const before = (iso, ms) => new Date(Date.parse(iso) - ms).toISOString();
 
-const RECORD_COLUMNS = ['p.id', 'p.student_id', 'p.type', 'p.lesson', 'p.exercise', 'p.kind', 'p.seed', 'p.answer', 'p.verdict', 'p.tries', 'p.hint', 'p.shown', 'p.at', 'p.received_at', 's.name as student_name'];
+const RECORD_COLUMNS = ['p.id', 'p.student_id', 'p.type', 'p.lesson', 'p.exercise', 'p.kind', 'p.seed', 'p.answer', 'p.verdict', 'p.tries', 'p.hint', 'p.shown', 'p.hint_opened', 'p.at', 'p.received_at', 's.name as student_name'];
 
 /** A progress row as the API answers it (the list, the events). PostgreSQL returns bigint
  * (the seed) as text and both stores keep hint and shown as 0/1. */
@@ -67,7 +67,7 @@ export function recordOf(r) {
   return {
     id: r.id, type: r.type, lesson: r.lesson, exercise: r.exercise ?? null, kind: r.kind ?? null,
     seed: r.seed === null || r.seed === undefined ? null : Number(r.seed), answer: r.answer ?? null,
-    verdict: r.verdict, tries: r.tries ?? null, hint: Number(r.hint) === 1, shown: Number(r.shown) === 1,
+    verdict: r.verdict, tries: r.tries ?? null, hint: Number(r.hint) === 1, shown: Number(r.shown) === 1, hint_opened: Number(r.hint_opened) === 1,
     at: r.at, received_at: r.received_at, student: { id: r.student_id, name: r.student_name ?? null },
   };
 }
@@ -355,7 +355,8 @@ export const dashboardOpenapi = {
         exercise: { type: ['integer', 'null'], description: 'the exercise\'s position in the lesson (null for done)' },
         kind: { type: ['string', 'null'] }, seed: { type: ['integer', 'null'] }, answer: { type: ['string', 'null'] },
         verdict: { enum: ['correct', 'wrong', 'empty', 'done', 'undone'], description: 'an attempt\'s verdict as the server graded it; for done: done or undone' },
-        tries: { type: ['integer', 'null'] }, hint: { type: 'boolean' }, shown: { type: 'boolean', description: 'the answer was shown' },
+        tries: { type: ['integer', 'null'] }, hint: { type: 'boolean', description: 'the student pressed Hint' }, shown: { type: 'boolean', description: 'the answer was shown' },
+        hint_opened: { type: 'boolean', description: 'the page had opened the hint itself after a wrong try (not pressed; costs no points)' },
         at: { type: 'string', description: 'the student\'s clock' }, received_at: { type: 'string', description: 'the server\'s clock (ISO, ms)' },
         student: { type: 'object', required: ['id', 'name'], properties: { id: { type: 'string' }, name: { type: ['string', 'null'] } } },
       },

@@ -25,7 +25,7 @@ import { bearerHash, classLoader, hashToken, sameHash } from './classes.mjs';
 import { unavailableAnswer } from './faults.mjs';
 import { GradePool } from './grade.mjs';
 import { NAME_MAX, textProblem } from './limits.mjs';
-import { Budget } from './budget.mjs';
+import { WriteBudget } from './budget.mjs';
 import { courseOf, refuseAfterClosing } from './course/deadline.mjs';
 
 /** A record id: the page makes 22 characters of base64url (128 random bits). */
@@ -103,6 +103,12 @@ const migrations = {
       await db.schema.dropTable('students').execute();
     },
   },
+  // The hint the page opened itself after a wrong try (or a blank check), told apart from
+  // the one pressed (hint): 0 or 1; null for rows stored before it was recorded.
+  '002_hint_opened': {
+    async up(db) { await db.schema.alterTable('progress').addColumn('hint_opened', 'integer').execute(); },
+    async down(db) { await db.schema.alterTable('progress').dropColumn('hint_opened').execute(); },
+  },
 };
 
 /** A JSON Pointer to a record's field. */
@@ -125,12 +131,13 @@ export function checkRecords(json) {
   const ids = new Map();
   return list.map((r, i) => {
     if (!r || typeof r !== 'object' || Array.isArray(r)) fail(400, `${at(i)}: must be an object ({"id", "type": "attempt" or "done", ...})`);
-    const fields = r.type === 'attempt' ? ['id', 'type', 'lesson', 'exercise', 'kind', 'seed', 'answer', 'tries', 'hint', 'shown', 'at']
+    const fields = r.type === 'attempt' ? ['id', 'type', 'lesson', 'exercise', 'kind', 'seed', 'answer', 'tries', 'hint', 'shown', 'at', 'hint_opened']
       : r.type === 'done' ? ['id', 'type', 'lesson', 'done', 'at'] : null;
     if (!fields) fail(400, `${at(i, 'type')}: must be "attempt" or "done"`);
     const unknown = Object.keys(r).find((k) => !fields.includes(k));
     if (unknown !== undefined) fail(400, `${at(i, unknown)}: is not a field of ${r.type === 'attempt' ? 'an attempt' : 'a done'} record (${fields.join(', ')}); the server works out the verdict itself`);
-    const missing = fields.find((k) => !(k in r));
+    // hint_opened may be left out (a page from before it, its outbox): false
+    const missing = fields.find((k) => !(k in r) && k !== 'hint_opened');
     if (missing) fail(400, `${at(i, missing)}: is required but missing`);
     if (typeof r.id !== 'string' || !RECORD_ID_RE.test(r.id)) fail(400, `${at(i, 'id')}: a record id is 16-32 letters, digits, "-" or "_" (the page makes a random one per record)`);
     if (ids.has(r.id)) fail(400, `${at(i, 'id')}: the same id as ${at(ids.get(r.id), 'id')}; each record has its own`);
@@ -150,7 +157,8 @@ export function checkRecords(json) {
     if (!isInt(r.tries, 0, TRIES_MAX)) fail(400, `${at(i, 'tries')}: how many times this variant was checked, this one included: a whole number from 0`);
     if (typeof r.hint !== 'boolean') fail(400, `${at(i, 'hint')}: true when the hint was shown, else false`);
     if (typeof r.shown !== 'boolean') fail(400, `${at(i, 'shown')}: true when the answer was shown (asked for, or after three wrong tries), else false`);
-    return { id: r.id, type: 'attempt', lesson: r.lesson, exercise: r.exercise, kind: r.kind, seed: r.seed, answer: r.answer, tries: r.tries, hint: r.hint, shown: r.shown, at: r.at };
+    if ('hint_opened' in r && typeof r.hint_opened !== 'boolean') fail(400, `${at(i, 'hint_opened')}: true when the page had opened the hint itself (after a wrong try) and it was not pressed, else false`);
+    return { id: r.id, type: 'attempt', lesson: r.lesson, exercise: r.exercise, kind: r.kind, seed: r.seed, answer: r.answer, tries: r.tries, hint: r.hint, shown: r.shown, hint_opened: r.hint_opened === true, at: r.at };
   });
 }
 
@@ -180,11 +188,11 @@ export async function progressRoutes(app, opts) {
   const bus = opts.bus ?? { publish() {} };
   // The write budget (budget.mjs): progress records and joins per client address per
   // minute (VMEMLAB_WRITE_RATE), joins per class per address per hour (VMEMLAB_JOIN_MAX).
-  const writes = new Budget(opts.rateLimit ? opts.rateLimit.writeMax ?? 0 : 0, 60_000);
-  const joins = new Budget(opts.rateLimit ? opts.rateLimit.joinMax ?? 0 : 0, 3_600_000);
-  const overBudget = (reply, seconds, what) => {
-    reply.header('Retry-After', String(seconds));
-    fail(429, `${what}; nothing was stored. Try again in ${seconds} s`);
+  // One budget per server (app.mjs), shared with the course's routes.
+  const budget = opts.budget ?? new WriteBudget(opts.rateLimit);
+  const overBudget = (reply, over) => {
+    reply.header('Retry-After', String(over.seconds));
+    fail(429, `${over.message}; nothing was stored. Try again in ${over.seconds} s`);
   };
   const addressOf = (req) => req.ip ?? 'unknown';
   /* The request's connection closing before its answer is sent (the client gave up) aborts
@@ -244,10 +252,8 @@ export async function progressRoutes(app, opts) {
     const name = studentName(json.name);
     const given = receiptHash(req, false);
     const addr = addressOf(req);
-    const wait = joins.take(`${cls.code}\0${addr}`);
-    if (wait) overBudget(reply, wait, `your address has joined class ${cls.code} ${joins.max} times in the last hour (the most one address may)`);
-    const wait2 = writes.take(addr);
-    if (wait2) { joins.give(`${cls.code}\0${addr}`); overBudget(reply, wait2, `your address has sent ${writes.max} records and joins in the last minute (the most one address may)`); }
+    const over = budget.join(cls.code, addr);
+    if (over) overBudget(reply, over);
     const receipt = randomBytes(16).toString('base64url');
     const row = { id: randomBytes(9).toString('base64url'), class_code: cls.code, name, receipt_hash: hashToken(receipt), joined_at: new Date().toISOString() };
     // The insert stores nothing when the name is taken in this class (unique (class, name)).
@@ -276,22 +282,22 @@ export async function progressRoutes(app, opts) {
     const records = checkRecords(jsonOf(req));
     await refuseAfterClosing(store, cls, records); // a closing time passed: 409, nothing stored
     const addr = addressOf(req);
-    const wait = writes.take(addr, records.length);
-    if (wait) overBudget(reply, wait, `your address has sent ${writes.max} records and joins in the last minute (the most one address may)`);
+    const over = budget.write(addr, records.length);
+    if (over) overBudget(reply, over);
     // Graded in the student's own queue (grade.mjs), dropped if this request goes away.
     let graded;
     try {
       graded = await grader.grade(records.map(({ type, lesson, exercise, kind, seed, answer: a, done }) => ({ type, lesson, exercise, kind, seed, answer: a, done })),
         { client: student.id, signal: req.gone });
-    } catch (e) { writes.give(addr, records.length); throw e; }
+    } catch (e) { budget.giveWrites(addr, records.length); throw e; }
     graded.forEach((g, i) => {
       if (g.error) throw new Error(`the engine failed on ${at(i)}: ${g.error}`);
       if (g.problem) fail(422, `${at(i, g.field)}: ${g.problem}`);
     });
     const received = new Date().toISOString();
     const rows = records.map((r, i) => (r.type === 'done'
-      ? { id: r.id, class_code: cls.code, student_id: student.id, type: 'done', lesson: r.lesson, exercise: null, kind: null, seed: null, answer: null, verdict: graded[i].verdict, tries: null, hint: null, shown: null, at: r.at, received_at: received }
-      : { id: r.id, class_code: cls.code, student_id: student.id, type: 'attempt', lesson: r.lesson, exercise: r.exercise, kind: r.kind, seed: r.seed, answer: r.answer, verdict: graded[i].verdict, tries: r.tries, hint: r.hint ? 1 : 0, shown: r.shown ? 1 : 0, at: r.at, received_at: received }));
+      ? { id: r.id, class_code: cls.code, student_id: student.id, type: 'done', lesson: r.lesson, exercise: null, kind: null, seed: null, answer: null, verdict: graded[i].verdict, tries: null, hint: null, shown: null, hint_opened: null, at: r.at, received_at: received }
+      : { id: r.id, class_code: cls.code, student_id: student.id, type: 'attempt', lesson: r.lesson, exercise: r.exercise, kind: r.kind, seed: r.seed, answer: r.answer, verdict: graded[i].verdict, tries: r.tries, hint: r.hint ? 1 : 0, shown: r.shown ? 1 : 0, hint_opened: r.hint_opened ? 1 : 0, at: r.at, received_at: received }));
     let stored = 0;
     try {
       // A record id already stored in this class stores nothing (unique (class, id)).
@@ -394,7 +400,8 @@ export const progressOpenapi = {
             seed: { type: 'integer', minimum: 0, maximum: SEED_MAX },
             answer: { type: 'string', maxLength: ANSWER_MAX, description: 'as the learner typed or picked it ("" for none)' },
             tries: { type: 'integer', minimum: 0, maximum: TRIES_MAX, description: 'checks of this variant so far, this one included' },
-            hint: { type: 'boolean' }, shown: { type: 'boolean', description: 'the answer was shown (asked for, or after three wrong tries)' },
+            hint: { type: 'boolean', description: 'the learner pressed Hint before this answer' }, shown: { type: 'boolean', description: 'the answer was shown (asked for, or after three wrong tries)' },
+            hint_opened: { type: 'boolean', description: 'the page had opened the hint itself (after a wrong try or a blank check) and Hint was not pressed; costs no points (false when left out)' },
           },
         },
         { type: 'object', additionalProperties: false, required: ['id', 'type', 'lesson', 'done', 'at'], properties: { ...common, type: { const: 'done' }, done: { type: 'boolean' } } },

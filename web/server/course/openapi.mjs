@@ -23,7 +23,7 @@ export const courseOpenapi = {
         operationId: 'loadRoster', summary: 'Teacher: a roster as text/csv (Canvas\'s or Moodle\'s export, or any CSV naming an ID or email and a name) or text/plain lines "ID, name"; adds students and updates those already on it (by ID, email or login)',
         parameters: [code], security: [{ token: [] }],
         requestBody: { required: true, content: { 'text/csv': { schema: { type: 'string', maxLength: 524288 } }, 'text/plain': { schema: { type: 'string', maxLength: 524288 } } } },
-        responses: { ...ok('loaded: added, updated, students'), ...err(400, 401, 403, 404, 409, 413, 415, 503) },
+        responses: { ...ok('loaded: added, updated, students'), ...err(400, 401, 403, 404, 409, 413, 415, 429, 503) },
       },
       get: { operationId: 'getRoster', summary: 'Teacher: the roster and who joined as whom', parameters: [code], security: [{ token: [] }], responses: { ...ok('the roster'), ...err(400, 401, 403, 404, 503) } },
     },
@@ -37,17 +37,17 @@ export const courseOpenapi = {
       post: {
         operationId: 'joinRoster', summary: 'Join as a roster student: {"id"} (student ID, email or login, as typed) or {"entry"} (picked from /roster/names). A roster student joins once; a second browser uses a device code',
         parameters: [code], requestBody: json({ type: 'object', additionalProperties: false, maxProperties: 1, properties: { id: { type: 'string', maxLength: 254 }, entry: { type: 'string', maxLength: 32 } } }),
-        responses: { 201: { description: 'joined; keep the receipt', content: { 'application/json': { schema: student } } }, ...err(400, 404, 409, 415, 503) },
+        responses: { 201: { description: 'joined; keep the receipt', content: { 'application/json': { schema: student } } }, ...err(400, 404, 409, 415, 429, 503) },
       },
     },
     '/api/classes/{code}/students/me/link': {
-      post: { operationId: 'makeDeviceLink', summary: 'A student (receipt): a one-time code, valid 15 minutes, that makes another browser the same student', parameters: [code], security: [{ token: [] }], responses: { ...ok('code, url, expires_at'), ...err(400, 401, 403, 404, 503) } },
+      post: { operationId: 'makeDeviceLink', summary: 'A student (receipt): a one-time code, valid 15 minutes, that makes another browser the same student', parameters: [code], security: [{ token: [] }], responses: { ...ok('code, url, expires_at'), ...err(400, 401, 403, 404, 429, 503) } },
     },
     '/api/classes/{code}/students/link': {
       post: {
         operationId: 'useDeviceLink', summary: 'Another browser becomes the student whose code this is: a receipt of its own', parameters: [code],
         requestBody: json({ type: 'object', required: ['code'], additionalProperties: false, properties: { code: { type: 'string', maxLength: 9 } } }),
-        responses: { ...ok('the student', student), ...err(400, 404, 415, 503) },
+        responses: { ...ok('the student', student), ...err(400, 404, 415, 429, 503) },
       },
     },
     '/api/classes/{code}/students/merge': {

@@ -16,7 +16,13 @@
 //   GET    /api/classes/:code/scores              teacher: every student's scores
 //   GET    /api/classes/:code/students/me/scores  receipt: the student's own
 //   GET    /api/classes/:code/grades              teacher: the gradebook CSV (?format=plain|canvas|moodle, ?lang=en|ja|zh, ?bom=0)
+//
+// Joining (by ID, a picked name or a device code) counts as a join, and a device code made
+// or a roster loaded as a write, in the server's one write budget (budget.mjs, shared with
+// progress.mjs): 429 with Retry-After past it, nothing stored. A refused ID or code counts
+// too, which bounds guessing them.
 import { randomBytes, randomInt } from 'node:crypto';
+import { WriteBudget } from '../budget.mjs';
 import { bearerHash, classLoader, hashToken, sameHash } from '../classes.mjs';
 import { bomParam } from '../csv.mjs';
 import { catalog, LANGS } from './catalog.mjs';
@@ -41,6 +47,12 @@ const LINK_RE = /^[A-Za-z0-9]{4}-?[A-Za-z0-9]{4}$/;
 class CourseError extends Error {
   constructor(statusCode, message, need) { super(message); this.statusCode = statusCode; if (need) this.need = need; }
 }
+/** 429 past the write budget (WriteBudget's refusal), with Retry-After. */
+const overBudget = (reply, over) => {
+  if (!over) return;
+  reply.header('Retry-After', String(over.seconds));
+  fail(429, `${over.message}; nothing was stored. Try again in ${over.seconds} s`);
+};
 const fail = (status, message, need) => { throw new CourseError(status, message, need); };
 const newId = () => randomBytes(9).toString('base64url');
 const newLinkCode = () => { let s = ''; for (let i = 0; i < 8; i++) s += LINK_ALPHABET[randomInt(LINK_ALPHABET.length)]; return `${s.slice(0, 4)}-${s.slice(4)}`; };
@@ -62,9 +74,11 @@ const text = (v, where, max) => {
   return v.trim();
 };
 
-/** @param {import('fastify').FastifyInstance} app @param {{ store: import('../db.mjs').Store }} opts */
+/** @param {import('fastify').FastifyInstance} app @param {{ store: import('../db.mjs').Store, budget?: WriteBudget }} opts */
 export async function courseRoutes(app, opts) {
   const { store } = opts;
+  const budget = opts.budget ?? new WriteBudget(false);
+  const addressOf = (req) => req.ip ?? 'unknown';
   const db = store.db;
   await migrateCourse(db);
   const course = courseOf(store);
@@ -104,9 +118,10 @@ export async function courseRoutes(app, opts) {
   });
 
   // ---- the roster ----
-  app.post('/api/classes/:code/roster', async (req) => {
+  app.post('/api/classes/:code/roster', async (req, reply) => {
     const cls = await loadClass(req.params.code);
     teacherOnly(req, cls);
+    overBudget(reply, budget.write(addressOf(req)));
     // an empty body reaches no parser: an empty roster
     const csv = req.body?.csv ?? (/^text\/(csv|plain)/.test(req.headers['content-type'] ?? '') ? '' : undefined);
     if (typeof csv !== 'string') fail(415, 'send the roster as Content-Type: text/csv (the file your LMS exports) or text/plain (pasted lines: ID, name)');
@@ -165,6 +180,7 @@ export async function courseRoutes(app, opts) {
     const cls = await loadClass(req.params.code);
     const j = fields(req, ['id', 'entry']);
     if ((j.id === undefined) === (j.entry === undefined)) fail(400, 'send {"id": "your student ID or email"} or {"entry": "..."} (a name picked from the list)');
+    overBudget(reply, budget.join(cls.code, addressOf(req)));
     let entry;
     if (j.entry !== undefined) {
       if (typeof j.entry !== 'string' || !ID_RE.test(j.entry)) fail(400, '/entry: a roster entry id from /roster/names');
@@ -194,9 +210,10 @@ export async function courseRoutes(app, opts) {
   });
 
   // ---- one student, any device ----
-  app.post('/api/classes/:code/students/me/link', async (req) => {
+  app.post('/api/classes/:code/students/me/link', async (req, reply) => {
     const cls = await loadClass(req.params.code);
     const student = await studentOf(req, cls);
+    overBudget(reply, budget.write(addressOf(req)));
     const code = newLinkCode();
     const expires = new Date(Date.now() + LINK_TTL_MS).toISOString();
     // one link at a time per student: a new one replaces the last
@@ -207,10 +224,11 @@ export async function courseRoutes(app, opts) {
     return { code, expires_at: expires, url: `${origin(req)}/?view=results&class=${cls.code}#link=${code}`, name: student.name, class: cls.code };
   });
 
-  app.post('/api/classes/:code/students/link', async (req) => {
+  app.post('/api/classes/:code/students/link', async (req, reply) => {
     const cls = await loadClass(req.params.code);
     const j = fields(req, ['code']);
     if (typeof j.code !== 'string' || !LINK_RE.test(j.code.trim())) fail(400, '/code: the 8-character code shown under "Continue on another device" (ABCD-2345)');
+    overBudget(reply, budget.join(cls.code, addressOf(req)));
     const h = linkHash(cls.code, j.code.trim());
     const link = await db.selectFrom('device_links as l').innerJoin('students as s', 's.id', 'l.student_id')
       .select(['l.student_id', 'l.expires_at', 's.name']).where('l.code_hash', '=', h).where('l.class_code', '=', cls.code).executeTakeFirst();

@@ -264,12 +264,16 @@ function ExerciseCard({ engine, part, seed, onSeed, lesson, klass }: { engine: V
   // The learner pressed Hint: what an attempt's `hint` says (the page opens the hint itself
   // after a wrong try or a blank check; that is no hint asked for).
   const asked = useRef(false);
+  // The page opened the hint itself (after a wrong try or a blank check): an attempt's
+  // `hint_opened` while Hint was not pressed, which the teacher sees apart and costs nothing.
+  const opened = useRef(false);
   // The variant as the learner left it (a reload, or back from another lesson).
   useEffect(() => {
     let live = true;
     loadExercise(lesson, part.index, seed).then((st) => {
       if (!live || !st || touched.current || !ex) return;
       setAnswer(st.answer); setTries(st.wrong); setShowHint(st.hint); asked.current = st.hintAsked ?? false; checks.current = st.checks;
+      opened.current = st.hintOpened ?? (st.hint && !asked.current);
       if (st.status === 'correct' || st.status === 'answer') {
         // the walk shown after checking comes from the engine again
         let v: Verdict | null = null;
@@ -282,17 +286,17 @@ function ExerciseCard({ engine, part, seed, onSeed, lesson, klass }: { engine: V
   }, []); // eslint-disable-line react-hooks/exhaustive-deps -- once per variant: the card's key has the seed
   if (!ex) return <p className="error">{tx('unknownKind', { kind: part.spec.kind })}</p>;
   /** Keeps the card's state (what changed in `p`) and, in a class, queues the attempt. */
-  const keep = (p: Partial<ExerciseState>, attempt?: { answer: string; shown: boolean; hint: boolean }) => {
+  const keep = (p: Partial<ExerciseState>, attempt?: { answer: string; shown: boolean; hint: boolean; opened: boolean }) => {
     touched.current = true;
     const st: ExerciseState = {
       key: exerciseKey(lesson, part.index, seed), lesson, exercise: part.index, seed, kind: part.spec.kind,
-      answer, wrong: tries, checks: checks.current, hint: showHint, hintAsked: asked.current,
+      answer, wrong: tries, checks: checks.current, hint: showHint, hintAsked: asked.current, hintOpened: opened.current,
       status: status?.kind === 'unreadable' ? 'empty' : status?.kind ?? null, after: status?.kind === 'answer' ? status.after : undefined, expected: status?.kind === 'answer' ? status.expected : undefined,
       at: new Date().toISOString(), ...p,
     };
     const record: ProgressRecord | null = attempt && klass && seed <= SEED_MAX ? {
       id: newRecordId(), type: 'attempt', lesson, exercise: part.index, kind: part.spec.kind, seed,
-      answer: attempt.answer, tries: checks.current, hint: attempt.hint, shown: attempt.shown, at: st.at,
+      answer: attempt.answer, tries: checks.current, hint: attempt.hint, shown: attempt.shown, hint_opened: attempt.opened && !attempt.hint, at: st.at,
     } : null;
     const out = record && klass ? outgoing(klass.code, record) : undefined;
     saveExercise(st, out).then(() => { if (out) void kick(); }, () => { /* not kept: this page still shows it */ });
@@ -304,28 +308,31 @@ function ExerciseCard({ engine, part, seed, onSeed, lesson, klass }: { engine: V
   const submit = () => {
     if (!answered(ex, answer)) {
       // something typed that the checker cannot read is told apart from nothing typed
+      opened.current = opened.current || !showHint;
       setStatus({ kind: answer.trim() ? 'unreadable' : 'empty' }); setShowHint(true); keep({ status: 'empty', hint: true }); return;
     }
     const v = run(answer);
     if (!v) return;
     checks.current += 1;
     const hintBefore = asked.current;
-    if (v.correct) { setStatus({ kind: 'correct' }); keep({ status: 'correct' }, { answer, shown: false, hint: hintBefore }); return; }
+    const openedBefore = opened.current;
+    if (v.correct) { setStatus({ kind: 'correct' }); keep({ status: 'correct' }, { answer, shown: false, hint: hintBefore, opened: openedBefore }); return; }
     const n = tries + 1;
     setTries(n);
+    if (!showHint) opened.current = true;
     setShowHint(true);
     if (n >= 2) setShowMethod(true);
     const last = n >= MAX_TRIES;
     setStatus(last ? { kind: 'answer', expected: v.expected, after: 'tries' } : { kind: 'wrong', tries: n, unit: v.unitNote });
     keep(last ? { wrong: n, hint: true, status: 'answer', after: 'tries', expected: v.expected } : { wrong: n, hint: true, status: 'wrong' },
-      { answer, shown: last, hint: hintBefore });
+      { answer, shown: last, hint: hintBefore, opened: openedBefore });
   };
   // Asking for the answer is sent as an attempt with no answer (verdict "empty") and shown.
   const reveal = () => {
     const v = run('');
     if (!v) return;
     setStatus({ kind: 'answer', expected: v.expected, after: 'asked' });
-    keep({ status: 'answer', after: 'asked', expected: v.expected }, { answer: '', shown: true, hint: asked.current });
+    keep({ status: 'answer', after: 'asked', expected: v.expected }, { answer: '', shown: true, hint: asked.current, opened: opened.current });
   };
   const toggleHint = () => { if (!showHint) asked.current = true; setShowHint(!showHint); keep({ hint: !showHint }); };
   const type = (a: string) => { setAnswer(a); keep({ answer: a }); };

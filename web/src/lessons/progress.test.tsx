@@ -131,8 +131,8 @@ describe('progress sent to the class', () => {
     // offline: three records wait (the hint alone is no record)
     await waitFor(async () => expect((await waiting('ABCD-EFGH')).length).toBe(3));
     const queued = (await waiting()).map((o) => o.record);
-    expect(queued[0]).toMatchObject({ type: 'attempt', lesson: LESSON, exercise: 0, kind: 'count-refs', seed: seedA, answer: '7', tries: 1, hint: false, shown: false });
-    expect(queued[1]).toMatchObject({ type: 'attempt', lesson: LESSON, exercise: 1, kind: 'predict-exit', answer: '', tries: 0, hint: true, shown: true });
+    expect(queued[0]).toMatchObject({ type: 'attempt', lesson: LESSON, exercise: 0, kind: 'count-refs', seed: seedA, answer: '7', tries: 1, hint: false, shown: false, hint_opened: false });
+    expect(queued[1]).toMatchObject({ type: 'attempt', lesson: LESSON, exercise: 1, kind: 'predict-exit', answer: '', tries: 0, hint: true, shown: true, hint_opened: false });
     expect(queued[2]).toMatchObject({ type: 'done', lesson: LESSON, done: true });
     for (const r of queued) expect(r.id).toMatch(/^[A-Za-z0-9_-]{22}$/);
     expect(server.got).toEqual([]);
@@ -161,14 +161,15 @@ describe('progress sent to the class', () => {
     fireEvent.change(within(cards()[0]).getByLabelText('Your answer'), { target: { value: '8' } });
     fireEvent.click(within(cards()[0]).getByText('Check'));
     await waitFor(() => expect(server.got).toHaveLength(2));
-    // the hint the page opened by itself after the wrong "7" is no hint asked for
-    expect(server.got[1]).toEqual([expect.objectContaining({ type: 'attempt', answer: '8', tries: 2, hint: false })]);
+    // the hint the page opened by itself after the wrong "7" is no hint asked for, and is
+    // recorded as opened by the page (kept through the reload above)
+    expect(server.got[1]).toEqual([expect.objectContaining({ type: 'attempt', answer: '8', tries: 2, hint: false, hint_opened: true })]);
     // pressed: the next check says so (Hint closes the open hint, pressed again opens it)
     fireEvent.click(within(cards()[0]).getByText('Hint'));
     fireEvent.click(within(cards()[0]).getByText('Hint'));
     fireEvent.click(within(cards()[0]).getByText('Check'));
     await waitFor(() => expect(server.got).toHaveLength(3));
-    expect(server.got[2]).toEqual([expect.objectContaining({ type: 'attempt', answer: '8', tries: 3, hint: true })]);
+    expect(server.got[2]).toEqual([expect.objectContaining({ type: 'attempt', answer: '8', tries: 3, hint: true, hint_opened: false })]);
     const ids = server.got.flat().map((r) => r.id);
     expect(new Set(ids).size).toBe(ids.length);
   });

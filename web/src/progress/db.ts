@@ -9,7 +9,9 @@
 
 /** What is sent to the class server (POST /api/classes/{code}/progress). */
 export type ProgressRecord =
-  | { id: string; type: 'attempt'; lesson: string; exercise: number; kind: string; seed: number; answer: string; tries: number; hint: boolean; shown: boolean; at: string }
+  | { id: string; type: 'attempt'; lesson: string; exercise: number; kind: string; seed: number; answer: string; tries: number; hint: boolean; shown: boolean; at: string;
+      /** the page had opened the hint itself (after a wrong try), Hint not pressed (absent: queued before it was sent) */
+      hint_opened?: boolean }
   | { id: string; type: 'done'; lesson: string; done: boolean; at: string };
 
 /** One record waiting to be sent to a class. */
@@ -22,6 +24,8 @@ export interface ExerciseState {
   answer: string; wrong: number; checks: number; hint: boolean;
   /** the learner pressed Hint (hint alone may be the page opening it after a wrong try) */
   hintAsked?: boolean;
+  /** the page opened the hint itself, after a wrong try or a blank check */
+  hintOpened?: boolean;
   status: null | 'empty' | 'wrong' | 'correct' | 'answer';
   after?: 'asked' | 'tries'; expected?: string; at: string;
 }

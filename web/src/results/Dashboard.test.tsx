@@ -92,7 +92,7 @@ const cy: Student = { id: 'sCy', name: 'Cy' };
 function classRecords() {
   n = 0;
   return [
-    attempt(ana, 'ept-and-npt', 0, { hint: true, answer: '23' }),
+    attempt(ana, 'ept-and-npt', 0, { hint: false, hint_opened: true, answer: '23' }),
     attempt(ana, 'ept-and-npt', 0, { verdict: 'correct', hint: true, answer: '24', seed: 777 }),
     attempt(bo, 'ept-and-npt', 1, { answer: '7' }),
     attempt(bo, 'ept-and-npt', 1, { shown: true, answer: '', verdict: 'empty' }), // the answer shown: not a check
@@ -209,7 +209,8 @@ describe('the teacher dashboard', () => {
     const rows = [...panel.querySelectorAll('tbody tr')].map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent));
     const title = `3. ${LESSONS.en['ept-and-npt'].meta.title}`;
     expect(rows.map((r) => r.slice(0, 5))).toEqual([
-      [`${title}: exercise 1`, '1001', '23', 'wrong', 'hint used'],
+      // the hint the page opened after a wrong try, told apart from the one pressed
+      [`${title}: exercise 1`, '1001', '23', 'wrong', 'hint opened after a wrong try'],
       [`${title}: exercise 1`, '777', '24', 'correct', 'hint used'],
     ]);
     const link = within(panel).getAllByRole('link', { name: 'Open in Lessons' })[1];

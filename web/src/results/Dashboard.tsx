@@ -154,7 +154,7 @@ function Attempts({ row, lessons, onClose, children }: { row: Row; lessons: Less
                   <td className="num">{a.seed ?? '–'}</td>
                   <td>{a.answer ? (words(a.answer) !== a.answer ? <span title={a.answer} data-choice={a.answer}>{words(a.answer)}</span> : <code>{a.answer}</code>) : <span className="muted">{t('dashboard.attempts.noAnswer')}</span>}</td>
                   <td className={a.verdict === 'correct' ? 'ok' : 'no'}>{t(`dashboard.attempts.verdict.${a.verdict === 'correct' || a.verdict === 'empty' ? a.verdict : 'wrong'}`)}</td>
-                  <td>{[a.hint ? t('dashboard.cell.hint') : '', a.shown ? t('dashboard.cell.shown') : ''].filter(Boolean).join(', ') || '–'}</td>
+                  <td>{[a.hint ? t('dashboard.cell.hint') : '', a.hint_opened && !a.hint ? t('dashboard.cell.hintOpened') : '', a.shown ? t('dashboard.cell.shown') : ''].filter(Boolean).join(', ') || '–'}</td>
                   <td><time dateTime={a.at}>{Number.isNaN(Date.parse(a.at)) ? a.at : time.format(new Date(a.at))}</time></td>
                   <td>{a.seed !== null && a.exercise !== null ? <a href={variantLink(a.lesson, a.exercise, a.seed, { who: row.name, answer: a.answer ?? '' })} target="_blank" rel="noopener">{t('dashboard.attempts.open')}</a> : null}</td>
                 </tr>

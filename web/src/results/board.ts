@@ -18,8 +18,11 @@ export interface ProgressRecord {
   /** attempts: correct, wrong or empty, as the server graded it; done marks: done or undone */
   verdict: string;
   tries: number | null;
+  /** the student pressed Hint */
   hint: boolean;
   shown: boolean;
+  /** the page had opened the hint itself after a wrong try, Hint not pressed (absent from older servers) */
+  hint_opened?: boolean;
   /** the student's clock */
   at: string;
   /** the server's clock */
