@@ -414,6 +414,13 @@ static void agile_summary(strbuf *sb, const machine *m)
               m->s->agile_switch_level, nested, m->agile_to_nested, m->agile_to_shadow);
 }
 
+/* Its shadow part is 4-level, 9 bits a level. */
+static int agile_gpwc_shift(const machine *m, int level)
+{
+    (void)m;
+    return 12 + 9 * (level - 1);
+}
+
 const mode_ops mode_agile = {
     .name = "agile",
     .nested = &nested_ept,
@@ -424,5 +431,6 @@ const mode_ops mode_agile = {
     .event = agile_event,
     .tick = agile_tick,
     .summary = agile_summary,
+    .gpwc_shift = agile_gpwc_shift,
     .free = vmm_free,
 };

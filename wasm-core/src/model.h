@@ -291,6 +291,9 @@ typedef struct mode_ops {
     void (*tick)(struct machine *m);
     /* The result's "shadow" object (NULL: null). */
     void (*summary)(struct strbuf *sb, const struct machine *m);
+    /* The gva bits above a guest walk-cache line of this level, as the mode's walk forms
+     * its keys (NULL: the guest format's own; caches.contents reads it). */
+    int (*gpwc_shift)(const struct machine *m, int level);
     void (*free)(struct machine *m);    /* NULL: nothing of its own */
 } mode_ops;
 

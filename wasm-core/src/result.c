@@ -248,10 +248,8 @@ void machine_mark_caches(machine *m)
  * mode's walk forms it: agile's shadow part and shadow's PAE-format table are 9-bit). */
 static int gpwc_shift(const machine *m, int level)
 {
-    if (m->ops == &mode_agile)
-        return 12 + 9 * (level - 1);
-    if (m->ops == &mode_shadow)
-        return shadow_shift(m, level);
+    if (m->ops->gpwc_shift)
+        return m->ops->gpwc_shift(m, level);
     return m->gf->page_shift + m->gf->index_bits * (level - 1);
 }
 

@@ -282,6 +282,12 @@ static void shadow_summary(strbuf *sb, const machine *m)
     sb_puts(sb, "}}\n");
 }
 
+/* Its tables are 9-bit a level, PAE-format where the guest's are 32-bit. */
+static int shadow_gpwc_shift(const machine *m, int level)
+{
+    return shadow_shift(m, level);
+}
+
 const mode_ops mode_shadow = {
     .name = "shadow",
     .memslots = true,
@@ -291,5 +297,6 @@ const mode_ops mode_shadow = {
     .translate = shadow_translate,
     .event = shadow_event,
     .summary = shadow_summary,
+    .gpwc_shift = shadow_gpwc_shift,
     .free = vmm_free,
 };
