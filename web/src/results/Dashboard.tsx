@@ -76,7 +76,9 @@ type Words = ReturnType<typeof cellWords>;
  * instead, the symbols are text too, never colour alone). One element a cell and no long
  * text to lay out: a class of 200 students over 40 exercises is 9,000 cells, and the
  * same words as text in every cell tripled the time Chromium took to lay the grid out. */
-const symbols = (c: Cell) => `${c.solved ? '✓' : '✗'}${c.n}${c.hint ? '?' : ''}${c.shown ? '!' : ''}${!c.solved && c.score ? ` ${c.score.right}/${c.score.of}` : ''}`;
+const symbols = (c: Cell) => `${c.solved ? '✓' : '✗'}${c.n}${c.hint ? '?' : ''}${c.shown ? '!' : ''}`;
+/** A walk grid's best try, under the symbols: a 3rem column holds "23/26" only in small type. */
+const partial = (c: Cell) => (!c.solved && c.score ? <span className="part"> {c.score.right}/{c.score.of}</span> : null);
 
 /** One student's row. Redrawn only when its row object changes (a record of theirs came),
  * the columns change or it is selected. */
@@ -86,7 +88,7 @@ const RowView = memo(function RowView({ row, lessons, words, selected, onPick }:
     for (let i = 0; i < l.exercises; i++) {
       const c = row.cells.get(cellKey(l.id, i));
       cells.push(c
-        ? <td key={`${l.id}#${i}`} className={c.solved ? 'ok' : c.shown ? 'shown' : 'no'} aria-label={words.of(c)}>{symbols(c)}</td>
+        ? <td key={`${l.id}#${i}`} className={c.solved ? 'ok' : c.shown ? 'shown' : 'no'} aria-label={words.of(c)}>{symbols(c)}{partial(c)}</td>
         : <td key={`${l.id}#${i}`} className="none" aria-label={words.none}>·</td>);
     }
     const done = row.done.get(l.id) === true;
