@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { appInChromium, ARTIFACTS } from './chromium';
-import { firstPageTextReach } from './pdf-text';
+import { firstPageTextReach, pdfPagesText } from './pdf-text';
 
 const session = appInChromium();
 
@@ -84,6 +84,22 @@ describe('print', () => {
         });
         expect(steps.n).toBe('"1"');
         expect(steps.cut, JSON.stringify(steps)).toBe(0);
+        // a choice exercise prints its choices (the on-screen picker's, in order) and a line
+        // to write the answer on, where the form, which does not print, was
+        const choice = await page.evaluate(() => {
+          const ex = [...document.querySelectorAll('section.exercise')].find((e) => e.querySelector('select'))!;
+          const printed = ex.querySelector<HTMLElement>('.print-answer');
+          return { options: [...ex.querySelectorAll('select option')].filter((o) => (o as HTMLOptionElement).value).map((o) => o.textContent!),
+            listed: [...ex.querySelectorAll('.print-choices li')].map((li) => li.textContent!),
+            line: printed?.querySelector('.print-line')?.textContent ?? '', shown: !!printed && printed.offsetParent !== null };
+        });
+        expect(choice.options.length).toBeGreaterThan(1);
+        expect(choice.listed).toEqual(choice.options);
+        expect(choice.shown).toBe(true);
+        // the choices one after another, then the answer line, as the PDF's text has them
+        const squash = (t: string) => t.normalize('NFKC').replace(/\s+/g, '');
+        const text = squash(pdfPagesText(pdf).join('\n'));
+        expect(text).toContain(squash(choice.options.join('') + choice.line));
       }
       await ctx.close();
     }, 90_000);

@@ -41,6 +41,20 @@ describe('scores', () => {
     // in any order: by the page's time
     expect(exerciseScore([...list].reverse(), 2, { ...S, counts: 'first' }, null).score).toBe(0);
   });
+  it('gives a walk grid\'s wrong attempt its share of the points (cells right of all), with the same costs; other wrong answers none', () => {
+    const grid = (right: number, extra: Record<string, unknown> = {}) => a('wrong', { score: { right, of: 26 }, ...extra });
+    expect(exerciseScore([grid(13)], 2, S, null).score).toBe(1);
+    expect(exerciseScore([grid(20), grid(23), grid(21)], 1, { ...S, counts: 'best' }, null).score).toBe(0.88);
+    expect(exerciseScore([grid(20), grid(23), grid(21)], 1, { ...S, counts: 'last' }, null).score).toBe(0.81);
+    expect(exerciseScore([grid(13, { hint: true })], 1, { ...S, hint_cost: 0.5 }, null).score).toBe(0.25);
+    expect(exerciseScore([a('empty', { shown: true }), grid(26)], 1, S, null).score).toBe(0); // after the answer was shown
+    expect(exerciseScore([a('wrong')], 1, S, null).score).toBe(0);
+    expect(exerciseScore([grid(23), a('correct', { score: { right: 26, of: 26 } })], 1, S, null).score).toBe(1);
+    // the lesson adds the share in
+    const lessons = [{ id: 'l', title: {}, points: [1, 2], possible: 3 }];
+    const r = studentScores([{ lesson: 'l', exercise: 0, ...a('correct') }, { lesson: 'l', exercise: 1, ...grid(13) }], lessons, S);
+    expect(r.lessons.l).toMatchObject({ score: 2, exercises: [1, 1] });
+  });
   it('takes the hint\'s and the shown answer\'s costs, the shown answer per variant and from when it was shown', () => {
     const s = { ...S, hint_cost: 0.25, shown_cost: 0.5 };
     expect(exerciseScore([a('correct', { hint: true })], 1, s, null).score).toBe(0.75);

@@ -36,6 +36,8 @@ function answers(lesson: string, exercise: number, seed: number) {
   const expected = ex.expected(ex.scenarios.map((s) => engine.run(s)));
   const right = expected.split(' or ')[0];
   if (ex.input.type === 'choice') return { right, wrong: ex.input.choices.find((c) => !expected.split(' or ').includes(c))! };
+  // a grid with its first reference's table wrong (the other cells right)
+  if (ex.input.type === 'grid') return { right, wrong: right.replace(/^\S+/, (t) => (t === 'g1' ? 'n1' : 'g1')) };
   if (ex.input.type === 'hex') return { right, wrong: '0x' + (BigInt(right) ^ 0x1000n).toString(16) };
   return { right, wrong: String(Number(right) + 1) };
 }
@@ -269,5 +271,24 @@ describe.each(['sqlite', 'postgres'] as const)('a graded course on %s', (kind) =
     expect(moodle.slice(1).map((r) => r[0]).sort()).toEqual(['S001', 'S002', 'S003']);
     expect(moodle.find((r) => r[0] === 'S001')!.slice(3)).toEqual(['0', '4.75']);
     expect((await g('?format=moodle&bom=0')).body.charCodeAt(0)).toBe('I'.charCodeAt(0));
+  });
+
+  it('scores a walk grid answered with a cell wrong by its share of the cells right, as stored by the server', async () => {
+    const L = 'ept-and-npt';
+    const g = SPECS[L].findIndex((sp) => sp.kind === 'walk-grid');
+    expect(g).toBeGreaterThan(4); // not one of the exercises scored above
+    const seed = seedFor(code, aiko.name, L, g);
+    const { right, wrong } = answers(L, g, seed);
+    const of = right.split(/\s+/).filter((c) => c !== '|').length;
+    const r = await send([attempt(L, g, seed, wrong)], aiko.receipt);
+    expect(r.statusCode, r.body).toBe(200);
+    expect(r.json().records[0]).toMatchObject({ verdict: 'wrong', score: { right: of - 1, of } });
+    const mine = (await req('GET', '/students/me/scores', undefined, aiko.receipt)).json().scores;
+    const share = Math.round(((of - 1) / of) * 100) / 100;
+    expect(mine.lessons[L].exercises[g]).toBe(share);
+    expect(mine.lessons[L].score).toBe(Math.round((4.75 + share) * 100) / 100);
+    // the right answer afterwards earns the whole point (best answer counts)
+    expect((await send([attempt(L, g, seed, right)], aiko.receipt)).statusCode).toBe(200);
+    expect((await req('GET', '/students/me/scores', undefined, aiko.receipt)).json().scores.lessons[L].exercises[g]).toBe(1);
   });
 });

@@ -199,6 +199,28 @@ describe.each(['sqlite', 'postgres'] as const)('students and progress on %s', (k
     expect(String(byId[batch[0].id as string].received_at)).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
   });
 
+  it('stores a walk grid\'s partial credit (cells right of all) and gives it to the teacher; other kinds store none', async () => {
+    const s = (await join_(`grid-${kind}`)).json();
+    const { lesson, exercise } = ALL.find((x) => x.spec.kind === 'walk-grid')!;
+    const seed = seedFor(code, s.name, lesson, exercise);
+    const { right, wrong } = answers(lesson, exercise, seed);
+    const of = right.split(/\s+/).filter((c) => c !== '|').length;
+    const other = attempt('ept-and-npt', 0, 9, answers('ept-and-npt', 0, 9).wrong);
+    const batch = [attempt(lesson, exercise, seed, wrong), attempt(lesson, exercise, seed, right), other];
+    const r = await send(batch, s.receipt);
+    expect(r.statusCode, r.body).toBe(200);
+    expect(r.json().records[0]).toMatchObject({ verdict: 'wrong', score: { right: of - 1, of } });
+    const byId = Object.fromEntries((await rows(s.student_id)).map((x) => [x.id, x]));
+    expect(byId[batch[0].id]).toMatchObject({ verdict: 'wrong', score_right: of - 1, score_of: of });
+    expect(byId[batch[1].id]).toMatchObject({ verdict: 'correct', score_right: of, score_of: of });
+    expect(byId[other.id]).toMatchObject({ verdict: 'wrong', score_right: null, score_of: null });
+    const list = await app.inject({ method: 'GET', url: `/api/classes/${code}/progress?limit=200`, headers: { authorization: `Bearer ${teacher}` } });
+    expect(list.statusCode, list.body).toBe(200);
+    const listed = Object.fromEntries(list.json().records.map((x: { id: string }) => [x.id, x]));
+    expect(listed[batch[0].id].score).toEqual({ right: of - 1, of });
+    expect(listed[other.id].score).toBeNull();
+  });
+
   it('stores the engine\'s verdict, never the page\'s: for several kinds and seeds, the same as the page\'s check() on the same inputs', async () => {
     const s = (await join_(`grades-${kind}`)).json();
     const picks = ALL.filter((x) => x.spec.kind !== 'which-wins').concat(ALL.find((x) => x.spec.kind === 'which-wins')!);

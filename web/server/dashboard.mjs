@@ -59,7 +59,7 @@ const fail = (status, message) => { throw new DashboardError(status, message); }
 /** An ISO time `ms` milliseconds before `iso` (same format: the tables compare them as text). */
 const before = (iso, ms) => new Date(Date.parse(iso) - ms).toISOString();
 
-const RECORD_COLUMNS = ['p.id', 'p.student_id', 'p.type', 'p.lesson', 'p.exercise', 'p.kind', 'p.seed', 'p.answer', 'p.verdict', 'p.tries', 'p.hint', 'p.shown', 'p.hint_opened', 'p.at', 'p.received_at', 's.name as student_name'];
+const RECORD_COLUMNS = ['p.id', 'p.student_id', 'p.type', 'p.lesson', 'p.exercise', 'p.kind', 'p.seed', 'p.answer', 'p.verdict', 'p.tries', 'p.hint', 'p.shown', 'p.hint_opened', 'p.score_right', 'p.score_of', 'p.at', 'p.received_at', 's.name as student_name'];
 
 /** A progress row as the API answers it (the list, the events). PostgreSQL returns bigint
  * (the seed) as text and both stores keep hint and shown as 0/1. */
@@ -68,6 +68,7 @@ export function recordOf(r) {
     id: r.id, type: r.type, lesson: r.lesson, exercise: r.exercise ?? null, kind: r.kind ?? null,
     seed: r.seed === null || r.seed === undefined ? null : Number(r.seed), answer: r.answer ?? null,
     verdict: r.verdict, tries: r.tries ?? null, hint: Number(r.hint) === 1, shown: Number(r.shown) === 1, hint_opened: Number(r.hint_opened) === 1,
+    score: r.score_of === null || r.score_of === undefined ? null : { right: Number(r.score_right), of: Number(r.score_of) },
     at: r.at, received_at: r.received_at, student: { id: r.student_id, name: r.student_name ?? null },
   };
 }
@@ -357,6 +358,7 @@ export const dashboardOpenapi = {
         verdict: { enum: ['correct', 'wrong', 'empty', 'done', 'undone'], description: 'an attempt\'s verdict as the server graded it; for done: done or undone' },
         tries: { type: ['integer', 'null'] }, hint: { type: 'boolean', description: 'the student pressed Hint' }, shown: { type: 'boolean', description: 'the answer was shown' },
         hint_opened: { type: 'boolean', description: 'the page had opened the hint itself after a wrong try (not pressed; costs no points)' },
+        score: { type: ['object', 'null'], required: ['right', 'of'], properties: { right: { type: 'integer', minimum: 0 }, of: { type: 'integer', minimum: 1 } }, description: 'a walk-grid attempt\'s cells right of all (its partial credit); null for other kinds' },
         at: { type: 'string', description: 'the student\'s clock' }, received_at: { type: 'string', description: 'the server\'s clock (ISO, ms)' },
         student: { type: 'object', required: ['id', 'name'], properties: { id: { type: 'string' }, name: { type: ['string', 'null'] } } },
       },

@@ -109,7 +109,27 @@ const migrations = {
     async up(db) { await db.schema.alterTable('progress').addColumn('hint_opened', 'integer').execute(); },
     async down(db) { await db.schema.alterTable('progress').dropColumn('hint_opened').execute(); },
   },
+  // A walk-grid attempt's partial credit, its cells right of all (grade-entry.ts), kept so
+  // that the teacher's grid and the course's scores can use it; null for every other kind.
+  '003_attempt_score': {
+    async up(db) {
+      await db.schema.alterTable('progress').addColumn('score_right', 'integer').execute();
+      await db.schema.alterTable('progress').addColumn('score_of', 'integer').execute();
+    },
+    async down(db) {
+      for (const c of ['score_of', 'score_right']) await db.schema.alterTable('progress').dropColumn(c).execute();
+    },
+  },
 };
+
+/** A grid's cells, at most: the score stored is refused past this (it would be the grader's bug). */
+export const SCORE_OF_MAX = 1000;
+/** The partial credit of a graded attempt as stored: [right, of], or [null, null]. */
+function scoreColumns(g) {
+  const s = g.score;
+  if (!s || !isInt(s.of, 1, SCORE_OF_MAX) || !isInt(s.right, 0, s.of)) return [null, null];
+  return [s.right, s.of];
+}
 
 /** A JSON Pointer to a record's field. */
 const at = (i, field) => `/records/${i}${field ? `/${field}` : ''}`;
@@ -296,8 +316,8 @@ export async function progressRoutes(app, opts) {
     });
     const received = new Date().toISOString();
     const rows = records.map((r, i) => (r.type === 'done'
-      ? { id: r.id, class_code: cls.code, student_id: student.id, type: 'done', lesson: r.lesson, exercise: null, kind: null, seed: null, answer: null, verdict: graded[i].verdict, tries: null, hint: null, shown: null, hint_opened: null, at: r.at, received_at: received }
-      : { id: r.id, class_code: cls.code, student_id: student.id, type: 'attempt', lesson: r.lesson, exercise: r.exercise, kind: r.kind, seed: r.seed, answer: r.answer, verdict: graded[i].verdict, tries: r.tries, hint: r.hint ? 1 : 0, shown: r.shown ? 1 : 0, hint_opened: r.hint_opened ? 1 : 0, at: r.at, received_at: received }));
+      ? { id: r.id, class_code: cls.code, student_id: student.id, type: 'done', lesson: r.lesson, exercise: null, kind: null, seed: null, answer: null, verdict: graded[i].verdict, tries: null, hint: null, shown: null, hint_opened: null, score_right: null, score_of: null, at: r.at, received_at: received }
+      : (([right, of]) => ({ id: r.id, class_code: cls.code, student_id: student.id, type: 'attempt', lesson: r.lesson, exercise: r.exercise, kind: r.kind, seed: r.seed, answer: r.answer, verdict: graded[i].verdict, tries: r.tries, hint: r.hint ? 1 : 0, shown: r.shown ? 1 : 0, hint_opened: r.hint_opened ? 1 : 0, score_right: right, score_of: of, at: r.at, received_at: received }))(scoreColumns(graded[i]))));
     let stored = 0;
     try {
       // A record id already stored in this class stores nothing (unique (class, id)).

@@ -22,8 +22,8 @@ const SQL = {
   // stored once per id; a student's deletion takes their progress (on delete cascade)
   insertStudent: `insert into students (id, class_code, name, receipt_hash, joined_at)
     values (@id, @class_code, @name, @receipt_hash, @joined_at) on conflict (class_code, name) do nothing`,
-  insertProgress: `insert into progress (id, class_code, student_id, type, lesson, exercise, kind, seed, answer, verdict, tries, hint, shown, hint_opened, at, received_at)
-    values (@id, @class_code, @student_id, @type, @lesson, @exercise, @kind, @seed, @answer, @verdict, @tries, @hint, @shown, @hint_opened, @at, @received_at)
+  insertProgress: `insert into progress (id, class_code, student_id, type, lesson, exercise, kind, seed, answer, verdict, tries, hint, shown, hint_opened, score_right, score_of, at, received_at)
+    values (@id, @class_code, @student_id, @type, @lesson, @exercise, @kind, @seed, @answer, @verdict, @tries, @hint, @shown, @hint_opened, @score_right, @score_of, @at, @received_at)
     on conflict (class_code, id) do nothing`,
   deleteStudent: 'delete from students where class_code = @class_code and id = @id',
   renameStudent: 'update students set name = @name where class_code = @class_code and id = @id',

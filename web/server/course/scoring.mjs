@@ -40,7 +40,7 @@ export function gradedLessons(catalog, settings) {
 const byTime = (a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : a.received_at < b.received_at ? -1 : a.received_at > b.received_at ? 1 : 0);
 
 /**
- * One exercise's score from its attempts ({seed, verdict, hint, shown, at, received_at}),
+ * One exercise's score from its attempts ({seed, verdict, hint, shown, score?, at, received_at}),
  * any order: { score, late, counted } (counted: false when no answer was checked).
  * An attempt whose answer was shown before it (for its variant: the page sends a shown
  * answer as an attempt with shown: true) earns (1 - shown_cost); one made with the hint
@@ -54,9 +54,10 @@ export function exerciseScore(attempts, points, settings, closesAt) {
   for (const r of list) {
     if (r.verdict !== 'correct' && r.verdict !== 'wrong') continue; // blank, or the shown answer itself
     const late = closesAt !== null && r.received_at > closesAt;
-    let v = 0;
-    if (r.verdict === 'correct') {
-      v = points;
+    // a wrong walk-grid attempt earns its cells right of all; any other wrong answer nothing
+    let v = r.verdict === 'correct' ? points
+      : r.score && r.score.of > 0 ? points * Math.min(1, Math.max(0, r.score.right / r.score.of)) : 0;
+    if (v > 0) {
       if (r.hint) v *= 1 - settings.hint_cost;
       const s = shownAt.get(r.seed);
       if (r.shown || (s !== undefined && r.at >= s)) v *= 1 - settings.shown_cost;

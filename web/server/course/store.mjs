@@ -146,7 +146,7 @@ export class CourseStore {
    */
   async attemptsPage(code, after, limit = 2000, studentId = null) {
     let q = this.db.selectFrom('progress')
-      .select(['id', 'student_id', 'lesson', 'exercise', 'seed', 'verdict', 'hint', 'shown', 'at', 'received_at'])
+      .select(['id', 'student_id', 'lesson', 'exercise', 'seed', 'verdict', 'hint', 'shown', 'score_right', 'score_of', 'at', 'received_at'])
       .where('class_code', '=', code).where('type', '=', 'attempt');
     if (studentId) q = q.where('student_id', '=', studentId);
     if (after) q = q.where('received_at', '>=', after.received_at).where((eb) => eb.or([eb('received_at', '>', after.received_at), eb.and([eb('received_at', '=', after.received_at), eb('id', '>', after.id)])]));
@@ -164,7 +164,8 @@ export class CourseStore {
       const page = await this.attemptsPage(code, after, 2000, studentId);
       for (const r of page.rows) {
         if (!by.has(r.student_id)) by.set(r.student_id, []);
-        by.get(r.student_id).push({ lesson: r.lesson, exercise: Number(r.exercise), seed: Number(r.seed), verdict: r.verdict, hint: !!Number(r.hint), shown: !!Number(r.shown), at: r.at, received_at: r.received_at });
+        by.get(r.student_id).push({ lesson: r.lesson, exercise: Number(r.exercise), seed: Number(r.seed), verdict: r.verdict, hint: !!Number(r.hint), shown: !!Number(r.shown),
+          ...(r.score_of === null || r.score_of === undefined ? {} : { score: { right: Number(r.score_right), of: Number(r.score_of) } }), at: r.at, received_at: r.received_at });
       }
       after = page.after;
       if (after) await new Promise((resolve) => setImmediate(resolve));

@@ -355,6 +355,11 @@ function ExerciseCard({ engine, part, seed, onSeed, lesson, klass }: { engine: V
     <section className="exercise" aria-label={t('exercise')} data-kind={ex.spec.kind} data-variant={ex.variant} data-seed={seed}>
       <h3>{t('exercise')} <span className="muted">({t('seed')} {seed})</span></h3>
       <p className="exercise-prompt">{say(ex.prompt, tx)}</p>
+      {/* On paper the form does not print: the choices as a list to tick and a line to write on. */}
+      <div className="print-answer" data-testid="print-answer">
+        {ex.input.type === 'choice' && <ul className="print-choices">{ex.input.choices.map((c) => <li key={c}>{choiceWords(c)}</li>)}</ul>}
+        <p className="print-line">{t('answer')}:</p>
+      </div>
       <form onSubmit={(e) => { e.preventDefault(); submit(); }}>
         {ex.input.type === 'grid' ? (
           // the engine's grid fills the cells once it is shown; the learner's own are marked after a check

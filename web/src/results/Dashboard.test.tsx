@@ -160,6 +160,25 @@ describe('the teacher dashboard', () => {
     expect(screen.getByRole('region', { name: /^Exercises by student/ }).getAttribute('tabindex')).toBe('0');
   });
 
+  it('shows a walk grid not yet solved with its best try\'s cells right of all (23/26), in symbols and in words', async () => {
+    const lesson = 'ept-and-npt';
+    const g = LESSONS.en[lesson].parts.filter((p) => p.type === 'exercise').findIndex((p) => p.type === 'exercise' && p.spec.kind === 'walk-grid');
+    expect(g).toBeGreaterThan(-1);
+    const grid_ = (st: Student, over: Partial<ProgressRecord>) => attempt(st, lesson, g, { kind: 'walk-grid', ...over });
+    server([ana, bo], [
+      grid_(ana, { score: { right: 20, of: 26 } }), grid_(ana, { score: { right: 23, of: 26 } }), grid_(ana, { score: { right: 21, of: 26 } }),
+      grid_(bo, { score: { right: 25, of: 26 } }), grid_(bo, { verdict: 'correct', score: { right: 26, of: 26 } }),
+    ]);
+    render(<Dashboard code={CODE} token={TOKEN} />);
+    await screen.findByTestId('dashboard-grid', {}, { timeout: 5000 });
+    expect(cellsOf('Ana', lesson)[g]).toEqual({ shown: '✗3 23/26', said: 'not solved yet, checked 3 times, best try 23 of 26 cells right' });
+    // solved: no fraction
+    expect(cellsOf('山田太郎', lesson)[g]).toEqual({ shown: '✓2', said: 'solved, checked 2 times' });
+    expect(screen.getByText(/23\/26: a walk grid's best try/)).toBeTruthy();
+    await act(async () => { await i18n.changeLanguage('ja'); });
+    expect(cellsOf('Ana', lesson)[g]).toEqual({ shown: '✗3 23/26', said: 'まだ正解していない、答え合わせ 3 回, 最良の回で 26 マス中 23 マス正解' });
+  });
+
   it('changes a row when a record or a student arrives on the stream, and reopens a stream that ends from the last position', async () => {
     const srv = server([ana, bo], classRecords());
     render(<Dashboard code={CODE} token={TOKEN} />);

@@ -55,11 +55,12 @@ function cellWords(t: T) {
     done: t('dashboard.cell.done'),
     notDone: t('dashboard.cell.notDone'),
     of(c: Cell): string {
-      const k = `${c.solved ? 's' : 'w'}${c.n}${c.hint ? 'h' : ''}${c.shown ? 'a' : ''}`;
+      const partial = !c.solved && c.score ? c.score : null;
+      const k = `${c.solved ? 's' : 'w'}${c.n}${c.hint ? 'h' : ''}${c.shown ? 'a' : ''}${partial ? `p${partial.right}/${partial.of}` : ''}`;
       let w = cache.get(k);
       if (w === undefined) {
         w = [t(`dashboard.cell.${c.solved ? 'solved' : 'wrong'}`, { count: c.n }),
-          c.hint ? t('dashboard.cell.hint') : '', c.shown ? t('dashboard.cell.shown') : ''].filter(Boolean).join(', ');
+          partial ? t('dashboard.cell.score', { right: partial.right, of: partial.of }) : '', c.hint ? t('dashboard.cell.hint') : '', c.shown ? t('dashboard.cell.shown') : ''].filter(Boolean).join(', ');
         cache.set(k, w);
       }
       return w;
@@ -69,12 +70,15 @@ function cellWords(t: T) {
 type Words = ReturnType<typeof cellWords>;
 
 /** The symbols of a cell: ✓ solved or ✗ not yet, the number of checks, ? hint used,
- * ! answer shown (the legend says so in words). They are the cell's text; its state in
+ * ! answer shown, and for a walk grid not yet solved its best cells right of all, 23/26
+ * (the legend says so in words). They are the cell's text; its state in
  * words is the cell's label, which a screen reader reads (and where one reads the text
  * instead, the symbols are text too, never colour alone). One element a cell and no long
  * text to lay out: a class of 200 students over 40 exercises is 9,000 cells, and the
  * same words as text in every cell tripled the time Chromium took to lay the grid out. */
 const symbols = (c: Cell) => `${c.solved ? '✓' : '✗'}${c.n}${c.hint ? '?' : ''}${c.shown ? '!' : ''}`;
+/** A walk grid's best try, under the symbols: a 3rem column holds "23/26" only in small type. */
+const partial = (c: Cell) => (!c.solved && c.score ? <span className="part"> {c.score.right}/{c.score.of}</span> : null);
 
 /** One student's row. Redrawn only when its row object changes (a record of theirs came),
  * the columns change or it is selected. */
@@ -84,7 +88,7 @@ const RowView = memo(function RowView({ row, lessons, words, selected, onPick }:
     for (let i = 0; i < l.exercises; i++) {
       const c = row.cells.get(cellKey(l.id, i));
       cells.push(c
-        ? <td key={`${l.id}#${i}`} className={c.solved ? 'ok' : c.shown ? 'shown' : 'no'} aria-label={words.of(c)}>{symbols(c)}</td>
+        ? <td key={`${l.id}#${i}`} className={c.solved ? 'ok' : c.shown ? 'shown' : 'no'} aria-label={words.of(c)}>{symbols(c)}{partial(c)}</td>
         : <td key={`${l.id}#${i}`} className="none" aria-label={words.none}>·</td>);
     }
     const done = row.done.get(l.id) === true;

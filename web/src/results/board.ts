@@ -23,6 +23,8 @@ export interface ProgressRecord {
   shown: boolean;
   /** the page had opened the hint itself after a wrong try, Hint not pressed (absent from older servers) */
   hint_opened?: boolean;
+  /** a walk-grid attempt's cells right of all (its partial credit); null or absent for other kinds */
+  score?: { right: number; of: number } | null;
   /** the student's clock */
   at: string;
   /** the server's clock */
@@ -43,6 +45,8 @@ export interface Cell {
   last: Verdict;
   hint: boolean;
   shown: boolean;
+  /** a walk-grid exercise: the most cells right of all in one checked attempt */
+  score?: { right: number; of: number };
 }
 
 export interface Row {
@@ -118,9 +122,11 @@ export class Board {
       const verdict = (VERDICTS.has(rec.verdict) ? rec.verdict : 'wrong') as Verdict;
       // The page sends the showing of the answer as an attempt with no answer: not a check.
       const reveal = rec.shown && !rec.answer;
+      const s = !reveal && rec.score && rec.score.of > 0 ? rec.score : undefined;
+      const score = s && (!c?.score || s.right / s.of > c.score.right / c.score.of) ? { right: s.right, of: s.of } : c?.score;
       w.cells.set(key, {
         n: (c?.n ?? 0) + (reveal ? 0 : 1), solved: (c?.solved ?? false) || verdict === 'correct', last: reveal && c ? c.last : verdict,
-        hint: (c?.hint ?? false) || rec.hint, shown: (c?.shown ?? false) || rec.shown,
+        hint: (c?.hint ?? false) || rec.hint, shown: (c?.shown ?? false) || rec.shown, ...(score ? { score } : {}),
       });
       w.attempts.push(rec);
       let set = this.named.get(rec.lesson);

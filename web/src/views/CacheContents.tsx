@@ -9,17 +9,12 @@ import type { CacheHolding, CacheLine, Result, Scenario } from '../../../wasm-co
 import type { Vmsim } from '../../../wasm-core/js/vmsim';
 import { levelName } from '../model/decode';
 import { Term, type TermId } from './Term';
+import { sizeWords } from './size';
 
 type Which = 'tlb' | 'guest_pwc' | 'nested_pwc' | 'ntlb';
 const TERMS: Record<Which, TermId> = { tlb: 'tlb', guest_pwc: 'pwc', nested_pwc: 'pwc', ntlb: 'ntlb' };
 
-/** Bytes as a learner reads them: 4 KiB, 2 MiB, 512 GiB. */
-export function sizeWords(bytes: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
-  let u = 0;
-  while (bytes >= 1024 && bytes % 1024 === 0 && u < units.length - 1) { bytes /= 1024; u++; }
-  return `${bytes} ${units[u]}`;
-}
+export { sizeWords };
 
 /** The scenario's result with what each cache holds, or null when it has no caches. */
 export function runWithContents(engine: Vmsim, scenarioText: string): Result | null {

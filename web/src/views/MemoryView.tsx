@@ -4,6 +4,7 @@ import { useEffect, useMemo, useRef } from 'react';
 import { useTranslation } from 'react-i18next';
 import { select } from 'd3-selection';
 import type { AccessResult, Result } from '../../../wasm-core/js/types';
+import { sizeWords } from './size';
 import { currentPfn, framesOf, roleWords, type Frame, type FrameRole } from '../model/memory';
 
 const COLS = 6;
@@ -56,7 +57,7 @@ export function MemoryView({ result, access, step }: MemoryProps) {
       </ul>
       {frames.length === 0 ? <p className="muted">{t('memory.none')}</p> : null}
       <svg ref={svgRef} className="memsvg" role="img" aria-label={t('memory.frames', { count: frames.length })} />
-      {result.flat_table_bytes ? <p className="muted">{t('memory.flatSpan', { kib: result.flat_table_bytes / 1024 })}</p> : null}
+      {result.flat_table_bytes ? <p className="muted">{t('memory.flatSpan', { size: sizeWords(result.flat_table_bytes) })}</p> : null}
     </section>
   );
 }

@@ -11,6 +11,7 @@ import {
 } from '../model/decode';
 import { gridModel, key } from '../model/grid';
 import { Term, type TermId } from './Term';
+import { sizeWords } from './size';
 
 export interface WalkProps {
   result: Result;
@@ -292,8 +293,8 @@ export function OutcomePanel({ result, access, step, primary = true }: WalkProps
             {term ? <Term id={term}>{words}</Term> : words}</b>
             {access.hpa ? <> {t('walk.toHpa')} <code>{access.hpa}</code></> : null}</p>
           <p className="counts">{countsLine(access, result.mode, t)}
-            {access.guest_page_size ? ' · ' + t('walk.guestPage', { size: access.guest_page_size / 1024 }) : ''}
-            {access.nested_page_size ? ' · ' + t(`walk.${result.mode === 'flat' ? 'flatPage' : 'nestedPage'}`, { size: access.nested_page_size / 1024 }) : ''}
+            {access.guest_page_size ? ' · ' + t('walk.guestPage', { size: sizeWords(access.guest_page_size) }) : ''}
+            {access.nested_page_size ? ' · ' + t(`walk.${result.mode === 'flat' ? 'flatPage' : 'nestedPage'}`, { size: sizeWords(access.nested_page_size) }) : ''}
             {access.eptp_index !== null ? ' · ' + t('walk.eptpIndex', { index: access.eptp_index }) : ''}</p>
           {why2d(access, result) && <p className="why2d" data-field="why">{t('walk.why2d', why2d(access, result)!)}</p>}
           {pairs.length > 0 && <dl className="kv">{pairs.map(([k, v]) => <Fragment key={k}><dt>{k}</dt><dd>{v}</dd></Fragment>)}</dl>}
