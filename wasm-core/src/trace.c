@@ -258,6 +258,10 @@ void trace_decoder_init(trace_decoder *d)
 /* A LEB128 varint of at most 10 bytes: bytes used, 0 if the piece ends first, -1 if too long. */
 static inline int varint(const uint8_t *p, const uint8_t *end, uint64_t *v)
 {
+    if (p < end && !(p[0] & 0x80)) { /* most of a program's: one byte, read inline */
+        *v = p[0];
+        return 1;
+    }
     uint64_t x = 0;
     for (int i = 0; i < 10; i++) {
         if (p + i >= end)
@@ -436,21 +440,16 @@ size_t trace_decode(trace_decoder *d, const uint8_t **pp, const uint8_t *end, tr
                 uint64_t page = pg[s];
                 if (tag & 4) {
                     uint64_t v;
-                    if (!(r[0] & 0x80)) {
-                        v = r[0];
-                        r++;
-                    } else {
-                        int k = varint(r, end, &v);
-                        if (k <= 0)
-                            break;
-                        r += k;
-                    }
+                    int k = varint(r, end, &v);
+                    if (k <= 0)
+                        break;
+                    r += k;
                     page += (uint64_t)unzigzag(v);
                 }
                 int64_t off;
                 if (code == CODE_ESCAPE) {
                     uint64_t v;
-                    int k = !(r[0] & 0x80) ? (v = r[0], 1) : varint(r, end, &v);
+                    int k = varint(r, end, &v);
                     if (k <= 0)
                         break;
                     r += k;
@@ -533,21 +532,16 @@ size_t trace_scan(trace_decoder *d, const uint8_t **pp, const uint8_t *end, trac
                 uint64_t page = pg[s];
                 if (tag & 4) {
                     uint64_t v;
-                    if (!(r[0] & 0x80)) {
-                        v = r[0];
-                        r++;
-                    } else {
-                        int k = varint(r, end, &v);
-                        if (k <= 0)
-                            break;
-                        r += k;
-                    }
+                    int k = varint(r, end, &v);
+                    if (k <= 0)
+                        break;
+                    r += k;
                     page += (uint64_t)unzigzag(v);
                 }
                 int64_t off = of[s];
                 if (code == CODE_ESCAPE) {
                     uint64_t v;
-                    int k = !(r[0] & 0x80) ? (v = r[0], 1) : varint(r, end, &v);
+                    int k = varint(r, end, &v);
                     if (k <= 0)
                         break;
                     r += k;
