@@ -1,21 +1,10 @@
 /* The class server's course routes (web/server/course/routes.mjs), for the page: the
  * roster, joining as a roster student, a second device, merging, the grading settings and
  * closing times, scores and the gradebook files. */
-import { ApiError } from '../progress/api';
+import { ApiError, call as request } from '../progress/api';
 import type { Student } from '../progress/student';
 
-async function call<T>(path: string, init: RequestInit = {}): Promise<T> {
-  let r: Response;
-  try { r = await fetch(path, init); } catch (e) { throw new ApiError((e as Error).message || 'the class server could not be reached', 0); }
-  const text = await r.text().catch(() => '');
-  let body: unknown = null;
-  try { body = JSON.parse(text); } catch { /* not JSON */ }
-  if (!r.ok) {
-    const b = body as { message?: string; need?: string } | null;
-    throw new ApiError(b?.message ?? `HTTP ${r.status}`, r.status, null, b?.need ?? null);
-  }
-  return body as T;
-}
+const call = async <T>(path: string, init: RequestInit = {}): Promise<T> => (await request<T>(path, init)).body;
 const path = (code: string, rest: string) => `/api/classes/${encodeURIComponent(code)}${rest}`;
 const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
 const json = (token: string | null, body: unknown, method = 'POST'): RequestInit => ({

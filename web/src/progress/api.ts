@@ -11,7 +11,9 @@ export class ApiError extends Error {
     readonly body: Record<string, unknown> | null = null) { super(message); }
 }
 
-async function call<T>(path: string, init: RequestInit): Promise<{ status: number; body: T }> {
+/** A request to the class server: its status and JSON body, or an ApiError saying why not
+ * (the course's routes use it too). */
+export async function call<T>(path: string, init: RequestInit): Promise<{ status: number; body: T }> {
   let r: Response;
   try { r = await fetch(path, init); } catch (e) { throw new ApiError((e as Error).message || 'the class server could not be reached', 0); }
   const text = await r.text().catch(() => '');
