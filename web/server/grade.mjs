@@ -79,8 +79,10 @@ export class GradePool {
   }
 
   /** @param {object[]} records what grade-entry.ts's grade() takes
-   * @param {{ client?: string, signal?: AbortSignal }} [opts] */
-  grade(records, { client = '', signal } = {}) {
+   * @param {{ client?: string, signal?: AbortSignal, timing?: { waitMs?: number, gradeMs?: number } }} [opts]
+   * timing, when given, gets how long the batch waited for its first record's turn and how
+   * long its records took in the worker (VMEMLAB_SERVER_TIMING). */
+  grade(records, { client = '', signal, timing } = {}) {
     if (this.closed) return Promise.reject(this.busy());
     if (signal?.aborted) { this.dropped += records.length; return Promise.reject(new GradeRefusal(499, 'the request went away')); }
     let c = this.clients.get(client);
@@ -92,7 +94,8 @@ export class GradePool {
     if (!records.length) return Promise.resolve([]);
     return new Promise((resolve, reject) => {
       if (!c) { c = { jobs: [], pending: 0, used: this.vtime }; this.clients.set(client, c); }
-      const job = { client, records, results: new Array(records.length), next: 0, done: 0, inFlight: 0, resolve, reject, over: false };
+      const job = { client, records, results: new Array(records.length), next: 0, done: 0, inFlight: 0, resolve, reject, over: false, timing, since: performance.now() };
+      if (timing) timing.gradeMs = 0;
       c.jobs.push(job); c.pending += records.length; this.total += records.length;
       if (c.jobs.length === 1) this.ring.push(client);
       if (signal) {
@@ -144,6 +147,7 @@ export class GradePool {
       this.vtime = Math.max(this.vtime, c.used);
       const job = c.jobs[0];
       const i = job.next++;
+      if (job.timing && i === 0) job.timing.waitMs = performance.now() - job.since;
       job.inFlight++;
       if (job.next >= job.records.length) c.jobs.shift(); // every record sent: the next job's turn
       if (!c.jobs.length) this.ring.splice(at, 1);
@@ -161,7 +165,9 @@ export class GradePool {
   settle(task, result, failure) {
     const { job } = task;
     job.inFlight--;
-    task.client.used += performance.now() - task.sent;
+    const took = performance.now() - task.sent;
+    task.client.used += took;
+    if (job.timing) job.timing.gradeMs += took;
     const c = this.clients.get(job.client);
     if (c) { c.pending--; if (!c.pending && !c.jobs.length) this.clients.delete(job.client); }
     this.total--;

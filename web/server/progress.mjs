@@ -219,6 +219,7 @@ export async function progressRoutes(app, opts) {
    * its grading: watched from the moment the request arrives, since a client may go while
    * its body is read or its receipt looked up. */
   const watchGone = (req, reply, done) => {
+    req.arrived = performance.now(); // VMEMLAB_SERVER_TIMING's start
     const ac = new AbortController();
     const socket = req.raw.socket;
     const gone = () => ac.abort();
@@ -297,19 +298,23 @@ export async function progressRoutes(app, opts) {
   });
 
   app.post('/api/classes/:code/progress', { onRequest: watchGone }, async (req, reply) => {
+    const timing = opts.serverTiming?.start(reply, req.arrived); // VMEMLAB_SERVER_TIMING (timing.mjs)
     const cls = await loadClass(req.params.code);
     const student = await studentOf(req, cls);
     const records = checkRecords(jsonOf(req));
     await refuseAfterClosing(store, cls, records); // a closing time passed: 409, nothing stored
+    timing?.mark('pre');
     const addr = addressOf(req);
     const over = budget.write(addr, records.length);
     if (over) overBudget(reply, over);
     // Graded in the student's own queue (grade.mjs), dropped if this request goes away.
     let graded;
+    const gt = timing ? {} : undefined;
     try {
       graded = await grader.grade(records.map(({ type, lesson, exercise, kind, seed, answer: a, done }) => ({ type, lesson, exercise, kind, seed, answer: a, done })),
-        { client: student.id, signal: req.gone });
+        { client: student.id, signal: req.gone, timing: gt });
     } catch (e) { budget.giveWrites(addr, records.length); throw e; }
+    if (timing) { timing.mark('grader'); timing.add('queue', gt.waitMs ?? 0); timing.add('grade', gt.gradeMs ?? 0); }
     graded.forEach((g, i) => {
       if (g.error) throw new Error(`the engine failed on ${at(i)}: ${g.error}`);
       if (g.problem) fail(422, `${at(i, g.field)}: ${g.problem}`);
@@ -333,6 +338,7 @@ export async function progressRoutes(app, opts) {
       throw e;
     }
     if (stored) bus.publish(cls.code, 'progress');
+    if (timing) { timing.mark('db'); timing.send(); }
     return { stored, records: records.map((r, i) => answerOf(r, graded[i])) };
   });
 
