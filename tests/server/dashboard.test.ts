@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildServer } from '../../web/server/app.mjs';
 import { PROGRESS_CSV_COLUMNS } from '../../web/server/dashboard.mjs';
-import { startPostgres, type Pg } from './helpers';
+import { readSse, startPostgres, type Pg } from './helpers';
 
 type App = Awaited<ReturnType<typeof buildServer>>;
 type Rec = { id: string; type: string; lesson: string; exercise: number | null; seed: number | null; answer: string | null; verdict: string; tries: number | null; hint: boolean; shown: boolean; received_at: string; student: { id: string; name: string | null } };
@@ -82,29 +82,10 @@ async function openStream(base: string, code: string, token: string, after?: str
       }
     },
   };
-  void (async () => {
-    const reader = r.body!.pipeThrough(new TextDecoderStream()).getReader();
-    let buf = '';
-    try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        buf += value;
-        let cut;
-        while ((cut = buf.indexOf('\n\n')) >= 0) {
-          const block = buf.slice(0, cut); buf = buf.slice(cut + 2);
-          const ev: Stream['events'][number] = { event: 'message' };
-          for (const line of block.split('\n')) {
-            if (line.startsWith(':')) { s.comments.push(line.slice(1).trim()); continue; }
-            const [k, ...v] = line.split(':'); const val = v.join(':').replace(/^ /, '');
-            if (k === 'event') ev.event = val; else if (k === 'id') ev.id = val; else if (k === 'data') ev.data = JSON.parse(val);
-          }
-          if (ev.data !== undefined) s.events.push(ev);
-        }
-      }
-    } catch { /* aborted */ }
-    s.ended = true;
-  })();
+  void readSse(r.body!, {
+    event: (e) => s.events.push({ event: e.event, id: e.id, data: JSON.parse(e.data) }),
+    comment: (text) => s.comments.push(text),
+  }).then(() => { s.ended = true; });
   return { status: 200, headers: r.headers, stream: s };
 }
 const progressIds = (s: Stream) => s.events.filter((e) => e.event === 'progress').map((e) => (e.data as Rec).id);
