@@ -303,6 +303,7 @@ describe.each(['sqlite', 'postgres'] as const)('the teacher dashboard on %s', (k
       await addRecord(app, attempt(c.code, yamada.id, { answer: 'a,b "c";@x', seed: 2_000_000_001 })),
       await addRecord(app, attempt(c.code, zhang.id, { answer: '-5', exercise: 4 })),
       await addRecord(app, attempt(c.code, zhang.id, { answer: 'guest_page_fault', exercise: 1, kind: 'predict-exit' })),
+      await addRecord(app, attempt(c.code, yamada.id, { answer: '{}', kind: 'walk-grid', verdict: 'wrong', hint_opened: 1, score_right: 23, score_of: 26 })),
     ];
     // more than one page of the export (500 rows a page)
     const many = Array.from({ length: 1100 }, (_, i) => attempt(c.code, [yamada, zhang][i % 2].id, { exercise: i % 7, answer: String(i) }));
@@ -315,10 +316,10 @@ describe.each(['sqlite', 'postgres'] as const)('the teacher dashboard on %s', (k
     expect(res.rawPayload.subarray(0, 3)).toEqual(Buffer.from([0xef, 0xbb, 0xbf]));
     const [head, ...rows] = parseCsv(res.rawPayload.subarray(3).toString('utf8'));
     expect(head).toEqual(PROGRESS_CSV_COLUMNS);
-    expect(rows).toHaveLength(1104);
+    expect(rows).toHaveLength(1105);
     const col = (name: string) => PROGRESS_CSV_COLUMNS.indexOf(name);
     const csvId = (id: string) => (id.startsWith('-') ? `'${id}` : id);
-    expect(new Set(rows.map((r) => r[col('id')])).size).toBe(1104);
+    expect(new Set(rows.map((r) => r[col('id')])).size).toBe(1105);
     const byId = (id: string) => rows.find((r) => r[col('id')] === csvId(id))!;
     const h = byId(special[0].id);
     expect(h[col('name')]).toBe(`'=HYPERLINK("x")`);
@@ -336,6 +337,11 @@ describe.each(['sqlite', 'postgres'] as const)('the teacher dashboard on %s', (k
     // a choice: in the page's words, the id beside it
     const w = byId(special[3].id);
     expect([w[col('answer')], w[col('answer_id')], w[col('exercise')]]).toEqual(['guest page fault (#PF)', 'guest_page_fault', '2']);
+    // a grid's partial credit as two numbers (a spreadsheet would read "23/26" as a date), and
+    // whether the hint was opened; empty cells where there is no score
+    const g = byId(special[4].id);
+    expect([g[col('hint_opened')], g[col('score_right')], g[col('score_of')]]).toEqual(['1', '23', '26']);
+    expect([h[col('hint_opened')], h[col('score_right')], h[col('score_of')]]).toEqual(['0', '', '']);
     // the raw text: the quoted cell as RFC 4180 writes it
     expect(res.body).toContain(`,"a,b ""c"";'@x",`);
     // in arrival order
