@@ -151,7 +151,7 @@ export class GradePool {
         w = this.spawn(); // a record posted while it loads waits in its port
       }
       // The client with records waiting that has had the least grading time goes next
-      // (start-time fair queuing): one whose records are costly (new which-wins variants)
+      // (start-time fair queuing): one whose records are costly (new which-wins variants without the table)
       // waits while those with cheap records are served, and a client that comes with a
       // first record starts level with the least served, so it waits at most for the
       // record being graded.
