@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildServer } from '../../web/server/app.mjs';
 import { BACKLOG_MAX } from '../../web/server/dashboard.mjs';
 import { GradePool } from '../../web/server/grade.mjs';
-import { root, startPostgres, type Pg } from './helpers';
+import { readSse, root, startPostgres, type Pg } from './helpers';
 
 type App = Awaited<ReturnType<typeof buildServer>>;
 let pg: Pg | null = null;
@@ -83,23 +83,7 @@ function openStream(url: string, token: string, after?: string) {
     try {
       const r = await fetch(`${url}${after ? `?after=${after}` : ''}`, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' }, signal: ac.signal });
       s.status = r.status;
-      if (!r.body) return;
-      const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
-      let buf = '';
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        buf += value;
-        let cut;
-        while ((cut = buf.indexOf('\n\n')) >= 0) {
-          const block = buf.slice(0, cut); buf = buf.slice(cut + 2);
-          const ev = { event: 'message', data: '' } as { event: string; id?: string; data: string };
-          for (const line of block.split('\n')) {
-            if (line.startsWith('event: ')) ev.event = line.slice(7); else if (line.startsWith('id: ')) ev.id = line.slice(4); else if (line.startsWith('data: ')) ev.data = line.slice(6);
-          }
-          if (ev.data) s.events.push(ev);
-        }
-      }
+      if (r.body) await readSse(r.body, { event: (e) => { s.events.push(e); } });
     } catch { /* closed */ } finally { s.ended = true; }
   })();
   return s;

@@ -22,7 +22,7 @@ import { buildServer } from '../../web/server/app.mjs';
 import { PROGRESS_CSV_COLUMNS } from '../../web/server/dashboard.mjs';
 import { listRecords } from '../../web/src/results/progressList';
 import { followProgress } from '../../web/src/results/progressStream';
-import { startPostgres, type Pg } from './helpers';
+import { readSse, startPostgres, type Pg } from './helpers';
 
 type App = Awaited<ReturnType<typeof buildServer>>;
 type Rec = { id: string; type: string; lesson: string; exercise: number | null; seed: number | null; answer: string | null; verdict: string; tries: number | null; hint: boolean; shown: boolean; received_at: string; student: { id: string; name: string | null } };
@@ -86,29 +86,10 @@ async function openStream(base: string, code: string, token: string, after?: str
       }
     },
   };
-  void (async () => {
-    const reader = r.body!.pipeThrough(new TextDecoderStream()).getReader();
-    let buf = '';
-    try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        buf += value;
-        let cut;
-        while ((cut = buf.indexOf('\n\n')) >= 0) {
-          const block = buf.slice(0, cut); buf = buf.slice(cut + 2);
-          const ev: Stream['events'][number] = { event: 'message' };
-          for (const line of block.split('\n')) {
-            if (line.startsWith(':')) { s.comments.push(line.slice(1).trim()); continue; }
-            const [k, ...v] = line.split(':'); const val = v.join(':').replace(/^ /, '');
-            if (k === 'event') ev.event = val; else if (k === 'id') ev.id = val; else if (k === 'data') ev.data = JSON.parse(val);
-          }
-          if (ev.data !== undefined) s.events.push(ev);
-        }
-      }
-    } catch { /* aborted */ }
-    s.ended = true;
-  })();
+  void readSse(r.body!, {
+    event: (e) => s.events.push({ event: e.event, id: e.id, data: JSON.parse(e.data) }),
+    comment: (text) => s.comments.push(text),
+  }).then(() => { s.ended = true; });
   return { status: 200, headers: r.headers, stream: s };
 }
 const progressIds = (s: Stream) => s.events.filter((e) => e.event === 'progress').map((e) => (e.data as Rec).id);
@@ -372,6 +353,7 @@ describe.each(['sqlite', 'postgres'] as const)('the teacher dashboard on %s', (k
       await addRecord(app, attempt(c.code, yamada.id, { answer: 'a,b "c";@x', seed: 2_000_000_001 })),
       await addRecord(app, attempt(c.code, zhang.id, { answer: '-5', exercise: 4 })),
       await addRecord(app, attempt(c.code, zhang.id, { answer: 'guest_page_fault', exercise: 1, kind: 'predict-exit' })),
+      await addRecord(app, attempt(c.code, yamada.id, { answer: '{}', kind: 'walk-grid', verdict: 'wrong', hint_opened: 1, score_right: 23, score_of: 26 })),
     ];
     // more than one page of the export (500 rows a page)
     const many = Array.from({ length: 1100 }, (_, i) => attempt(c.code, [yamada, zhang][i % 2].id, { exercise: i % 7, answer: String(i) }));
@@ -384,10 +366,10 @@ describe.each(['sqlite', 'postgres'] as const)('the teacher dashboard on %s', (k
     expect(res.rawPayload.subarray(0, 3)).toEqual(Buffer.from([0xef, 0xbb, 0xbf]));
     const [head, ...rows] = parseCsv(res.rawPayload.subarray(3).toString('utf8'));
     expect(head).toEqual(PROGRESS_CSV_COLUMNS);
-    expect(rows).toHaveLength(1104);
+    expect(rows).toHaveLength(1105);
     const col = (name: string) => PROGRESS_CSV_COLUMNS.indexOf(name);
     const csvId = (id: string) => (id.startsWith('-') ? `'${id}` : id);
-    expect(new Set(rows.map((r) => r[col('id')])).size).toBe(1104);
+    expect(new Set(rows.map((r) => r[col('id')])).size).toBe(1105);
     const byId = (id: string) => rows.find((r) => r[col('id')] === csvId(id))!;
     const h = byId(special[0].id);
     expect(h[col('name')]).toBe(`'=HYPERLINK("x")`);
@@ -405,6 +387,11 @@ describe.each(['sqlite', 'postgres'] as const)('the teacher dashboard on %s', (k
     // a choice: in the page's words, the id beside it
     const w = byId(special[3].id);
     expect([w[col('answer')], w[col('answer_id')], w[col('exercise')]]).toEqual(['guest page fault (#PF)', 'guest_page_fault', '2']);
+    // a grid's partial credit as two numbers (a spreadsheet would read "23/26" as a date), and
+    // whether the hint was opened; empty cells where there is no score
+    const g = byId(special[4].id);
+    expect([g[col('hint_opened')], g[col('score_right')], g[col('score_of')]]).toEqual(['1', '23', '26']);
+    expect([h[col('hint_opened')], h[col('score_right')], h[col('score_of')]]).toEqual(['0', '', '']);
     // the raw text: the quoted cell as RFC 4180 writes it
     expect(res.body).toContain(`,"a,b ""c"";'@x",`);
     // in arrival order
