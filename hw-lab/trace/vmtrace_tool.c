@@ -267,12 +267,14 @@ typedef struct {
     Bool has_fetch;
     /* Most groups take a straight path instead of the ops: the block's first fetch or none,
      * then for each data access i the fixed bytes before it (chunk i, up to 16) and the
-     * access; then the fixed bytes after the last (chunk nd). Not when the fixed fetches
-     * enter another page or a chunk is longer. */
+     * access; then the fixed bytes after the last (chunk nd). Not when a chunk is longer
+     * or the fixed fetches enter more than four pages. */
     Bool simple, first;
     UChar dkind[MAX_ARGS], clen[MAX_ARGS + 1];
     UChar chunk[MAX_ARGS + 1][16];
     Addr first_addr;
+    UInt npages;
+    ULong pages[4];         /* pages the fixed fetches enter, put in the set on the first run */
     ULong fpage, foff;      /* the fetch stream's state after the group */
     UChar *kinds;           /* each access's kind, for the limit's path: n of them */
     Addr *fetch_addr;       /* each fetch's address, in order */
@@ -350,6 +352,9 @@ static inline __attribute__((always_inline)) void run_plan(Plan *t, const HWord 
     if (UNLIKELY(outlen + t->maxout > OUTCAP))
         flush_out();
     if (LIKELY(t->simple)) {
+        if (UNLIKELY(!t->runs))
+            for (UInt i = 0; i < t->npages; i++)
+                set_add(t->pages[i]);
         UChar *o = outbuf + outlen;
         if (t->first) {
             Stream f = {last_page[1], last_off[1], last_seen[1]};
@@ -374,6 +379,7 @@ static inline __attribute__((always_inline)) void run_plan(Plan *t, const HWord 
     if (t->has_fetch) {
         last_page[1] = t->fpage;
         last_off[1] = t->foff;
+        last_seen[1] = t->fpage;    /* in the set: the first fetch's page, or one of pages[] */
     }
     total += t->n;
     t->runs++;
@@ -526,6 +532,8 @@ static Plan *make_plan(const Event *ev, Int n)
     nfetch = 0;
     /* the straight path's layout, beside the ops */
     Bool simple = True, first = False;
+    UInt npages = 0;
+    ULong pages[4];
     Addr first_addr = 0;
     UInt nd = 0;
     UChar dkind[MAX_ARGS], clen[MAX_ARGS + 1] = {0};
@@ -582,7 +590,11 @@ static Plan *make_plan(const Event *ev, Int n)
             }
             maxout += r;
             if (dp) {
-                simple = False;
+                if (npages < 4)
+                    pages[npages] = page;
+                else
+                    simple = False;
+                npages++;
                 FLUSH_FIXED();
                 ops[len++] = OP_PAGE;
                 VG_(memcpy)(ops + len, &page, 8);
@@ -612,6 +624,8 @@ static Plan *make_plan(const Event *ev, Int n)
     t->simple = simple;
     t->first = first;
     t->first_addr = first_addr;
+    t->npages = npages < 4 ? npages : 4;
+    VG_(memcpy)(t->pages, pages, t->npages * sizeof(ULong));
     VG_(memcpy)(t->dkind, dkind, nd);
     VG_(memset)(t->dkind + nd, 0, MAX_ARGS - nd);
     VG_(memcpy)(t->clen, clen, sizeof clen);
