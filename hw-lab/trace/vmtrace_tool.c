@@ -362,6 +362,7 @@ static inline __attribute__((always_inline)) void run_plan(Plan *t, const HWord 
             last_seen[1] = f.seen;
         }
         Stream d = {last_page[0], last_off[0], last_seen[0]};
+#pragma GCC unroll 5
         for (UInt i = 0; i < nd; i++) {
             __builtin_memcpy(o, t->chunk[i], 16);
             o += t->clen[i];
