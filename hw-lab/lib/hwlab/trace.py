@@ -24,6 +24,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zlib
 
@@ -127,10 +128,24 @@ def tracepack_path(args):
     return binary
 
 
-def vgtool_dir():
+def vgtool_fresh(d):
+    """The tool is newer than its source and the Makefile, and no make variables are asked for:
+    make (which reads the whole Makefile, a few tenths of a second) has nothing to do. A tool
+    that valgrind does not load is rebuilt anyway (vgtool_dir)."""
+    if os.environ.get("HWLAB_VGTOOL_MAKEFLAGS"):
+        return False
+    try:
+        tools = [os.path.join(d, f) for f in os.listdir(d) if f.startswith("vmtrace-")]
+        newest_input = max(os.path.getmtime(os.path.join(HERE, f)) for f in ("trace/vmtrace_tool.c", "Makefile"))
+        return bool(tools) and all(os.path.getmtime(t) >= newest_input for t in tools)
+    except (OSError, ValueError):
+        return False
+
+
+def vgtool_dir(fresh_ok=True):
     """build/vgtool with the tool, built by make; (None, why) where it cannot be built."""
     d = os.path.join(HERE, "build", "vgtool")
-    if os.path.exists(os.path.join(HERE, "Makefile")):
+    if os.path.exists(os.path.join(HERE, "Makefile")) and not (fresh_ok and vgtool_fresh(d)):
         # HWLAB_VGTOOL_MAKEFLAGS: extra make variables (the tests point VG_INC nowhere to see
         # the fallback)
         extra = os.environ.get("HWLAB_VGTOOL_MAKEFLAGS", "").split()
@@ -148,6 +163,8 @@ def vgtool_dir():
     except (OSError, subprocess.SubprocessError) as e:
         return None, str(e)
     if r.returncode != 0 or "--body-fd" not in r.stdout:
+        if fresh_ok and vgtool_fresh(d):
+            return vgtool_dir(fresh_ok=False)     # a new valgrind: make rebuilds the tool
         why = [x for x in (r.stdout + r.stderr).splitlines() if x.strip()]
         return None, "valgrind does not load it: " + (why[-1] if why else "exit %d" % r.returncode)
     return d, None
@@ -458,14 +475,41 @@ def decide_partial(summary, status, interrupted, limit, source):
     return None
 
 
-def validate(header):
+def load_validator(box):
+    """The header's validator, into box[0] (None without jsonschema). Its import takes about
+    0.3 s of CPU: record() runs this in a thread while the program records."""
     try:
         import jsonschema
     except ImportError:
+        box.append(None)
         return
     with open(SCHEMA) as f:
-        schema = json.load(f)
-    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(header), key=str)
+        box.append(jsonschema.Draft202012Validator(json.load(f)))
+
+
+class ValidatorLoader(threading.Thread):
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.box = []
+
+    def run(self):
+        load_validator(self.box)
+
+    def get(self):
+        self.join()
+        if not self.box:
+            raise RuntimeError("the trace header's schema could not be loaded")
+        return self.box[0]
+
+
+def validate(header, loader=None):
+    if loader is None:
+        loader = ValidatorLoader()
+        loader.start()
+    validator = loader.get()
+    if validator is None:
+        return
+    errors = sorted(validator.iter_errors(header), key=str)
     if errors:
         e = errors[0]
         raise RuntimeError("BUG: the trace header does not match %s at %s: %s" % (
@@ -498,6 +542,8 @@ def record(args, version):
         print("hw-lab/run trace: error: " + why, file=sys.stderr)
         return EXIT_OUTPUT
     source = "lackey-log" if args.from_lackey else "valgrind"
+    loader = ValidatorLoader()
+    loader.start()
     if args.from_lackey:
         if not os.path.isfile(args.from_lackey):
             raise Refused("--from-lackey %s: no such file" % args.from_lackey)
@@ -593,7 +639,7 @@ def record(args, version):
             header["label"] = args.label
         if reason:
             header["partial_reason"] = reason
-        validate(header)
+        validate(header, loader)
         write_trace(args.out, header, body.path)
     finally:
         body.discard()
