@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import zlib
 
 import pytest
 
@@ -204,6 +205,45 @@ def test_run_trace_uses_the_tool(vglib, tmp_path):
     assert "fork is not recorded" in rec["children"]
     assert header["accesses"] == len(accesses) and header["partial"] is False
     assert header["program_exit"] == {"code": 0, "signal": None}
+
+
+def test_body_writer_passes_the_tools_body_whole(vglib, tmp_path):
+    """run trace's compressor (igzip in a process of its own, reading the tool's pipe, where
+    it is installed; zlib in run trace's process where not) inflates to exactly the bytes
+    the tool wrote, written through a pipe in pieces of odd sizes as the tool's are."""
+    from hwlab import trace as tracelib
+    body = tmp_path / "body"
+    with open(body, "wb") as fb, open(tmp_path / "info", "wb") as fi:
+        subprocess.run(["valgrind", "--tool=vmtrace", "--body-fd=%d" % fb.fileno(), "--info-fd=%d" % fi.fileno(),
+                        os.path.join(B, "touch-pages"), "300"], pass_fds=(fb.fileno(), fi.fileno()),
+                       env=env_for(vglib), stdout=subprocess.DEVNULL, check=True)
+    raw = body.read_bytes()
+    assert len(raw) > 20_000
+    for external in (True, False):
+        w = tracelib.BodyWriter(str(tmp_path / ("out-%s.vmtrace" % external)))
+        r, wr = os.pipe()
+        used = w.compress_from(r) if external else False
+        if external and not used:
+            os.close(r)
+            os.close(wr)
+            continue        # no igzip here: the zlib path below is what run trace uses
+        at, k = 0, 0
+        while at < len(raw):
+            n = 1 + (k * 7919) % 70_000
+            if used:
+                os.write(wr, raw[at:at + n])
+            else:
+                w.write(raw[at:at + n])
+            at, k = at + n, k + 1
+        os.close(wr)
+        if used:
+            os.close(r)
+        size = w.close()
+        with open(w.path, "rb") as f:
+            packed = f.read()
+        w.discard()
+        assert size == len(packed)
+        assert zlib.decompress(packed, 31) == raw, "igzip" if used else "zlib"
 
 
 def test_fork_child_is_not_recorded_and_exec_ends_the_trace(vglib, tmp_path):
