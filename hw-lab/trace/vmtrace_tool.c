@@ -8,9 +8,10 @@
  * a load of the same size from the same address expression is one modify, as lackey
  * merges them (add [m], r; a compare-and-swap); a dirty helper's memory effect is a load,
  * a store or a modify. Instead of printing a line per access through valgrind's
- * printf (lackey), each translated block calls one small helper per group of up to four
- * accesses, which appends them to a buffer; a full buffer is encoded (page deltas and
- * offsets as varints) and written to --body-fd in one write.
+ * printf (lackey), each translated block calls one small helper per group of accesses
+ * (its fetches and up to five data accesses), which encodes them (page deltas and offsets
+ * as varints; the fetch records were encoded when the block was translated: "a group's
+ * plan" below) into a buffer written to --body-fd in one write when full.
  *
  * --info-fd gets text lines for hw-lab/run: "progress N" about once a second (N accesses
  * so far), then one JSON line at the end: the counts, the distinct pages, the threads, the
