@@ -5,7 +5,9 @@
  * database, one that becomes visible late (stamped before the newest one sent) and a student
  * who joins, says it is alive with a comment line, resumes from the list's end_cursor, ends
  * when the client goes, when the server closes and when the class is deleted, and holds at
- * most the configured number of streams per class and per address; the CSV starts with a
+ * most the configured number of streams per class and per address, and past its backlog's
+ * bound says `overflow`, from where the page's own client (progressStream.ts, progressList.ts)
+ * lists the records it skipped, so that the page has every one; the CSV starts with a
  * BOM (unless bom=0), neutralises formula-like cells, keeps names in Japanese and Chinese
  * and numbers as numbers, and lists every record once over several pages.
  * Most rows are written straight into the tables progress.mjs creates, with the times a
@@ -15,10 +17,12 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildServer } from '../../web/server/app.mjs';
 import { PROGRESS_CSV_COLUMNS } from '../../web/server/dashboard.mjs';
-import { startPostgres, type Pg } from './helpers';
+import { listRecords } from '../../web/src/results/progressList';
+import { followProgress } from '../../web/src/results/progressStream';
+import { readSse, startPostgres, type Pg } from './helpers';
 
 type App = Awaited<ReturnType<typeof buildServer>>;
 type Rec = { id: string; type: string; lesson: string; exercise: number | null; seed: number | null; answer: string | null; verdict: string; tries: number | null; hint: boolean; shown: boolean; received_at: string; student: { id: string; name: string | null } };
@@ -82,29 +86,10 @@ async function openStream(base: string, code: string, token: string, after?: str
       }
     },
   };
-  void (async () => {
-    const reader = r.body!.pipeThrough(new TextDecoderStream()).getReader();
-    let buf = '';
-    try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        buf += value;
-        let cut;
-        while ((cut = buf.indexOf('\n\n')) >= 0) {
-          const block = buf.slice(0, cut); buf = buf.slice(cut + 2);
-          const ev: Stream['events'][number] = { event: 'message' };
-          for (const line of block.split('\n')) {
-            if (line.startsWith(':')) { s.comments.push(line.slice(1).trim()); continue; }
-            const [k, ...v] = line.split(':'); const val = v.join(':').replace(/^ /, '');
-            if (k === 'event') ev.event = val; else if (k === 'id') ev.id = val; else if (k === 'data') ev.data = JSON.parse(val);
-          }
-          if (ev.data !== undefined) s.events.push(ev);
-        }
-      }
-    } catch { /* aborted */ }
-    s.ended = true;
-  })();
+  void readSse(r.body!, {
+    event: (e) => s.events.push({ event: e.event, id: e.id, data: JSON.parse(e.data) }),
+    comment: (text) => s.comments.push(text),
+  }).then(() => { s.ended = true; });
   return { status: 200, headers: r.headers, stream: s };
 }
 const progressIds = (s: Stream) => s.events.filter((e) => e.event === 'progress').map((e) => (e.data as Rec).id);
@@ -297,6 +282,52 @@ describe.each(['sqlite', 'postgres'] as const)('the teacher dashboard on %s', (k
     } finally { if (!closed) await limited.close(); }
   });
 
+  it('past the backlog\'s bound says overflow, and the page\'s client lists the skipped records from where the stream stopped: every record', async () => {
+    const bounded = await build({ dashboard: { ...FAST, backlogMax: 5 } });
+    await bounded.listen({ port: 0, host: '127.0.0.1' });
+    const bbase = `http://127.0.0.1:${(bounded.server.address() as { port: number }).port}`;
+    const realFetch = globalThis.fetch;
+    // the page's client asks by path, as in the browser
+    vi.stubGlobal('fetch', (url: string, init?: RequestInit) => realFetch(`${bbase}${url}`, init));
+    const ac = new AbortController();
+    try {
+      const c = await newClass('Overflow');
+      const st = await addStudent(app, c.code, 'Ana');
+      const first = await addRecord(app, attempt(c.code, st.id));
+      // the page loads the list, then is away while 12 records arrive
+      const have = new Set<string>();
+      const take = (recs: { id: string }[]) => { for (const r of recs) have.add(r.id); };
+      const end = await listRecords(c.code, c.teacher_token, null, take, ac.signal);
+      expect([...have.keys()]).toEqual([first.id]);
+      const away = [];
+      for (let i = 0; i < 12; i++) away.push(await addRecord(app, attempt(c.code, st.id, { exercise: i % 6 })));
+      const streamed: string[] = []; const relisted: string[] = [];
+      let from: string | null | undefined; let relist: Promise<unknown> | null = null;
+      const following = followProgress(c.code, c.teacher_token, end, {
+        records: (r) => { streamed.push(...r.map((x) => x.id)); take(r); },
+        students: () => {}, state: () => {},
+        overflow: (f) => { from = f; relist = listRecords(c.code, c.teacher_token, f, (r) => { relisted.push(...r.map((x) => x.id)); take(r); }, ac.signal); },
+      }, ac.signal);
+      const t0 = Date.now();
+      while (!relist && Date.now() - t0 < 5000) await sleep(20);
+      expect(relist, 'an overflow event within 5 s').toBeTruthy();
+      await relist;
+      // the stream sent its bound (the late window's record again, then the first of those
+      // that arrived), stopped at `from`; the list after `from` has the rest, none twice
+      expect(streamed.length).toBeLessThanOrEqual(5);
+      expect(from).toBeTruthy();
+      expect(relisted).toEqual(away.map((r) => r.id).filter((id) => !streamed.includes(id)));
+      expect([...have.keys()].sort()).toEqual([first, ...away].map((r) => r.id).sort());
+      // and the stream goes on from now
+      const after = await addRecord(app, attempt(c.code, st.id, { exercise: 5 }));
+      const t1 = Date.now();
+      while (!streamed.includes(after.id) && Date.now() - t1 < 5000) await sleep(20);
+      expect(streamed).toContain(after.id);
+      ac.abort();
+      await following;
+    } finally { ac.abort(); vi.unstubAllGlobals(); await bounded.close(); }
+  });
+
   it('ends the stream with "gone" when the class is deleted', async () => {
     const c = await newClass('to delete');
     const s = (await openStream(base, c.code, c.teacher_token)).stream!;
@@ -322,6 +353,7 @@ describe.each(['sqlite', 'postgres'] as const)('the teacher dashboard on %s', (k
       await addRecord(app, attempt(c.code, yamada.id, { answer: 'a,b "c";@x', seed: 2_000_000_001 })),
       await addRecord(app, attempt(c.code, zhang.id, { answer: '-5', exercise: 4 })),
       await addRecord(app, attempt(c.code, zhang.id, { answer: 'guest_page_fault', exercise: 1, kind: 'predict-exit' })),
+      await addRecord(app, attempt(c.code, yamada.id, { answer: '{}', kind: 'walk-grid', verdict: 'wrong', hint_opened: 1, score_right: 23, score_of: 26 })),
     ];
     // more than one page of the export (500 rows a page)
     const many = Array.from({ length: 1100 }, (_, i) => attempt(c.code, [yamada, zhang][i % 2].id, { exercise: i % 7, answer: String(i) }));
@@ -334,10 +366,10 @@ describe.each(['sqlite', 'postgres'] as const)('the teacher dashboard on %s', (k
     expect(res.rawPayload.subarray(0, 3)).toEqual(Buffer.from([0xef, 0xbb, 0xbf]));
     const [head, ...rows] = parseCsv(res.rawPayload.subarray(3).toString('utf8'));
     expect(head).toEqual(PROGRESS_CSV_COLUMNS);
-    expect(rows).toHaveLength(1104);
+    expect(rows).toHaveLength(1105);
     const col = (name: string) => PROGRESS_CSV_COLUMNS.indexOf(name);
     const csvId = (id: string) => (id.startsWith('-') ? `'${id}` : id);
-    expect(new Set(rows.map((r) => r[col('id')])).size).toBe(1104);
+    expect(new Set(rows.map((r) => r[col('id')])).size).toBe(1105);
     const byId = (id: string) => rows.find((r) => r[col('id')] === csvId(id))!;
     const h = byId(special[0].id);
     expect(h[col('name')]).toBe(`'=HYPERLINK("x")`);
@@ -355,6 +387,11 @@ describe.each(['sqlite', 'postgres'] as const)('the teacher dashboard on %s', (k
     // a choice: in the page's words, the id beside it
     const w = byId(special[3].id);
     expect([w[col('answer')], w[col('answer_id')], w[col('exercise')]]).toEqual(['guest page fault (#PF)', 'guest_page_fault', '2']);
+    // a grid's partial credit as two numbers (a spreadsheet would read "23/26" as a date), and
+    // whether the hint was opened; empty cells where there is no score
+    const g = byId(special[4].id);
+    expect([g[col('hint_opened')], g[col('score_right')], g[col('score_of')]]).toEqual(['1', '23', '26']);
+    expect([h[col('hint_opened')], h[col('score_right')], h[col('score_of')]]).toEqual(['0', '', '']);
     // the raw text: the quoted cell as RFC 4180 writes it
     expect(res.body).toContain(`,"a,b ""c"";'@x",`);
     // in arrival order

@@ -104,3 +104,33 @@ export function resultWith(mutate: (r: typeof fixture) => void = () => {}): stri
   mutate(r);
   return JSON.stringify(r);
 }
+
+/** One event of an event stream: its name ("message" unless named), id and data text. */
+export interface SseEvent { event: string; id?: string; data: string }
+/** Reads an event stream's body as it comes, calling `event` for each event that has data
+ * and `comment` for each comment line (": ..."), until the body ends or is aborted. */
+export async function readSse(body: ReadableStream<Uint8Array>, on: { event: (e: SseEvent) => void; comment?: (text: string) => void }): Promise<void> {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = '';
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      buf += value;
+      let cut;
+      while ((cut = buf.indexOf('\n\n')) >= 0) {
+        const block = buf.slice(0, cut); buf = buf.slice(cut + 2);
+        const ev: SseEvent = { event: 'message', data: '' };
+        let hasData = false;
+        for (const line of block.split('\n')) {
+          if (line.startsWith(':')) { on.comment?.(line.slice(1).trim()); continue; }
+          const colon = line.indexOf(':');
+          const key = colon < 0 ? line : line.slice(0, colon);
+          const val = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+          if (key === 'event') ev.event = val; else if (key === 'id') ev.id = val; else if (key === 'data') { ev.data = val; hasData = true; }
+        }
+        if (hasData) on.event(ev);
+      }
+    }
+  } catch { /* aborted */ }
+}

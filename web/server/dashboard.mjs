@@ -50,7 +50,7 @@ export const BACKLOG_READERS = 2;
 
 // exercise: numbered from 1, as the grid numbers it; answer: as the page shows it (a choice
 // in words), answer_id: as stored (course/words.mjs)
-export const PROGRESS_CSV_COLUMNS = ['id', 'student_id', 'name', 'type', 'lesson', 'exercise', 'kind', 'seed', 'answer', 'answer_id', 'verdict', 'tries', 'hint', 'shown', 'at', 'received_at'];
+export const PROGRESS_CSV_COLUMNS = ['id', 'student_id', 'name', 'type', 'lesson', 'exercise', 'kind', 'seed', 'answer', 'answer_id', 'verdict', 'tries', 'hint', 'shown', 'hint_opened', 'score_right', 'score_of', 'at', 'received_at'];
 
 class DashboardError extends Error {
   constructor(statusCode, message) { super(message); this.statusCode = statusCode; }
@@ -320,7 +320,7 @@ export async function dashboardRoutes(app, opts) {
     const lineOf = (cells) => `${cells.map(csvCell).join(',')}\r\n`;
     const rowLine = (r) => {
       const x = recordOf(r);
-      return lineOf([x.id, x.student.id, x.student.name, x.type, x.lesson, x.exercise === null ? null : x.exercise + 1, x.kind, x.seed, answerWords(x.answer), x.answer, x.verdict, x.tries, x.hint ? 1 : 0, x.shown ? 1 : 0, x.at, x.received_at]);
+      return lineOf([x.id, x.student.id, x.student.name, x.type, x.lesson, x.exercise === null ? null : x.exercise + 1, x.kind, x.seed, answerWords(x.answer), x.answer, x.verdict, x.tries, x.hint ? 1 : 0, x.shown ? 1 : 0, x.hint_opened ? 1 : 0, x.score?.right ?? null, x.score?.of ?? null, x.at, x.received_at]);
     };
     async function* chunks() {
       let text = (bom ? '\uFEFF' : '') + lineOf(PROGRESS_CSV_COLUMNS);
