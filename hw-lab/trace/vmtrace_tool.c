@@ -746,13 +746,15 @@ static IRSB *vt_instrument(VgCallbackClosure *closure, IRSB *sbIn, const VexGues
     events_used = data_used = 0;
     fetch_known = False;
     if (!clo_text) {
-        /* valgrind discards a translation before it makes another at the same address */
-        PlanList *old = VG_(HT_remove)(plan_lists, (UWord)closure->nraddr);
-        if (old)
-            free_plans(old);
-        cur_plans = VG_(calloc)("vmtrace.planlist", 1, sizeof *cur_plans);
-        cur_plans->key = (UWord)closure->nraddr;
-        VG_(HT_add_node)(plan_lists, cur_plans);
+        /* valgrind discards a translation before it makes another at the same address. Should
+         * one still be there (a translation made and not kept), its plans stay with the new
+         * ones until the address is discarded: one that may still run is never freed. */
+        cur_plans = VG_(HT_lookup)(plan_lists, (UWord)closure->nraddr);
+        if (!cur_plans) {
+            cur_plans = VG_(calloc)("vmtrace.planlist", 1, sizeof *cur_plans);
+            cur_plans->key = (UWord)closure->nraddr;
+            VG_(HT_add_node)(plan_lists, cur_plans);
+        }
     }
     for (; i < sbIn->stmts_used; i++) {
         IRStmt *st = sbIn->stmts[i];
