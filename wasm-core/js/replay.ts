@@ -259,6 +259,9 @@ export interface ReplayProgress {
   fraction: number;
   done: number;
   accesses: number;
+  /** The page's workers on it, and whether they shared one decoder (web/src/trace/runner.ts). */
+  workers?: number;
+  shared?: boolean;
 }
 
 /** Opens the replay on a Blob (a File in the page, fs.openAsBlob in Node). */

@@ -251,7 +251,8 @@ export function TracePanel({ where, runner = workerRunner, exampleUrl = (n) => `
         {mineError && <span className="error"><Say t={t} k="mine.refused" raw={mineError} /></span>}
       </p>
       {busy && (
-        <div className="trace-progress" role="status" data-testid="trace-progress">
+        <div className="trace-progress" role="status" data-testid="trace-progress" data-workers={busy.progress?.workers}
+          data-shared={busy.progress?.shared}>
           <span>{t('running', { label: labelOf(t, busy), pass: busy.progress?.pass ?? 1 })}</span>
           <progress max={1} value={busy.progress?.fraction ?? 0} aria-label={t('progressLabel')} />
           <span className="num">{Math.floor(100 * (busy.progress?.fraction ?? 0))} %</span>
