@@ -102,7 +102,8 @@ describe('the replay in parts (the page\'s workers)', () => {
       const want = serial(t, o);
       for (const w of [2, 3, 5]) {
         const groups = modeGroups(o.modes ?? REPLAY_MODES, w);
-        for (const g of w === 2 ? [groups, [...groups].reverse()] : [groups]) {
+        // the lead decoding only (part []), as the page has it with more processors than modes
+        for (const g of w === 2 ? [groups, [...groups].reverse()] : w === 5 ? [groups, [[], ...groups]] : [groups]) {
           const got = await replayShared(engine.openReplay, await openAsBlob(t), o, g);
           expect(got, `${t} ${JSON.stringify(o)} ${JSON.stringify(g)}`).toBe(want);
         }

@@ -28,7 +28,8 @@ typedef struct vmsim_replay vmsim_replay;
  *    "start": "cold"|"warm", "format": "json"|"table"|"csv",
  *    "cycles_per_access": 10, "cycles_per_ref": 40, "cycles_per_exit": 1700, "refill_trap": 20,
  *    "part": [modes]}
- * part: the modes this handle replays itself (default: all of modes); the others' figures
+ * part: the modes this handle replays itself (default: all of modes; [] for a shared decoder
+ * that replays none, vmsim_replay_share); the others' figures
  * come from other handles replaying the same trace with the same options (each with its
  * own part), through vmsim_replay_counts and vmsim_replay_merge, before finish.
  * Always returns a handle (NULL only when out of memory); check vmsim_replay_status. */

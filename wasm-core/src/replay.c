@@ -269,12 +269,13 @@ static bool parse_machine(vmsim_replay *r, const json_value *m)
 }
 
 /* A list of modes (option modes, or part: the modes this handle replays itself) as bits;
- * absent: *out unchanged. */
+ * absent: *out unchanged. part may be empty: the page's shared decoder that replays no
+ * mode itself (vmsim_replay_share). */
 static bool mode_list(vmsim_replay *r, const json_value *v, const char *key, unsigned *out)
 {
     if (!v)
         return true;
-    if (v->type != JSON_ARRAY || !v->count) {
+    if (v->type != JSON_ARRAY || (!v->count && strcmp(key, "part"))) {
         failf(r, VMSIM_REPLAY_BAD_TRACE, "option %s must be a non-empty list of native, ept, npt, shadow, flat, agile", key);
         return false;
     }
@@ -587,6 +588,14 @@ static uint32_t count_tables(const vmsim_replay *r, const guest_map *maps, uint3
     return t;
 }
 
+/* The mode whose scenario gives the report its caches' sizes: the first built, or for a
+ * shared decoder that replays no mode itself (part []), the first of modes, parsed only. */
+static int sizes_mode(const vmsim_replay *r)
+{
+    unsigned m = r->o.part ? r->o.part : r->o.modes;
+    return m ? __builtin_ctz(m) : -1;
+}
+
 static int build_machines(vmsim_replay *r)
 {
     uint32_t n = r->ps.used;
@@ -619,7 +628,8 @@ static int build_machines(vmsim_replay *r)
                      r->n2m, (unsigned long long)(r->ram_bytes >> 20), (unsigned long long)(MAX_GUEST_RAM >> 20));
     }
     for (int mode = 0; mode < N_REPLAY_MODES; mode++) {
-        if (!(r->o.part & (1u << mode)))
+        bool mine = r->o.part & (1u << mode);
+        if (!mine && sizes_mode(r) != mode)
             continue;
         char *json = skeleton_json(r, mode);
         char err[400];
@@ -629,6 +639,8 @@ static int build_machines(vmsim_replay *r)
             return failf(r, VMSIM_REPLAY_NO_MEMORY, "building mode %s: %s", replay_mode_names[mode], json ? err : "out of memory");
         }
         free(json);
+        if (!mine)
+            continue;
         /* the modes share one list of mappings, needed only while the tables are built
          * (up to 32 MiB for a million scattered pages) */
         free(r->sc[mode].gmaps);
@@ -1281,10 +1293,7 @@ static void report_json(const vmsim_replay *r, strbuf *sb)
         sb_json_string(sb, h->partial_reason);
     else
         sb_puts(sb, "null");
-    const scenario *any = NULL;
-    for (int mode = 0; mode < N_REPLAY_MODES && !any; mode++)
-        if (r->built[mode])
-            any = &r->sc[mode];
+    const scenario *any = sizes_mode(r) >= 0 ? &r->sc[sizes_mode(r)] : NULL;
     sb_printf(sb, "},\"machine\":{\"preset\":\"%s\",\"guest_paging\":\"4level\",\"guest_pages\":\"%s\",\"huge_min\":%u,"
                   "\"host_pages\":\"%s\",\"start\":\"%s\",\"tables\":\"%s\",\"guest_4k_pages\":%u,\"guest_2m_pages\":%u,"
                   "\"guest_table_frames\":%u,\"guest_ram_bytes\":%llu,\"tlb_entries\":%u,\"pwc_entries\":%u,"

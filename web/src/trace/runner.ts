@@ -48,8 +48,10 @@ export const workerRunner: Runner = (blob, options, onMessage) => {
     over = true;
     for (const w of workers) w.terminate();
   };
-  const start = (groups: ReturnType<typeof modeGroups>) => {
+  const start = (groups: ReturnType<typeof modeGroups>, extra: boolean) => {
     // shared: the lead decodes besides its modes, so it takes the smallest group
+    // with a processor for every mode and one more, the lead decodes only
+    if (canShare() && extra) groups = [[], ...groups];
     const ring = groups.length > 1 && canShare() ? newRing(groups.length - 1) : undefined;
     if (ring) groups = [...groups].sort((a, b) => a.length - b.length);
     groups.forEach(() => workers.push(new Worker(new URL('./replay.worker.ts', import.meta.url), { type: 'module', name: 'vmemlab-replay' })));
@@ -93,7 +95,10 @@ export const workerRunner: Runner = (blob, options, onMessage) => {
     });
   };
   void pagesOf(blob).then((pages) => {
-    if (!over) start(modeGroups(options.modes ?? REPLAY_MODES, workersWithin(pages, replayWorkers())));
+    if (over) return;
+    const modes = options.modes ?? REPLAY_MODES;
+    const n = workersWithin(pages, replayWorkers());
+    start(modeGroups(modes, n), n > modes.length);
   });
   return { cancel: stop };
 };
