@@ -64,7 +64,7 @@ build: setup
 	$(MAKE) -C wasm-core native wasm
 	$(MAKE) -C public guest guest-pae
 	$(MAKE) web/dist/.built
-	$(MAKE) web/server/gen/grade.mjs
+	$(MAKE) web/server/gen/grade.mjs web/server/gen/which-wins.json
 
 # The class server grades students' exercise attempts with the page's own code: the exercise
 # generator and check, the lessons' exercises and the engine's JS wrapper, bundled for Node
@@ -75,6 +75,12 @@ GRADE_INPUTS := web/server/grade-entry.ts web/server/grade.vite.config.mjs web/s
 	wasm-core/js/vmsim.ts wasm-core/js/replay.ts wasm-core/js/types.ts $(wildcard lessons/*/*.md) $(wildcard lessons/scenarios/*.json)
 web/server/gen/grade.mjs: $(GRADE_INPUTS) wasm-core/build/wasm/vmsim.mjs node_modules/.package-lock.json
 	npx vite build --config web/server/grade.vite.config.mjs --logLevel warn
+
+# which-wins answers by variant, worked out once with that bundle and the engine (some 72
+# variants, seconds), so the server grades which-wins by a lookup; the table names the
+# bundle's and the wasm's hashes, and the grader uses the engine instead of a stale one.
+web/server/gen/which-wins.json: web/server/which-wins-table.mjs web/server/gen/grade.mjs wasm-core/build/wasm/vmsim.wasm
+	node web/server/which-wins-table.mjs
 
 # The example traces the page offers (programs of ours recorded with hw-lab/run trace: a
 # pointer chase over 8 MiB and over 256 MiB, a sequential scan); copied into

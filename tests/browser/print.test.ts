@@ -100,6 +100,21 @@ describe('print', () => {
         const squash = (t: string) => t.normalize('NFKC').replace(/\s+/g, '');
         const text = squash(pdfPagesText(pdf).join('\n'));
         expect(text).toContain(squash(choice.options.join('') + choice.line));
+        // a walk grid prints a blank for each of its references (the pickers' count) and a
+        // line for each address asked, under the tables a reference may read
+        const grid = await page.evaluate(() => {
+          const ex = document.querySelector<HTMLElement>('section.exercise[data-kind="walk-grid"]')!;
+          return { refs: ex.querySelectorAll('.grid-refs select').length, addresses: ex.querySelectorAll('.grid-address input').length,
+            blanks: [...ex.querySelectorAll('.print-grid-refs li')].map((li) => li.textContent!),
+            lines: [...ex.querySelectorAll('.print-grid .print-line')].map((p) => p.textContent!),
+            tables: ex.querySelector('.print-grid-options')?.textContent ?? '' };
+        });
+        expect(grid.refs).toBeGreaterThan(4);
+        expect(grid.blanks).toHaveLength(grid.refs);
+        expect(grid.lines).toHaveLength(grid.addresses);
+        expect(text).toContain(squash(grid.tables));
+        expect(text).toContain(squash(grid.blanks.slice(0, 3).join('')));
+        for (const l of grid.lines) expect(text).toContain(squash(l));
       }
       await ctx.close();
     }, 90_000);

@@ -777,6 +777,9 @@ def test_replay_agile_at_every_switching_level_equals_vmsim_run(short, sw, warm)
               "walks", "cycles"):
         assert g[k] == e["memory_refs" if k == "refs" else k], k
     assert g["exits_by_kind"]["hidden_page_fault"] == e["hidden_page_fault"]
+    # every reference found its entry somewhere in the data caches, the shadow part's too
+    assert sum(g["refs_by_where"][w] for w in ("l1", "l2", "llc", "memory")) == g["refs"]
+    assert g["refs_by_where"]["walk_cache"] == g["pwc_hits"] + g["ntlb_hits"]
     if sw == 4:     # switched at the root: EPT's walk, walk caches included
         assert (g["refs"], g["exits"]) == (got["ept"]["refs"], 0)
     if warm:

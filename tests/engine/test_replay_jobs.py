@@ -79,6 +79,10 @@ def test_the_evicting_trace_evicts(traces):
 def test_threads_print_the_serial_bytes(traces, args):
     paths = traces["examples"] + [traces["evicting"], traces["one"]]
     assert traces["evicting"] in paths
+    if args not in (SETTINGS[0], SETTINGS[6]):
+        # the 256 MiB example (seconds a replay) in two settings only: the threads' path
+        # depends on a trace's length, which the evicting trace already takes round the ring
+        paths = [p for p in paths if p.name != "pointer-chase-256m.vmtrace"]
     for path in paths:
         serial = run(path, *args, "--jobs", "1")
         assert serial.returncode == 0, serial.stderr

@@ -5,7 +5,9 @@
  * database, one that becomes visible late (stamped before the newest one sent) and a student
  * who joins, says it is alive with a comment line, resumes from the list's end_cursor, ends
  * when the client goes, when the server closes and when the class is deleted, and holds at
- * most the configured number of streams per class and per address; the CSV starts with a
+ * most the configured number of streams per class and per address, and past its backlog's
+ * bound says `overflow`, from where the page's own client (progressStream.ts, progressList.ts)
+ * lists the records it skipped, so that the page has every one; the CSV starts with a
  * BOM (unless bom=0), neutralises formula-like cells, keeps names in Japanese and Chinese
  * and numbers as numbers, and lists every record once over several pages.
  * Most rows are written straight into the tables progress.mjs creates, with the times a
@@ -15,9 +17,11 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildServer } from '../../web/server/app.mjs';
 import { PROGRESS_CSV_COLUMNS } from '../../web/server/dashboard.mjs';
+import { listRecords } from '../../web/src/results/progressList';
+import { followProgress } from '../../web/src/results/progressStream';
 import { readSse, startPostgres, type Pg } from './helpers';
 
 type App = Awaited<ReturnType<typeof buildServer>>;
@@ -276,6 +280,52 @@ describe.each(['sqlite', 'postgres'] as const)('the teacher dashboard on %s', (k
       console.log(`dashboard stream (${kind}): ended ${Date.now() - t0} ms after the server began to close`);
       await closing;
     } finally { if (!closed) await limited.close(); }
+  });
+
+  it('past the backlog\'s bound says overflow, and the page\'s client lists the skipped records from where the stream stopped: every record', async () => {
+    const bounded = await build({ dashboard: { ...FAST, backlogMax: 5 } });
+    await bounded.listen({ port: 0, host: '127.0.0.1' });
+    const bbase = `http://127.0.0.1:${(bounded.server.address() as { port: number }).port}`;
+    const realFetch = globalThis.fetch;
+    // the page's client asks by path, as in the browser
+    vi.stubGlobal('fetch', (url: string, init?: RequestInit) => realFetch(`${bbase}${url}`, init));
+    const ac = new AbortController();
+    try {
+      const c = await newClass('Overflow');
+      const st = await addStudent(app, c.code, 'Ana');
+      const first = await addRecord(app, attempt(c.code, st.id));
+      // the page loads the list, then is away while 12 records arrive
+      const have = new Set<string>();
+      const take = (recs: { id: string }[]) => { for (const r of recs) have.add(r.id); };
+      const end = await listRecords(c.code, c.teacher_token, null, take, ac.signal);
+      expect([...have.keys()]).toEqual([first.id]);
+      const away = [];
+      for (let i = 0; i < 12; i++) away.push(await addRecord(app, attempt(c.code, st.id, { exercise: i % 6 })));
+      const streamed: string[] = []; const relisted: string[] = [];
+      let from: string | null | undefined; let relist: Promise<unknown> | null = null;
+      const following = followProgress(c.code, c.teacher_token, end, {
+        records: (r) => { streamed.push(...r.map((x) => x.id)); take(r); },
+        students: () => {}, state: () => {},
+        overflow: (f) => { from = f; relist = listRecords(c.code, c.teacher_token, f, (r) => { relisted.push(...r.map((x) => x.id)); take(r); }, ac.signal); },
+      }, ac.signal);
+      const t0 = Date.now();
+      while (!relist && Date.now() - t0 < 5000) await sleep(20);
+      expect(relist, 'an overflow event within 5 s').toBeTruthy();
+      await relist;
+      // the stream sent its bound (the late window's record again, then the first of those
+      // that arrived), stopped at `from`; the list after `from` has the rest, none twice
+      expect(streamed.length).toBeLessThanOrEqual(5);
+      expect(from).toBeTruthy();
+      expect(relisted).toEqual(away.map((r) => r.id).filter((id) => !streamed.includes(id)));
+      expect([...have.keys()].sort()).toEqual([first, ...away].map((r) => r.id).sort());
+      // and the stream goes on from now
+      const after = await addRecord(app, attempt(c.code, st.id, { exercise: 5 }));
+      const t1 = Date.now();
+      while (!streamed.includes(after.id) && Date.now() - t1 < 5000) await sleep(20);
+      expect(streamed).toContain(after.id);
+      ac.abort();
+      await following;
+    } finally { ac.abort(); vi.unstubAllGlobals(); await bounded.close(); }
   });
 
   it('ends the stream with "gone" when the class is deleted', async () => {

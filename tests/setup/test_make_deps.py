@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 built = (ROOT / "web" / "dist" / ".built").exists() and (ROOT / "public" / "guest" / ".compressed").exists()
 HEAVY = ("emcc", "vite build", "make-state.mjs", "build-guest.sh", "compress.mjs", "npm ci", "gen-validator",
-         "run trace", "-C hw-lab build/traces")
+         "run trace", "-C hw-lab build/traces", "which-wins-table.mjs")
 
 
 def make(*args, check=True):
@@ -57,3 +57,22 @@ def test_a_changed_example_program_records_only_its_trace():
         assert "hw-lab/trace/examples/%.c" in line and "hw-lab/lib/hwlab/trace.py" in line
     finally:
         os.utime(program, (st.st_atime, st.st_mtime))
+
+
+@pytest.mark.skipif(not (ROOT / "web" / "server" / "gen" / "which-wins.json").exists(), reason="needs make build first")
+def test_the_which_wins_table_follows_the_bundle_and_the_engine():
+    table = ROOT / "web" / "server" / "gen" / "which-wins.json"
+    for changed, also in ((ROOT / "web" / "src" / "lessons" / "kinds" / "which-wins.ts", "vite build --config web/server/grade.vite.config.mjs"),
+                          (ROOT / "wasm-core" / "build" / "wasm" / "vmsim.wasm", None)):
+        st = changed.stat()
+        try:
+            os.utime(changed, (st.st_atime, table.stat().st_mtime + 10))
+            out = make("-n", "web/server/gen/which-wins.json")
+            assert "node web/server/which-wins-table.mjs" in out
+            if also:
+                assert also in out
+        finally:
+            os.utime(changed, (st.st_atime, st.st_mtime))
+    # and make build makes it
+    db = make("-n", "-p", "build", check=False)
+    assert "web/server/gen/which-wins.json" in next(l for l in db.splitlines() if "$(MAKE) web/server/gen/grade.mjs" in l)

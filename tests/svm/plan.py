@@ -13,6 +13,11 @@ Plain Python, no QEMU: it decides
     supervisor or user stub page, a fetch jumps the guest to the gva, where a `hlt` is
     planted; page-table writes are the host's stores to the entry; mov cr3 changes the
     CR3 of the commands after it; invlpg needs nothing (every VMRUN flushes the TLB);
+  * in an address space whose root table the nested tables refuse (every walk there
+    faults on the nested translation of its first guest entry, so no instruction can
+    be fetched), a read or write runs as an injected event instead (EVENTINJ, APM vol.
+    2, 15.20) whose IDT is at the gva: the CPU's first access is the gate's read at the
+    gva, with no instruction fetched;
   * what each command should leave: the bytes a read returns (a distinct value is
     planted at each byte a read reaches, where the byte belongs to no paging
     structure) or a write stores, and every paging-structure word the engine's walk
@@ -68,10 +73,32 @@ def npt_path_ok(words: Words, root: int, gpa: int, levels: int, nxe: bool) -> bo
     return False
 
 
+def nested_path_bits(words: Words, root: int, gpa: int, levels: int) -> list:
+    """Nested overrides setting the A bits (and D on the leaf) a walk of a guest table at
+    gpa sets on its nested path (APM vol. 2, 15.25.5: a guest table access is a user
+    write), where they are clear."""
+    out, table = [], root
+    for level in range(levels, 0, -1):
+        e = words.get(table + ((gpa >> (12 + 9 * (level - 1))) & 511) * 8)
+        leaf = level == 1 or (level in (2, 3) and e & 0x80)
+        missing = (0x60 if leaf else 0x20) & ~e
+        if missing:
+            out.append({"gpa": hex(gpa), "level": level, "set": hex(missing)})
+        if leaf:
+            return out
+        table = e & ADDR
+    return out
+
+
+# legacy PAE: more directory entries to try below a used PDPTE (harness_gvas has four)
+PAE_MORE_GVAS = {"pae": [i3 << 30 | i2 << 21 for i3 in (3, 2, 1, 0) for i2 in range(510, 7, -1)
+                         if i2 not in (400, 300)]}
+
+
 class RootUnusable(Unsupported):
-    """The harness's stubs have no way in: the guest's root table is not a user-writable
-    page in the nested tables (the stub's own code fetch walks the root first), or no
-    top-level entry is free for them. Fetches need no stub."""
+    """The harness's stubs have no way in: no free guest entry for them at the top level
+    (nor, for legacy PAE, below a usable PDPTE), or a read or write in a space whose root
+    the nested tables refuse that does not fault there. Fetches need no stub."""
 
 
 class UnreachableWrite(Unsupported):
@@ -84,9 +111,12 @@ class UnreachableWrite(Unsupported):
 
 
 class NeedsAccessed(Exception):
-    """The harness's nested entry hangs below scenario entries without their A bit: its
-    walks would set it. The compared scenario gets these bits as nested overrides, so
-    that the engine starts from the memory QEMU runs the first command with."""
+    """The harness's walks go through scenario nested entries without their A bit (the
+    nested entries above the harness's own 2 MiB; for a stub entry below a legacy-PAE
+    PDPTE, the nested path of that PDPTE's directory, A and on the leaf D: guest table
+    accesses are user writes, APM vol. 2, 15.25.5): its walks would set them. The
+    compared scenario gets these bits as nested overrides, so that the engine starts
+    from the memory QEMU runs the first command with."""
 
     def __init__(self, overrides: list):
         super().__init__("nested A bits the harness's walks set")
@@ -126,8 +156,30 @@ def make_plan(sc: dict, result: dict, image: dict, stubs: bool = True) -> Plan:
 
     hb = L.HREGION
     hw = {}                                    # pa -> (value, size): the harness's entries
+    harness_allow = {}                         # word -> bits the harness's own walks set
+    walked_through = set()                     # scenario entries the stubs are reached by
 
-    need_stub = any(a.get("op") in ("read", "write") for a in sc["accesses"])
+    # the address space of each access; a space whose root table the nested tables refuse
+    # (no user-writable page there) faults on every walk's first guest-entry read, the
+    # stub's own code fetch included: its reads and writes run as an injected event
+    root_ok = [npt_path_ok(words, ncr3, g_root(paging, cr3), levels, nxe) for cr3 in spaces]
+    space_of, sp = [], 0
+    for a in sc["accesses"]:
+        sp = a.get("mov_cr3", sp)
+        space_of.append(sp)
+    inject = set()
+    for i, (a, r) in enumerate(zip(sc["accesses"], accs)):
+        if a.get("op") in ("read", "write") and not root_ok[space_of[i]]:
+            # the engine must agree that nothing of the access's own kind was reached:
+            # a #NPF on the nested translation of the root entry, no guest entry read
+            if r["outcome"] != "npt_fault" or any(s["dim"] == "guest" for s in r["steps"]) \
+                    or not h(r["fault"]["exitinfo1"]) >> 33 & 1:
+                raise RootUnusable("a read or write in a space whose root table the nested "
+                                   "tables refuse that does not fault there")
+            inject.add(i)
+    stub_spaces = sorted({space_of[i] for i, a in enumerate(sc["accesses"])
+                          if a.get("op") in ("read", "write") and i not in inject})
+    need_stub = bool(stub_spaces)
     if need_stub and not stubs:
         raise Unsupported("internal: reads or writes without the stubs")
     gv = gp = None
@@ -183,38 +235,51 @@ def make_plan(sc: dict, result: dict, image: dict, stubs: bool = True) -> Plan:
             return npt_walk(words, ncr3, gpa, levels)
 
         def free_guest_path(cr3: int, gv: int):
+            """-> (level, entry hpa, the PDPTE walked through or None), or None"""
             table = g_root(paging, cr3)
-            for level in g_levels(paging)[:-1]:
-                egpa = table + g_index(paging, gv, level) * esize
-                ea = table_hpa(egpa)
-                if ea is None or not npt_path_ok(words, ncr3, egpa, levels, nxe):
-                    return None
-                e = words.get(ea, esize)
-                if e == 0:
-                    return None if (ea & ~7) in touched else (level, ea)
+            level = g_levels(paging)[0]
+            egpa = table + g_index(paging, gv, level) * esize
+            ea = table_hpa(egpa)
+            if ea is None or not npt_path_ok(words, ncr3, egpa, levels, nxe):
                 return None
-            return None
+            e = words.get(ea, esize)
+            if e == 0:
+                return None if (ea & ~7) in touched else (level, ea, None)
+            # legacy PAE has four top entries, often all in use: below a present PDPTE
+            # without reserved bits (APM vol. 2, 5.3.2: 2:1, 8:5, 63:MAXPHYADDR), an entry
+            # of its directory no walk reads. The PDPTE word stays the scenario's (QEMU
+            # sets bit 5 there on the stub's walk: allowed in that word, harness_allow)
+            if paging != "pae" or not e & 1 or e & 0x1e6 or e >> QEMU_MAXPHYADDR:
+                return None
+            egpa2 = (e & ADDR) + g_index(paging, gv, 2) * esize
+            ea2 = table_hpa(egpa2)
+            if ea2 is None or not npt_path_ok(words, ncr3, egpa2, levels, nxe) or \
+                    words.get(ea2) != 0 or (ea2 & ~7) in touched:
+                return None
+            return (2, ea2, ea)
 
         gv = attach = None
-        for c in harness_gvas(paging):
-            pts = [free_guest_path(cr3, c) for cr3 in spaces]
-            if all(pts) and not any((ea & ~7) in {pa & ~7 for pa in hw} for _, ea in pts):
+        for c in harness_gvas(paging) + PAE_MORE_GVAS.get(paging, []):
+            pts = [free_guest_path(spaces[k], c) for k in stub_spaces]
+            if all(pts) and not any((ea & ~7) in {pa & ~7 for pa in hw} for _, ea, _ in pts):
                 gv, attach = c, pts
                 break
         if gv is None:
-            for cr3 in spaces:
-                root = g_root(paging, cr3)
-                if not npt_path_ok(words, ncr3, root, levels, nxe):
-                    raise RootUnusable("the guest's root table is not a user-writable page in "
-                                       "the nested tables: the harness's own code fetch would fault")
             raise RootUnusable("no free guest-linear region for the harness's stubs")
+        # the nested path of each directory the stubs are reached through: its A bits
+        # (D on the leaf) set before the first command, as the stub's first walk sets them
+        for _, ea2, pdpte in attach:
+            if pdpte is not None:
+                pd = words.get(pdpte) & ADDR
+                need_a = nested_path_bits(words, ncr3, pd, levels)
+                if need_a:
+                    raise NeedsAccessed(need_a)
 
         gtab = {lv: hb + off for lv, off in L.GTAB.items()}
         gpa_of = lambda off: gp + off              # noqa: E731
-        top = g_levels(paging)[0]
-        # the harness's tables below the attach level (same for every space: attach levels
-        # are the top level, as free_guest_path stops there)
-        alev = attach[0][0]
+        # the harness's tables below the attach levels (the top level, or level 2 below a
+        # legacy-PAE PDPTE: one set of tables serves both)
+        alev = max(lv for lv, _, _ in attach)
         for lv in range(alev - 1, 0, -1):
             idx = g_index(paging, gv, lv)
             if lv == 1:
@@ -223,11 +288,12 @@ def make_plan(sc: dict, result: dict, image: dict, stubs: bool = True) -> Plan:
                     hw[gtab[1] + ((idx + k) % (1024 if paging == "32bit" else 512)) * esize] = (v, esize)
             else:
                 hw[gtab[lv] + idx * esize] = (gpa_of(gtab[lv - 1] - hb) | 0x27, esize)
-        for (lv, ea) in attach:
+        for (lv, ea, pdpte) in attach:
             flags = 0x21 if (paging == "pae" and lv == 3) else 0x27   # QEMU sets bit 5 there
             hw[ea] = (gpa_of(gtab[lv - 1] - hb) | flags, esize)
-        if top != alev:
-            raise Unsupported("internal: the harness's guest entry is not at the top level")
+            if pdpte is not None:
+                harness_allow[pdpte & ~7] = 0x20
+                walked_through.add(pdpte & ~7)
 
     for pa in hw:
         if (pa & ~7) in touched:
@@ -337,7 +403,7 @@ def make_plan(sc: dict, result: dict, image: dict, stubs: bool = True) -> Plan:
             base = (gv or 0) + (L.STUB_U if user else L.STUB_K)
             if not wide:
                 gva &= 0xffffffff
-            if a["op"] == "fetch":
+            if a["op"] == "fetch" or i in inject:
                 rip = gva
             else:
                 rip = base + (L.READ_OFF if a["op"] == "read" else L.WRITE_OFF)
@@ -362,6 +428,19 @@ def make_plan(sc: dict, result: dict, image: dict, stubs: bool = True) -> Plan:
                 (L.V_EFER, efer), (L.V_CR0, cr0), (L.V_CR3, spaces[space]), (L.V_CR4, cr4),
                 (L.V_RFLAGS, 2), (L.V_RIP, rip), (L.V_RSP, 0), (L.V_RAX, 0),
                 (L.V_CR2, 0)]
+            if inject:
+                # an external interrupt, vector 0, its IDT at the gva (every command of the
+                # scenario sets these: the VMCB keeps what the last one wrote)
+                on = i in inject
+                c["fields"] += [(L.V_EVENTINJ, 1 << 31 if on else 0),
+                                (L.V_IDTR, 0xffff << 32 if on else 0xfff << 32),
+                                (L.V_IDTR + 8, gva if on else 0)]
+                if on:
+                    # the #VMEXIT must say it came in that event's delivery (EXITINTINFO
+                    # = the event: valid, type 0, vector 0; APM vol. 2, 15.7.2), not in a
+                    # fetch at RIP (which would fault on the same root entry)
+                    c["inject"] = L.VMCB + L.V_EXITINTINFO
+                    c["dumps"].append(L.VMCB + L.V_EXITINTINFO)
             for s in r["steps"]:
                 if s["kind"] in ("read", "ad_write"):
                     pa = h(s["entry_hpa"]) & ~7
@@ -380,6 +459,9 @@ def make_plan(sc: dict, result: dict, image: dict, stubs: bool = True) -> Plan:
             if not usable_frame(ea):
                 raise UnreachableWrite(i, "a page-table write to memory QEMU does not "
                                           "have (or the harness's)")
+            if (ea & ~7) in walked_through or (ea & ~7) in {pa & ~7 for pa in hw}:
+                raise UnreachableWrite(i, "a page-table write to an entry the harness's "
+                                          "stubs are reached through")
             old = exp.get(ea, esize)
             new = (old & ~h(p.get("clear", "0x0"))) | h(p.get("set", "0x0"))
             exp.set(ea, new, esize)
@@ -389,7 +471,7 @@ def make_plan(sc: dict, result: dict, image: dict, stubs: bool = True) -> Plan:
             c["dumps"].append(ea & ~7)
         else:
             raise Unsupported(f"access {i}: an event the SVM harness does not run")
-        c["expected_words"] = {pa: exp.get(pa) for pa in c["dumps"]}
+        c["expected_words"] = {pa: exp.get(pa) for pa in c["dumps"] if pa != c.get("inject")}
         commands.append(c)
 
     # --- chunks ----------------------------------------------------------------------
@@ -408,6 +490,9 @@ def make_plan(sc: dict, result: dict, image: dict, stubs: bool = True) -> Plan:
     p.clears = clears
     p.commands = commands
     p.gv, p.gp = gv, gp
+    p.harness_allow = harness_allow
+    p.injected = {op: sum(1 for i in inject if sc["accesses"][i]["op"] == op)
+                  for op in ("read", "write")}
     p.final_words = {pa: exp.get(pa) for pa in sorted(set(load.w))}
     p.pdpte_words = set()
     if paging == "pae":

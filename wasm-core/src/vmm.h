@@ -62,6 +62,45 @@ static inline void pwc_pending_fill(machine *m, const pwc_pending *p, uint32_t t
         cache_fill(m->gpwc, p->key[i], tag, p->table[i], 0, 7);
 }
 
+/* The MMU's walk of the shadow table (vmm_walk.c): at a shadow leaf, the host address
+ * and the leaf; at a switching entry (agile paging), the guest level the walk goes on
+ * from, that table's gpa and the rights combined above; and the shadow pointers it read,
+ * for the page-walk cache once the whole walk has succeeded. */
+typedef struct vmm_hw {
+    uint64_t hpa, leaf;
+    int level;
+    uint64_t table, rights;
+    pwc_pending fills;
+} vmm_hw;
+/* The walk cache's key shift for the shadow table (mode_ops.gpwc_shift): 9 bits a level,
+ * in the guest's format, or PAE's where the guest's is 32-bit. */
+int vmm_gpwc_shift(const machine *m, int level);
+/* 0 at a shadow leaf, 1 at a switching entry, -1 on a hidden page fault (a missing entry,
+ * or rights the shadow leaf does not grant yet). */
+int vmm_hw_walk(machine *m, const vm_access *a, vm_result *r, vmm_hw *w);
+/* A walk that ended at a shadow leaf: the walk cache filled, the result, the TLB. */
+void vmm_hw_done(machine *m, const vm_access *a, vm_result *r, const vmm_hw *w);
+
+/* What the VMM's walk of the guest's tables found: the rights combined over the entries
+ * it read; at the guest's leaf, the leaf, the gpa reached, the page's size and the host
+ * address of the gpa's 4 KiB; stopped at a switching level (size 0), that level's table. */
+typedef struct vmm_gwalk {
+    bool rw, us, xd;
+    uint64_t leaf, gpa, size, data_hpa;
+    uint64_t table;
+} vmm_gwalk;
+/* The VMM's side of a hidden page fault, in software: the guest's tables for a->gva from
+ * CR3 down to its leaf, or down to guest level `stop` (not read; 0: to the leaf); the
+ * guest's A/D bits set as the MMU would have, the tables read write-protected. False when
+ * the access ends here: a reflected #PF, or a gpa the VMM has no memory for. */
+bool vmm_guest_walk(machine *m, const vm_access *a, vm_result *r, int stop, vmm_gwalk *w);
+/* The shadow path for gva down to `level` (tables allocated as needed; a switching entry
+ * in the way becomes a table), then `spte` written there. False when no frame is left. */
+bool vmm_shadow_write(machine *m, vm_result *r, uint64_t gva, int level, uint64_t spte);
+/* The 4 KiB shadow leaf for a walk that reached the guest's leaf: the combined rights,
+ * writable only once the guest entry is dirty and the frame is no guest table. */
+bool vmm_shadow_leaf(machine *m, const vm_access *a, vm_result *r, const vmm_gwalk *w);
+
 /* The shadow roots and the write-protection set; vmm_free undoes it. */
 bool vmm_build(machine *m, char *err, size_t errlen);
 void vmm_free(machine *m);

@@ -6,14 +6,17 @@
 // check() gives for its lesson, exercise, seed and answer; for a done mark, that its lesson
 // exists. What the page said about its own verdict is never read.
 //
-// A check takes 0.2-2 ms for most kinds; which-wins runs three streams of 1,000 to 4,000
-// accesses through the engine, counted without their walks (grade-entry.ts), and the
-// engine's answer for each of its 72 variants is kept, so a class runs the engine once for
-// each. One worker grades one record at a time, the student with records waiting that has
-// had the least grading time first.
+// A check takes 0.2-2 ms for most kinds; which-wins is looked up in the table of its 72
+// variants' answers made at build time (gen/which-wins.json, which-wins-table.mjs), and
+// only without a table (missing, or made from another bundle or engine: said in one line)
+// runs its three streams of 1,000 to 4,000 accesses through the engine, counted without
+// their walks (grade-entry.ts), keeping each variant's answer. One worker grades one record
+// at a time, the student with records waiting that has had the least grading time first.
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { RETRY_AFTER_S } from './faults.mjs';
+import { BUNDLE, TABLE, WASM, readWhichWinsTable, tableInputs } from './which-wins-table.mjs';
 
 /** Worker threads grading: one (a server on two cores: the other answers requests). */
 export const POOL_SIZE = 1;
@@ -23,31 +26,39 @@ export const CLIENT_MAX = 100;
 /** Records all clients together may have waiting; past it a batch is answered 503. */
 export const TOTAL_MAX = 2000;
 /** A record graded for longer than this is stopped (its worker replaced) and its batch
- * answered 503. A which-wins variant takes tens of ms the first time, then its answer is kept. */
+ * answered 503. A record takes under 2 ms; a which-wins variant without the table 40-160 ms
+ * the first time, then its answer is kept. */
 export const RECORD_TIMEOUT_MS = 10_000;
-const BUNDLE = new URL('./gen/grade.mjs', import.meta.url);
-const WASM = new URL('../../wasm-core/build/wasm/vmsim.wasm', import.meta.url);
 const NOT_BUILT = 'the class server cannot grade exercises: its grading bundle or the engine is not built (make build makes web/server/gen/grade.mjs and wasm-core/build/wasm/vmsim.wasm)';
 /** A refusal with its HTTP status; retryAfter (seconds) goes out as Retry-After. */
 export class GradeRefusal extends Error {
   constructor(statusCode, message, retryAfter) { super(message); this.statusCode = statusCode; if (retryAfter) this.retryAfter = retryAfter; }
 }
 
-// The worker: { records } in, { results } (one per record: graded, or { error }) or
-// { fatal } out.
+// The worker: { records } in, { results } (one per record: graded, or { error }) with the
+// engine's runs so far, or { fatal } out. workerData.table: the which-wins table's file URL
+// (null: none, every variant from the engine).
 if (!isMainThread && workerData?.vmemlabGrade) {
-  let grader = null; let fatal = null;
+  let grader = null; let fatal = null; let table = 'none given';
   try {
     const { createGrader } = await import(BUNDLE.href);
-    grader = await createGrader(readFileSync(WASM));
+    const wasm = readFileSync(WASM);
+    let whichWins = null;
+    if (workerData.table) {
+      const t = readWhichWinsTable(new URL(workerData.table), tableInputs(readFileSync(BUNDLE), wasm));
+      whichWins = t.answers ?? null;
+      table = t.answers ? 'loaded' : t.why;
+    }
+    grader = await createGrader(wasm, { whichWins });
   } catch (e) { fatal = `${NOT_BUILT}: ${e?.message ?? e}`; }
   parentPort.on('message', ({ records }) => {
     if (!grader) { parentPort.postMessage({ fatal }); return; }
     parentPort.postMessage({
       results: records.map((r) => { try { return grader.grade(r); } catch (e) { return { error: String(e?.message ?? e) }; } }),
+      engineRuns: grader.engineRuns,
     });
   });
-  parentPort.postMessage({ ready: !!grader, fatal });
+  parentPort.postMessage({ ready: !!grader, fatal, table });
 }
 
 /**
@@ -63,8 +74,15 @@ if (!isMainThread && workerData?.vmemlabGrade) {
  * aborted) is dropped: its records not yet graded are never graded.
  */
 export class GradePool {
-  constructor({ size = POOL_SIZE, clientMax = CLIENT_MAX, totalMax = TOTAL_MAX, timeoutMs = RECORD_TIMEOUT_MS } = {}) {
+  /** table: the which-wins table's file (a URL or its href; null: none, which-wins from the
+   * engine, as a server whose table is missing grades). */
+  constructor({ size = POOL_SIZE, clientMax = CLIENT_MAX, totalMax = TOTAL_MAX, timeoutMs = RECORD_TIMEOUT_MS, table = TABLE } = {}) {
     this.size = size; this.clientMax = clientMax; this.totalMax = totalMax; this.timeoutMs = timeoutMs;
+    this.table = table ? String(table) : null;
+    /** The which-wins table as the last worker found it: 'loaded', why it is not used, or 'none given'. */
+    this.whichWinsTable = null;
+    /** Variants the workers worked out with the engine (a which-wins one only without the table). */
+    this.engineRuns = 0;
     this.workers = new Set(); this.idle = []; this.closed = false; this.restarts = 0;
     this.clients = new Map(); // client -> { jobs: [job], pending: records not yet graded }
     this.ring = []; // clients with records not yet sent to a worker
@@ -133,7 +151,7 @@ export class GradePool {
         w = this.spawn(); // a record posted while it loads waits in its port
       }
       // The client with records waiting that has had the least grading time goes next
-      // (start-time fair queuing): one whose records are costly (new which-wins variants)
+      // (start-time fair queuing): one whose records are costly (new which-wins variants without the table)
       // waits while those with cheap records are served, and a client that comes with a
       // first record starts level with the least served, so it waits at most for the
       // record being graded.
@@ -175,16 +193,24 @@ export class GradePool {
 
   spawn() {
     const w = new Worker(new URL(import.meta.url), {
-      workerData: { vmemlabGrade: true },
-      // a which-wins check the table does not hold runs three results of some 2,000
-      // accesses each (about 65 MB of heap at its peak); past this the worker dies and
-      // only its batch fails
+      workerData: { vmemlabGrade: true, table: this.table },
+      // a which-wins check without the table runs three streams of some 2,000 accesses
+      // each (about 65 MB of heap at its peak with whole results); past this the worker
+      // dies and only its batch fails
       resourceLimits: { maxOldGenerationSizeMb: 256 },
     });
     w.unref();
     this.workers.add(w);
     w.on('message', (m) => {
-      if ('ready' in m) { if (!m.ready) w.fatal = m.fatal; return; }
+      if ('ready' in m) {
+        if (!m.ready) { w.fatal = m.fatal; return; }
+        if (m.table !== this.whichWinsTable && m.table !== 'loaded' && this.table) {
+          console.warn(`vmemlab grading: the which-wins table ${fileURLToPath(this.table)} is ${m.table}; which-wins is graded with the engine instead (40-160 ms a variant the first time, then kept). make build makes the table`);
+        }
+        this.whichWinsTable = m.table;
+        return;
+      }
+      if (typeof m.engineRuns === 'number') { this.engineRuns += m.engineRuns - (w.engineRuns ?? 0); w.engineRuns = m.engineRuns; }
       const task = w.task;
       if (!task) return;
       w.task = null;

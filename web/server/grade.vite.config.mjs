@@ -22,7 +22,8 @@ export default defineConfig({
   build: {
     ssr: fileURLToPath(new URL('./grade-entry.ts', import.meta.url)),
     outDir: fileURLToPath(new URL('./gen', import.meta.url)),
-    emptyOutDir: true,
+    // gen/ holds the which-wins table made from this bundle too (make keeps it in step)
+    emptyOutDir: false,
     target: 'node20',
     minify: false,
     rollupOptions: { output: { entryFileNames: 'grade.mjs', format: 'es' } },

@@ -40,3 +40,19 @@ export function GridAnswer({ input, answer, onChange, readOnly, marks }: { input
     </div>
   );
 }
+
+/** The grid on paper, where the pickers do not print: the tables a reference may read,
+ * listed once, then a numbered blank for each reference and a line for each address. */
+export function PrintGrid({ input }: { input: GridInput }) {
+  const { t: tx } = useTranslation('exercises');
+  const label = (o: string) => tx(`walkGrid.table.${o[0]}`, { level: o.slice(1) });
+  return (
+    <div className="print-grid" data-testid="print-grid">
+      <p className="print-grid-options">{tx('walkGrid.printTables', { tables: input.options.map(label).join(' · ') })}</p>
+      <ol className="print-grid-refs">
+        {Array.from({ length: input.refs }, (_, i) => <li key={i}>{tx('walkGrid.ref', { n: i + 1 })}:</li>)}
+      </ol>
+      {input.addresses.map((a, j) => <p key={j} className="print-line">{tx(`walkGrid.${a.what}`, { n: a.ref })}:</p>)}
+    </div>
+  );
+}

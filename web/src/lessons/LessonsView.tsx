@@ -23,7 +23,7 @@ import { ClassLine } from '../course/ClassLine';
 import { currentClass, onStudentChange, type InClass } from '../progress/student';
 import { kick, startSync } from '../progress/sync';
 import { Markdown } from './Markdown';
-import { GridAnswer } from './GridAnswer';
+import { GridAnswer, PrintGrid } from './GridAnswer';
 import { AnswerSheet } from './AnswerSheet';
 import { SHEET_MAX, seedRows } from './answerSheet';
 import { scenarioDescription } from '../model/examples';
@@ -355,10 +355,11 @@ function ExerciseCard({ engine, part, seed, onSeed, lesson, klass }: { engine: V
     <section className="exercise" aria-label={t('exercise')} data-kind={ex.spec.kind} data-variant={ex.variant} data-seed={seed}>
       <h3>{t('exercise')} <span className="muted">({t('seed')} {seed})</span></h3>
       <p className="exercise-prompt">{say(ex.prompt, tx)}</p>
-      {/* On paper the form does not print: the choices as a list to tick and a line to write on. */}
+      {/* On paper the form does not print: the choices as a list to tick and a line to write on
+          (a walk grid: a blank for each reference and each address). */}
       <div className="print-answer" data-testid="print-answer">
         {ex.input.type === 'choice' && <ul className="print-choices">{ex.input.choices.map((c) => <li key={c}>{choiceWords(c)}</li>)}</ul>}
-        <p className="print-line">{t('answer')}:</p>
+        {ex.input.type === 'grid' ? <PrintGrid input={ex.input} /> : <p className="print-line">{t('answer')}:</p>}
       </div>
       <form onSubmit={(e) => { e.preventDefault(); submit(); }}>
         {ex.input.type === 'grid' ? (

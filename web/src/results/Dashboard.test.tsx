@@ -2,7 +2,8 @@
 /* The teacher dashboard over a mocked class server (dashboard.mjs's routes): the grid is
  * built from the students and records lists (each page followed), a record or a student
  * that arrives on the event stream changes its row without a reload, a stream that ends
- * is opened again from the last position it delivered, a refused token stops it; selecting
+ * is opened again from the last position it delivered, a refused token stops it, one that
+ * skipped records (overflow) is said, with the CSV, and the skipped records listed; selecting
  * a name lists that student's attempts with links to their variants; in Japanese and
  * Chinese no English is left; 200 students over 40 exercises draw (the time is printed:
  * 0.4-0.7 s here), and a live record redraws its own row, not the grid; the Answer sheet
@@ -207,6 +208,51 @@ describe('the teacher dashboard', () => {
     await waitFor(() => expect(cellsOf('山田太郎', 'vmfunc')[0].shown).toBe('✓1'));
   });
 
+  it('when the stream skipped records (its overflow event), says so, offers the CSV and lists them from where it skipped, so the grid is whole', async () => {
+    const records = classRecords();
+    const srv = server([ana, bo, cy], records, { page: 2 });
+    render(<Dashboard code={CODE} token={TOKEN} />);
+    await screen.findByTestId('dashboard-grid', {}, { timeout: 5000 });
+    await waitFor(() => expect(srv.streams).toHaveLength(1));
+    expect(screen.queryByTestId('dashboard-overflow')).toBeNull();
+    // one record comes on the stream (position 7 of the list), then more than the stream
+    // catches up on while the page was away: it sends the first of them and skips the rest
+    const seen = attempt(ana, 'ept-and-npt', 1, { verdict: 'correct' });
+    const missed = [attempt(cy, 'ept-and-npt', 0, { verdict: 'correct' }), attempt(bo, 'vmfunc', 0, { verdict: 'correct' }), attempt(cy, 'ept-and-npt', 2), done(cy, 'ept-and-npt')];
+    records.push(seen, ...missed);
+    await srv.push(event('progress', seen, '7') + event('progress', missed[0], '8'));
+    const calls = srv.fetch.mock.calls.length;
+    await srv.push(event('overflow', { message: 'more than 500 records arrived since this position', list: `/api/classes/${CODE}/progress`, csv: `/api/classes/${CODE}/progress.csv` }, '11'));
+    // listed from the position the stream had reached, page after page
+    await waitFor(() => expect(screen.getByTestId('dashboard-overflow').dataset.state).toBe('done'));
+    const listed = srv.fetch.mock.calls.slice(calls).map((c) => String(c[0])).filter((u) => u.startsWith(`/api/classes/${CODE}/progress?`));
+    expect(listed).toEqual([`/api/classes/${CODE}/progress?limit=500&cursor=8`, `/api/classes/${CODE}/progress?limit=500&cursor=10`]);
+    expect(cellsOf('Cy', 'ept-and-npt').map((c) => c.shown)).toEqual(['✓1', '', '✗1', '', '', '', '✓']);
+    expect(cellsOf('山田太郎', 'vmfunc')[0].shown).toBe('✓1');
+    const note = screen.getByTestId('dashboard-overflow');
+    expect(note.getAttribute('role')).toBe('status');
+    expect(note.textContent).toContain('it skipped the older ones; 3 records were loaded again from the class list, and the grid has every record.');
+    // the CSV is offered in the note, with the teacher token
+    fireEvent.click(within(note).getByRole('button', { name: 'Download every record (CSV)' }));
+    await waitFor(() => expect(srv.fetch.mock.calls.some((c) => String(c[0]) === `/api/classes/${CODE}/progress.csv` && (c[1]?.headers as Record<string, string>).Authorization === `Bearer ${TOKEN}`)).toBe(true));
+    // the stream goes on from the overflow's position
+    await srv.push(event('progress', attempt(ana, 'vmfunc', 0, { verdict: 'correct' }), '12'));
+    await waitFor(() => expect(cellsOf('Ana', 'vmfunc')[0].shown).toBe('✓1'));
+    // it happens again and the list fails: said, with the CSV and a full reload offered
+    srv.fetch.mockImplementationOnce(async () => new Response(JSON.stringify({ message: 'the database is busy' }), { status: 503, headers: { 'content-type': 'application/json' } }));
+    await srv.push(event('overflow', { message: 'more than 500 records' }, '20'));
+    await waitFor(() => expect(screen.getByTestId('dashboard-overflow').dataset.state).toBe('failed'));
+    const failed = screen.getByTestId('dashboard-overflow');
+    expect(failed.getAttribute('role')).toBe('alert');
+    expect(failed.textContent).toContain('loading them from the class list failed (the database is busy): the grid may lack some records.');
+    expect(within(failed).getByRole('button', { name: 'Download every record (CSV)' })).toBeTruthy();
+    const streams = srv.streams.length;
+    fireEvent.click(within(failed).getByRole('button', { name: 'Try again' }));
+    await waitFor(() => expect(srv.streams.length).toBe(streams + 1)); // loaded again whole, then followed
+    expect(screen.queryByTestId('dashboard-overflow')).toBeNull();
+    expect(cellsOf('Cy', 'ept-and-npt').map((c) => c.shown)).toEqual(['✓1', '', '✗1', '', '', '', '✓']);
+  });
+
   it('stops following when the server refuses the token, and says so', async () => {
     server([ana], [], { events: 403 });
     render(<Dashboard code={CODE} token={TOKEN} />);
@@ -290,6 +336,10 @@ describe('the teacher dashboard', () => {
       expect(container.querySelector('[lang="en"]')).toBeNull();
       expect(englishRuns(container.textContent!)).toEqual([]);
       expect(englishRuns(attrs(container))).toEqual([]);
+      // the stream skipped records: the note and its CSV button
+      await srv.push(event('overflow', { message: 'more than 500 records arrived since this position' }, '9'));
+      await waitFor(() => expect(screen.getByTestId('dashboard-overflow').dataset.state).toBe('done'));
+      expect(englishRuns(screen.getByTestId('dashboard-overflow').textContent!)).toEqual([]);
       await srv.end();
       await waitFor(() => expect(screen.getByTestId('dashboard-live').dataset.state).toBe('retrying'));
       expect(englishRuns(screen.getByTestId('dashboard-live').textContent!)).toEqual([]);

@@ -3,19 +3,20 @@
  * each cell says solved or not, how many checks, hint used, answer shown, in symbols for
  * the eye and in words for a screen reader. Records come from the class server
  * (dashboard.mjs): the list first, then its event stream, so that new attempts appear
- * without a reload. Selecting a name lists that student's attempts, each with a link that
+ * without a reload; when the stream skipped records (more arrived while the page was away
+ * than it catches up on), the page says so, offers the CSV, and lists them. Selecting a name lists that student's attempts, each with a link that
  * opens its variant in the Lessons tab. The grid is a plain table: one element a cell,
  * with no state of its own, and a record redraws only its student's row (200 students over
  * 40 exercises: Dashboard.test.tsx times it). */
 import { lazy, memo, Suspense, useCallback, useEffect, useMemo, useRef, useState, type ReactElement, type ReactNode } from 'react';
 import { useTranslation } from 'react-i18next';
-import { Board, cellKey, type Cell, type LessonColumns, type ProgressRecord, type Row, type Student } from './board';
+import { Board, cellKey, type Cell, type LessonColumns, type Row, type Student } from './board';
 import { variantLink } from '../progress/seed';
 import { followProgress, type LiveState } from './progressStream';
+import { getJson, listRecords, PAGE } from './progressList';
 import { Said, type Saying } from './Said';
 import './dashboard.css';
 
-const PAGE = 500;
 /** The answer sheet of the class (lessons/ClassSheet.tsx), with the lessons and the engine:
  * loaded when the teacher asks for it. */
 const ClassSheet = lazy(() => import('../lessons/ClassSheet'));
@@ -34,15 +35,6 @@ async function lessonColumns(lang: string): Promise<LessonColumns[]> {
     const own = (LESSONS as Record<string, typeof LESSONS.en>)[lang]?.[id] ?? en;
     return { id, title: `${i + 1}. ${own.meta.title}`, exercises: en.parts.filter((p) => p.type === 'exercise').length };
   });
-}
-
-async function getJson<T>(url: string, token: string, signal?: AbortSignal): Promise<T> {
-  const r = await fetch(url, { headers: { Authorization: `Bearer ${token}` }, signal });
-  const text = await r.text();
-  let body: unknown = null;
-  try { body = JSON.parse(text); } catch { /* not JSON */ }
-  if (!r.ok) throw Object.assign(new Error((body as { message?: string } | null)?.message ?? `HTTP ${r.status}`), { status: r.status });
-  return body as T;
 }
 
 type T = (key: string, options?: Record<string, unknown>) => string;
@@ -185,6 +177,8 @@ export const Dashboard = memo(function Dashboard({ code, token, lessons: given }
   const [picked, setPicked] = useState<string | null>(null);
   const [attempt, setAttempt] = useState(0); // "try again" starts the load over
   const [sheet, setSheet] = useState(false);
+  /** The stream skipped records: loading them from the list, loaded (how many were new), or that failed. */
+  const [skipped, setSkipped] = useState<{ phase: 'loading' } | { phase: 'done'; count: number } | { phase: 'failed'; error: string } | null>(null);
 
   useEffect(() => {
     if (given) { setKnown(given); return undefined; }
@@ -198,7 +192,7 @@ export const Dashboard = memo(function Dashboard({ code, token, lessons: given }
   useEffect(() => {
     const ac = new AbortController();
     board.current = new Board();
-    setVersion((v) => v + 1); setPhase('loading'); setLoaded(0); setLive(null); setErr(null); setPicked(null);
+    setVersion((v) => v + 1); setPhase('loading'); setLoaded(0); setLive(null); setErr(null); setPicked(null); setSkipped(null);
     const base = `/api/classes/${encodeURIComponent(code)}`;
     (async () => {
       try {
@@ -208,21 +202,33 @@ export const Dashboard = memo(function Dashboard({ code, token, lessons: given }
           board.current.addStudents(p.students);
           cursor = p.next_cursor;
         } while (cursor);
-        let end: string | null = null;
-        do {
-          const p: { records: ProgressRecord[]; next_cursor: string | null; end_cursor: string | null } = await getJson(`${base}/progress?limit=${PAGE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, token, ac.signal);
-          board.current.add(p.records);
-          end = p.end_cursor ?? end;
-          cursor = p.next_cursor;
-          if (cursor) setLoaded(board.current.records);
-        } while (cursor);
+        const end = await listRecords(code, token, null, (records) => { board.current.add(records); setLoaded(board.current.records); }, ac.signal);
         if (ac.signal.aborted) return;
         setVersion((v) => v + 1); setPhase('ready');
+        // The stream skipped the records after `from`: listed from there, one listing after
+        // another if it happens again meanwhile (the board takes each record once).
+        let relisting = Promise.resolve();
+        const overflow = (from: string | null) => {
+          setSkipped({ phase: 'loading' });
+          relisting = relisting.then(async () => {
+            let count = 0;
+            try {
+              await listRecords(code, token, from, (records) => {
+                const had = board.current.records;
+                if (board.current.add(records)) { count += board.current.records - had; setVersion((v) => v + 1); }
+              }, ac.signal);
+              if (!ac.signal.aborted) setSkipped({ phase: 'done', count });
+            } catch (e) {
+              if (!ac.signal.aborted) setSkipped({ phase: 'failed', error: (e as Error).message });
+            }
+          });
+        };
         await followProgress(code, token, end, {
           records: (r) => { if (board.current.add(r)) setVersion((v) => v + 1); },
           students: (s) => { if (board.current.addStudents(s)) setVersion((v) => v + 1); },
           removed: (ids) => { if (board.current.remove(ids)) setVersion((v) => v + 1); },
           state: setLive,
+          overflow,
         }, ac.signal);
       } catch (e) {
         if (ac.signal.aborted) return;
@@ -270,6 +276,15 @@ export const Dashboard = memo(function Dashboard({ code, token, lessons: given }
         <Suspense fallback={<p className="muted">{t('dashboard.loading')}</p>}>
           <ClassSheet code={code} names={rows.map((r) => r.name)} />
         </Suspense>
+      )}
+      {skipped && phase === 'ready' && (
+        <p className={`dashboard-overflow${skipped.phase === 'failed' ? ' error' : ''}`} role={skipped.phase === 'failed' ? 'alert' : 'status'} data-testid="dashboard-overflow" data-state={skipped.phase}>
+          {skipped.phase === 'loading' ? t('dashboard.overflow.loading')
+            : skipped.phase === 'done' ? t('dashboard.overflow.done', { count: skipped.count })
+              : <Said t={t as T} say={{ key: 'dashboard.overflow.failed', raw: skipped.error }} />}
+          {' '}<button type="button" onClick={() => void exportCsv()}>{t('dashboard.overflow.csv')}</button>
+          {skipped.phase === 'failed' && <> <button type="button" onClick={() => setAttempt((n) => n + 1)}>{t('dashboard.retry')}</button></>}
+        </p>
       )}
       {phase === 'loading' && <p className="muted" role="status" data-testid="dashboard-loading">{loaded ? t('dashboard.loadingCount', { count: loaded }) : t('dashboard.loading')}</p>}
       {err && <p className={phase === 'failed' && err.key === 'dashboard.loadMissing' ? 'muted' : 'error'} role="alert" data-testid="dashboard-error"><Said t={t as T} say={err} />{phase === 'failed' && err.key === 'dashboard.loadFailed' && <> <button type="button" onClick={() => setAttempt((n) => n + 1)}>{t('dashboard.retry')}</button></>}</p>}

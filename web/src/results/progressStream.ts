@@ -3,7 +3,9 @@
  * goes in the Authorization header and never in a URL. A stream that ends, fails or stays
  * silent for 40 s (the server writes a comment every 15 s) is opened again after a wait
  * that doubles up to 30 s, from the last position it delivered; the page is told the
- * state each time (live, connecting, waiting to try again, stopped). */
+ * state each time (live, connecting, waiting to try again, stopped). A stream that had more
+ * to catch up on than the server sends at once skips the older records and says so
+ * (`overflow`): the page is told where the skipped records start, to list them. */
 import type { ProgressRecord, Student } from './board';
 
 export type LiveState =
@@ -19,6 +21,9 @@ export interface StreamHandlers {
   state: (s: LiveState) => void;
   /** students the teacher removed (or who left), by id */
   removed?: (ids: string[]) => void;
+  /** the stream skipped the records after `from` (the position it had reached; null: from
+   * the first) up to now, and goes on from now: the list after `from` has them */
+  overflow?: (from: string | null) => void;
 }
 
 export interface SseEvent { event: string; id?: string; data: string }
@@ -104,6 +109,8 @@ export async function followProgress(code: string, token: string, after: string 
         const records: ProgressRecord[] = []; const students: Student[] = []; const removed: string[] = [];
         for (const e of events) {
           if (e.event === 'gone') { h.state({ kind: 'stopped', reason: 'gone' }); return; }
+          // said before the position moves on to now (its id): from here the records were skipped
+          if (e.event === 'overflow') h.overflow?.(cursor);
           try {
             if (e.event === 'progress') records.push(JSON.parse(e.data) as ProgressRecord);
             else if (e.event === 'student') students.push(JSON.parse(e.data) as Student);

@@ -32,7 +32,7 @@ describe('Compare: why each mode is near or far from native', () => {
     expect(compareWhy(demand.shadow, demand.native)[1]).toEqual({ key: 'compare.why.coldExits', values: { exits: 1, each: 1700 } });
   });
   it('shows them under the charts in English, Japanese and Chinese', async () => {
-    for (const [lng, word] of [['en', 'nested walk'], ['ja', 'ネステッドウォーク'], ['zh', '嵌套遍历']] as const) {
+    for (const [lng, word] of [['en', 'nested walk'], ['ja', 'ネストウォーク'], ['zh', '嵌套遍历']] as const) {
       await i18n.changeLanguage(lng);
       render(<CompareView engine={engine} input={DEFAULT_COMPARE} />);
       const list = screen.getByTestId('compare-why');

@@ -12,7 +12,8 @@ import { msg, rng, hex, comboOf, type ExerciseSpec, type Exercise } from '../sha
  * (how many exits) each move the winner, and of the two nested hosts the one with 2 MiB
  * nested pages is the cheaper (the 4 KiB one never wins). The variants are a finite list
  * (whichWinsVariants), each a fixed stream: a variant's answer depends on nothing but the
- * list's entry, so a table of them can be worked out ahead (90 for the three programs). */
+ * list's entry, so a table of them is worked out ahead (72 for the three programs: the class
+ * server grades from it, web/server/which-wins-table.mjs). */
 
 export const WHICH_WINS = {
   pages: 256, accesses: 1000, cr3Targets: 2, refCycles: 40, exitCycles: 1700,
@@ -37,6 +38,20 @@ export function whichWinsVariants(spec: ExerciseSpec): WhichWinsVariant[] {
   }
   return out;
 }
+
+/** The variant a seed opens: generate() and the server's table of answers both ask this, so
+ * they never disagree. */
+export function whichWinsVariantOf(spec: ExerciseSpec, seed: number): WhichWinsVariant {
+  const variants = whichWinsVariants(spec);
+  return variants[comboOf(seed, variants.length)];
+}
+
+/** A variant's name in the table of answers: what its stream depends on, and nothing else. */
+export const whichWinsKey = (v: WhichWinsVariant) => `${v.workload} ${v.big} tlb=${v.tlb} every=${v.every} processes=${v.processes}`;
+
+/** What the learner answers with: one of the three modes, for every variant. */
+export const WHICH_WINS_MODES = ['shadow', 'ept', 'npt'] as const;
+export const whichWinsInput = (): Exercise['input'] => ({ type: 'choice', choices: [...WHICH_WINS_MODES] });
 
 const gvaOf = (p: number) => 0x40000000n + BigInt(p) * 4096n;
 // Each page in a 2 MiB region of its own (and at its own offset in it): the nested TLB's
@@ -84,24 +99,24 @@ export function whichWinsScenarios(v: WhichWinsVariant): { scenarios: Scenario[]
 }
 
 export function whichWins(spec: ExerciseSpec, seed: number): Exercise {
-  const variants = whichWinsVariants(spec);
-  const i = comboOf(seed, variants.length);
-  const v = variants[i];
+  const v = whichWinsVariantOf(spec, seed);
   const { scenarios, warm } = whichWinsScenarios(v);
-  const modes = ['shadow', 'ept', 'npt'] as const;
   const page = (m: 'ept' | 'npt') => (m === v.big ? '2 MiB' : '4 KiB');
   const story = msg(`whichWins.story.${v.workload}`, { every: v.every, processes: v.processes, targets: WHICH_WINS.cr3Targets });
   return {
-    spec, seed, scenarios, input: { type: 'choice', choices: [...modes] }, walkAccess: scenarios[0].accesses.length - 1,
+    spec, seed, scenarios, input: whichWinsInput(), walkAccess: scenarios[0].accesses.length - 1,
     prompt: msg('whichWins.prompt', { story, tlb: v.tlb, pages: WHICH_WINS.pages, accesses: WHICH_WINS.accesses,
       eptPage: page('ept'), nptPage: page('npt'), ref: WHICH_WINS.refCycles, exit: WHICH_WINS.exitCycles }),
     nudge: msg('whichWins.nudge'), hint: msg('whichWins.hint'),
-    expected: (results) => {
-      const cost = whichWinsCosts(results, warm);
-      const best = Math.min(...cost);
-      return modes.filter((_, k) => cost[k] === best).join(' or ');   // two modes could tie
-    },
+    expected: (results) => whichWinsAnswer(results, warm),
   };
+}
+
+/** The mode that pays least over the three results (shadow, EPT, NPT), or two that tie. */
+export function whichWinsAnswer(results: { accesses: { memory_refs: number; exits: number }[] }[], warm: number): string {
+  const cost = whichWinsCosts(results, warm);
+  const best = Math.min(...cost);
+  return WHICH_WINS_MODES.filter((_, k) => cost[k] === best).join(' or ');
 }
 
 /** Each mode's cycles after the warm-up: 40 a memory reference, 1,700 a VM exit. */
