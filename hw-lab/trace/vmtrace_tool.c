@@ -8,9 +8,10 @@
  * a load of the same size from the same address expression is one modify, as lackey
  * merges them (add [m], r; a compare-and-swap); a dirty helper's memory effect is a load,
  * a store or a modify. Instead of printing a line per access through valgrind's
- * printf (lackey), each translated block calls one small helper per group of up to four
- * accesses, which appends them to a buffer; a full buffer is encoded (page deltas and
- * offsets as varints) and written to --body-fd in one write.
+ * printf (lackey), each translated block calls one small helper per group of accesses
+ * (its fetches and up to five data accesses), which encodes them (page deltas and offsets
+ * as varints; the fetch records were encoded when the block was translated: "a group's
+ * plan" below) into a buffer written to --body-fd in one write when full.
  *
  * --info-fd gets text lines for hw-lab/run: "progress N" about once a second (N accesses
  * so far), then one JSON line at the end: the counts, the distinct pages, the threads, the
@@ -28,6 +29,7 @@
 #include "pub_tool_libcfile.h"
 #include "pub_tool_libcprint.h"
 #include "pub_tool_libcproc.h"
+#include "pub_tool_hashtable.h"
 #include "pub_tool_machine.h"
 #include "pub_tool_mallocfree.h"
 #include "pub_tool_options.h"
@@ -49,17 +51,17 @@ static Bool clo_text = False;       /* lackey's text instead of the body: the te
 
 /* ---- the recording side: buffer, encoder, distinct pages ---- */
 
-#define BUFN (1 << 16)
-static Addr acc_addr[BUFN];
-static UChar acc_kind[BUFN];
-static UInt nbuf;
-
-static UChar outbuf[1 << 20];
+/* Room for one 16-byte copy past the end (a run of fixed records is copied 16 bytes at a time). */
+#define OUTCAP (1u << 20)
+static UChar outbuf[OUTCAP + 16];
 static UInt outlen;
 
 static Bool active = True;          /* False in a forked child and after the body ended */
+/* A group whose accesses would bring the total to this takes the slow path: the limit, or 0
+ * when the body has ended (not active), or never. */
+static ULong stop_at = ~0ULL;
 static ULong total, counts[4];
-static ULong last_page[2], last_off[2], last_seen[2] = {~0ULL, ~0ULL};
+static ULong last_page[2], last_off[2], last_seen[2] = {~0ULL, ~0ULL};   /* [0] data, [1] fetches */
 static UInt threads, forks;         /* threads: valgrind announces the first one too */
 static UInt last_progress_ms;
 static Bool limit_reached, ended_at_exec, write_failed;
@@ -73,6 +75,7 @@ static void write_all(Int fd, const void *p, UInt n)
             /* hw-lab/run is gone or the pipe broke: stop recording, let the program end. */
             write_failed = True;
             active = False;
+            stop_at = 0;
             return;
         }
         b += w;
@@ -80,11 +83,24 @@ static void write_all(Int fd, const void *p, UInt n)
     }
 }
 
+static void info_line(const HChar *line);
+
+/* Writes the body so far; says the progress about once a second (the buffer fills every
+ * few milliseconds at full speed). */
 static void flush_out(void)
 {
     if (outlen)
         write_all((Int)clo_body_fd, outbuf, outlen);
     outlen = 0;
+    if (clo_text || !active)
+        return;
+    UInt now = VG_(read_millisecond_timer)();
+    if (now - last_progress_ms >= 1000) {
+        HChar line[40];
+        VG_(snprintf)(line, sizeof line, "progress %llu\n", total);
+        info_line(line);
+        last_progress_ms = now;
+    }
 }
 
 static inline void put(UChar b)
@@ -108,9 +124,12 @@ static inline ULong zigzag(Long v)
     return ((ULong)v << 1) ^ (ULong)(v >> 63);
 }
 
-/* The distinct pages: open addressing on page + 1. */
+/* The distinct pages: open addressing on page + 1, behind a small cache of the pages last
+ * looked up (the data stream goes back and forth between a few pages: the stack, the heap). */
 static ULong *set;
 static ULong set_cap, set_used;
+#define RECENT 256
+static ULong recent[RECENT];
 
 static void set_add(ULong page)
 {
@@ -130,6 +149,7 @@ static void set_add(ULong page)
         set_cap = ncap;
     }
     ULong key = page + 1, j = (key * 0x9E3779B97F4A7C15ULL >> 20) & (set_cap - 1);
+    recent[page & (RECENT - 1)] = key;
     while (set[j] && set[j] != key)
         j = (j + 1) & (set_cap - 1);
     if (!set[j]) {
@@ -138,74 +158,16 @@ static void set_add(ULong page)
     }
 }
 
-/* Encodes n buffered accesses. Most are one byte (same page, offset within +-14 of the
- * stream's last one): that case is written without any other work. The streams' state and
- * the counts live in locals while the loop runs: stores through the output pointer could
- * otherwise change globals as far as the compiler knows, and it would reload them after
- * every byte. */
-static void encode(UInt n)
-{
-    UChar *o = outbuf + outlen, *lim = outbuf + sizeof outbuf - 32;
-    ULong lp[2] = {last_page[0], last_page[1]}, lo[2] = {last_off[0], last_off[1]};
-    ULong seen[2] = {last_seen[0], last_seen[1]};
-    ULong c[4] = {0, 0, 0, 0};
-    for (UInt i = 0; i < n; i++) {
-        if (UNLIKELY(o > lim)) {
-            outlen = (UInt)(o - outbuf);
-            flush_out();
-            o = outbuf + outlen;
-        }
-        UInt kind = acc_kind[i], s = kind == K_FETCH;
-        Addr a = acc_addr[i];
-        ULong page = a >> PAGE_SHIFT, off = a & ((1u << PAGE_SHIFT) - 1);
-        Long dp = (Long)(page - lp[s]);
-        ULong od = zigzag((Long)off - (Long)lo[s]);
-        c[kind]++;
-        lo[s] = off;
-        if (LIKELY(!dp && od < CODE_ESCAPE)) {
-            *o++ = (UChar)(kind | (UInt)od << 3);
-            continue;
-        }
-        *o++ = (UChar)(kind | (dp ? 4u : 0u) | ((od < CODE_ESCAPE ? (UInt)od : CODE_ESCAPE) << 3));
-        if (dp) {
-            ULong v = zigzag(dp);
-            while (v >= 0x80) {
-                *o++ = (UChar)(v | 0x80);
-                v >>= 7;
-            }
-            *o++ = (UChar)v;
-            lp[s] = page;
-        }
-        if (od >= CODE_ESCAPE) {
-            ULong v = od;
-            while (v >= 0x80) {
-                *o++ = (UChar)(v | 0x80);
-                v >>= 7;
-            }
-            *o++ = (UChar)v;
-        }
-        if (page != seen[s]) {
-            set_add(page);
-            seen[s] = page;
-        }
-    }
-    outlen = (UInt)(o - outbuf);
-    for (Int s = 0; s < 2; s++) {
-        last_page[s] = lp[s];
-        last_off[s] = lo[s];
-        last_seen[s] = seen[s];
-    }
-    for (Int k = 0; k < 4; k++)
-        counts[k] += c[k];
-}
-
 static void info_line(const HChar *line)
 {
     write_all((Int)clo_info_fd, line, (UInt)VG_(strlen)(line));
 }
 
+static void count_all_runs(void);
+
 static void write_summary(Int exit_code, Bool have_exit)
 {
+    count_all_runs();
     HChar line[600];
     VG_(snprintf)(line, sizeof line,
                   "{\"accesses\":%llu,\"counts\":{\"load\":%llu,\"store\":%llu,\"fetch\":%llu,\"modify\":%llu},"
@@ -233,84 +195,212 @@ static void end_body(Int exit_code, Bool have_exit)
     flush_out();
     write_summary(exit_code, have_exit);
     active = False;
+    stop_at = 0;
 }
 
-/* Encodes what the buffer holds; stops the program at the limit. */
-static void drain(void)
+/* One access, from the stream's state (its last page and offset, and the last page put in
+ * the set of distinct pages). Most are one byte (same page, offset within +-14 of the
+ * stream's last one): that case does no other work. */
+typedef struct {
+    ULong page, off, seen;
+} Stream;
+
+static inline __attribute__((always_inline)) UChar *enc(UChar *o, UInt kind, Stream *st, Addr a)
 {
-    UInt n = nbuf;
-    nbuf = 0;
-    if (!active)
-        return;
-    if (clo_limit && total + n >= (ULong)clo_limit) {
-        n = (UInt)((ULong)clo_limit - total);
-        limit_reached = True;
+    ULong page = a >> PAGE_SHIFT, off = a & ((1u << PAGE_SHIFT) - 1);
+    Long dp = (Long)(page - st->page);
+    ULong od = zigzag((Long)off - (Long)st->off);
+    st->off = off;
+    if (LIKELY(!dp && od < CODE_ESCAPE)) {
+        *o++ = (UChar)(kind | (UInt)od << 3);
+        return o;
     }
-    encode(n);
-    total += n;
-    if (limit_reached) {
-        end_body(0, False);
-        VG_(exit)(0);
+    *o++ = (UChar)(kind | (dp ? 4u : 0u) | ((od < CODE_ESCAPE ? (UInt)od : CODE_ESCAPE) << 3));
+    if (dp) {
+        ULong v = zigzag(dp);
+        while (v >= 0x80) {
+            *o++ = (UChar)(v | 0x80);
+            v >>= 7;
+        }
+        *o++ = (UChar)v;
+        st->page = page;
     }
-    UInt now = VG_(read_millisecond_timer)();
-    if (now - last_progress_ms >= 1000) {
-        HChar line[40];
-        VG_(snprintf)(line, sizeof line, "progress %llu\n", total);
-        info_line(line);
-        last_progress_ms = now;
+    if (od >= CODE_ESCAPE) {
+        ULong v = od;
+        while (v >= 0x80) {
+            *o++ = (UChar)(v | 0x80);
+            v >>= 7;
+        }
+        *o++ = (UChar)v;
     }
+    if (page != st->seen) {
+        if (recent[page & (RECENT - 1)] != page + 1)
+            set_add(page);
+        st->seen = page;
+    }
+    return o;
 }
 
-/* The helpers the instrumented code calls: up to four accesses, their kinds two bits each. */
-static void rec1(HWord a, HWord k)
+/* ---- a group's plan, made once when valgrind translates a block ----
+ *
+ * A translated block calls one helper per group of accesses: every instruction fetch up to
+ * the group's fifth data access, with the data accesses' addresses as arguments. The fetch
+ * addresses are constants of the block, and after its first fetch so is the fetch stream's
+ * last page and offset (nothing else runs between the groups of a block: a side exit ends
+ * it, the next block starts afresh). So every fetch record but a block's first is encoded
+ * once, at translation, into the plan as bytes, and a run of them is copied; only the data
+ * records and the block's first fetch are encoded as the program runs.
+ *
+ * The plan's ops, one byte each, then their operands:
+ *   0, 1, 3   a data access (load, store, modify): encode the next argument
+ *   2         the block's first fetch: its address (8 bytes) follows, encoded from the state
+ *   4         fixed records: a length L (1..16), then L bytes
+ *   5         a page the fixed fetches enter: its number (8 bytes), for the distinct pages
+ *   6         end */
+enum { OP_FETCH = 2, OP_BYTES = 4, OP_PAGE = 5, OP_END = 6 };
+#define MAX_ARGS 5
+
+typedef struct {
+    UInt n;                 /* accesses */
+    UInt c[4];              /* of each kind */
+    ULong runs;             /* times it ran: the counts of each kind are summed from them at the end */
+    UInt maxout;            /* bytes it writes at most */
+    Bool has_fetch;
+    /* Most groups take a straight path instead of the ops: the block's first fetch or none,
+     * then for each data access i the fixed bytes before it (chunk i, up to 16) and the
+     * access; then the fixed bytes after the last (chunk nd). Not when a chunk is longer
+     * or the fixed fetches enter more than four pages. */
+    Bool simple, first;
+    UChar dkind[MAX_ARGS], clen[MAX_ARGS + 1];
+    UChar chunk[MAX_ARGS + 1][16];
+    Addr first_addr;
+    UInt npages;
+    ULong pages[4];         /* pages the fixed fetches enter, put in the set on the first run */
+    ULong fpage, foff;      /* the fetch stream's state after the group */
+    UChar *kinds;           /* each access's kind, for the limit's path: n of them */
+    Addr *fetch_addr;       /* each fetch's address, in order */
+    UChar ops[];            /* the ops, then 16 bytes of room for the copies */
+} Plan;
+
+/* The accesses that reach the limit, one at a time; ends the body and the program. */
+static void __attribute__((noinline)) plan_limit(const Plan *t, const HWord *arg)
 {
-    if (UNLIKELY(nbuf + 1 > BUFN))
-        drain();
-    acc_addr[nbuf] = a;
-    acc_kind[nbuf] = (UChar)k;
-    nbuf += 1;
+    ULong m = (ULong)clo_limit - total;
+    Stream st[2] = {{last_page[0], last_off[0], last_seen[0]}, {last_page[1], last_off[1], last_seen[1]}};
+    UInt f = 0;
+    for (UInt i = 0; i < t->n && i < m; i++) {
+        if (outlen + 32 > OUTCAP)
+            flush_out();
+        UInt k = t->kinds[i];
+        outlen = (UInt)(enc(outbuf + outlen, k, &st[k == K_FETCH], k == K_FETCH ? t->fetch_addr[f++] : *arg++) - outbuf);
+        counts[k]++;
+        total++;
+    }
+    limit_reached = True;
+    end_body(0, False);
+    VG_(exit)(0);
 }
 
-static void rec2(HWord a, HWord b, HWord k)
+/* The ops, for the groups that are not simple. */
+static void __attribute__((noinline)) run_ops(const Plan *t, const HWord *arg)
 {
-    if (UNLIKELY(nbuf + 2 > BUFN))
-        drain();
-    UInt i = nbuf;
-    acc_addr[i] = a;
-    acc_addr[i + 1] = b;
-    acc_kind[i] = (UChar)(k & 3);
-    acc_kind[i + 1] = (UChar)(k >> 2 & 3);
-    nbuf = i + 2;
+    UChar *o = outbuf + outlen;
+    /* The state in locals: stores through o could change globals as far as the compiler knows. */
+    Stream d = {last_page[0], last_off[0], last_seen[0]};
+    const UChar *p = t->ops;
+    for (;;) {
+        UInt op = *p++;
+        if (op == OP_BYTES) {
+            UInt len = *p;
+            __builtin_memcpy(o, p + 1, 16);
+            o += len;
+            p += 1 + len;
+        } else if (op < 4 && op != OP_FETCH) {
+            o = enc(o, op, &d, *arg++);
+        } else if (op == OP_FETCH) {
+            Addr a;
+            __builtin_memcpy(&a, p, 8);
+            p += 8;
+            Stream f = {last_page[1], last_off[1], last_seen[1]};
+            o = enc(o, K_FETCH, &f, a);
+            last_seen[1] = f.seen;
+        } else if (op == OP_PAGE) {
+            ULong page;
+            __builtin_memcpy(&page, p, 8);
+            p += 8;
+            if (page != last_seen[1]) {
+                set_add(page);
+                last_seen[1] = page;
+            }
+        } else {
+            break;
+        }
+    }
+    outlen = (UInt)(o - outbuf);
+    last_page[0] = d.page;
+    last_off[0] = d.off;
+    last_seen[0] = d.seen;
 }
 
-static void rec3(HWord a, HWord b, HWord c, HWord k)
+/* One group: nd (a constant in each helper) data addresses in arg. */
+static inline __attribute__((always_inline)) void run_plan(Plan *t, const HWord *arg, const UInt nd)
 {
-    if (UNLIKELY(nbuf + 3 > BUFN))
-        drain();
-    UInt i = nbuf;
-    acc_addr[i] = a;
-    acc_addr[i + 1] = b;
-    acc_addr[i + 2] = c;
-    acc_kind[i] = (UChar)(k & 3);
-    acc_kind[i + 1] = (UChar)(k >> 2 & 3);
-    acc_kind[i + 2] = (UChar)(k >> 4 & 3);
-    nbuf = i + 3;
+    if (UNLIKELY(total + t->n >= stop_at)) {
+        if (!active)
+            return;
+        plan_limit(t, arg);
+    }
+    if (UNLIKELY(outlen + t->maxout > OUTCAP))
+        flush_out();
+    if (LIKELY(t->simple)) {
+        if (UNLIKELY(!t->runs))
+            for (UInt i = 0; i < t->npages; i++)
+                set_add(t->pages[i]);
+        UChar *o = outbuf + outlen;
+        if (t->first) {
+            Stream f = {last_page[1], last_off[1], last_seen[1]};
+            o = enc(o, K_FETCH, &f, t->first_addr);
+            last_seen[1] = f.seen;
+        }
+        Stream d = {last_page[0], last_off[0], last_seen[0]};
+#pragma GCC unroll 5
+        for (UInt i = 0; i < nd; i++) {
+            __builtin_memcpy(o, t->chunk[i], 16);
+            o += t->clen[i];
+            o = enc(o, t->dkind[i], &d, arg[i]);
+        }
+        __builtin_memcpy(o, t->chunk[nd], 16);
+        o += t->clen[nd];
+        outlen = (UInt)(o - outbuf);
+        last_page[0] = d.page;
+        last_off[0] = d.off;
+        last_seen[0] = d.seen;
+    } else {
+        run_ops(t, arg);
+    }
+    if (t->has_fetch) {
+        last_page[1] = t->fpage;
+        last_off[1] = t->foff;
+        last_seen[1] = t->fpage;    /* in the set: the first fetch's page, or one of pages[] */
+    }
+    total += t->n;
+    t->runs++;
 }
 
-static void rec4(HWord a, HWord b, HWord c, HWord d, HWord k)
+/* The helpers the instrumented code calls: a plan and up to five data addresses. */
+static void rec0(HWord t) { run_plan((Plan *)t, NULL, 0); }
+static void rec1(HWord t, HWord a) { HWord v[1] = {a}; run_plan((Plan *)t, v, 1); }
+static void rec2(HWord t, HWord a, HWord b) { HWord v[2] = {a, b}; run_plan((Plan *)t, v, 2); }
+static void rec3(HWord t, HWord a, HWord b, HWord c) { HWord v[3] = {a, b, c}; run_plan((Plan *)t, v, 3); }
+static void rec4(HWord t, HWord a, HWord b, HWord c, HWord d)
 {
-    if (UNLIKELY(nbuf + 4 > BUFN))
-        drain();
-    UInt i = nbuf;
-    acc_addr[i] = a;
-    acc_addr[i + 1] = b;
-    acc_addr[i + 2] = c;
-    acc_addr[i + 3] = d;
-    acc_kind[i] = (UChar)(k & 3);
-    acc_kind[i + 1] = (UChar)(k >> 2 & 3);
-    acc_kind[i + 2] = (UChar)(k >> 4 & 3);
-    acc_kind[i + 3] = (UChar)(k >> 6 & 3);
-    nbuf = i + 4;
+    HWord v[4] = {a, b, c, d};
+    run_plan((Plan *)t, v, 4);
+}
+static void rec5(HWord t, HWord a, HWord b, HWord c, HWord d, HWord e)
+{
+    HWord v[5] = {a, b, c, d, e};
+    run_plan((Plan *)t, v, 5);
 }
 
 /* --text=yes: lackey's lines ("I  addr,size", " L addr,size", ...), one per access, with the
@@ -349,7 +439,11 @@ static void rec_text(HWord a, HWord ks)
 
 /* ---- instrumentation: the events of a block, in lackey's order ---- */
 
+/* In text mode, lackey's groups of four (its flush points do not change what it merges,
+ * but the text path is kept as lackey's); in the body, up to MAX_ARGS data accesses with
+ * any number of fetches. */
 #define N_EVENTS 4
+#define MAX_EVENTS 256
 
 typedef struct {
     UInt kind;
@@ -358,23 +452,223 @@ typedef struct {
     IRExpr *guard;      /* NULL: always */
 } Event;
 
-static Event events[N_EVENTS];
-static Int events_used;
+static Event events[MAX_EVENTS];
+static Int events_used, data_used;
 
-/* One call per run of unguarded events (up to four), one per guarded event. */
+/* The fetch stream's state at this point of the block being instrumented, once its first
+ * fetch is planned. */
+static Bool fetch_known;
+static Addr fetch_last;
+
+/* The plans of one translation, freed when valgrind discards it (a program that keeps
+ * making code, or a full translation table, would otherwise grow them without end). */
+typedef struct PlanList {
+    struct PlanList *next;
+    UWord key;              /* the translation's address (closure->nraddr) */
+    Plan **plans;
+    UInt n, cap;
+} PlanList;
+
+static VgHashTable *plan_lists;
+static PlanList *cur_plans;
+
+/* Adds what a plan's runs did to the counts of each kind. */
+static void count_runs(Plan *t)
+{
+    for (Int k = 0; k < 4; k++)
+        counts[k] += t->runs * t->c[k];
+    t->runs = 0;
+}
+
+static void free_plans(PlanList *pl)
+{
+    for (UInt i = 0; i < pl->n; i++) {
+        count_runs(pl->plans[i]);
+        VG_(free)(pl->plans[i]);
+    }
+    if (pl->plans)
+        VG_(free)(pl->plans);
+    VG_(free)(pl);
+}
+
+static void count_all_runs(void)
+{
+    if (!plan_lists)
+        return;
+    VG_(HT_ResetIter)(plan_lists);
+    PlanList *pl;
+    while ((pl = VG_(HT_Next)(plan_lists)))
+        for (UInt i = 0; i < pl->n; i++)
+            count_runs(pl->plans[i]);
+}
+
+static void vt_discard(Addr orig_addr, VexGuestExtents vge)
+{
+    (void)vge;
+    PlanList *pl = VG_(HT_remove)(plan_lists, (UWord)orig_addr);
+    if (pl)
+        free_plans(pl);
+}
+
+static void put_varint_at(UChar *b, UInt *n, ULong v)
+{
+    while (v >= 0x80) {
+        b[(*n)++] = (UChar)(v | 0x80);
+        v >>= 7;
+    }
+    b[(*n)++] = (UChar)v;
+}
+
+/* The plan of events[i .. i+n-1], in order; advances the block's fetch state. */
+static Plan *make_plan(const Event *ev, Int n)
+{
+    /* each event: at most 9 bytes of op, or 13 fixed bytes (in OP_BYTES chunks) + a page op */
+    UChar ops[MAX_EVENTS * 28 + 32], fixed[16];
+    UInt len = 0, nfixed = 0, maxout = 0, nfetch = 0, c[4] = {0, 0, 0, 0};
+    for (Int e = 0; e < n; e++) {
+        c[ev[e].kind]++;
+        nfetch += ev[e].kind == K_FETCH;
+    }
+    UChar kinds[MAX_EVENTS];
+    Addr faddr[MAX_EVENTS];
+    nfetch = 0;
+    /* the straight path's layout, beside the ops */
+    Bool simple = True, first = False;
+    UInt npages = 0;
+    ULong pages[4];
+    Addr first_addr = 0;
+    UInt nd = 0;
+    UChar dkind[MAX_ARGS], clen[MAX_ARGS + 1] = {0};
+    UChar chunk[MAX_ARGS + 1][16];
+    VG_(memset)(chunk, 0, sizeof chunk);
+#define FLUSH_FIXED() do { if (nfixed) { ops[len++] = OP_BYTES; ops[len++] = (UChar)nfixed; \
+        VG_(memcpy)(ops + len, fixed, nfixed); len += nfixed; nfixed = 0; } } while (0)
+    for (Int e = 0; e < n; e++) {
+        UInt k = ev[e].kind;
+        kinds[e] = (UChar)k;
+        if (k != K_FETCH) {
+            FLUSH_FIXED();
+            ops[len++] = (UChar)k;
+            maxout += 13;
+            tl_assert(nd < MAX_ARGS);
+            dkind[nd++] = (UChar)k;
+            continue;
+        }
+        Addr a = (Addr)ev[e].addr->Iex.Const.con->Ico.U64;
+        faddr[nfetch++] = a;
+        if (!fetch_known) {
+            FLUSH_FIXED();
+            ops[len++] = OP_FETCH;
+            VG_(memcpy)(ops + len, &a, 8);
+            len += 8;
+            maxout += 13;
+            if (e == 0) {
+                first = True;
+                first_addr = a;
+            } else {
+                simple = False;
+            }
+        } else {
+            ULong page = a >> PAGE_SHIFT, off = a & ((1u << PAGE_SHIFT) - 1);
+            ULong lpage = fetch_last >> PAGE_SHIFT, loff = fetch_last & ((1u << PAGE_SHIFT) - 1);
+            Long dp = (Long)(page - lpage);
+            ULong od = zigzag((Long)off - (Long)loff);
+            UChar rec[16];
+            UInt r = 0;
+            rec[r++] = (UChar)(K_FETCH | (dp ? 4u : 0u) | ((od < CODE_ESCAPE ? (UInt)od : CODE_ESCAPE) << 3));
+            if (dp)
+                put_varint_at(rec, &r, zigzag(dp));
+            if (od >= CODE_ESCAPE)
+                put_varint_at(rec, &r, od);
+            for (UInt b = 0; b < r; b++) {
+                if (nfixed == 16)
+                    FLUSH_FIXED();
+                fixed[nfixed++] = rec[b];
+                if (clen[nd] < 16)
+                    chunk[nd][clen[nd]] = rec[b];
+                else
+                    simple = False;
+                clen[nd]++;
+            }
+            maxout += r;
+            if (dp) {
+                if (npages < 4)
+                    pages[npages] = page;
+                else
+                    simple = False;
+                npages++;
+                FLUSH_FIXED();
+                ops[len++] = OP_PAGE;
+                VG_(memcpy)(ops + len, &page, 8);
+                len += 8;
+            }
+        }
+        fetch_known = True;
+        fetch_last = a;
+    }
+    FLUSH_FIXED();
+#undef FLUSH_FIXED
+    ops[len++] = OP_END;
+    VG_(memset)(ops + len, 0, 16);
+    /* one block: the plan, its ops and their room, the fetch addresses, the kinds */
+    SizeT at_fetch = (sizeof(Plan) + len + 16 + 7) & ~(SizeT)7;
+    Plan *t = VG_(malloc)("vmtrace.plan", at_fetch + nfetch * sizeof(Addr) + (SizeT)n);
+    t->fetch_addr = (Addr *)((UChar *)t + at_fetch);
+    t->kinds = (UChar *)(t->fetch_addr + nfetch);
+    VG_(memcpy)(t->fetch_addr, faddr, nfetch * sizeof(Addr));
+    VG_(memcpy)(t->kinds, kinds, (SizeT)n);
+    t->n = (UInt)n;
+    t->runs = 0;
+    for (Int k = 0; k < 4; k++)
+        t->c[k] = c[k];
+    t->maxout = maxout;
+    t->has_fetch = nfetch > 0;
+    t->simple = simple;
+    t->first = first;
+    t->first_addr = first_addr;
+    t->npages = npages < 4 ? npages : 4;
+    VG_(memcpy)(t->pages, pages, t->npages * sizeof(ULong));
+    VG_(memcpy)(t->dkind, dkind, nd);
+    VG_(memset)(t->dkind + nd, 0, MAX_ARGS - nd);
+    VG_(memcpy)(t->clen, clen, sizeof clen);
+    VG_(memcpy)(t->chunk, chunk, sizeof chunk);
+    t->fpage = fetch_last >> PAGE_SHIFT;
+    t->foff = fetch_last & ((1u << PAGE_SHIFT) - 1);
+    VG_(memcpy)(t->ops, ops, len + 16);
+    if (cur_plans->n == cur_plans->cap) {
+        UInt cap = cur_plans->cap ? cur_plans->cap * 2 : 4;
+        Plan **np = VG_(malloc)("vmtrace.planlist", cap * sizeof *np);
+        if (cur_plans->n)
+            VG_(memcpy)(np, cur_plans->plans, cur_plans->n * sizeof *np);
+        if (cur_plans->plans)
+            VG_(free)(cur_plans->plans);
+        cur_plans->plans = np;
+        cur_plans->cap = cap;
+    }
+    cur_plans->plans[cur_plans->n++] = t;
+    return t;
+}
+
+static void flush_text(IRSB *sb)
+{
+    for (Int i = 0; i < events_used; i++) {
+        IRDirty *di = unsafeIRDirty_0_N(0, "vmtrace_rec_text", VG_(fnptr_to_fnentry)(rec_text),
+                                        mkIRExprVec_2(events[i].addr,
+                                                      mkIRExpr_HWord(events[i].kind | (HWord)events[i].size << 2)));
+        if (events[i].guard)
+            di->guard = events[i].guard;
+        addStmtToIRSB(sb, IRStmt_Dirty(di));
+    }
+}
+
+/* One call per run of unguarded events (any fetches, up to five data accesses), one per
+ * guarded event. */
 static void flush_events(IRSB *sb)
 {
     Int i = 0;
     if (clo_text) {
-        for (; i < events_used; i++) {
-            IRDirty *di = unsafeIRDirty_0_N(0, "vmtrace_rec_text", VG_(fnptr_to_fnentry)(rec_text),
-                                            mkIRExprVec_2(events[i].addr,
-                                                          mkIRExpr_HWord(events[i].kind | (HWord)events[i].size << 2)));
-            if (events[i].guard)
-                di->guard = events[i].guard;
-            addStmtToIRSB(sb, IRStmt_Dirty(di));
-        }
-        events_used = 0;
+        flush_text(sb);
+        events_used = data_used = 0;
         return;
     }
     while (i < events_used) {
@@ -382,23 +676,24 @@ static void flush_events(IRSB *sb)
         if (!events[i].guard)
             while (j + 1 < events_used && !events[j + 1].guard)
                 j++;
-        Int n = j - i + 1;
-        HWord k = 0;
-        for (Int e = 0; e < n; e++)
-            k |= (HWord)events[i + e].kind << (2 * e);
-        IRExpr *kk = mkIRExpr_HWord(k);
+        Plan *t = make_plan(events + i, j - i + 1);
+        IRExpr *a[MAX_ARGS + 1];
+        Int na = 0;
+        a[na++] = mkIRExpr_HWord((HWord)t);
+        for (Int e = i; e <= j; e++)
+            if (events[e].kind != K_FETCH)
+                a[na++] = events[e].addr;
+        tl_assert(na <= MAX_ARGS + 1);
         IRExpr **argv;
         const HChar *name;
         void *fn;
-        switch (n) {
-        case 1: argv = mkIRExprVec_2(events[i].addr, kk); name = "vmtrace_rec1"; fn = rec1; break;
-        case 2: argv = mkIRExprVec_3(events[i].addr, events[i + 1].addr, kk); name = "vmtrace_rec2"; fn = rec2; break;
-        case 3:
-            argv = mkIRExprVec_4(events[i].addr, events[i + 1].addr, events[i + 2].addr, kk);
-            name = "vmtrace_rec3"; fn = rec3; break;
-        default:
-            argv = mkIRExprVec_5(events[i].addr, events[i + 1].addr, events[i + 2].addr, events[i + 3].addr, kk);
-            name = "vmtrace_rec4"; fn = rec4; break;
+        switch (na - 1) {
+        case 0: argv = mkIRExprVec_1(a[0]); name = "vmtrace_rec0"; fn = rec0; break;
+        case 1: argv = mkIRExprVec_2(a[0], a[1]); name = "vmtrace_rec1"; fn = rec1; break;
+        case 2: argv = mkIRExprVec_3(a[0], a[1], a[2]); name = "vmtrace_rec2"; fn = rec2; break;
+        case 3: argv = mkIRExprVec_4(a[0], a[1], a[2], a[3]); name = "vmtrace_rec3"; fn = rec3; break;
+        case 4: argv = mkIRExprVec_5(a[0], a[1], a[2], a[3], a[4]); name = "vmtrace_rec4"; fn = rec4; break;
+        default: argv = mkIRExprVec_6(a[0], a[1], a[2], a[3], a[4], a[5]); name = "vmtrace_rec5"; fn = rec5; break;
         }
         IRDirty *di = unsafeIRDirty_0_N(0, name, VG_(fnptr_to_fnentry)(fn), argv);
         if (events[i].guard)
@@ -406,13 +701,15 @@ static void flush_events(IRSB *sb)
         addStmtToIRSB(sb, IRStmt_Dirty(di));
         i = j + 1;
     }
-    events_used = 0;
+    events_used = data_used = 0;
 }
 
 static void add_event(IRSB *sb, UInt kind, IRExpr *addr, Int size, IRExpr *guard)
 {
-    if (events_used == N_EVENTS)
+    if (clo_text ? events_used == N_EVENTS
+                 : events_used == MAX_EVENTS || (kind != K_FETCH && data_used == MAX_ARGS))
         flush_events(sb);
+    data_used += kind != K_FETCH;
     events[events_used].kind = kind;
     events[events_used].addr = addr;
     events[events_used].size = size;
@@ -438,7 +735,7 @@ static IRSB *vt_instrument(VgCallbackClosure *closure, IRSB *sbIn, const VexGues
                            const VexGuestExtents *vge, const VexArchInfo *archinfo_host,
                            IRType gWordTy, IRType hWordTy)
 {
-    (void)closure; (void)layout; (void)vge; (void)archinfo_host;
+    (void)layout; (void)vge; (void)archinfo_host;
     if (gWordTy != hWordTy)
         VG_(tool_panic)("host/guest word size mismatch");
     IRTypeEnv *tyenv = sbIn->tyenv;
@@ -446,7 +743,19 @@ static IRSB *vt_instrument(VgCallbackClosure *closure, IRSB *sbIn, const VexGues
     Int i = 0;
     while (i < sbIn->stmts_used && sbIn->stmts[i]->tag != Ist_IMark)
         addStmtToIRSB(sbOut, sbIn->stmts[i++]);
-    events_used = 0;
+    events_used = data_used = 0;
+    fetch_known = False;
+    if (!clo_text) {
+        /* valgrind discards a translation before it makes another at the same address. Should
+         * one still be there (a translation made and not kept), its plans stay with the new
+         * ones until the address is discarded: one that may still run is never freed. */
+        cur_plans = VG_(HT_lookup)(plan_lists, (UWord)closure->nraddr);
+        if (!cur_plans) {
+            cur_plans = VG_(calloc)("vmtrace.planlist", 1, sizeof *cur_plans);
+            cur_plans->key = (UWord)closure->nraddr;
+            VG_(HT_add_node)(plan_lists, cur_plans);
+        }
+    }
     for (; i < sbIn->stmts_used; i++) {
         IRStmt *st = sbIn->stmts[i];
         if (!st || st->tag == Ist_NoOp)
@@ -525,9 +834,9 @@ static void vt_fork_child(ThreadId tid)
 {
     (void)tid;
     /* The child's copy of the buffer is the parent's to write, not the child's. */
-    nbuf = 0;
     outlen = 0;
     active = False;
+    stop_at = 0;
     VG_(close)((Int)clo_body_fd);
     VG_(close)((Int)clo_info_fd);
 }
@@ -543,7 +852,6 @@ static void vt_pre_syscall(ThreadId tid, UInt sysno, UWord *args, UInt nargs)
     (void)tid; (void)args; (void)nargs;
     if (active && (sysno == __NR_execve || sysno == __NR_execveat)) {
         /* The program valgrind started is about to be replaced: its trace ends here. */
-        drain();
         ended_at_exec = True;
         end_body(0, False);
     }
@@ -557,7 +865,6 @@ static void vt_post_syscall(ThreadId tid, UInt sysno, UWord *args, UInt nargs, S
 static void vt_fini(Int exitcode)
 {
     if (active) {
-        drain();
         end_body(exitcode, True);
     }
 }
@@ -597,6 +904,9 @@ static void vt_post_clo_init(void)
     clo_body_fd = VG_(safe_fd)((Int)clo_body_fd);
     clo_info_fd = same ? clo_body_fd : VG_(safe_fd)((Int)clo_info_fd);
     last_progress_ms = VG_(read_millisecond_timer)();
+    plan_lists = VG_(HT_construct)("vmtrace.plans");
+    if (clo_limit)
+        stop_at = (ULong)clo_limit;
 }
 
 static void vt_pre_clo_init(void)
@@ -610,6 +920,7 @@ static void vt_pre_clo_init(void)
     VG_(basic_tool_funcs)(vt_post_clo_init, vt_instrument, vt_fini);
     VG_(needs_command_line_options)(vt_process_cmd_line_option, vt_print_usage, vt_print_debug_usage);
     VG_(needs_syscall_wrapper)(vt_pre_syscall, vt_post_syscall);
+    VG_(needs_superblock_discards)(vt_discard);
     VG_(track_pre_thread_ll_create)(vt_thread_create);
     VG_(atfork)(NULL, vt_fork_parent, vt_fork_child);
 }

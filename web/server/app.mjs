@@ -21,6 +21,7 @@ import { studentAddresses } from './netinfo.mjs';
 import { pageParams } from './paging.mjs';
 import { summarize, METRICS } from '../src/results/extract.mjs';
 import { traceRoutes } from './traces.mjs';
+import { ServerTiming } from './timing.mjs';
 import { progressRoutes } from './progress.mjs';
 import { WriteBudget } from './budget.mjs';
 import { dashboardRoutes } from './dashboard.mjs';
@@ -469,7 +470,10 @@ export async function buildServer(opts = {}) {
   // one write budget (budget.mjs) for the progress and the course routes: a client moving
   // from one to the other gains no room
   const writeBudget = new WriteBudget(rl);
-  if (opts.traces !== false) await app.register(progressRoutes, { store, bus, rateLimit: rl, budget: writeBudget, ...opts.progress });
+  // VMEMLAB_SERVER_TIMING (timing.mjs): where a progress request's time goes.
+  const serverTiming = opts.serverTiming ? new ServerTiming(store) : null;
+  if (serverTiming) app.addHook('onClose', async () => { console.log(`vmemlab timing ${JSON.stringify(serverTiming.summary())}`); serverTiming.close(); });
+  if (opts.traces !== false) await app.register(progressRoutes, { store, bus, rateLimit: rl, budget: writeBudget, serverTiming, ...opts.progress });
   // the teacher's dashboard of the students' progress (dashboard.mjs; reads progress.mjs's
   // tables, so it is there when they are)
   if (opts.traces !== false) await app.register(dashboardRoutes, { store, bus, ...opts.dashboard });

@@ -81,6 +81,13 @@ function classKey(env) {
   return v;
 }
 
+/** A switch: unset, "" or "0" off, "1" on. */
+function onOff(env, name, takes) {
+  const v = (env[name] ?? '').trim();
+  if (v !== '' && v !== '0' && v !== '1') throw new ConfigError(`${name}=${JSON.stringify(env[name])}: ${takes}`);
+  return v === '1';
+}
+
 /** Is `host` (what the server listens on) reachable only from this machine? */
 export const loopbackOnly = (host) => /^(127\.\d+\.\d+\.\d+|::1|localhost|::ffff:127\.\d+\.\d+\.\d+)$/i.test(host);
 
@@ -104,6 +111,7 @@ export function readConfig(env = process.env) {
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     rateLimit: rateLimitFromEnv(env),
     logger: log === '1',
+    serverTiming: onOff(env, 'VMEMLAB_SERVER_TIMING', 'takes 1 (progress answers carry a Server-Timing header; the process prints its event loop delay and database pool waits when it stops) or 0'),
     classKey: classKey(env),
     // Classes with no write for this many days are deleted with everything in them
     // (retention.mjs, checked hourly); 0: kept until their teacher deletes them.

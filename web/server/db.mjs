@@ -140,6 +140,8 @@ export const PG_IDLE_TX_MS = 10_000;
  * takes it: connect() and end(). */
 function servingPool(pg, url, max, log) {
   let answered = Date.now(); // when the database last answered a query (or a connection)
+  // How long queries waited for a connection (VMEMLAB_SERVER_TIMING's summary, timing.mjs).
+  const waits = { n: 0, ms: 0, longest: 0, over100: 0 };
   class Client extends pg.Client {
     // pg gives one connectionTimeoutMillis to both the wait for a free connection of the
     // pool and the making of a new one: the pool's is PG_QUEUE_MS, a connection's own this.
@@ -186,11 +188,20 @@ function servingPool(pg, url, max, log) {
         };
         timer = setTimeout(check, PG_STALL_MS);
         // A connection that comes after the request gave up goes back to the pool at once.
-        pool.connect().then((client) => { clearTimeout(timer); if (done) client.release(); else { done = true; resolve(client); } },
+        pool.connect().then((client) => {
+          clearTimeout(timer);
+          if (done) { client.release(); return; }
+          done = true;
+          const w = Date.now() - since;
+          waits.n++; waits.ms += w; if (w > waits.longest) waits.longest = w; if (w > 100) waits.over100++;
+          resolve(client);
+        },
           (e) => { clearTimeout(timer); if (!done) { done = true; reject(e); } });
       });
     },
     end: () => pool.end(),
+    waits,
+    size: () => ({ max, total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
   };
 }
 
@@ -201,14 +212,15 @@ function servingPool(pg, url, max, log) {
 export async function openStore(opts = {}) {
   const url = opts.databaseUrl ?? process.env.DATABASE_URL ?? '';
   const log = opts.log ?? (() => {});
-  let db; let kind; let file = null; let writerOpts = null; let reader = null; let migrationDb = null;
+  let db; let kind; let file = null; let writerOpts = null; let reader = null; let migrationDb = null; let pool = null;
   if (url) {
     const { default: pg } = await import('pg');
     kind = 'postgres';
     // Migrations may build an index on a large table: they run on a connection of their own,
     // without the serving limits (servingPool), closed once they are done.
     migrationDb = new Kysely({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 1, connectionTimeoutMillis: 30_000, options: '-c synchronous_commit=on' }) }) });
-    db = new Kysely({ dialect: new PostgresDialect({ pool: servingPool(pg, url, opts.pgPool ?? Number(process.env.VMEMLAB_PG_POOL ?? 10), log) }) });
+    pool = servingPool(pg, url, opts.pgPool ?? Number(process.env.VMEMLAB_PG_POOL ?? 10), log);
+    db = new Kysely({ dialect: new PostgresDialect({ pool }) });
   } else {
     const { default: Database } = await import('better-sqlite3');
     kind = 'sqlite';
@@ -237,6 +249,7 @@ export async function openStore(opts = {}) {
   const secret = await db.selectFrom('settings').select('value').where('name', '=', 'receipt_key').executeTakeFirstOrThrow();
   const store = new Store(db, kind, file, Buffer.from(secret.value, 'hex'), opts.now);
   store.url = url || null; // feed.mjs listens on its own connection (PostgreSQL)
+  store.pool = pool; // PostgreSQL: its waits for a connection (timing.mjs)
   if (writerOpts) {
     store.writer = new SqliteWriter(writerOpts);
     // The upload path's own query, prepared once (Kysely prepares each query again).

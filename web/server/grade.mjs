@@ -11,7 +11,8 @@
 // only without a table (missing, or made from another bundle or engine: said in one line)
 // runs its three streams of 1,000 to 4,000 accesses through the engine, counted without
 // their walks (grade-entry.ts), keeping each variant's answer. One worker grades one record
-// at a time, the student with records waiting that has had the least grading time first.
+// at a time, the student with records waiting that has had the least grading time first;
+// the next record (another student's) waits in its port.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
@@ -20,6 +21,11 @@ import { BUNDLE, TABLE, WASM, readWhichWinsTable, tableInputs } from './which-wi
 
 /** Worker threads grading: one (a server on two cores: the other answers requests). */
 export const POOL_SIZE = 1;
+/** Records posted to a worker at once: the one it grades and the next, another client's,
+ * waiting in its port, so that the worker goes on with it while the main thread is busy
+ * (under load its event loop answered 100-200 ms late at p99, and a worker handed one
+ * record at a time waited that long between records). */
+export const WORKER_DEPTH = 2;
 /** Records one client (a student) may have waiting to be graded: two batches. One more
  * batch is answered 429 with Retry-After; the page sends it again. */
 export const CLIENT_MAX = 100;
@@ -70,7 +76,8 @@ if (!isMainThread && workerData?.vmemlabGrade) {
  *
  * Fair: each client (a student) has its own queue, and the worker takes one record at a
  * time, from the client with records waiting that has had the least grading time, so one
- * client's backlog delays another's first record by at most the record being graded. A batch whose request is gone (signal
+ * client's backlog delays another's first record by at most one record of its own (the one
+ * being graded, or the one posted next: never both). A batch whose request is gone (signal
  * aborted) is dropped: its records not yet graded are never graded.
  */
 export class GradePool {
@@ -83,7 +90,7 @@ export class GradePool {
     this.whichWinsTable = null;
     /** Variants the workers worked out with the engine (a which-wins one only without the table). */
     this.engineRuns = 0;
-    this.workers = new Set(); this.idle = []; this.closed = false; this.restarts = 0;
+    this.workers = new Set(); this.closed = false; this.restarts = 0;
     this.clients = new Map(); // client -> { jobs: [job], pending: records not yet graded }
     this.ring = []; // clients with records not yet sent to a worker
     this.vtime = 0; // the grading time (ms) of the client served last: where a newcomer starts
@@ -97,8 +104,10 @@ export class GradePool {
   }
 
   /** @param {object[]} records what grade-entry.ts's grade() takes
-   * @param {{ client?: string, signal?: AbortSignal }} [opts] */
-  grade(records, { client = '', signal } = {}) {
+   * @param {{ client?: string, signal?: AbortSignal, timing?: { waitMs?: number, gradeMs?: number } }} [opts]
+   * timing, when given, gets how long the batch waited for its first record's turn and how
+   * long its records took in the worker (VMEMLAB_SERVER_TIMING). */
+  grade(records, { client = '', signal, timing } = {}) {
     if (this.closed) return Promise.reject(this.busy());
     if (signal?.aborted) { this.dropped += records.length; return Promise.reject(new GradeRefusal(499, 'the request went away')); }
     let c = this.clients.get(client);
@@ -110,7 +119,8 @@ export class GradePool {
     if (!records.length) return Promise.resolve([]);
     return new Promise((resolve, reject) => {
       if (!c) { c = { jobs: [], pending: 0, used: this.vtime }; this.clients.set(client, c); }
-      const job = { client, records, results: new Array(records.length), next: 0, done: 0, inFlight: 0, resolve, reject, over: false };
+      const job = { client, records, results: new Array(records.length), next: 0, done: 0, inFlight: 0, resolve, reject, over: false, timing, since: performance.now() };
+      if (timing) timing.gradeMs = 0;
       c.jobs.push(job); c.pending += records.length; this.total += records.length;
       if (c.jobs.length === 1) this.ring.push(client);
       if (signal) {
@@ -145,33 +155,51 @@ export class GradePool {
 
   pump() {
     while (this.ring.length && !this.closed) {
-      let w = this.idle.pop();
-      if (!w) {
-        if (this.workers.size >= this.size) return;
-        w = this.spawn(); // a record posted while it loads waits in its port
-      }
+      // A worker with nothing posted, or a new one, else one grading a record with room for
+      // the next (WORKER_DEPTH).
+      let w = null;
+      for (const x of this.workers) if (!x.dying && x.tasks.length < WORKER_DEPTH && (!w || x.tasks.length < w.tasks.length)) w = x;
+      if ((!w || w.tasks.length) && this.workers.size < this.size) w = this.spawn(); // a record posted while it loads waits in its port
+      if (!w) return;
       // The client with records waiting that has had the least grading time goes next
       // (start-time fair queuing): one whose records are costly (new which-wins variants without the table)
       // waits while those with cheap records are served, and a client that comes with a
       // first record starts level with the least served, so it waits at most for the
-      // record being graded.
-      let at = 0;
-      for (let i = 1; i < this.ring.length; i++) if (this.clients.get(this.ring[i]).used < this.clients.get(this.ring[at]).used) at = i;
+      // record being graded and the one posted after it, each another client's. A client
+      // with a record on this worker already is passed over here: one client's backlog
+      // never holds two places ahead of a newcomer.
+      let at = -1;
+      for (let i = 0; i < this.ring.length; i++) {
+        if (w.tasks.some((t) => t.job.client === this.ring[i])) continue;
+        if (at < 0 || this.clients.get(this.ring[i]).used < this.clients.get(this.ring[at]).used) at = i;
+      }
+      if (at < 0) return; // only clients already on the worker: their next record waits for its answer
       const client = this.ring[at];
       const c = this.clients.get(client);
       this.vtime = Math.max(this.vtime, c.used);
       const job = c.jobs[0];
       const i = job.next++;
+      const now = performance.now();
+      if (job.timing && i === 0) job.timing.waitMs = now - job.since;
       job.inFlight++;
       if (job.next >= job.records.length) c.jobs.shift(); // every record sent: the next job's turn
       if (!c.jobs.length) this.ring.splice(at, 1);
-      w.task = { job, i, client: c, sent: performance.now() };
-      w.timer = setTimeout(() => {
-        w.failure = new GradeRefusal(503, `grading a record took longer than ${Math.round(this.timeoutMs / 1000)} s (the server is busy); nothing was stored. Send the records again later`, RETRY_AFTER_S);
-        w.terminate();
-      }, this.timeoutMs);
+      const task = { job, i, client: c, posted: now, sent: now };
+      w.tasks.push(task);
+      if (w.tasks.length === 1) this.started(w, now);
       w.postMessage({ records: [job.records[i]] });
     }
+  }
+
+  /** The worker's first posted record is being graded from `now`: its time limit runs. */
+  started(w, now) {
+    w.tasks[0].sent = now;
+    clearTimeout(w.timer);
+    w.timer = setTimeout(() => {
+      w.failure = new GradeRefusal(503, `grading a record took longer than ${Math.round(this.timeoutMs / 1000)} s (the server is busy); nothing was stored. Send the records again later`, RETRY_AFTER_S);
+      w.dying = true;
+      w.terminate();
+    }, this.timeoutMs);
   }
 
   /** A record's answer came (or its worker died): count it off, and answer its batch when
@@ -179,7 +207,9 @@ export class GradePool {
   settle(task, result, failure) {
     const { job } = task;
     job.inFlight--;
-    task.client.used += performance.now() - task.sent;
+    const now = performance.now();
+    task.client.used += now - task.sent;
+    if (job.timing) job.timing.gradeMs += now - task.posted;
     const c = this.clients.get(job.client);
     if (c) { c.pending--; if (!c.pending && !c.jobs.length) this.clients.delete(job.client); }
     this.total--;
@@ -200,6 +230,7 @@ export class GradePool {
       resourceLimits: { maxOldGenerationSizeMb: 256 },
     });
     w.unref();
+    w.tasks = []; // posted, in order: the first is being graded
     this.workers.add(w);
     w.on('message', (m) => {
       if ('ready' in m) {
@@ -211,24 +242,23 @@ export class GradePool {
         return;
       }
       if (typeof m.engineRuns === 'number') { this.engineRuns += m.engineRuns - (w.engineRuns ?? 0); w.engineRuns = m.engineRuns; }
-      const task = w.task;
+      const task = w.tasks.shift();
       if (!task) return;
-      w.task = null;
       clearTimeout(w.timer);
+      if (w.tasks.length) this.started(w, performance.now());
       this.settle(task, m.results?.[0], m.fatal ? new GradeRefusal(500, m.fatal) : null);
-      if (w.fatal) { w.terminate(); return; } // tried again with the next record, in a new worker
-      if (!this.closed) { this.idle.push(w); this.pump(); }
+      if (w.fatal) { w.dying = true; w.terminate(); return; } // tried again with the next record, in a new worker
+      if (!this.closed) this.pump();
     });
     w.on('error', (e) => { w.lastError = e; });
     w.on('exit', () => {
       this.workers.delete(w);
-      this.idle = this.idle.filter((x) => x !== w);
-      const task = w.task;
-      if (task) {
-        w.task = null;
-        clearTimeout(w.timer);
-        this.settle(task, null, w.failure ?? new GradeRefusal(500, `internal error: the grader stopped while grading these records${w.lastError ? ` (${w.lastError.message})` : ''}; nothing was stored`));
-      }
+      clearTimeout(w.timer);
+      // the record being graded fails with why the worker stopped; one posted after it,
+      // never begun, is answered busy (nothing stored, sent again after Retry-After)
+      w.tasks.splice(0).forEach((task, k) => this.settle(task, null, k === 0
+        ? w.failure ?? new GradeRefusal(500, `internal error: the grader stopped while grading these records${w.lastError ? ` (${w.lastError.message})` : ''}; nothing was stored`)
+        : this.busy()));
       if (!this.closed) { this.restarts++; if (this.ring.length) setTimeout(() => this.pump(), Math.min(2000, 100 * this.restarts)).unref(); }
     });
     return w;
@@ -238,6 +268,6 @@ export class GradePool {
   async close() {
     this.closed = true;
     for (const c of [...this.clients.values()]) for (const job of [...c.jobs]) this.finish(job, this.busy());
-    await Promise.all([...this.workers].map((w) => { w.failure = this.busy(); return w.terminate(); }));
+    await Promise.all([...this.workers].map((w) => { w.failure = this.busy(); w.dying = true; return w.terminate(); }));
   }
 }

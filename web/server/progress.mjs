@@ -26,6 +26,7 @@ import { unavailableAnswer } from './faults.mjs';
 import { GradePool } from './grade.mjs';
 import { NAME_MAX, textProblem } from './limits.mjs';
 import { WriteBudget } from './budget.mjs';
+import { ReceiptCache } from './receipts.mjs';
 import { courseOf, refuseAfterClosing } from './course/deadline.mjs';
 
 /** A record id: the page makes 22 characters of base64url (128 random bits). */
@@ -219,6 +220,7 @@ export async function progressRoutes(app, opts) {
    * its grading: watched from the moment the request arrives, since a client may go while
    * its body is read or its receipt looked up. */
   const watchGone = (req, reply, done) => {
+    req.arrived = performance.now(); // VMEMLAB_SERVER_TIMING's start
     const ac = new AbortController();
     const socket = req.raw.socket;
     const gone = () => ac.abort();
@@ -254,13 +256,16 @@ export async function progressRoutes(app, opts) {
   };
   /** The receipt's hash from Authorization, or null when there is none. */
   const receiptHash = (req, needed) => bearerHash(req, fail, { needs: 'the receipt you got when you joined', optional: !needed });
-  const studentOf = async (req, cls) => {
-    const h = receiptHash(req, true);
+  const studentByHash = async (cls, h) => {
     // the receipt it joined with, or one of its further devices' (course/routes.mjs)
     const row = await courseOf(store).studentByReceipt(cls.code, h);
     if (!row || !sameHash(h, row.receipt_hash)) fail(403, `this receipt is not a student's of class ${cls.code} (removed, or the class was deleted?); join the class again`);
     return row;
   };
+  const studentOf = (req, cls) => studentByHash(cls, receiptHash(req, true));
+  // A progress request's student, kept a minute (receipts.mjs): the insert's foreign key
+  // checks it is still there.
+  const receipts = new ReceiptCache();
   const answer = (row, receipt, cls) => ({ student_id: row.id, receipt, name: row.name, class: cls.code });
 
   app.post('/api/classes/:code/students', async (req, reply) => {
@@ -297,42 +302,61 @@ export async function progressRoutes(app, opts) {
   });
 
   app.post('/api/classes/:code/progress', { onRequest: watchGone }, async (req, reply) => {
+    const timing = opts.serverTiming?.start(reply, req.arrived); // VMEMLAB_SERVER_TIMING (timing.mjs)
     const cls = await loadClass(req.params.code);
-    const student = await studentOf(req, cls);
+    const receipt = receiptHash(req, true);
+    let student = receipts.get(cls.code, receipt);
+    const cached = !!student;
+    if (!student) { student = await studentByHash(cls, receipt); receipts.set(cls.code, receipt, student); }
     const records = checkRecords(jsonOf(req));
     await refuseAfterClosing(store, cls, records); // a closing time passed: 409, nothing stored
+    timing?.mark('pre');
     const addr = addressOf(req);
     const over = budget.write(addr, records.length);
     if (over) overBudget(reply, over);
     // Graded in the student's own queue (grade.mjs), dropped if this request goes away.
     let graded;
+    const gt = timing ? {} : undefined;
     try {
       graded = await grader.grade(records.map(({ type, lesson, exercise, kind, seed, answer: a, done }) => ({ type, lesson, exercise, kind, seed, answer: a, done })),
-        { client: student.id, signal: req.gone });
+        { client: student.id, signal: req.gone, timing: gt });
     } catch (e) { budget.giveWrites(addr, records.length); throw e; }
+    if (timing) { timing.mark('grader'); timing.add('queue', gt.waitMs ?? 0); timing.add('grade', gt.gradeMs ?? 0); }
     graded.forEach((g, i) => {
       if (g.error) throw new Error(`the engine failed on ${at(i)}: ${g.error}`);
       if (g.problem) fail(422, `${at(i, g.field)}: ${g.problem}`);
     });
     const received = new Date().toISOString();
-    const rows = records.map((r, i) => (r.type === 'done'
-      ? { id: r.id, class_code: cls.code, student_id: student.id, type: 'done', lesson: r.lesson, exercise: null, kind: null, seed: null, answer: null, verdict: graded[i].verdict, tries: null, hint: null, shown: null, hint_opened: null, score_right: null, score_of: null, at: r.at, received_at: received }
-      : (([right, of]) => ({ id: r.id, class_code: cls.code, student_id: student.id, type: 'attempt', lesson: r.lesson, exercise: r.exercise, kind: r.kind, seed: r.seed, answer: r.answer, verdict: graded[i].verdict, tries: r.tries, hint: r.hint ? 1 : 0, shown: r.shown ? 1 : 0, hint_opened: r.hint_opened ? 1 : 0, score_right: right, score_of: of, at: r.at, received_at: received }))(scoreColumns(graded[i]))));
+    const rowsOf = (studentId) => records.map((r, i) => (r.type === 'done'
+      ? { id: r.id, class_code: cls.code, student_id: studentId, type: 'done', lesson: r.lesson, exercise: null, kind: null, seed: null, answer: null, verdict: graded[i].verdict, tries: null, hint: null, shown: null, hint_opened: null, score_right: null, score_of: null, at: r.at, received_at: received }
+      : (([right, of]) => ({ id: r.id, class_code: cls.code, student_id: studentId, type: 'attempt', lesson: r.lesson, exercise: r.exercise, kind: r.kind, seed: r.seed, answer: r.answer, verdict: graded[i].verdict, tries: r.tries, hint: r.hint ? 1 : 0, shown: r.shown ? 1 : 0, hint_opened: r.hint_opened ? 1 : 0, score_right: right, score_of: of, at: r.at, received_at: received }))(scoreColumns(graded[i]))));
+    // A record id already stored in this class stores nothing (unique (class, id)).
+    const insert = async (rows) => (store.writer
+      ? (await Promise.all(rows.map((row) => store.writer.run('insertProgress', row)))).reduce((a, b) => a + b, 0)
+      : Number((await db.insertInto('progress').values(rows).onConflict((oc) => oc.columns(['class_code', 'id']).doNothing()).executeTakeFirst()).numInsertedOrUpdatedRows ?? 0));
     let stored = 0;
     try {
-      // A record id already stored in this class stores nothing (unique (class, id)).
-      if (store.writer) stored = (await Promise.all(rows.map((row) => store.writer.run('insertProgress', row)))).reduce((a, b) => a + b, 0);
-      else stored = Number((await db.insertInto('progress').values(rows).onConflict((oc) => oc.columns(['class_code', 'id']).doNothing()).executeTakeFirst()).numInsertedOrUpdatedRows ?? 0);
+      stored = await insert(rowsOf(student.id));
     } catch (e) {
-      if (FK_VIOLATION(e)) {
-        // The student removed, or the class deleted meanwhile (then 410).
-        store.forget(cls.code);
-        if (!(await store.getClass(cls.code))) fail(410, `class ${cls.code} was deleted meanwhile; nothing was stored`);
-        fail(403, `you are no longer a student of class ${cls.code} (removed by your teacher?); join the class again`);
+      if (!FK_VIOLATION(e)) throw e;
+      // The student removed, or the class deleted meanwhile (then 410); or, the student
+      // kept here, removed or merged into another through another instance: looked up
+      // again (403 when removed), and stored under the student the receipt names now.
+      receipts.forget(cls.code, receipt);
+      store.forget(cls.code);
+      if (!(await store.getClass(cls.code))) fail(410, `class ${cls.code} was deleted meanwhile; nothing was stored`);
+      const now = cached ? await studentByHash(cls, receipt) : null;
+      if (!now || now.id === student.id) fail(403, `you are no longer a student of class ${cls.code} (removed by your teacher?); join the class again`);
+      try {
+        stored = await insert(rowsOf(now.id));
+      } catch (e2) {
+        if (FK_VIOLATION(e2)) fail(403, `you are no longer a student of class ${cls.code} (removed by your teacher?); join the class again`);
+        throw e2;
       }
-      throw e;
+      receipts.set(cls.code, receipt, now);
     }
     if (stored) bus.publish(cls.code, 'progress');
+    if (timing) { timing.mark('db'); timing.send(); }
     return { stored, records: records.map((r, i) => answerOf(r, graded[i])) };
   });
 
@@ -355,6 +379,7 @@ export async function progressRoutes(app, opts) {
     const n = await db.selectFrom('progress').select((eb) => eb.fn.countAll().as('n')).where('class_code', '=', cls.code).where('student_id', '=', student.id).executeTakeFirst();
     if (store.writer) await store.writer.run('deleteStudent', { class_code: cls.code, id: student.id });
     else await db.deleteFrom('students').where('class_code', '=', cls.code).where('id', '=', student.id).execute();
+    receipts.forgetStudent(student.id);
     bus.publish(cls.code, { removed: student.id });
     return { deleted: student.id, name: student.name, records: Number(n?.n ?? 0) };
   });
@@ -386,6 +411,7 @@ export async function progressRoutes(app, opts) {
     // the student's progress goes with them (progress.student_id: on delete cascade)
     if (store.writer) await store.writer.run('deleteStudent', { class_code: cls.code, id: student.id });
     else await db.deleteFrom('students').where('class_code', '=', cls.code).where('id', '=', student.id).execute();
+    receipts.forgetStudent(student.id);
     bus.publish(cls.code, { removed: student.id });
     return { deleted: student.id, name: student.name, records: Number(n?.n ?? 0) };
   });
