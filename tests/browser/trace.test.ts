@@ -109,6 +109,49 @@ describe('Your program, in Chromium', () => {
     await page.close();
   }, 180_000);
 
+  it('is cross-origin isolated, and its workers share one decoder: a trace with TLB evictions to the CLI\'s counts, with 2 workers and 8 (the lead decoding only); without the headers each worker reads the file', async () => {
+    const cli = JSON.parse(execFileSync(vmsim, ['replay', long, '--quiet', '--format', 'json'], { encoding: 'utf8' })) as
+      { modes: { mode: string; tlb_misses: number; exits: number; refs_by_where: Record<string, number>; ref_cycles: number }[]; trace: { pages: number } };
+    for (const m of cli.modes) expect(m.tlb_misses, m.mode).toBeGreaterThan(2 * cli.trace.pages);     // it evicts
+    for (const [cores, isolated] of [[2, true], [8, true], [2, false]] as const) {
+      const page = await session.browser.newPage();
+      // another host's headers: the page is not cross-origin isolated
+      if (!isolated) await page.route('**/*', async (route) => {
+        const r = await route.fetch();
+        const headers = { ...r.headers() };
+        delete headers['cross-origin-embedder-policy'];
+        await route.fulfill({ response: r, headers });
+      });
+      const problems: string[] = [];
+      page.on('console', (m) => { if (m.type() === 'error') problems.push(m.text()); });
+      page.on('pageerror', (e) => problems.push(e.message));
+      await page.addInitScript((n) => { Object.defineProperty(navigator, 'hardwareConcurrency', { get: () => n }); }, cores);
+      await page.goto(session.url + '?view=compare&example=ept-4k');
+      expect(await page.evaluate(() => crossOriginIsolated)).toBe(isolated);
+      await page.waitForSelector('[data-testid="trace-panel"]');
+      await page.evaluate(() => {
+        const w = window as unknown as { how: Set<string> };
+        w.how = new Set();
+        setInterval(() => {
+          const p = document.querySelector('[data-testid="trace-progress"]');
+          if (p?.getAttribute('data-workers')) w.how.add(`${p.getAttribute('data-workers')} ${p.getAttribute('data-shared')}`);
+        }, 20);
+      });
+      await page.setInputFiles('[data-testid="trace-file"]', long);
+      await page.waitForSelector('[data-testid="trace-where"] tr[data-trace="1"]', { timeout: 150_000 });
+      expect([...await page.evaluate(() => [...(window as unknown as { how: Set<string> }).how])]).toEqual([`${cores > 5 ? 6 : cores} ${isolated}`]);
+      const got = await page.$$eval('[data-testid="trace-where"] tr[data-trace="1"]', (trs) => trs.map((tr) => ({
+        mode: tr.getAttribute('data-mode'),
+        cells: [...tr.querySelectorAll('td[data-field]')].map((td) => Number(td.textContent!.replace(/[^0-9]/g, ''))),
+      })));
+      expect(got).toEqual(cli.modes.map((m) => ({ mode: m.mode, cells: [...['walk_cache', 'l1', 'l2', 'llc', 'memory'].map((w) => m.refs_by_where[w]), m.ref_cycles] })));
+      const exits = await page.$$eval('[data-testid="trace-table"] tr[data-trace="1"] [data-field="exits"]', (tds) => tds.map((td) => Number(td.textContent!.replace(/[^0-9]/g, ''))));
+      expect(exits).toEqual(cli.modes.map((m) => m.exits));
+      expect(problems).toEqual([]);
+      await page.close();
+    }
+  }, 400_000);
+
   it('shares a trace with a class, which then shows it to everyone', async () => {
     const created = await (await fetch(`${session.url}api/classes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'trace lab' }) })).json();
     const { page, problems } = await watched(`?view=results&class=${created.code}`);

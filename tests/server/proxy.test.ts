@@ -298,6 +298,9 @@ for (const name of ['nginx', 'caddy'] as const) {
       expect(r.status).toBe(200);
       expect(r.headers['content-security-policy']).toMatch(/default-src 'self'/);
       expect(r.headers['x-ratelimit-limit']).toBe('600');
+      // cross-origin isolated through the proxy: the replay's workers share memory
+      expect(r.headers['cross-origin-opener-policy']).toBe('same-origin');
+      expect(r.headers['cross-origin-embedder-policy']).toBe('require-corp');
       // plain http on the TLS port is refused, not served
       const text = await new Promise<string>((resolve) => {
         const s = connect(port(), '127.0.0.1', () => s.end('GET /api/health HTTP/1.0\r\n\r\n'));

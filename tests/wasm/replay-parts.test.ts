@@ -4,14 +4,16 @@
  * (replayInParts: the same calls the workers make, the counts carried as text), against
  * the native CLI's --jobs 1, for every grouping the page can choose (1 to 5 workers), on
  * the example traces and a trace that evicts TLB entries all the time. Counts from another
- * trace, or a mode twice, are refused. */
+ * trace, or a mode twice, are refused. The same on the shared decoder (one part inflates
+ * and decodes the file once and hands its batches to the others: replayShared, the calls
+ * the page's workers make when the page is cross-origin isolated). */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, openAsBlob, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadVmsim, type Vmsim } from '../../wasm-core/js/vmsim';
-import { modeGroups, replayInParts, replayPart, REPLAY_MODES, TraceError, type ReplayMode, type ReplayOptions } from '../../wasm-core/js/replay';
+import { modeGroups, replayInParts, replayPart, replayShared, REPLAY_MODES, TraceError, type ReplayMode, type ReplayOptions } from '../../wasm-core/js/replay';
 import { workersWithin } from '../../web/src/trace/runner';
 
 const root = join(__dirname, '..', '..');
@@ -19,6 +21,7 @@ const vmsim = join(root, 'wasm-core', 'build', 'vmsim');
 const examples = join(root, 'hw-lab', 'build', 'traces');
 let engine: Vmsim;
 let work: string;
+let hopping: string;
 const traces: string[] = [];
 
 beforeAll(async () => {
@@ -35,6 +38,13 @@ for i in range(60000):
     acc.append((i % 4, 0x7f0000000000 + page * 4096 + r.randrange(4096)))
 write_trace(sys.argv[1], acc)`, path]);
   traces.push(path);
+  // 120,000 accesses, each on another of 5,000 pages: pass 1 reports a page at every
+  // access, so both passes span several of the shared decoder's batches (32,768 each)
+  hopping = join(work, 'hopping.vmtrace');
+  execFileSync('python3', ['-c', `import sys, random; sys.path.insert(0, ${JSON.stringify(join(root, 'hw-lab', 'lib'))})
+from hwlab.tracefile import write_trace
+r = random.Random(4)
+write_trace(sys.argv[1], [(i % 4, 0x7f0000000000 + r.randrange(5000) * 4096 + r.randrange(4096)) for i in range(120000)])`, hopping]);
 });
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
@@ -42,6 +52,7 @@ function serial(path: string, o: ReplayOptions) {
   const args = ['replay', path, '--quiet', '--jobs', '1', '--format', o.format ?? 'json'];
   if (o.modes) args.push('--modes', o.modes.join(','));
   if (o.start) args.push('--start', o.start);
+  if (o.guest_pages) args.push('--guest-pages', o.guest_pages);
   if (o.tables) args.push('--tables', o.tables);
   const p = spawnSync(vmsim, args, { encoding: 'utf8' });
   expect(p.status, p.stderr).toBe(0);
@@ -81,6 +92,26 @@ describe('the replay in parts (the page\'s workers)', () => {
     }
     // the evicting trace does evict: more TLB misses than pages, in every mode
     const rep = JSON.parse(serial(traces.at(-1)!, { format: 'json' }));
+    for (const m of rep.modes) expect(m.tlb_misses).toBeGreaterThan(2 * rep.trace.pages);
+  }, 600_000);
+
+  it('prints the same bytes on the shared decoder, whichever part leads', async () => {
+    const settings: ReplayOptions[] = [{ format: 'json' }, { format: 'table', start: 'warm' }, { format: 'csv', tables: 'on-demand' },
+      { format: 'json', modes: ['native', 'ept', 'npt', 'shadow', 'flat', 'agile'], guest_pages: '2m' }];
+    for (const t of [...traces, hopping]) for (const o of settings) {
+      const want = serial(t, o);
+      for (const w of [2, 3, 5]) {
+        const groups = modeGroups(o.modes ?? REPLAY_MODES, w);
+        // the lead decoding only (part []), as the page has it with more processors than modes
+        for (const g of w === 2 ? [groups, [...groups].reverse()] : w === 5 ? [groups, [[], ...groups]] : [groups]) {
+          const got = await replayShared(engine.openReplay, await openAsBlob(t), o, g);
+          expect(got, `${t} ${JSON.stringify(o)} ${JSON.stringify(g)}`).toBe(want);
+        }
+      }
+    }
+    // the hopping trace does evict and spans batches
+    const rep = JSON.parse(serial(hopping, { format: 'json' }));
+    expect(rep.trace.accesses).toBeGreaterThan(3 * 32768);
     for (const m of rep.modes) expect(m.tlb_misses).toBeGreaterThan(2 * rep.trace.pages);
   }, 600_000);
 

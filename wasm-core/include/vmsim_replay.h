@@ -28,7 +28,8 @@ typedef struct vmsim_replay vmsim_replay;
  *    "start": "cold"|"warm", "format": "json"|"table"|"csv",
  *    "cycles_per_access": 10, "cycles_per_ref": 40, "cycles_per_exit": 1700, "refill_trap": 20,
  *    "part": [modes]}
- * part: the modes this handle replays itself (default: all of modes); the others' figures
+ * part: the modes this handle replays itself (default: all of modes; [] for a shared decoder
+ * that replays none, vmsim_replay_share); the others' figures
  * come from other handles replaying the same trace with the same options (each with its
  * own part), through vmsim_replay_counts and vmsim_replay_merge, before finish.
  * Always returns a handle (NULL only when out of memory); check vmsim_replay_status. */
@@ -74,6 +75,27 @@ size_t vmsim_replay_decode(vmsim_replay *r, const uint8_t **p, const uint8_t *en
 void vmsim_replay_batch_seal(vmsim_replay_batch *b);
 unsigned vmsim_replay_modes_here(const vmsim_replay *r);
 void vmsim_replay_run(vmsim_replay *r, int mode, const vmsim_replay_batch *b);
+
+/* The page's shared decoder: one handle (the lead worker's) inflates and decodes each
+ * pass once and hands it out in batches; the other workers' handles, opened on the same
+ * trace with the same options and their own part, take every batch in order instead of
+ * a body. share (before the first scan): from now on what scan and feed decode is also
+ * handed to the sink, batch by batch (pass 1: the pages; pass 2: the accesses, and this
+ * handle's own modes run on each after the sink returns); share_end after each pass's
+ * last piece hands out the rest, marked last. take: the next batch into a handle that is
+ * fed by batches; after a pass's last batch, scan_end (pass 1) or counts (pass 2) as
+ * usual. batch_bytes: what a batch takes, copied whole from one module's memory into
+ * another's (batch_alloc: a batch to copy into; batch_info: pass << 1 | last). In the
+ * WebAssembly module vmsim_replay_share hands each batch to Module.onReplayBatch(pointer,
+ * bytes), which returns 0 once it has taken it. */
+typedef int (*vmsim_replay_sink)(void *ctx, const vmsim_replay_batch *b, size_t bytes);
+int vmsim_replay_share_to(vmsim_replay *r, vmsim_replay_sink sink, void *ctx);
+int vmsim_replay_share(vmsim_replay *r);
+int vmsim_replay_share_end(vmsim_replay *r);
+int vmsim_replay_take(vmsim_replay *r, const vmsim_replay_batch *b);
+size_t vmsim_replay_batch_bytes(void);
+vmsim_replay_batch *vmsim_replay_batch_alloc(void);
+int vmsim_replay_batch_info(const vmsim_replay_batch *b);
 
 /* The page's way in: the gzip body inflated by the engine itself (src/gunzip.c), piece by
  * compressed piece, into vmsim_replay_scan (pass 1) or vmsim_replay_feed (pass 2). */

@@ -98,6 +98,14 @@ export interface TraceReplay {
   /** The engine's own gzip reader for a pass (src/gunzip.c): compressed pieces in, the
    * inflated body straight into scan (pass 1) or feed (pass 2), nothing allocated per piece. */
   inflater?(pass: 1 | 2): Inflater;
+  /** The shared decoder (include/vmsim_replay.h): from now on every batch this handle
+   * decodes is handed to `out` (a view into the module's memory, valid during the call);
+   * `shareEnd` after each pass's last piece. Absent from a module without it. */
+  share?(out: (batch: Uint8Array) => void): void;
+  shareEnd?(): void;
+  /** A batch from another handle's `share` into this one: copied into the module's memory,
+   * then `copied()` (the caller may reuse the bytes), then replayed. */
+  take?(batch: Uint8Array, copied?: () => void): { pass: 1 | 2; last: boolean };
 }
 
 export interface Inflater {
@@ -126,6 +134,15 @@ export interface ReplayModule {
   _vmsim_gunzip_push?(g: number, p: number, n: number, final: number): number;
   _vmsim_gunzip_error?(g: number): number;
   _vmsim_gunzip_free?(g: number): void;
+  _vmsim_replay_share?(r: number): number;
+  _vmsim_replay_share_end?(r: number): number;
+  _vmsim_replay_take?(r: number, b: number): number;
+  _vmsim_replay_batch_bytes?(): number;
+  _vmsim_replay_batch_alloc?(): number;
+  _vmsim_replay_batch_info?(b: number): number;
+  _vmsim_replay_batch_free?(b: number): void;
+  /** Where vmsim_replay_share hands each batch (src/replay.c, js_replay_batch): 0 once taken. */
+  onReplayBatch?: (batch: number, bytes: number) => number;
   _malloc(n: number): number;
   _free(p: number): void;
   HEAPU8: Uint8Array;
@@ -172,6 +189,7 @@ export function openReplay(mod: ReplayModule, head: Uint8Array, fileSize: number
     } finally { mod._free(out); }
   };
   let closed = false;
+  let batch = 0;      // take's batch in the module's memory
   const handle: TraceReplay = {
     bodyOffset: 0,
     accesses: 0,
@@ -192,6 +210,25 @@ export function openReplay(mod: ReplayModule, head: Uint8Array, fileSize: number
         close() { mod._vmsim_gunzip_free!(g); },
       };
     } : undefined,
+    share: mod._vmsim_replay_share ? (out) => {
+      mod.onReplayBatch = (b, bytes) => {
+        try { out(mod.HEAPU8.subarray(b, b + bytes)); return 0; } catch { return 1; }
+      };
+      mod._vmsim_replay_share!(r);
+      check('body');
+    } : undefined,
+    shareEnd: mod._vmsim_replay_share_end ? () => { mod._vmsim_replay_share_end!(r); check('body'); } : undefined,
+    take: mod._vmsim_replay_take ? (bytes, copied) => {
+      if (bytes.length !== mod._vmsim_replay_batch_bytes!()) throw new Error('vmsim: a batch from another build of the engine');
+      if (!batch) batch = mod._vmsim_replay_batch_alloc!();
+      if (!batch) throw new Error('vmsim: out of WebAssembly memory');
+      mod.HEAPU8.set(bytes, batch);
+      copied?.();
+      const info = mod._vmsim_replay_batch_info!(batch);
+      mod._vmsim_replay_take!(r, batch);
+      check('body');
+      return { pass: (info >> 1) as 1 | 2, last: (info & 1) === 1 };
+    } : undefined,
     done: () => mod._vmsim_replay_done(r),
     finish: () => takeText(mod._vmsim_replay_finish),
     counts: () => takeText(mod._vmsim_replay_counts),
@@ -205,6 +242,8 @@ export function openReplay(mod: ReplayModule, head: Uint8Array, fileSize: number
       if (closed) return;
       closed = true;
       if (buf) mod._free(buf);
+      if (batch) mod._vmsim_replay_batch_free!(batch);
+      if (mod.onReplayBatch) mod.onReplayBatch = undefined;
       mod._vmsim_replay_close(r);
     },
   };
@@ -220,6 +259,9 @@ export interface ReplayProgress {
   fraction: number;
   done: number;
   accesses: number;
+  /** The page's workers on it, and whether they shared one decoder (web/src/trace/runner.ts). */
+  workers?: number;
+  shared?: boolean;
 }
 
 /** Opens the replay on a Blob (a File in the page, fs.openAsBlob in Node). */
@@ -320,6 +362,77 @@ export async function replayPart(open: (head: Uint8Array, size: number, o: Repla
     finish: (others) => { for (const t of others) r.merge(t); return r.finish(); },
     close: () => r.close(),
   };
+}
+
+/** A part replayed on the shared decoder: what replayPart returns. */
+export interface Part { counts: () => string; finish: (others: string[]) => string; close: () => void }
+
+/** The lead part on the shared decoder: inflates and decodes both passes of the file once,
+ * hands every batch to `out` (the other parts' ring: it returns once the batch is copied,
+ * waiting while the ring is full), and replays its own modes on each. */
+export async function replayLead(open: (head: Uint8Array, size: number, o: ReplayOptions) => TraceReplay, blob: Blob,
+  options: ReplayOptions, part: ReplayMode[], out: (batch: Uint8Array) => void, onProgress?: (p: ReplayProgress) => void,
+  signal?: AbortSignal): Promise<Part> {
+  const r = await openBlob(open, blob, { ...options, modes: options.modes ?? [...REPLAY_MODES], part });
+  try {
+    if (!r.share || !r.shareEnd || !r.inflater) throw new Error('vmsim: this build of the engine has no shared decoder');
+    r.share(out);
+    const total = Math.max(1, r.accesses);
+    const tell = (pass: 1 | 2) => onProgress?.({ pass, done: r.done(), accesses: r.accesses, fraction: Math.min(1, ((pass - 1) + r.done() / total) / 2) });
+    await inflateInEngine(blob, r.bodyOffset, r.inflater(1), () => tell(1), signal);
+    r.shareEnd();
+    r.endScan();
+    await inflateInEngine(blob, r.bodyOffset, r.inflater(2), () => tell(2), signal);
+    r.shareEnd();
+  } catch (e) { r.close(); throw e; }
+  return { counts: () => r.counts(), finish: (others) => { for (const t of others) r.merge(t); return r.finish(); }, close: () => r.close() };
+}
+
+/** A part fed by the shared decoder: opens its own handle on the file's header, then takes
+ * the lead's batches as `next` gives them (the ring: waits for each; `release` once copied)
+ * through both passes. */
+export async function replayFollower(open: (head: Uint8Array, size: number, o: ReplayOptions) => TraceReplay, blob: Blob,
+  options: ReplayOptions, part: ReplayMode[], ring: { next(): Uint8Array; release(): void },
+  onProgress?: (p: ReplayProgress) => void): Promise<Part> {
+  const r = await openBlob(open, blob, { ...options, modes: options.modes ?? [...REPLAY_MODES], part });
+  try {
+    if (!r.take) throw new Error('vmsim: this build of the engine has no shared decoder');
+    const total = Math.max(1, r.accesses);
+    for (let pass = 1; pass <= 2; pass++) {
+      for (;;) {
+        const got = r.take(ring.next(), () => ring.release());
+        onProgress?.({ pass: pass as 1 | 2, done: r.done(), accesses: r.accesses, fraction: Math.min(1, ((pass - 1) + r.done() / total) / 2) });
+        if (got.last) break;
+      }
+      if (pass === 1) r.endScan();
+    }
+  } catch (e) { r.close(); throw e; }
+  return { counts: () => r.counts(), finish: (others) => { for (const t of others) r.merge(t); return r.finish(); }, close: () => r.close() };
+}
+
+/** The shared decoder in this thread (tests: the same calls the page's workers make, the
+ * lead's batches handed to every other part as soon as they are out, as the ring would). */
+export async function replayShared(open: (head: Uint8Array, size: number, o: ReplayOptions) => TraceReplay, blob: Blob,
+  options: ReplayOptions, groups: ReplayMode[][]): Promise<string> {
+  const modes = options.modes ?? [...REPLAY_MODES];
+  const others: TraceReplay[] = [];
+  let lead: Part | undefined;
+  try {
+    for (const g of groups.slice(1)) {
+      const r = await openBlob(open, blob, { ...options, modes, part: g });
+      others.push(r);
+    }
+    const scanning = others.map(() => true);
+    lead = await replayLead(open, blob, { ...options, modes }, groups[0], (batch) => {
+      others.forEach((r, i) => {
+        if (r.take!(batch).last && scanning[i]) { scanning[i] = false; r.endScan(); }
+      });
+    });
+    return lead.finish(others.map((r) => r.counts()));
+  } finally {
+    lead?.close();
+    for (const r of others) r.close();
+  }
 }
 
 /** How a replay's modes are shared among `workers` workers: each mode in one group, the

@@ -144,6 +144,10 @@ struct vmsim_replay {
     uint16_t run[BATCH], nxt[BATCH];
     uint64_t end_page[2];
     uint32_t end_off[2];
+    /* the page's shared decoder: what this handle decodes, also handed out in batches */
+    vmsim_replay_batch *share;
+    vmsim_replay_sink sink;
+    void *sink_ctx;
 };
 
 static int failf(vmsim_replay *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -265,12 +269,13 @@ static bool parse_machine(vmsim_replay *r, const json_value *m)
 }
 
 /* A list of modes (option modes, or part: the modes this handle replays itself) as bits;
- * absent: *out unchanged. */
+ * absent: *out unchanged. part may be empty: the page's shared decoder that replays no
+ * mode itself (vmsim_replay_share). */
 static bool mode_list(vmsim_replay *r, const json_value *v, const char *key, unsigned *out)
 {
     if (!v)
         return true;
-    if (v->type != JSON_ARRAY || !v->count) {
+    if (v->type != JSON_ARRAY || (!v->count && strcmp(key, "part"))) {
         failf(r, VMSIM_REPLAY_BAD_TRACE, "option %s must be a non-empty list of native, ept, npt, shadow, flat, agile", key);
         return false;
     }
@@ -583,6 +588,14 @@ static uint32_t count_tables(const vmsim_replay *r, const guest_map *maps, uint3
     return t;
 }
 
+/* The mode whose scenario gives the report its caches' sizes: the first built, or for a
+ * shared decoder that replays no mode itself (part []), the first of modes, parsed only. */
+static int sizes_mode(const vmsim_replay *r)
+{
+    unsigned m = r->o.part ? r->o.part : r->o.modes;
+    return m ? __builtin_ctz(m) : -1;
+}
+
 static int build_machines(vmsim_replay *r)
 {
     uint32_t n = r->ps.used;
@@ -615,7 +628,8 @@ static int build_machines(vmsim_replay *r)
                      r->n2m, (unsigned long long)(r->ram_bytes >> 20), (unsigned long long)(MAX_GUEST_RAM >> 20));
     }
     for (int mode = 0; mode < N_REPLAY_MODES; mode++) {
-        if (!(r->o.part & (1u << mode)))
+        bool mine = r->o.part & (1u << mode);
+        if (!mine && sizes_mode(r) != mode)
             continue;
         char *json = skeleton_json(r, mode);
         char err[400];
@@ -625,6 +639,8 @@ static int build_machines(vmsim_replay *r)
             return failf(r, VMSIM_REPLAY_NO_MEMORY, "building mode %s: %s", replay_mode_names[mode], json ? err : "out of memory");
         }
         free(json);
+        if (!mine)
+            continue;
         /* the modes share one list of mappings, needed only while the tables are built
          * (up to 32 MiB for a million scattered pages) */
         free(r->sc[mode].gmaps);
@@ -746,16 +762,30 @@ static int check_overrun(vmsim_replay *r)
     return 0;
 }
 
+/* Pages from pass 1 into the set, with what each needs: read, write, fetch (from the
+ * kinds seen, a bit per trace kind; a modify reads and writes). */
+static int add_pages(vmsim_replay *r, const trace_page *pages, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (pages[i].page >= TRACE_USER_PAGES)
+            return failf(r, VMSIM_REPLAY_BAD_TRACE,
+                         "the trace has an access at 0x%llx, above the 47-bit user half of x86-64 4-level paging that "
+                         "the replay models", (unsigned long long)(pages[i].page << 12));
+        unsigned k = pages[i].kinds;
+        if (ps_add(r, pages[i].page, (uint8_t)(((k & 1) ? 1 : 0) | ((k & 2) ? 2 : 0) | ((k & 4) ? 4 : 0) | ((k & 8) ? 3 : 0))))
+            return r->status;
+    }
+    return 0;
+}
+
+static int share_pages(vmsim_replay *r, const trace_page *pages, size_t n);
+
 EXPORT int vmsim_replay_scan(vmsim_replay *r, const uint8_t *body, size_t n)
 {
     if (!r || r->status)
         return vmsim_replay_status(r);
     if (r->pass != 1)
         return failf(r, VMSIM_REPLAY_BAD_TRACE, "vmsim_replay_scan after the first pass ended");
-    /* kinds (bit per trace kind) -> what the page needs: read, write, fetch */
-    static uint8_t need[16];
-    for (unsigned k = 0; k < 16; k++)
-        need[k] = (uint8_t)(((k & 1) ? 1 : 0) | ((k & 2) ? 2 : 0) | ((k & 4) ? 4 : 0) | ((k & 8) ? 3 : 0));
     const uint8_t *p = body, *end = body + n;
     trace_page *pages = (trace_page *)r->batch;
     size_t max = sizeof r->batch / sizeof *pages;
@@ -766,14 +796,8 @@ EXPORT int vmsim_replay_scan(vmsim_replay *r, const uint8_t *body, size_t n)
             return decoder_failed(r);
         if (check_overrun(r))
             return r->status;
-        for (size_t i = 0; i < got; i++) {
-            if (pages[i].page >= TRACE_USER_PAGES)
-                return failf(r, VMSIM_REPLAY_BAD_TRACE,
-                             "the trace has an access at 0x%llx, above the 47-bit user half of x86-64 4-level paging that "
-                             "the replay models", (unsigned long long)(pages[i].page << 12));
-            if (ps_add(r, pages[i].page, need[pages[i].kinds & 15]))
-                return r->status;
-        }
+        if (add_pages(r, pages, got) || (r->share && share_pages(r, pages, got)))
+            return r->status;
         if (p == before && !got)
             break;
     }
@@ -950,6 +974,8 @@ static void run_all(vmsim_replay *r, const trace_access *b, size_t n)
             run_batch(r, mode, b, r->run, r->nxt, n);
 }
 
+static int share_feed(vmsim_replay *r, const uint8_t *p, const uint8_t *end);
+
 EXPORT int vmsim_replay_feed(vmsim_replay *r, const uint8_t *body, size_t n)
 {
     if (!r || r->status)
@@ -957,6 +983,8 @@ EXPORT int vmsim_replay_feed(vmsim_replay *r, const uint8_t *body, size_t n)
     if (r->pass != 2)
         return failf(r, VMSIM_REPLAY_BAD_TRACE, "vmsim_replay_feed before vmsim_replay_scan_end");
     const uint8_t *p = body, *end = body + n;
+    if (r->share)
+        return share_feed(r, p, end);
     while (p < end || r->dec.ncarry) {
         const uint8_t *before = p;
         size_t got = trace_decode(&r->dec, &p, end, r->batch, BATCH);
@@ -978,7 +1006,16 @@ EXPORT int vmsim_replay_feed(vmsim_replay *r, const uint8_t *body, size_t n)
 
 struct vmsim_replay_batch {
     size_t n;
-    trace_access a[VMSIM_REPLAY_BATCH];
+    /* the page's shared decoder (vmsim_replay_share): the pass, whether this is its last
+     * batch, and where the decoder stood after it (what a handle fed by batches checks at
+     * the end of each pass as if it had decoded the body itself) */
+    uint32_t pass, last;
+    uint64_t count, kinds[4], page[2];
+    uint32_t off[2], ended;
+    union {
+        trace_access a[VMSIM_REPLAY_BATCH];     /* pass 2 */
+        trace_page pg[VMSIM_REPLAY_BATCH];      /* pass 1: pages as trace_scan reports them */
+    };
     uint16_t run[VMSIM_REPLAY_BATCH], nxt[VMSIM_REPLAY_BATCH];
 };
 _Static_assert(VMSIM_REPLAY_BATCH <= 65535, "a run and an index in the batch are kept in 16 bits");
@@ -988,7 +1025,7 @@ vmsim_replay_batch *vmsim_replay_batch_new(void)
     return calloc(1, sizeof(vmsim_replay_batch));
 }
 
-void vmsim_replay_batch_free(vmsim_replay_batch *b)
+EXPORT void vmsim_replay_batch_free(vmsim_replay_batch *b)
 {
     free(b);
 }
@@ -1047,6 +1084,140 @@ void vmsim_replay_run(vmsim_replay *r, int mode, const vmsim_replay_batch *b)
 {
     if (r && mode >= 0 && mode < N_REPLAY_MODES && r->built[mode] && b->n)
         run_batch(r, mode, b->a, b->run, b->nxt, b->n);
+}
+
+/* ---- the page's shared decoder: one worker inflates and decodes each pass once and
+ * hands it out in batches (vmsim_replay_share); the other workers' handles take them
+ * (vmsim_replay_take) instead of decoding the body themselves. ---- */
+
+#ifdef __EMSCRIPTEN__
+/* The page's worker says where a batch goes (js/replay.ts: the ring in a SharedArrayBuffer). */
+EM_JS(int, js_replay_batch, (void *ctx, const vmsim_replay_batch *b, size_t bytes), {
+    return Module['onReplayBatch'] ? Module['onReplayBatch'](b, bytes) : 1;
+});
+#endif
+
+EXPORT size_t vmsim_replay_batch_bytes(void)
+{
+    return sizeof(vmsim_replay_batch);
+}
+
+int vmsim_replay_share_to(vmsim_replay *r, vmsim_replay_sink sink, void *ctx)
+{
+    if (!r || r->status)
+        return vmsim_replay_status(r);
+    if (r->pass != 1 || r->dec.count || r->dec.consumed || r->share)
+        return failf(r, VMSIM_REPLAY_BAD_TRACE, "vmsim_replay_share after the first pass began");
+    r->share = vmsim_replay_batch_new();
+    if (!r->share)
+        return failf(r, VMSIM_REPLAY_NO_MEMORY, "out of memory for the shared batch");
+    r->sink = sink;
+    r->sink_ctx = ctx;
+    return 0;
+}
+
+EXPORT int vmsim_replay_share(vmsim_replay *r)
+{
+#ifdef __EMSCRIPTEN__
+    return vmsim_replay_share_to(r, js_replay_batch, NULL);
+#else
+    return r ? failf(r, VMSIM_REPLAY_BAD_TRACE, "vmsim_replay_share: natively, use vmsim_replay_share_to") : 0;
+#endif
+}
+
+/* The shared batch out: stamped with the decoder's state, its runs found (pass 2), handed
+ * to the sink, then (pass 2) run through this handle's own modes. */
+static int share_out(vmsim_replay *r, bool last)
+{
+    vmsim_replay_batch *b = r->share;
+    b->pass = (uint32_t)r->pass;
+    b->last = last;
+    b->count = r->dec.count;
+    memcpy(b->kinds, r->dec.kinds, sizeof b->kinds);
+    memcpy(b->page, r->dec.page, sizeof b->page);
+    memcpy(b->off, r->dec.off, sizeof b->off);
+    b->ended = r->dec.ended;
+    if (r->pass == 2)
+        vmsim_replay_batch_seal(b);
+    if (r->sink(r->sink_ctx, b, sizeof *b))
+        return failf(r, VMSIM_REPLAY_NO_MEMORY, "the replay's other workers stopped taking the decoded trace");
+    if (r->pass == 2)
+        for (int mode = 0; mode < N_REPLAY_MODES; mode++)
+            if (r->built[mode] && b->n)
+                run_batch(r, mode, b->a, b->run, b->nxt, b->n);
+    b->n = 0;
+    return 0;
+}
+
+static int share_pages(vmsim_replay *r, const trace_page *pages, size_t n)
+{
+    while (n) {
+        vmsim_replay_batch *b = r->share;
+        size_t k = VMSIM_REPLAY_BATCH - b->n < n ? VMSIM_REPLAY_BATCH - b->n : n;
+        memcpy(b->pg + b->n, pages, k * sizeof *pages);
+        b->n += k;
+        pages += k;
+        n -= k;
+        if (b->n == VMSIM_REPLAY_BATCH && share_out(r, false))
+            return r->status;
+    }
+    return 0;
+}
+
+static int share_feed(vmsim_replay *r, const uint8_t *p, const uint8_t *end)
+{
+    while (p < end || r->dec.ncarry) {
+        const uint8_t *before = p;
+        size_t got = vmsim_replay_decode(r, &p, end, r->share);
+        if (r->status)
+            return r->status;
+        if (r->share->n == VMSIM_REPLAY_BATCH && share_out(r, false))
+            return r->status;
+        if (p == before && !got)
+            break;
+    }
+    return 0;
+}
+
+EXPORT int vmsim_replay_share_end(vmsim_replay *r)
+{
+    if (!r || r->status)
+        return vmsim_replay_status(r);
+    if (!r->share || r->pass > 2)
+        return failf(r, VMSIM_REPLAY_BAD_TRACE, "vmsim_replay_share_end without vmsim_replay_share, or after the report");
+    return share_out(r, true);
+}
+
+EXPORT int vmsim_replay_take(vmsim_replay *r, const vmsim_replay_batch *b)
+{
+    if (!r || r->status)
+        return vmsim_replay_status(r);
+    if (b->pass != (uint32_t)r->pass || b->n > VMSIM_REPLAY_BATCH)
+        return failf(r, VMSIM_REPLAY_BAD_TRACE, "vmsim_replay_take: a batch of pass %u in pass %d", b->pass, r->pass);
+    if (b->pass == 1) {
+        if (add_pages(r, b->pg, b->n))
+            return r->status;
+        memcpy(r->dec.kinds, b->kinds, sizeof b->kinds);
+    } else {
+        for (int mode = 0; mode < N_REPLAY_MODES; mode++)
+            if (r->built[mode] && b->n)
+                run_batch(r, mode, b->a, b->run, b->nxt, b->n);
+    }
+    r->dec.count = b->count;
+    memcpy(r->dec.page, b->page, sizeof b->page);
+    memcpy(r->dec.off, b->off, sizeof b->off);
+    r->dec.ended = b->ended;
+    return check_overrun(r);
+}
+
+EXPORT vmsim_replay_batch *vmsim_replay_batch_alloc(void)
+{
+    return vmsim_replay_batch_new();
+}
+
+EXPORT int vmsim_replay_batch_info(const vmsim_replay_batch *b)
+{
+    return (int)(b->pass << 1 | (b->last & 1));
 }
 
 /* ---- the report ---- */
@@ -1122,10 +1293,7 @@ static void report_json(const vmsim_replay *r, strbuf *sb)
         sb_json_string(sb, h->partial_reason);
     else
         sb_puts(sb, "null");
-    const scenario *any = NULL;
-    for (int mode = 0; mode < N_REPLAY_MODES && !any; mode++)
-        if (r->built[mode])
-            any = &r->sc[mode];
+    const scenario *any = sizes_mode(r) >= 0 ? &r->sc[sizes_mode(r)] : NULL;
     sb_printf(sb, "},\"machine\":{\"preset\":\"%s\",\"guest_paging\":\"4level\",\"guest_pages\":\"%s\",\"huge_min\":%u,"
                   "\"host_pages\":\"%s\",\"start\":\"%s\",\"tables\":\"%s\",\"guest_4k_pages\":%u,\"guest_2m_pages\":%u,"
                   "\"guest_table_frames\":%u,\"guest_ram_bytes\":%llu,\"tlb_entries\":%u,\"pwc_entries\":%u,"
@@ -1519,5 +1687,6 @@ EXPORT void vmsim_replay_close(vmsim_replay *r)
     free(r->ps.kinds);
     free(r->pages);
     free(r->r);
+    free(r->share);
     free(r);
 }

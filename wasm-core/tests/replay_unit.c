@@ -3,7 +3,8 @@
  * the same report as the whole body; every kind of damage is refused with its message.
  * The bodies are written by a small encoder here, from the format's description. The
  * caches (src/dcache.c, with its shortcuts) against a plain LRU written here from
- * model.md 5c, access by access. */
+ * model.md 5c, access by access. The page's shared decoder (one handle decoding, another
+ * taking its batches) against the one-handle report. */
 #include "vmsim_replay.h"
 #include "dcache.h"
 #include "trace.h"
@@ -26,7 +27,7 @@ static int failures, checks;
     } while (0)
 
 typedef struct buf {
-    uint8_t b[1 << 16];
+    uint8_t b[1 << 20];
     size_t n;
 } buf;
 
@@ -187,6 +188,82 @@ static void test_replay_pieces(void)
         CHECK(t && !strcmp(t, whole), "pieces of %zu: another report (%s)", piece, t ? "differs" : err);
         free(t);
     }
+    free(whole);
+}
+
+/* The page's shared decoder: a handle that decodes (its own part) hands every batch, copied
+ * byte for byte as between two modules' memories, to one that takes them (the other modes);
+ * the report, with the taker's counts merged in, is the one-handle report's. */
+static int give(void *ctx, const vmsim_replay_batch *b, size_t bytes)
+{
+    vmsim_replay *taker = ctx;
+    vmsim_replay_batch *copy = vmsim_replay_batch_alloc();
+    memcpy(copy, b, bytes);
+    int info = vmsim_replay_batch_info(copy);
+    int st = vmsim_replay_take(taker, copy);
+    if (!st && info == (1 << 1 | 1))        /* pass 1's last batch */
+        st = vmsim_replay_scan_end(taker);
+    vmsim_replay_batch_free(copy);
+    return st;
+}
+
+static char *replay_shared(const uint8_t *prefix, size_t plen, const buf *body, size_t piece, const char *lead_part,
+                           const char *other_part, char *err, size_t errlen)
+{
+    char o1[200], o2[200];
+    snprintf(o1, sizeof o1, "{\"format\":\"json\",\"start\":\"warm\",\"part\":%s}", lead_part);
+    snprintf(o2, sizeof o2, "{\"format\":\"json\",\"start\":\"warm\",\"part\":%s}", other_part);
+    vmsim_replay *lead = vmsim_replay_open(prefix, plen, 0, o1, strlen(o1));
+    vmsim_replay *taker = vmsim_replay_open(prefix, plen, 0, o2, strlen(o2));
+    char *text = NULL, *counts = NULL;
+    vmsim_replay_share_to(lead, give, taker);
+    for (int pass = 1; pass <= 2 && !vmsim_replay_status(lead); pass++) {
+        for (size_t at = 0; at < body->n; at += piece)
+            if ((pass == 1 ? vmsim_replay_scan : vmsim_replay_feed)(lead, body->b + at, at + piece < body->n ? piece : body->n - at))
+                break;
+        if (!vmsim_replay_status(lead))
+            vmsim_replay_share_end(lead);
+        if (pass == 1 && !vmsim_replay_status(lead))
+            vmsim_replay_scan_end(lead);
+    }
+    if (!vmsim_replay_status(taker) && !vmsim_replay_counts(taker, &counts) && !vmsim_replay_status(lead) &&
+        !vmsim_replay_merge(lead, counts, strlen(counts)))
+        vmsim_replay_finish(lead, &text);
+    snprintf(err, errlen, "%s / %s", vmsim_replay_error(lead), vmsim_replay_error(taker));
+    vmsim_replay_free_text(counts);
+    vmsim_replay_close(lead);
+    vmsim_replay_close(taker);
+    return text;
+}
+
+static void test_shared_decoder(void)
+{
+    static trace_access in[100000];
+    static buf body;
+    static uint8_t prefix[4096];
+    /* more accesses than a batch holds, and a page change at nearly every one: both passes
+     * span several batches */
+    uint64_t s = 7;
+    for (size_t i = 0; i < 100000; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        in[i].kind = (uint8_t)(i % 4);
+        in[i].addr = 0x7f0000000000ull + (s % 3000) * 4096 + (s >> 32) % 4096;
+    }
+    body.n = 0;
+    encode(&body, in, 100000);
+    size_t plen = file_prefix(prefix, in, 100000, 1, "");
+    char err[1100];
+    const char *opts = "{\"format\":\"json\",\"start\":\"warm\"}";
+    char *whole = replay_in_pieces(prefix, plen, &body, body.n, opts, err, sizeof err);
+    CHECK(whole != NULL, "whole body: %s", err);
+    const char *parts[][2] = {{"[\"native\",\"ept\"]", "[\"npt\",\"shadow\",\"flat\"]"},
+                              {"[]", "[\"native\",\"ept\",\"npt\",\"shadow\",\"flat\"]"}};
+    for (int i = 0; whole && i < 2; i++)
+        for (size_t piece = 1000; piece <= 100000; piece *= 10) {
+            char *t = replay_shared(prefix, plen, &body, piece, parts[i][0], parts[i][1], err, sizeof err);
+            CHECK(t && !strcmp(t, whole), "shared decoder (lead part %s), pieces of %zu: %s", parts[i][0], piece, t ? "another report" : err);
+            free(t);
+        }
     free(whole);
 }
 
@@ -371,6 +448,7 @@ int main(void)
 {
     test_pieces();
     test_replay_pieces();
+    test_shared_decoder();
     test_refusals();
     test_caches_against_plain_lru();
     printf("replay unit tests: %d checks, %d failures\n", checks, failures);

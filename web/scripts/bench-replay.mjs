@@ -2,14 +2,17 @@
 // Chromium; a whole program's trace (hw-lab/build/traces/bench-python-1g.vmtrace, about a
 // billion accesses, recorded by `make -C hw-lab bench-traces`) is picked in the Compare
 // view's "Your program" panel and replayed through the five modes by the page's workers,
-// which stream the File (replay.worker.ts; one per group of modes, as many as
-// navigator.hardwareConcurrency says). Measured: the seconds from picking the file to the
+// (replay.worker.ts; one per group of modes, as many as navigator.hardwareConcurrency
+// says): the server's page is cross-origin isolated, so one worker decodes the File and
+// hands its batches to the others through shared memory; the same page without the
+// isolating header (as another host may serve it) has each worker stream the File itself. Measured: the seconds from picking the file to the
 // table of figures, the progress updates the page showed, the peak resident memory of the
 // page's renderer process (where the workers run) and its growth over the page before the
 // replay, sampled from /proc every 100 ms. Each round, in turn: the page with its workers,
-// the page told it has one processor (one worker, the modes one after another), the native
-// CLI on threads and with --jobs 1; the ratios page/native, parallel/serial (page, and
-// native) are medians of the per-round ratios. The page's figures must equal the CLI's.
+// the page told it has one processor (one worker, the modes one after another), the page's
+// workers each streaming the File (not isolated), the native CLI on threads and with
+// --jobs 1; the ratios page/native, parallel/serial (page, and native) are medians of the
+// per-round ratios. The page's figures must equal the CLI's.
 // Prints one line per figure; speed is printed, never asserted.
 //   [REPLAY_ROUNDS=3] node web/scripts/bench-replay.mjs [TRACE]
 import { spawnSync } from 'node:child_process';
@@ -46,6 +49,13 @@ function descendants(pid) {
 function rssKiB(pid) {
   try { return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0); } catch { return 0; }
 }
+/** CPU seconds (user + system) a process has used, its threads (the page's workers) included. */
+function cpuSeconds(pid) {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100;      // utime, stime in clock ticks (USER_HZ 100)
+  } catch { return 0; }
+}
 function isRenderer(pid) {
   try { return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('--type=renderer'); } catch { return false; }
 }
@@ -58,10 +68,17 @@ const rounds = Math.max(1, Number(process.env.REPLAY_ROUNDS ?? 3));
 const server = await startClassServer();
 const browser = await launchChromium();
 
-/** One replay in a fresh page; workers: what navigator.hardwareConcurrency says there (undefined: the machine's). */
-async function pageReplay(workers) {
+/** One replay in a fresh page; workers: what navigator.hardwareConcurrency says there (undefined: the machine's);
+ * isolated false: the page served without Cross-Origin-Embedder-Policy (each worker streams the File). */
+async function pageReplay(workers, isolated = true) {
   const page = await browser.newPage();
   try {
+    if (!isolated) await page.route('**/*', async (route) => {
+      const r = await route.fetch();
+      const headers = { ...r.headers() };
+      delete headers['cross-origin-embedder-policy'];
+      await route.fulfill({ response: r, headers });
+    });
     if (workers) await page.addInitScript((n) => { Object.defineProperty(Navigator.prototype, 'hardwareConcurrency', { get: () => n }); }, workers);
     await page.goto(server.url + '?view=compare&example=ept-4k');
     await page.waitForSelector('[data-testid="trace-panel"]');
@@ -76,12 +93,15 @@ async function pageReplay(workers) {
     const renderers = descendants(process.pid).filter(isRenderer);
     const before = new Map(renderers.map((p) => [p, rssKiB(p)]));
     const peak = new Map(before);
+    const cpu0 = new Map(renderers.map((p) => [p, cpuSeconds(p)]));
     const sampler = setInterval(() => { for (const p of renderers) peak.set(p, Math.max(peak.get(p), rssKiB(p))); }, 100);
     const t0 = performance.now();
     await page.setInputFiles('[data-testid="trace-file"]', trace);
     await page.waitForSelector('[data-testid="trace-table"] tr[data-trace="1"]', { timeout: 900_000 });
     const seconds = (performance.now() - t0) / 1000;
     clearInterval(sampler);
+    const cpu = Math.max(...renderers.map((p) => cpuSeconds(p) - cpu0.get(p)));
+    if (await page.evaluate(() => crossOriginIsolated) !== isolated) throw new Error(`the page was ${isolated ? 'not ' : ''}cross-origin isolated`);
     const progress = await page.evaluate(() => window.__progress.length);
     const rows = await page.$$eval('[data-testid="trace-table"] tr[data-trace="1"]', (trs) => trs.map((tr) => ({
       mode: tr.getAttribute('data-mode'), refs: tr.querySelector('[data-field="refs_per_access"]').textContent,
@@ -90,7 +110,7 @@ async function pageReplay(workers) {
     // the renderer that grew most is the one with the workers
     let worker = renderers[0];
     for (const p of renderers) if (peak.get(p) - before.get(p) > peak.get(worker) - before.get(worker)) worker = p;
-    return { seconds, progress, rows, peakMiB: peak.get(worker) / 1024, growthMiB: (peak.get(worker) - before.get(worker)) / 1024 };
+    return { seconds, cpu, progress, rows, peakMiB: peak.get(worker) / 1024, growthMiB: (peak.get(worker) - before.get(worker)) / 1024 };
   } finally {
     await page.close();
   }
@@ -113,18 +133,19 @@ function nativeReplay(jobs) {
 
 const median = (a) => { const b = [...a].sort((x, y) => x - y); return b.length % 2 ? b[(b.length - 1) / 2] : (b[b.length / 2 - 1] + b[b.length / 2]) / 2; };
 const workers = typeof navigator !== 'undefined' && navigator.hardwareConcurrency ? navigator.hardwareConcurrency : cpus().length;
-console.log(`${rounds} rounds, each in turn: the page with its workers (${Math.min(5, workers)} here), the page with one worker, the CLI on threads, the CLI with --jobs 1; load average at the start ${loadavg()[0].toFixed(1)}`);
+console.log(`${rounds} rounds, each in turn: the page with its workers (${Math.min(5, workers)} here, one decoder shared), the page with one worker, the page's workers each reading the file, the CLI on threads, the CLI with --jobs 1; load average at the start ${loadavg()[0].toFixed(1)}`);
 const runs = [];
 let same = true;
 try {
   for (let i = 0; i < rounds; i++) {
     const par = await pageReplay();
     const ser = await pageReplay(1);
+    const own = await pageReplay(undefined, false);
     const npar = nativeReplay();
     const nser = nativeReplay(1);
-    same &&= [par, ser, npar].every((r) => JSON.stringify(r.rows) === JSON.stringify(nser.rows));
-    runs.push({ par, ser, npar, nser });
-    console.log(`round ${i + 1}: page ${par.seconds.toFixed(1)} s (one worker ${ser.seconds.toFixed(1)} s), native ${npar.seconds.toFixed(1)} s (--jobs 1 ${nser.seconds.toFixed(1)} s); renderer peak ${par.peakMiB.toFixed(0)} MiB (one worker ${ser.peakMiB.toFixed(0)} MiB)`);
+    same &&= [par, ser, own, npar].every((r) => JSON.stringify(r.rows) === JSON.stringify(nser.rows));
+    runs.push({ par, ser, own, npar, nser });
+    console.log(`round ${i + 1}: page ${par.seconds.toFixed(1)} s (one worker ${ser.seconds.toFixed(1)} s, workers each reading the file ${own.seconds.toFixed(1)} s), CPU ${par.cpu.toFixed(1)} s (${ser.cpu.toFixed(1)}, ${own.cpu.toFixed(1)}), native ${npar.seconds.toFixed(1)} s (--jobs 1 ${nser.seconds.toFixed(1)} s); renderer peak ${par.peakMiB.toFixed(0)} MiB (one worker ${ser.peakMiB.toFixed(0)} MiB)`);
   }
 } finally {
   await browser.close();
@@ -133,10 +154,11 @@ try {
 const m = (f) => median(runs.map(f));
 const last = runs.at(-1);
 console.log(`page (Chromium, workers, five modes, cold): ${m((r) => r.par.seconds).toFixed(1)} s from picking the file to the figures (median), ${last.par.progress} progress updates shown`);
-console.log(`page, one worker: ${m((r) => r.ser.seconds).toFixed(1)} s`);
+console.log(`page's CPU time (its renderer, workers included): ${m((r) => r.par.cpu).toFixed(1)} s with its workers, ${m((r) => r.ser.cpu).toFixed(1)} s with one, ${m((r) => r.own.cpu).toFixed(1)} s with workers each reading the file`);
+console.log(`page, one worker: ${m((r) => r.ser.seconds).toFixed(1)} s; workers each reading the file (not cross-origin isolated): ${m((r) => r.own.seconds).toFixed(1)} s, renderer peak ${m((r) => r.own.peakMiB).toFixed(0)} MiB`);
 console.log(`page's renderer process: peak ${m((r) => r.par.peakMiB).toFixed(0)} MiB resident with its workers, ${m((r) => r.par.growthMiB).toFixed(0)} MiB more than the page before the replay (one worker: ${m((r) => r.ser.peakMiB).toFixed(0)} MiB, ${m((r) => r.ser.growthMiB).toFixed(0)} MiB more)`);
 console.log(`native (vmsim replay, five modes, cold): threads ${m((r) => r.npar.seconds).toFixed(1)} s, peak ${m((r) => r.npar.mib).toFixed(1)} MiB; --jobs 1 ${m((r) => r.nser.seconds).toFixed(1)} s, ${m((r) => r.nser.mib).toFixed(1)} MiB`);
 console.log(`page / native: ${m((r) => r.par.seconds / r.npar.seconds).toFixed(2)}x (one after another: ${m((r) => r.ser.seconds / r.nser.seconds).toFixed(2)}x)`);
-console.log(`parallel / serial: page ${m((r) => r.par.seconds / r.ser.seconds).toFixed(2)}, native ${m((r) => r.npar.seconds / r.nser.seconds).toFixed(2)} (medians of ${rounds} paired rounds; load average at the end ${loadavg()[0].toFixed(1)})`);
+console.log(`parallel / serial: page ${m((r) => r.par.seconds / r.ser.seconds).toFixed(2)} (workers each reading the file ${m((r) => r.own.seconds / r.ser.seconds).toFixed(2)}), native ${m((r) => r.npar.seconds / r.nser.seconds).toFixed(2)} (medians of ${rounds} paired rounds; load average at the end ${loadavg()[0].toFixed(1)})`);
 console.log(`the page's figures ${same ? 'equal' : 'DIFFER FROM'} the CLI's`);
 if (!same) process.exit(1);

@@ -148,7 +148,12 @@ export async function buildServer(opts = {}) {
         objectSrc: ["'none'"], baseUri: ["'self'"], formAction: ["'self'"], frameAncestors: ["'none'"],
       },
     },
-    crossOriginEmbedderPolicy: false,
+    // Cross-origin isolated (COOP same-origin, helmet's default, and COEP require-corp): the
+    // trace replay's workers share one decoder through a SharedArrayBuffer (replay.md, "Modes
+    // in parallel"). Everything the app loads is its own (scripts, wasm, fonts, guest
+    // images, workers), so nothing is refused; CORP stays same-origin.
+    crossOriginEmbedderPolicy: { policy: 'require-corp' },
+    crossOriginOpenerPolicy: { policy: 'same-origin' },
     referrerPolicy: { policy: 'no-referrer' },
   });
   if (limiting) {

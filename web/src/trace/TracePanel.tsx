@@ -251,7 +251,8 @@ export function TracePanel({ where, runner = workerRunner, exampleUrl = (n) => `
         {mineError && <span className="error"><Say t={t} k="mine.refused" raw={mineError} /></span>}
       </p>
       {busy && (
-        <div className="trace-progress" role="status" data-testid="trace-progress">
+        <div className="trace-progress" role="status" data-testid="trace-progress" data-workers={busy.progress?.workers}
+          data-shared={busy.progress?.shared}>
           <span>{t('running', { label: labelOf(t, busy), pass: busy.progress?.pass ?? 1 })}</span>
           <progress max={1} value={busy.progress?.fraction ?? 0} aria-label={t('progressLabel')} />
           <span className="num">{Math.floor(100 * (busy.progress?.fraction ?? 0))} %</span>
@@ -262,7 +263,7 @@ export function TracePanel({ where, runner = workerRunner, exampleUrl = (n) => `
       {entries.length > 0 && (
         <ul className="trace-list" data-testid="trace-list">
           {entries.map((e) => (
-            <li key={e.id} data-status={e.status} data-source={e.source}>
+            <li key={e.id} data-status={e.status} data-source={e.source} data-workers={e.progress?.workers} data-shared={e.progress?.shared}>
               <strong>{labelOf(t, e)}</strong>
               {e.header && <span className="muted small"> · {t('facts', { accesses: e.header.accesses.toLocaleString(lang), pages: e.header.pages.toLocaleString(lang) })}</span>}
               {e.header?.partial && <span className="partial small"> · {t('partial')} <span lang="en">{e.header.partial_reason}</span></span>}

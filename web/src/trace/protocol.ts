@@ -1,14 +1,17 @@
 /* What the page and the replay worker (replay.worker.ts) say to each other, and the replay
  * itself as a function, so that tests run it without a Worker (jsdom has none). */
-import { replayBlob, replayPart, TraceError, type ReplayMode, type ReplayOptions, type ReplayProgress, type ReplayReport, type TraceReplay } from '../../../wasm-core/js/replay';
+import { replayBlob, replayFollower, replayLead, replayPart, TraceError, type Part, type ReplayMode, type ReplayOptions, type ReplayProgress, type ReplayReport, type TraceReplay } from '../../../wasm-core/js/replay';
 import { readHeader, TraceFormatError, type TraceHeader } from './format.mjs';
+import { ringReader, ringWriter, type Ring } from './ring';
 
 export type { ReplayOptions, ReplayProgress, ReplayReport };
 
 /** To a worker: replay the modes of `part` (all when absent); the lead part writes the
- * report once the others' counts are merged in ('merge'). */
+ * report once the others' counts are merged in ('merge'). With `ring` (the page is
+ * cross-origin isolated) the lead inflates and decodes the file once and hands its batches
+ * through the ring; each other worker is its reader number `reader`. */
 export type ToWorker =
-  | { type: 'replay'; blob: Blob; options: ReplayOptions; part?: ReplayMode[]; lead?: boolean }
+  | { type: 'replay'; blob: Blob; options: ReplayOptions; part?: ReplayMode[]; lead?: boolean; ring?: Ring; reader?: number }
   | { type: 'merge'; counts: string[] };
 
 /** Where a refusal came from: the file's header or body (the engine's message), its gzip
@@ -64,7 +67,7 @@ export async function runReplay(open: Open, blob: Blob, options: ReplayOptions, 
  * modes of `part`; then the counts (a part that does not lead), or, for the lead, 'ready',
  * the others' counts from `others`, and the report. The lead also says the header. */
 export async function runPart(open: Open, blob: Blob, options: ReplayOptions, part: ReplayMode[], lead: boolean,
-  post: (m: FromPart) => void, others: () => Promise<string[]>): Promise<void> {
+  post: (m: FromPart) => void, others: () => Promise<string[]>, shared?: { ring: Ring; reader: number }): Promise<void> {
   try {
     if (lead) {
       const head = new Uint8Array(await blob.slice(0, 16 + 65536).arrayBuffer());
@@ -74,7 +77,10 @@ export async function runPart(open: Open, blob: Blob, options: ReplayOptions, pa
         if (!(e instanceof TraceFormatError)) throw e;
       }
     }
-    const r = await replayPart(open, blob, { ...options, format: 'json' }, part, throttled(post));
+    const o: ReplayOptions = { ...options, format: 'json' };
+    const r: Part = !shared ? await replayPart(open, blob, o, part, throttled(post))
+      : lead ? await replayLead(open, blob, o, part, ringWriter(shared.ring), throttled(post))
+        : await replayFollower(open, blob, o, part, ringReader(shared.ring, shared.reader), throttled(post));
     try {
       if (!lead) {
         post({ type: 'counts', text: r.counts() });

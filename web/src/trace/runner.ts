@@ -1,11 +1,14 @@
 /* Starting a replay: in Web Workers in the page (replay.worker.ts), one per group of modes
  * (as many groups as the machine has processors, navigator.hardwareConcurrency, at most
- * one per mode), each streaming the same File; the first merges the others' counts and
- * writes the report, and the page sees one progress bar for all. Tests hand the panel a
+ * one per mode); the first merges the others' counts and writes the report, and the page
+ * sees one progress bar for all. When the page is cross-origin isolated the first (the
+ * smallest group) alone reads, inflates and decodes the File and hands the others its
+ * batches through a ring in shared memory (ring.ts); otherwise each streams the File. Tests hand the panel a
  * runner of their own that calls runReplay in the same thread. */
 import { modeGroups, REPLAY_MODES, TRACE_HEAD_BYTES } from '../../../wasm-core/js/replay';
 import { readHeader } from './format.mjs';
 import type { FromPart, FromWorker, ReplayOptions, ToWorker } from './protocol';
+import { canShare, newRing } from './ring';
 
 export interface Running {
   /** Stops the replay at once (the workers are terminated). */
@@ -45,7 +48,12 @@ export const workerRunner: Runner = (blob, options, onMessage) => {
     over = true;
     for (const w of workers) w.terminate();
   };
-  const start = (groups: ReturnType<typeof modeGroups>) => {
+  const start = (groups: ReturnType<typeof modeGroups>, extra: boolean) => {
+    // shared: the lead decodes besides its modes, so it takes the smallest group
+    // with a processor for every mode and one more, the lead decodes only
+    if (canShare() && extra) groups = [[], ...groups];
+    const ring = groups.length > 1 && canShare() ? newRing(groups.length - 1) : undefined;
+    if (ring) groups = [...groups].sort((a, b) => a.length - b.length);
     groups.forEach(() => workers.push(new Worker(new URL('./replay.worker.ts', import.meta.url), { type: 'module', name: 'vmemlab-replay' })));
     const fraction = groups.map(() => 0);
     const pass = groups.map(() => 1);
@@ -65,7 +73,7 @@ export const workerRunner: Runner = (blob, options, onMessage) => {
           fraction[i] = m.progress.fraction;
           pass[i] = m.progress.pass;
           const f = fraction.reduce((a, b) => a + b, 0) / fraction.length;
-          onMessage({ type: 'progress', progress: { ...m.progress, pass: Math.min(...pass) as 1 | 2, fraction: f } });
+          onMessage({ type: 'progress', progress: { ...m.progress, pass: Math.min(...pass) as 1 | 2, fraction: f, workers: workers.length, shared: !!ring } });
         } else if (m.type === 'counts') {
           counts[i] = m.text;
           fraction[i] = 1;
@@ -83,11 +91,14 @@ export const workerRunner: Runner = (blob, options, onMessage) => {
         onMessage({ type: 'error', stage: 'other', message: e.message || 'the replay worker failed to start' });
         stop();
       };
-      worker.postMessage({ type: 'replay', blob, options, part: groups[i], lead: i === 0 } satisfies ToWorker);
+      worker.postMessage({ type: 'replay', blob, options, part: groups[i], lead: i === 0, ...(ring ? { ring, reader: i - 1 } : {}) } satisfies ToWorker);
     });
   };
   void pagesOf(blob).then((pages) => {
-    if (!over) start(modeGroups(options.modes ?? REPLAY_MODES, workersWithin(pages, replayWorkers())));
+    if (over) return;
+    const modes = options.modes ?? REPLAY_MODES;
+    const n = workersWithin(pages, replayWorkers());
+    start(modeGroups(modes, n), n > modes.length);
   });
   return { cancel: stop };
 };
