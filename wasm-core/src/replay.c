@@ -1127,6 +1127,13 @@ EXPORT int vmsim_replay_share(vmsim_replay *r)
 
 /* The shared batch out: stamped with the decoder's state, its runs found (pass 2), handed
  * to the sink, then (pass 2) run through this handle's own modes. */
+/* A shared batch of pass 2 through every mode this handle built. */
+static void run_built(vmsim_replay *r, const vmsim_replay_batch *b)
+{
+    for (int mode = 0; mode < N_REPLAY_MODES; mode++)
+        vmsim_replay_run(r, mode, b);
+}
+
 static int share_out(vmsim_replay *r, bool last)
 {
     vmsim_replay_batch *b = r->share;
@@ -1142,9 +1149,7 @@ static int share_out(vmsim_replay *r, bool last)
     if (r->sink(r->sink_ctx, b, sizeof *b))
         return failf(r, VMSIM_REPLAY_NO_MEMORY, "the replay's other workers stopped taking the decoded trace");
     if (r->pass == 2)
-        for (int mode = 0; mode < N_REPLAY_MODES; mode++)
-            if (r->built[mode] && b->n)
-                run_batch(r, mode, b->a, b->run, b->nxt, b->n);
+        run_built(r, b);
     b->n = 0;
     return 0;
 }
@@ -1199,9 +1204,7 @@ EXPORT int vmsim_replay_take(vmsim_replay *r, const vmsim_replay_batch *b)
             return r->status;
         memcpy(r->dec.kinds, b->kinds, sizeof b->kinds);
     } else {
-        for (int mode = 0; mode < N_REPLAY_MODES; mode++)
-            if (r->built[mode] && b->n)
-                run_batch(r, mode, b->a, b->run, b->nxt, b->n);
+        run_built(r, b);
     }
     r->dec.count = b->count;
     memcpy(r->dec.page, b->page, sizeof b->page);

@@ -9,7 +9,7 @@
 import { loadVmsim, type Counts, type Result, type Scenario } from '../../wasm-core/js/vmsim';
 import { LESSONS } from '../src/lessons/content';
 import { EXERCISE_KINDS, answered, generate, gridScore, judge, type Exercise, type ExerciseSpec } from '../src/lessons/exercises';
-import { whichWinsAnswer, whichWinsInput, whichWinsKey, whichWinsScenarios, whichWinsVariantOf, whichWinsVariants } from '../src/lessons/kinds/which-wins';
+import { countsAsResult, whichWinsAnswer, whichWinsInput, whichWinsKey, whichWinsScenarios, whichWinsVariantOf, whichWinsVariants } from '../src/lessons/kinds/which-wins';
 
 export { seedFor } from '../src/progress/seed';
 export { EXERCISE_KINDS, whichWinsKey, whichWinsVariantOf, whichWinsVariants };
@@ -30,9 +30,7 @@ export const SPECS: Record<string, ExerciseSpec[]> = Object.fromEntries(
  */
 export const COUNTS_ONLY: ReadonlySet<string> = new Set(['which-wins']);
 
-/** runCounts' answer in the shape expected() reads: accesses with their counts. */
-export const countsAsResult = (c: Counts) =>
-  ({ accesses: c.memory_refs.map((memory_refs, i) => ({ memory_refs, exits: c.exits[i] })), totals: c.totals }) as unknown as Result;
+export { countsAsResult };
 
 /** The engine's results for an exercise's scenarios as the grader takes them. */
 export function resultsFor(engine: { run(s: Scenario): Result; runCounts(s: Scenario): Counts }, kind: string, scenarios: Scenario[]): Result[] {

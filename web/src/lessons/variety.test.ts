@@ -10,13 +10,13 @@
  * method, checked against the answer of 1,000 seeds in every language: neither step says it. */
 import { beforeAll, describe, expect, it } from 'vitest';
 import i18n from '../i18n';
-import type { Result, Scenario, Vmsim } from '../../../wasm-core/js/vmsim';
+import type { Scenario, Vmsim } from '../../../wasm-core/js/vmsim';
 import { testEngine } from '../test/engine';
 import { whichWinsEstimate } from '../test/exerciseModels';
 import { seedFor } from '../progress/seed';
 import { LANGS, LESSONS } from './content';
 import { answered, check, generate, judge, say, type Exercise, type ExerciseSpec } from './exercises';
-import { WHICH_WINS, whichWinsCosts, whichWinsScenarios, whichWinsVariants, type WhichWinsVariant } from './kinds/which-wins';
+import { WHICH_WINS, countsAsResult, whichWinsCosts, whichWinsScenarios, whichWinsVariants, type WhichWinsVariant } from './kinds/which-wins';
 
 let engine: Vmsim;
 beforeAll(async () => { engine = await testEngine(); });
@@ -42,10 +42,7 @@ const CLASS = Array.from({ length: 300 }, (_, i) => `student ${i + 1}`);
  * through the engine's counts (the same walks without their steps; tests/server/
  * grade-counts.test.ts checks, access by access, that they are run()'s), about a tenth of
  * the time of whole results. */
-const countsOf = (s: Scenario) => {
-  const c = engine.runCounts(s);
-  return { accesses: c.memory_refs.map((memory_refs, i) => ({ memory_refs, exits: c.exits[i] })), totals: c.totals } as unknown as Result;
-};
+const countsOf = (s: Scenario) => countsAsResult(engine.runCounts(s));
 // which-wins runs three streams per check: one engine run per variant (its prompt names it)
 const memo = new Map<string, string>();
 const answerOf = (ex: Exercise) => {

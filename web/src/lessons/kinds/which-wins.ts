@@ -1,5 +1,10 @@
-import type { Scenario } from '../../../../wasm-core/js/vmsim';
+import type { Counts, Result, Scenario } from '../../../../wasm-core/js/vmsim';
 import { msg, rng, hex, comboOf, type ExerciseSpec, type Exercise } from '../shape';
+
+/** The engine's counts (runCounts: each access's memory references and exits, no walks)
+ * in the shape expected() and whichWinsCosts() read: all that which-wins weighs. */
+export const countsAsResult = (c: Counts) =>
+  ({ accesses: c.memory_refs.map((memory_refs, i) => ({ memory_refs, exits: c.exits[i] })), totals: c.totals }) as unknown as Result;
 
 /* Which mode pays least for a program: the same stream run by the engine under shadow
  * paging, EPT and NPT, scored with the cost model the prompt states (that of `vmsim
