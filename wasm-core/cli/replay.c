@@ -34,75 +34,263 @@ static void replay_usage(FILE *f)
 
 typedef int (*feed_fn)(void *ctx, vmsim_replay *, const uint8_t *, size_t);
 
-static int scan_piece(void *ctx, vmsim_replay *r, const uint8_t *p, size_t n)
-{
-    (void)ctx;
-    return vmsim_replay_scan(r, p, n);
-}
-
 static int feed_piece(void *ctx, vmsim_replay *r, const uint8_t *p, size_t n)
 {
     (void)ctx;
     return vmsim_replay_feed(r, p, n);
 }
 
-/* Inflates the gzip body from the file's body offset and feeds it to the engine. */
-static int pass(FILE *f, const char *name, vmsim_replay *r, feed_fn feed, void *ctx, int number, bool progress)
+/* ---- the body inflated: in this thread, or on a thread of its own ----
+ * The inflater reads the file from the body offset and inflates it into pieces; what it
+ * refuses (a truncated or corrupt gzip stream, data after it) is a message that the
+ * consumer prints only once it has fed every piece before it, so a refusal reads the
+ * same whichever thread found it. */
+#define PIECES 8
+#define MAX_SCANNERS 3
+enum { PIECE_INFLATED, PIECE_AHEAD, PIECE_SCANNED_AHEAD, PIECE_IN_ORDER };
+
+typedef struct inflater {
+    FILE *f;
+    const char *name;
+    bool check;                     /* verify the gzip stream's CRC-32 */
+    z_stream zs;
+    unsigned char *in;
+    size_t in_left;                 /* bytes of in not yet given to inflate */
+    bool at_end;                    /* the gzip stream ended: no more pieces */
+    int rc;                         /* 0, or 1 (I/O) / 2 (refused) with msg */
+    char msg[256];
+    /* on a thread: a ring of pieces between it and the consumer */
+    bool threaded;
+    pthread_t tid;
+    pthread_mutex_t mu;
+    pthread_cond_t moved;           /* a piece made or taken, the end, a stop */
+    unsigned char *piece[PIECES];
+    size_t len[PIECES];
+    uint64_t made, taken;
+    /* pass 1: pieces after the next one scanned ahead (vmsim_replay_scan_ahead) by the
+     * scanning threads, and by this one while the next is being scanned ahead */
+    int scanners;
+    pthread_t sid[MAX_SCANNERS];
+    uint8_t state[PIECES];          /* PIECE_INFLATED .. */
+    vmsim_replay_ahead *ahead[PIECES];
+    bool finished;                  /* the thread made its last piece (or failed: rc) */
+    bool stop;                      /* the consumer refused a piece: the thread stops */
+} inflater;
+
+static void inflater_fail(inflater *z, int rc, const char *fmt, const char *detail)
+{
+    z->rc = rc;
+    snprintf(z->msg, sizeof z->msg, fmt, z->name, detail);
+}
+
+/* The next piece of the body into out (at most cap bytes): its length, 0 at the end or on
+ * a refusal (z->rc). */
+static size_t inflate_piece(inflater *z, unsigned char *out, size_t cap)
+{
+    while (!z->rc && !z->at_end) {
+        if (!z->in_left) {
+            size_t got = fread(z->in, 1, IN_CHUNK, z->f);
+            if (ferror(z->f)) {
+                inflater_fail(z, 1, "vmsim replay: cannot read %s: %s\n", strerror(errno));
+                return 0;
+            }
+            if (got == 0) {
+                inflater_fail(z, 2, "vmsim replay: %s: the trace is truncated: its compressed body ends before the gzip "
+                                    "stream does (was the copy or download cut short?)%s\n", "");
+                return 0;
+            }
+            z->zs.next_in = z->in;
+            z->zs.avail_in = (uInt)got;
+            z->in_left = got;
+        }
+        z->zs.next_out = out;
+        z->zs.avail_out = (uInt)cap;
+        int zr = inflate(&z->zs, Z_NO_FLUSH);
+        z->in_left = z->zs.avail_in;
+        if (zr != Z_OK && zr != Z_STREAM_END && !(zr == Z_BUF_ERROR && z->zs.avail_out == 0)) {
+            inflater_fail(z, 2, "vmsim replay: %s: the trace body is not valid gzip data (%s): the file is corrupt\n",
+                          z->zs.msg ? z->zs.msg : "inflate failed");
+            return 0;
+        }
+        if (zr == Z_STREAM_END) {
+            z->at_end = true;
+            if (z->zs.avail_in || fgetc(z->f) != EOF)
+                inflater_fail(z, 2, "vmsim replay: %s: the trace is corrupt: data follows its compressed body%s\n", "");
+        }
+        size_t n = cap - z->zs.avail_out;
+        if (n)
+            return n;
+    }
+    return 0;
+}
+
+static void *inflater_thread(void *arg)
+{
+    inflater *z = arg;
+    for (;;) {
+        pthread_mutex_lock(&z->mu);
+        while (z->made - z->taken == PIECES && !z->stop)
+            pthread_cond_wait(&z->moved, &z->mu);
+        bool stop = z->stop;
+        pthread_mutex_unlock(&z->mu);
+        if (stop)
+            break;
+        unsigned char *out = z->piece[z->made % PIECES];
+        size_t n = inflate_piece(z, out, OUT_CHUNK);
+        pthread_mutex_lock(&z->mu);
+        if (n) {
+            z->len[z->made % PIECES] = n;
+            z->state[z->made % PIECES] = PIECE_INFLATED;
+            z->made++;
+        } else {
+            z->finished = true;
+        }
+        pthread_cond_broadcast(&z->moved);
+        pthread_mutex_unlock(&z->mu);
+        if (!n)
+            break;
+    }
+    return NULL;
+}
+
+/* The first inflated piece after the next one that nobody scans yet (mutex held), marked
+ * as being scanned ahead; -1 none. */
+static int claim_ahead(inflater *z)
+{
+    for (uint64_t k = z->taken + 1; k < z->made; k++)
+        if (z->state[k % PIECES] == PIECE_INFLATED) {
+            z->state[k % PIECES] = PIECE_AHEAD;
+            return (int)(k % PIECES);
+        }
+    return -1;
+}
+
+/* Scans slot i ahead (mutex held, released meanwhile). */
+static void scan_ahead(inflater *z, int i)
+{
+    pthread_mutex_unlock(&z->mu);
+    vmsim_replay_scan_ahead(z->ahead[i], z->piece[i], z->len[i]);
+    pthread_mutex_lock(&z->mu);
+    z->state[i] = PIECE_SCANNED_AHEAD;
+    pthread_cond_broadcast(&z->moved);
+}
+
+static void *scanner_thread(void *arg)
+{
+    inflater *z = arg;
+    pthread_mutex_lock(&z->mu);
+    while (!z->stop) {
+        int i = claim_ahead(z);
+        if (i >= 0)
+            scan_ahead(z, i);
+        else if (z->finished)
+            break;
+        else
+            pthread_cond_wait(&z->moved, &z->mu);
+    }
+    pthread_mutex_unlock(&z->mu);
+    return NULL;
+}
+
+/* Inflates the gzip body from the file's body offset and feeds it to the engine piece by
+ * piece; with `threaded`, the inflating runs on a thread of its own beside the feeding,
+ * and with `scanners` (pass 1, feed NULL) as many threads scan pieces ahead that this one
+ * then joins to the scan in order. check: false where pass 1 has verified this file's
+ * CRC-32 already. */
+static int pass(FILE *f, const char *name, vmsim_replay *r, feed_fn feed, void *ctx, int number, bool progress,
+                bool threaded, int scanners, bool check)
 {
     if (fseek(f, (long)vmsim_replay_body_offset(r), SEEK_SET) != 0) {
         fprintf(stderr, "vmsim replay: cannot seek in %s: %s\n", name, strerror(errno));
         return 1;
     }
-    unsigned char *in = malloc(IN_CHUNK), *out = malloc(OUT_CHUNK);
-    z_stream zs;
-    memset(&zs, 0, sizeof zs);
-    if (!in || !out || inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) {
-        free(in);
-        free(out);
+    if (!threaded || scanners < 0)
+        scanners = 0;
+    if (scanners > MAX_SCANNERS)
+        scanners = MAX_SCANNERS;
+    inflater z = {.f = f, .name = name, .check = check, .threaded = threaded};
+    int nbuf = threaded ? PIECES : 1, made = 0, ahead = 0;
+    z.in = malloc(IN_CHUNK);
+    for (; made < nbuf && (z.piece[made] = malloc(OUT_CHUNK)); made++)
+        ;
+    for (; scanners && ahead < PIECES && (z.ahead[ahead] = vmsim_replay_ahead_new()); ahead++)
+        ;
+    bool ok = z.in && made == nbuf && (!scanners || ahead == PIECES) && inflateInit2(&z.zs, 16 + MAX_WBITS) == Z_OK;
+    if (ok && !check)
+        inflateValidate(&z.zs, 0);
+    if (ok && threaded) {
+        pthread_mutex_init(&z.mu, NULL);
+        pthread_cond_init(&z.moved, NULL);
+        if (pthread_create(&z.tid, NULL, inflater_thread, &z)) {
+            pthread_mutex_destroy(&z.mu);
+            pthread_cond_destroy(&z.moved);
+            threaded = z.threaded = false;      /* no thread to be had: inflate here */
+            scanners = 0;
+        }
+        for (; z.scanners < scanners; z.scanners++)
+            if (pthread_create(&z.sid[z.scanners], NULL, scanner_thread, &z))
+                break;      /* fewer scanners: this thread scans ahead too */
+    }
+    if (!ok) {
+        if (z.zs.state)
+            inflateEnd(&z.zs);
+        free(z.in);
+        for (int i = 0; i < made; i++)
+            free(z.piece[i]);
+        for (int i = 0; i < ahead; i++)
+            vmsim_replay_ahead_free(z.ahead[i]);
         fprintf(stderr, "vmsim replay: out of memory\n");
         return 1;
     }
-    int rc = 0, zr = Z_OK;
+    int rc = 0;
     double total = vmsim_replay_accesses(r), shown = 0;
-    bool ended = false;
-    while (!rc && !ended) {
-        size_t got = fread(in, 1, IN_CHUNK, f);
-        if (ferror(f)) {
-            fprintf(stderr, "vmsim replay: cannot read %s: %s\n", name, strerror(errno));
-            rc = 1;
+    for (;;) {
+        const unsigned char *p;
+        size_t n;
+        const vmsim_replay_ahead *joined = NULL;
+        if (threaded) {
+            pthread_mutex_lock(&z.mu);
+            for (;;) {
+                int i = (int)(z.taken % PIECES);
+                if (z.taken == z.made) {
+                    if (z.finished)
+                        break;
+                } else if (!scanners || z.state[i] == PIECE_INFLATED) {
+                    z.state[i] = PIECE_IN_ORDER;
+                    break;
+                } else if (z.state[i] == PIECE_SCANNED_AHEAD) {
+                    joined = z.ahead[i];
+                    break;
+                } else if ((i = claim_ahead(&z)) >= 0) {
+                    scan_ahead(&z, i);      /* the next piece is being scanned ahead: another meanwhile */
+                    continue;
+                }
+                pthread_cond_wait(&z.moved, &z.mu);
+            }
+            n = z.taken < z.made ? z.len[z.taken % PIECES] : 0;
+            p = z.piece[z.taken % PIECES];
+            pthread_mutex_unlock(&z.mu);
+        } else {
+            n = inflate_piece(&z, z.piece[0], OUT_CHUNK);
+            p = z.piece[0];
+        }
+        if (!n) {
+            if (z.rc) {     /* every piece before the refusal was fed */
+                fputs(z.msg, stderr);
+                rc = z.rc;
+            }
             break;
         }
-        if (got == 0) {
-            fprintf(stderr, "vmsim replay: %s: the trace is truncated: its compressed body ends before the gzip stream "
-                            "does (was the copy or download cut short?)\n", name);
+        if (feed ? feed(ctx, r, p, n) : vmsim_replay_scan_joined(r, p, n, joined)) {
+            fprintf(stderr, "vmsim replay: %s: %s\n", name, vmsim_replay_error(r));
             rc = 2;
             break;
         }
-        zs.next_in = in;
-        zs.avail_in = (uInt)got;
-        while (zs.avail_in && !rc) {
-            zs.next_out = out;
-            zs.avail_out = OUT_CHUNK;
-            zr = inflate(&zs, Z_NO_FLUSH);
-            if (zr != Z_OK && zr != Z_STREAM_END && !(zr == Z_BUF_ERROR && zs.avail_out == 0)) {
-                fprintf(stderr, "vmsim replay: %s: the trace body is not valid gzip data (%s): the file is corrupt\n", name,
-                        zs.msg ? zs.msg : "inflate failed");
-                rc = 2;
-                break;
-            }
-            if (feed(ctx, r, out, OUT_CHUNK - zs.avail_out)) {
-                fprintf(stderr, "vmsim replay: %s: %s\n", name, vmsim_replay_error(r));
-                rc = 2;
-                break;
-            }
-            if (zr == Z_STREAM_END) {
-                ended = true;
-                if (zs.avail_in || fgetc(f) != EOF) {
-                    fprintf(stderr, "vmsim replay: %s: the trace is corrupt: data follows its compressed body\n", name);
-                    rc = 2;
-                }
-                break;
-            }
+        if (threaded) {
+            pthread_mutex_lock(&z.mu);
+            z.taken++;
+            pthread_cond_broadcast(&z.moved);
+            pthread_mutex_unlock(&z.mu);
         }
         double done = vmsim_replay_done(r);
         if (progress && total > 0 && done - shown >= total / 10) {
@@ -110,9 +298,23 @@ static int pass(FILE *f, const char *name, vmsim_replay *r, feed_fn feed, void *
             fprintf(stderr, "vmsim replay: pass %d: %.0f%%\n", number, 100.0 * done / total);
         }
     }
-    inflateEnd(&zs);
-    free(in);
-    free(out);
+    if (threaded) {
+        pthread_mutex_lock(&z.mu);
+        z.stop = true;
+        pthread_cond_broadcast(&z.moved);
+        pthread_mutex_unlock(&z.mu);
+        pthread_join(z.tid, NULL);
+        for (int i = 0; i < z.scanners; i++)
+            pthread_join(z.sid[i], NULL);
+        pthread_mutex_destroy(&z.mu);
+        pthread_cond_destroy(&z.moved);
+    }
+    inflateEnd(&z.zs);
+    free(z.in);
+    for (int i = 0; i < made; i++)
+        free(z.piece[i]);
+    for (int i = 0; i < ahead; i++)
+        vmsim_replay_ahead_free(z.ahead[i]);
     return rc;
 }
 
@@ -230,7 +432,7 @@ static int threaded_pass(FILE *f, const char *name, vmsim_replay *r, int jobs, b
             fprintf(stderr, "vmsim replay: cannot start a thread: %s\n", strerror(errno));
             break;
         }
-    rc = started ? pass(f, name, r, decode_piece, &p, 2, progress) : 1;
+    rc = started ? pass(f, name, r, decode_piece, &p, 2, progress, false, 0, false) : 1;
     pthread_mutex_lock(&p.mu);
     if (!rc && vmsim_replay_batch_size(p.filling)) {
         vmsim_replay_batch_seal(p.filling);
@@ -426,12 +628,12 @@ int replay_main(int argc, char **argv)
     if (vmsim_replay_status(r)) {
         fprintf(stderr, "vmsim replay: %s: %s\n", file, vmsim_replay_error(r));
         rc = 2;
-    } else if (!(rc = pass(fp, file, r, scan_piece, NULL, 1, progress))) {
+    } else if (!(rc = pass(fp, file, r, NULL, NULL, 1, progress, jobs > 1, jobs - 1, true))) {
         if (vmsim_replay_scan_end(r)) {
             fprintf(stderr, "vmsim replay: %s: %s\n", file, vmsim_replay_error(r));
             rc = 2;
         } else if (!(rc = jobs > 1 ? threaded_pass(fp, file, r, jobs, progress)
-                                   : pass(fp, file, r, feed_piece, NULL, 2, progress))) {
+                                   : pass(fp, file, r, feed_piece, NULL, 2, progress, false, 0, false))) {
             char *text;
             if (vmsim_replay_finish(r, &text)) {
                 fprintf(stderr, "vmsim replay: %s: %s\n", file, vmsim_replay_error(r));

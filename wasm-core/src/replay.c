@@ -112,7 +112,14 @@ typedef struct page_set {
     uint64_t *keys;
     uint8_t *kinds;
     uint32_t cap, used;
+    /* pass 1 reports a page each time a stream leaves it, and a program goes back to the
+     * same few pages all the time (the billion-access python run: 182 M reports of 1,403
+     * pages): the pages added last, each with kinds the set holds already, by page mod
+     * RECENT; page + 1, 0 none */
+    uint64_t recent_key[256];
+    uint8_t recent_kinds[256];
 } page_set;
+#define RECENT 256u
 
 struct vmsim_replay {
     int status;
@@ -766,14 +773,25 @@ static int check_overrun(vmsim_replay *r)
  * kinds seen, a bit per trace kind; a modify reads and writes). */
 static int add_pages(vmsim_replay *r, const trace_page *pages, size_t n)
 {
+    page_set *ps = &r->ps;
     for (size_t i = 0; i < n; i++) {
-        if (pages[i].page >= TRACE_USER_PAGES)
+        uint64_t page = pages[i].page;
+        unsigned k = pages[i].kinds;
+        uint8_t bits = (uint8_t)(((k & 1) ? 1 : 0) | ((k & 2) ? 2 : 0) | ((k & 4) ? 4 : 0) | ((k & 8) ? 3 : 0));
+        uint32_t slot = (uint32_t)page & (RECENT - 1);
+        if (ps->recent_key[slot] == page + 1 && (ps->recent_kinds[slot] | bits) == ps->recent_kinds[slot])
+            continue;       /* in the set with these kinds already */
+        if (page >= TRACE_USER_PAGES)
             return failf(r, VMSIM_REPLAY_BAD_TRACE,
                          "the trace has an access at 0x%llx, above the 47-bit user half of x86-64 4-level paging that "
-                         "the replay models", (unsigned long long)(pages[i].page << 12));
-        unsigned k = pages[i].kinds;
-        if (ps_add(r, pages[i].page, (uint8_t)(((k & 1) ? 1 : 0) | ((k & 2) ? 2 : 0) | ((k & 4) ? 4 : 0) | ((k & 8) ? 3 : 0))))
+                         "the replay models", (unsigned long long)(page << 12));
+        if (ps_add(r, page, bits))
             return r->status;
+        if (ps->recent_key[slot] != page + 1) {
+            ps->recent_key[slot] = page + 1;
+            ps->recent_kinds[slot] = 0;
+        }
+        ps->recent_kinds[slot] |= bits;
     }
     return 0;
 }
@@ -802,6 +820,51 @@ EXPORT int vmsim_replay_scan(vmsim_replay *r, const uint8_t *body, size_t n)
             break;
     }
     return 0;
+}
+
+struct vmsim_replay_ahead {
+    trace_ahead t;
+};
+
+vmsim_replay_ahead *vmsim_replay_ahead_new(void)
+{
+    return calloc(1, sizeof(vmsim_replay_ahead));
+}
+
+void vmsim_replay_ahead_free(vmsim_replay_ahead *a)
+{
+    free(a);
+}
+
+void vmsim_replay_scan_ahead(vmsim_replay_ahead *a, const uint8_t *piece, size_t n)
+{
+    trace_scan_ahead(&a->t, piece, n);
+}
+
+/* The bytes before the scanned-ahead part scanned here; the part joined when they end on a
+ * record boundary and it refuses nothing (the scan then finds the refusal, with the message
+ * and at the point it would have anyway); the bytes after it scanned here. */
+int vmsim_replay_scan_joined(vmsim_replay *r, const uint8_t *piece, size_t n, const vmsim_replay_ahead *a)
+{
+    if (!r || r->status || r->pass != 1 || r->share || !a || a->t.stop > n || a->t.stop == a->t.start)
+        return vmsim_replay_scan(r, piece, n);
+    const trace_ahead *t = &a->t;
+    if (vmsim_replay_scan(r, piece, t->start))
+        return r->status;
+    trace_decoder next;
+    trace_page *pages = (trace_page *)r->batch;
+    size_t np = 0;
+    _Static_assert(sizeof r->batch >= TRACE_AHEAD_PAGES * sizeof(trace_page), "the joined pages fit in the batch");
+    bool ok = !r->dec.ncarry && !r->dec.ended && !r->dec.failed && trace_ahead_join(&r->dec, t, &next, pages, &np) &&
+              next.count <= r->h.accesses && r->ps.used + np <= MAX_PAGES;
+    for (size_t i = 0; ok && i < np; i++)
+        ok = pages[i].page < TRACE_USER_PAGES;
+    if (!ok)
+        return vmsim_replay_scan(r, piece + t->start, n - t->start);
+    r->dec = next;
+    if (add_pages(r, pages, np))
+        return r->status;
+    return vmsim_replay_scan(r, piece + t->stop, n - t->stop);
 }
 
 EXPORT int vmsim_replay_scan_end(vmsim_replay *r)
@@ -959,10 +1022,25 @@ static void run_batch(vmsim_replay *r, int mode, const trace_access *b, const ui
  * (the same in every mode: a run stays on one page). */
 static void compute_runs(const trace_access *b, uint16_t *run, uint16_t *nxt, size_t n)
 {
-    for (size_t i = n; i-- > 0;) {
-        bool more = i + 1 < n && b[i + 1].addr >> 12 == b[i].addr >> 12 && op_of[b[i + 1].kind] == op_of[b[i].kind];
-        run[i] = more ? (uint16_t)(run[i + 1] + 1) : 1;
-        nxt[i] = more && b[i + 1].addr >> 6 == b[i].addr >> 6 ? nxt[i + 1] : (uint16_t)(i + 1);
+    if (!n)
+        return;
+    /* from the end, the access after i in locals (run and nxt may alias for the compiler:
+     * reading them back would wait for each store) */
+    uint64_t after = b[n - 1].addr;
+    enum vm_op op_after = op_of[b[n - 1].kind];
+    uint32_t r = 1, x = (uint32_t)n;
+    run[n - 1] = 1;
+    nxt[n - 1] = (uint16_t)n;
+    for (size_t i = n - 1; i-- > 0;) {
+        uint64_t a = b[i].addr;
+        enum vm_op op = op_of[b[i].kind];
+        bool more = (a ^ after) >> 12 == 0 && op == op_after;
+        r = more ? r + 1 : 1;
+        x = more && (a ^ after) >> 6 == 0 ? x : (uint32_t)(i + 1);
+        run[i] = (uint16_t)r;
+        nxt[i] = (uint16_t)x;
+        after = a;
+        op_after = op;
     }
 }
 

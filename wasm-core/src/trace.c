@@ -4,6 +4,7 @@
 #include "json.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -612,6 +613,153 @@ size_t trace_scan(trace_decoder *d, const uint8_t **pp, const uint8_t *end, trac
     }
     *pp = p;
     return n;
+}
+
+/* How long the record at p would be, whatever it holds (at most MAX_RECORD bytes): where
+ * the next one starts, if this one is a record at all. */
+static size_t any_record_length(const uint8_t *p)
+{
+    uint32_t tag = p[0], code = tag >> 3;
+    size_t len = 1;
+    int varints = code == CODE_CONTROL ? 1 : (tag >> 2 & 1) + (code == CODE_ESCAPE);
+    for (int v = 0; v < varints; v++) {
+        int i = 0;
+        while (i < 9 && p[len + (size_t)i] & 0x80)
+            i++;
+        len += (size_t)i + 1;
+    }
+    return len;
+}
+
+void trace_scan_ahead(trace_ahead *a, const uint8_t *piece, size_t n)
+{
+    memset(a, 0, offsetof(trace_ahead, pages));
+    const uint8_t *q = piece, *end = piece + n;
+    while (q < piece + TRACE_AHEAD_SYNC && end - q >= (ptrdiff_t)MAX_RECORD)
+        q += any_record_length(q);
+    a->start = a->stop = (size_t)(q - piece);
+    /* each stream's page and offset counted from start; the pages left lately (by page and
+     * stream) with the kinds seen there, to report a page again only with a new kind */
+    uint64_t pg[2] = {0, 0}, kinds[4] = {0}, *recent = a->recent;
+    int64_t of[2] = {0, 0}, lo[2] = {0, 0}, hi[2] = {0, 0};
+    uint8_t seen[2] = {0, 0}, head[2] = {0, 0}, *recent_kinds = a->recent_kinds;
+    memset(a->recent, 0, sizeof a->recent);
+    memset(a->recent_kinds, 0, sizeof a->recent_kinds);
+    bool moved[2] = {false, false};
+    size_t np = 0;
+    while (end - q >= (ptrdiff_t)MAX_RECORD && np + 1 <= TRACE_AHEAD_PAGES) {
+        uint8_t tag = q[0];
+        uint32_t code = tag >> 3, kind = tag & 3, s = kind == TRACE_FETCH;
+        if (one_byte(tag)) {
+            int64_t off = of[s] + unzigzag(code), l = off < lo[s] ? off : lo[s], h = off > hi[s] ? off : hi[s];
+            if (h - l >= (1 << TRACE_PAGE_SHIFT))
+                break;      /* out of its page whatever it started at: the scan finds where */
+            of[s] = off;
+            lo[s] = l;
+            hi[s] = h;
+            seen[s] |= (uint8_t)(1u << kind);
+            kinds[kind]++;
+            q++;
+            continue;
+        }
+        if (code == CODE_CONTROL)
+            break;
+        const uint8_t *r = q + 1;
+        uint64_t page = pg[s];
+        if (tag & 4) {
+            uint64_t v;
+            int k = varint(r, end, &v);
+            if (k <= 0)
+                break;
+            r += k;
+            page += (uint64_t)unzigzag(v);
+        }
+        int64_t step;
+        if (code == CODE_ESCAPE) {
+            uint64_t v;
+            int k = varint(r, end, &v);
+            if (k <= 0 || v >= 2u << TRACE_PAGE_SHIFT)
+                break;
+            r += k;
+            step = unzigzag(v);
+        } else {
+            step = unzigzag(code);
+        }
+        int64_t off = of[s] + step, l = off < lo[s] ? off : lo[s], h = off > hi[s] ? off : hi[s];
+        if (h - l >= (1 << TRACE_PAGE_SHIFT))
+            break;
+        if (page != pg[s]) {
+            if (!moved[s]) {
+                /* the page at start: its kinds before start are the scan's */
+                head[s] = seen[s];
+                a->pages[np++] = (trace_page){.page = s, .kinds = TRACE_AHEAD_HEAD};
+                moved[s] = true;
+            } else {
+                uint32_t slot = (uint32_t)(pg[s] * 2 + s) & (TRACE_AHEAD_RECENT - 1);
+                if (recent[slot] != pg[s] * 2 + s + 1 || (recent_kinds[slot] | seen[s]) != recent_kinds[slot]) {
+                    a->pages[np++] = (trace_page){.page = pg[s], .kinds = (uint8_t)(seen[s] | (s ? TRACE_AHEAD_FETCH : 0))};
+                    if (recent[slot] != pg[s] * 2 + s + 1)
+                        recent_kinds[slot] = 0;
+                    recent[slot] = pg[s] * 2 + s + 1;
+                    recent_kinds[slot] |= seen[s];
+                }
+            }
+            seen[s] = 0;
+            pg[s] = page;
+        }
+        seen[s] |= (uint8_t)(1u << kind);
+        of[s] = off;
+        lo[s] = l;
+        hi[s] = h;
+        kinds[kind]++;
+        q = r;
+    }
+    a->stop = (size_t)(q - piece);
+    a->npages = np;
+    for (int k = 0; k < 4; k++) {
+        a->kinds[k] = kinds[k];
+        a->count += kinds[k];
+    }
+    for (int s = 0; s < 2; s++) {
+        a->page[s] = pg[s];
+        a->off[s] = (int32_t)of[s];
+        a->off_min[s] = (int32_t)lo[s];
+        a->off_max[s] = (int32_t)hi[s];
+        a->head[s] = moved[s] ? head[s] : seen[s];
+        a->seen[s] = moved[s] ? seen[s] : 0;
+        a->moved[s] = moved[s];
+    }
+}
+
+bool trace_ahead_join(const trace_decoder *d, const trace_ahead *a, trace_decoder *next, trace_page *out, size_t *nout)
+{
+    for (int s = 0; s < 2; s++)
+        if ((int64_t)d->off[s] + a->off_min[s] < 0 || (int64_t)d->off[s] + a->off_max[s] >= (1 << TRACE_PAGE_SHIFT))
+            return false;
+    size_t n = 0;
+    for (size_t i = 0; i < a->npages; i++) {
+        trace_page e = a->pages[i];
+        if (e.kinds & TRACE_AHEAD_HEAD) {
+            uint8_t k = d->seen[e.page] | a->head[e.page];
+            if (k)
+                out[n++] = (trace_page){.page = d->page[e.page], .kinds = k};
+        } else {
+            int s = e.kinds & TRACE_AHEAD_FETCH ? 1 : 0;
+            out[n++] = (trace_page){.page = d->page[s] + e.page, .kinds = (uint8_t)(e.kinds & 15)};
+        }
+    }
+    *nout = n;
+    *next = *d;
+    for (int s = 0; s < 2; s++) {
+        next->seen[s] = a->moved[s] ? a->seen[s] : (uint8_t)(d->seen[s] | a->head[s]);
+        next->page[s] = d->page[s] + a->page[s];
+        next->off[s] = (uint32_t)((int64_t)d->off[s] + a->off[s]);
+    }
+    next->count += a->count;
+    for (int k = 0; k < 4; k++)
+        next->kinds[k] += a->kinds[k];
+    next->consumed += a->stop - a->start;
+    return true;
 }
 
 bool trace_decoder_finish(trace_decoder *d)

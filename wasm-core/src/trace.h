@@ -81,6 +81,43 @@ typedef struct trace_page {
  * end record is read; a page may be reported more than once. Same returns and errors as
  * trace_decode. */
 size_t trace_scan(trace_decoder *d, const uint8_t **p, const uint8_t *end, trace_page *out, size_t max);
+/* Pass 1 on several threads: a piece of the body scanned before the pieces before it
+ * were (trace_scan_ahead, on any thread: it reads the piece only), then joined to the scan
+ * in order (trace_ahead_join). Without the state before it, it scans from the first record
+ * boundary it can trust: a record may run in from the piece before, so it skips records
+ * from the piece's first byte until TRACE_AHEAD_SYNC bytes in (the lengths of real records
+ * soon line up with them: most are one byte). From there, `start`, each stream's page and
+ * offset are counted from what they were at start. It stops before anything the scan must
+ * see with its state (the end record, a damaged record, the last MAX_RECORD bytes) or when
+ * the pages are full. The caller scans the bytes before start and after stop itself; the
+ * join is good when the scan of the bytes before start ended on a record boundary. */
+#define TRACE_AHEAD_SYNC 64u
+#define TRACE_AHEAD_PAGES 2048u
+#define TRACE_AHEAD_RECENT 4096u
+#define TRACE_AHEAD_HEAD 0x80u      /* a page entry: the stream's page at start (entry.page: the stream) */
+#define TRACE_AHEAD_FETCH 0x40u     /* a page entry of the fetch stream */
+typedef struct trace_ahead {
+    size_t start, stop;             /* bytes of the piece; stop == start: nothing scanned ahead */
+    uint64_t count, kinds[4];
+    uint64_t page[2];               /* each stream's page at stop less its page at start (mod 2^64) */
+    int32_t off[2], off_min[2], off_max[2]; /* its offset at stop less at start; the least and most in between */
+    uint8_t head[2];                /* kinds seen on its page at start, until it left it */
+    uint8_t seen[2];                /* once it left it: kinds seen on its page at stop */
+    bool moved[2];
+    size_t npages;                  /* pages left, in order (a page left twice with nothing new: once) */
+    trace_page pages[TRACE_AHEAD_PAGES];
+    /* the scan's: the pages left so far, by page and stream mod TRACE_AHEAD_RECENT (a
+     * program goes back to the same few hundred pages all the time) */
+    uint64_t recent[TRACE_AHEAD_RECENT];
+    uint8_t recent_kinds[TRACE_AHEAD_RECENT];
+} trace_ahead;
+
+void trace_scan_ahead(trace_ahead *a, const uint8_t *piece, size_t n);
+/* d: the scan at the piece's byte a->start, with no partial record carried. The state after
+ * a->stop into *next and the pages left, in order, into out (room for TRACE_AHEAD_PAGES);
+ * false when an offset in between leaves its page (the caller scans instead, for the error). */
+bool trace_ahead_join(const trace_decoder *d, const trace_ahead *a, trace_decoder *next, trace_page *out, size_t *nout);
+
 /* After the last piece: false with d->err when the body stopped before its end record. */
 bool trace_decoder_finish(trace_decoder *d);
 

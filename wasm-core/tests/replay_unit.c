@@ -191,6 +191,140 @@ static void test_replay_pieces(void)
     free(whole);
 }
 
+/* Pass 1 on threads: every piece scanned ahead first (as if on other threads, before
+ * the pieces before it), then joined in order; pass 2 as usual. */
+static char *replay_ahead_in_pieces(const uint8_t *prefix, size_t plen, const buf *body, size_t piece, const char *opts,
+                                    char *err, size_t errlen)
+{
+    vmsim_replay *r = vmsim_replay_open(prefix, plen, 0, opts, strlen(opts));
+    size_t pieces = (body->n + piece - 1) / piece;
+    vmsim_replay_ahead **a = calloc(pieces ? pieces : 1, sizeof *a);
+    for (size_t i = 0; i < pieces; i++) {
+        a[i] = vmsim_replay_ahead_new();
+        size_t at = i * piece;
+        vmsim_replay_scan_ahead(a[i], body->b + at, at + piece < body->n ? piece : body->n - at);
+    }
+    for (size_t i = 0; i < pieces && !vmsim_replay_status(r); i++) {
+        size_t at = i * piece;
+        vmsim_replay_scan_joined(r, body->b + at, at + piece < body->n ? piece : body->n - at, a[i]);
+    }
+    if (!vmsim_replay_status(r))
+        vmsim_replay_scan_end(r);
+    for (size_t at = 0; at < body->n && !vmsim_replay_status(r); at += piece)
+        vmsim_replay_feed(r, body->b + at, at + piece < body->n ? piece : body->n - at);
+    char *text = NULL;
+    if (!vmsim_replay_status(r))
+        vmsim_replay_finish(r, &text);
+    snprintf(err, errlen, "%s", vmsim_replay_error(r));
+    vmsim_replay_close(r);
+    for (size_t i = 0; i < pieces; i++)
+        vmsim_replay_ahead_free(a[i]);
+    free(a);
+    return text;
+}
+
+/* The scan's state after each piece, and what it reported, with the pieces scanned ahead
+ * and joined as with the scan alone: each page's kinds ORed into a small table. */
+static bool same_scan_ahead(const buf *body, size_t piece, char *why, size_t whylen)
+{
+    static trace_page out[4096];
+    static uint8_t kinds[2][1 << 12];
+    static trace_ahead a;
+    trace_decoder d[2];
+    memset(kinds, 0, sizeof kinds);
+    for (int way = 0; way < 2; way++) {
+        trace_decoder_init(&d[way]);
+        for (size_t at = 0; at < body->n && !d[way].failed; at += piece) {
+            size_t n = at + piece < body->n ? piece : body->n - at;
+            const uint8_t *p = body->b + at, *end = p + n, *stop = end;
+            if (way) {
+                trace_scan_ahead(&a, p, n);
+                stop = p + a.start;
+            }
+            for (int part = 0; part < 2; part++) {
+                while ((p < stop || d[way].ncarry) && !d[way].failed) {
+                    const uint8_t *before = p;
+                    size_t got = trace_scan(&d[way], &p, stop, out, 4096);
+                    for (size_t i = 0; i < got; i++)
+                        kinds[way][out[i].page & 4095] |= out[i].kinds;
+                    if (p == before && !got)
+                        break;
+                }
+                if (part || !way)
+                    break;
+                trace_decoder next;
+                size_t got = 0;
+                if (!d[way].ncarry && !d[way].ended && !d[way].failed && trace_ahead_join(&d[way], &a, &next, out, &got)) {
+                    d[way] = next;
+                    for (size_t i = 0; i < got; i++)
+                        kinds[way][out[i].page & 4095] |= out[i].kinds;
+                    p = body->b + at + a.stop;
+                }
+                stop = end;
+            }
+        }
+    }
+    snprintf(why, whylen, "count %llu/%llu seen %x,%x/%x,%x off %u/%u", (unsigned long long)d[0].count,
+             (unsigned long long)d[1].count, d[0].seen[0], d[0].seen[1], d[1].seen[0], d[1].seen[1], d[0].off[0], d[1].off[0]);
+    return d[0].failed == d[1].failed && (d[0].failed ? !strcmp(d[0].err, d[1].err)
+           : d[0].count == d[1].count && !memcmp(d[0].kinds, d[1].kinds, sizeof d[0].kinds) &&
+             !memcmp(d[0].page, d[1].page, sizeof d[0].page) && !memcmp(d[0].off, d[1].off, sizeof d[0].off) &&
+             !memcmp(d[0].seen, d[1].seen, sizeof d[0].seen) && d[0].ended == d[1].ended &&
+             !memcmp(kinds[0], kinds[1], sizeof kinds[0]));
+}
+
+/* The same report, or the same refusal, whether pass 1's pieces were scanned ahead and
+ * joined or scanned in order: on bodies of short and long records, of few pages and of
+ * more pages in a piece than a scan ahead holds, whole and damaged at random bytes. */
+static void test_scan_ahead(void)
+{
+    static trace_access in[100000];
+    static buf body, bad;
+    static uint8_t prefix[4096];
+    uint64_t s = 11;
+    for (int shape = 0; shape < 3; shape++) {
+        size_t n = shape == 0 ? sample(in, 3000) : 100000;
+        for (size_t i = 0; shape && i < n; i++) {
+            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+            if (shape == 1) {   /* a page change at nearly every access: the pages of a piece run over */
+                in[i].kind = (uint8_t)(i % 4);
+                in[i].addr = 0x7f0000000000ull + (s % 3000) * 4096 + (s >> 32) % 4096;
+            } else {            /* a program's: fetches stepping through code, loads and stores near them */
+                in[i].kind = s % 3 ? TRACE_FETCH : (uint8_t)(s >> 8) % 4 == TRACE_FETCH ? TRACE_LOAD : (uint8_t)(s >> 8) % 4;
+                uint64_t base = in[i].kind == TRACE_FETCH ? 0x400000 + (i / 700 % 9) * 4096 : 0x7ffd00000000ull + (s >> 20) % 5 * 4096;
+                in[i].addr = base + (in[i].kind == TRACE_FETCH ? i * 4 % 4096 : (s >> 40) % 64 * 8 + (i / 50) % 8 * 512);
+            }
+        }
+        encode(&body, in, n);
+        size_t plen = file_prefix(prefix, in, n, 1, "");
+        const char *opts = "{\"format\":\"json\",\"start\":\"warm\"}";     /* the warm-up follows each page's kinds */
+        for (int damage = 0; damage <= 12; damage++) {
+            bad = body;
+            if (damage) {
+                s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+                size_t at = (s >> 8) % bad.n;
+                bad.b[at] = damage % 3 == 0 ? 0xf9 : damage % 3 == 1 ? (uint8_t)(s >> 40) : (uint8_t)(bad.b[at] | 0xe8);
+                if (damage == 12)
+                    bad.n = at + 1;
+            }
+            for (size_t piece = 97; piece <= (1u << 17); piece *= 6) {
+                char why[200];
+                CHECK(same_scan_ahead(&bad, piece, why, sizeof why), "shape %d damage %d pieces of %zu: the scan's state "
+                      "or pages differ when scanned ahead (%s)", shape, damage, piece, why);
+                char e1[512], e2[512];
+                char *t1 = replay_in_pieces(prefix, plen, &bad, piece, opts, e1, sizeof e1);
+                char *t2 = replay_ahead_in_pieces(prefix, plen, &bad, piece, opts, e2, sizeof e2);
+                CHECK(!damage ? t1 != NULL : 1, "shape %d whole: %s", shape, e1);
+                CHECK((t1 && t2 && !strcmp(t1, t2)) || (!t1 && !t2 && !strcmp(e1, e2)),
+                      "shape %d damage %d pieces of %zu: scanned ahead \"%s\", in order \"%s\"", shape, damage, piece,
+                      t2 ? "a report" : e2, t1 ? "a report" : e1);
+                free(t1);
+                free(t2);
+            }
+        }
+    }
+}
+
 /* The page's shared decoder: a handle that decodes (its own part) hands every batch, copied
  * byte for byte as between two modules' memories, to one that takes them (the other modes);
  * the report, with the taker's counts merged in, is the one-handle report's. */
@@ -449,6 +583,7 @@ int main(void)
     test_pieces();
     test_replay_pieces();
     test_shared_decoder();
+    test_scan_ahead();
     test_refusals();
     test_caches_against_plain_lru();
     printf("replay unit tests: %d checks, %d failures\n", checks, failures);
