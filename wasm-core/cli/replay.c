@@ -432,7 +432,7 @@ static int threaded_pass(FILE *f, const char *name, vmsim_replay *r, int jobs, b
             fprintf(stderr, "vmsim replay: cannot start a thread: %s\n", strerror(errno));
             break;
         }
-    rc = started ? pass(f, name, r, decode_piece, &p, 2, progress, false, 0, false) : 1;
+    rc = started ? pass(f, name, r, decode_piece, &p, 2, progress, true, 0, false) : 1;
     pthread_mutex_lock(&p.mu);
     if (!rc && vmsim_replay_batch_size(p.filling)) {
         vmsim_replay_batch_seal(p.filling);

@@ -79,8 +79,10 @@ void vmsim_replay_run(vmsim_replay *r, int mode, const vmsim_replay_batch *b);
 /* Pass 1 on threads (the CLI's --jobs; not in the WebAssembly module): a piece of the
  * inflated body may be scanned ahead on any thread, before the pieces before it are scanned
  * (scan_ahead reads the piece only, into `a`), then joined to the scan in order:
- * scan_joined(r, piece, n, a) in place of scan(r, piece, n), the same pages, counts and
- * refusals (where the piece holds anything the join cannot vouch for, it scans it). */
+ * scan_joined(r, piece, n, a) in place of scan(r, piece, n): the same pages and counts,
+ * and a refusal where the scan refuses (where the piece holds anything the join cannot
+ * vouch for, it scans it; of two faults in a body, which is named may differ, as between
+ * pieces of other sizes). */
 typedef struct vmsim_replay_ahead vmsim_replay_ahead;
 vmsim_replay_ahead *vmsim_replay_ahead_new(void);
 void vmsim_replay_ahead_free(vmsim_replay_ahead *a);
