@@ -971,7 +971,7 @@ static void run_batch(vmsim_replay *r, int mode, const trace_access *b, const ui
     mode_memo *mm = &r->memo[mode];
     cache *tlb = m->tlb;
     dcache *dc = m->dc;
-    uint64_t ok = 0;
+    uint64_t ok = 0, l1 = 0;     /* l1: the L1 hits counted without a lookup, added at the end */
     uint32_t gen = mm->gen, tick = tlb ? tlb->tick : 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t page = b[i].addr >> 12;
@@ -1000,7 +1000,7 @@ static void run_batch(vmsim_replay *r, int mode, const trace_access *b, const ui
                 else
                     dc->data[dcache_lookup(dc, hpa, which)]++;
             }
-            dc->data[DC_L1] += same;
+            l1 += same;
             i += k - 1;
             continue;
         }
@@ -1013,6 +1013,7 @@ static void run_batch(vmsim_replay *r, int mode, const trace_access *b, const ui
     }
     if (tlb)
         tlb->tick = tick;
+    dc->data[DC_L1] += l1;
     r->st[mode].outcomes[OUT_OK] += ok;
     r->st[mode].accesses += n;
 }
