@@ -220,6 +220,20 @@ def valgrind_version():
 # this process took 2.1 s for 26.5 MB, as much as the tool's own work (hw-lab/README.md).
 IGZIP_LEVEL = 3
 
+# valgrind's own options for the recording. --vex-guest-chase=no: each translation stops at a
+# jump instead of following it into code that other translations hold too. Most of valgrind's
+# time on a short program is translating (python3 -c "sum(range(10**6))": about nine tenths of
+# --tool=none's 2 s), and the recorder's translations are larger still (its groups' calls), so
+# translating less gains more than longer straight runs of translated code would: the tool
+# takes 0.81x of its CPU time there, and 0.94x on the five times longer python run
+# (hw-lab/README.md, "Recording speed").
+# It also keeps valgrind from joining two conditional jumps to one place into a translation
+# with one exit, after which it reported the second jump's instructions as fetched whenever
+# the first one jumped over them (glibc's string loops do this; trace/skipped_branch.c shows
+# it: 999 fetches of an instruction that never ran). Both recorders, the tool and the lackey
+# fallback, run with the same options, so they record the same accesses.
+VG_CORE_OPTIONS = ["--vex-guest-chase=no"]
+
 
 class BodyWriter:
     """Compresses the body as it streams by into a temporary file next to the output: with
@@ -297,8 +311,8 @@ def run_valgrind(args, program, pack_cmd, body):
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     os.close(r)
     try:
-        vg = subprocess.Popen(["valgrind", "--tool=lackey", "--trace-mem=yes", "--log-fd=%d" % w,
-                               program] + args.command[1:], pass_fds=(w,))
+        vg = subprocess.Popen(["valgrind", "--tool=lackey"] + VG_CORE_OPTIONS +
+                              ["--trace-mem=yes", "--log-fd=%d" % w, program] + args.command[1:], pass_fds=(w,))
     except OSError as e:
         os.close(w)
         pack.kill()
@@ -384,8 +398,9 @@ def run_vmtrace(args, program, tooldir, limit, body):
     os.close(fd)
     env = dict(os.environ, VALGRIND_LIB=tooldir)
     try:
-        vg = subprocess.Popen(["valgrind", "--tool=vmtrace", "--body-fd=%d" % wb, "--info-fd=%d" % wi,
-                               "--limit=%d" % limit, "--log-file=" + log, program] + args.command[1:],
+        vg = subprocess.Popen(["valgrind", "--tool=vmtrace"] + VG_CORE_OPTIONS +
+                              ["--body-fd=%d" % wb, "--info-fd=%d" % wi, "--limit=%d" % limit,
+                               "--log-file=" + log, program] + args.command[1:],
                               pass_fds=(wb, wi), env=env)
     except OSError as e:
         for x in (rb, wb, ri, wi):
