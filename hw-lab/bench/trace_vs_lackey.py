@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """hw-lab/run trace (vmemlab's valgrind tool, the whole trace file written) next to valgrind's
 own floor, its empty tool (--tool=none: what any valgrind tool pays to run the program, with
-valgrind's defaults, and with the core options run trace gives the recorder: VG_CORE_OPTIONS,
+valgrind's defaults, and with the core options run trace gives the recorder: vg_core_options(),
 which speed up --tool=none too), the tool alone (its body to /dev/null: no pipe, no gzip, no run trace around it), and lackey
 --trace-mem=yes on the same program, run in turn on this machine: A B C D A B C D ..., each a
 fresh process timed from start to exit. lackey's log goes to /dev/null, so its figure is
@@ -25,7 +25,8 @@ import time
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(HERE, "lib"))
-from hwlab.trace import VG_CORE_OPTIONS  # noqa: E402
+from hwlab.trace import vg_core_options  # noqa: E402
+VG_CORE_OPTIONS = vg_core_options()
 RUN = os.path.join(HERE, "run")
 TOOLDIR = os.path.join(HERE, "build", "vgtool")
 # Debian's python3 where it is (a python3 earlier on PATH may be a wrapper script that execs

@@ -6,10 +6,11 @@ tool is the default, the header says so (threads, forks, the rule for children),
 forked child is not recorded, an exec ends the trace, and the lackey fallback says so in
 one line.
 
-Both tools run with the core options hw-lab/run trace gives valgrind (VG_CORE_OPTIONS:
---vex-guest-chase=no, under which valgrind does not merge a short if-then into one
-translation and so reports no fetch of an instruction the program skipped; see
-test_no_fetch_of_skipped_instructions). Both tools run with the same environment and arguments of the same length: valgrind lays
+Both tools run with the core options hw-lab/run trace gives valgrind (vg_core_options():
+--vex-guest-chase=no, under which valgrind joins no two jumps into one translation and so
+reports no fetch of an instruction the program skipped; see
+test_no_fetch_of_skipped_instructions), with the same environment and arguments of the
+same length: valgrind lays
 out the program's first stack from them and from the tool's file name, so a name one
 letter longer moves the stack by a few bytes. The lackey runs here go through a link
 named lackey7, as long as vmtrace."""
@@ -26,7 +27,7 @@ import pytest
 
 from hwlab_helpers import HW, run_cmd
 
-from hwlab.trace import VG_CORE_OPTIONS
+from hwlab.trace import vg_core_options
 from hwlab.tracefile import KIND, decode_body, read_trace
 
 B = os.path.join(HW, "build")
@@ -78,13 +79,13 @@ def lines_of(cmd, env, limit, extra_fds=()):
 
 
 def lackey_lines(vglib, prog, limit=None):
-    return lines_of(["valgrind", "--tool=lackey7"] + VG_CORE_OPTIONS + ["--trace-mem=yes", "--log-fd=FD"] + prog,
+    return lines_of(["valgrind", "--tool=lackey7"] + vg_core_options() + ["--trace-mem=yes", "--log-fd=FD"] + prog,
                     env_for(vglib), limit)
 
 
 def vmtrace_lines(vglib, prog, limit=None):
     with open(os.devnull, "wb") as null:
-        return lines_of(["valgrind", "--tool=vmtrace"] + VG_CORE_OPTIONS + ["--text=yes", "--body-fd=FD",
+        return lines_of(["valgrind", "--tool=vmtrace"] + vg_core_options() + ["--text=yes", "--body-fd=FD",
                          "--info-fd=%d" % null.fileno()] + (["--limit=%d" % limit] if limit else []) + prog,
                         env_for(vglib), limit, (null.fileno(),))
 
@@ -183,14 +184,14 @@ def test_body_is_tracepack_of_lackey(prog, vglib, tmp_path):
     env = env_for(vglib)
     log = tmp_path / "lackey.log"
     with open(log, "wb") as f:
-        subprocess.run(["valgrind", "--tool=lackey7"] + VG_CORE_OPTIONS + ["--trace-mem=yes", "--log-fd=%d" % f.fileno()]
+        subprocess.run(["valgrind", "--tool=lackey7"] + vg_core_options() + ["--trace-mem=yes", "--log-fd=%d" % f.fileno()]
                        + prog,
                        pass_fds=(f.fileno(),), env=env, stdout=subprocess.DEVNULL, check=True)
     want = subprocess.run([os.path.join(B, "tracepack"), "--input", str(log)], capture_output=True,
                           check=True).stdout
     body, info = tmp_path / "body", tmp_path / "info"
     with open(body, "wb") as fb, open(info, "wb") as fi:
-        subprocess.run(["valgrind", "--tool=vmtrace"] + VG_CORE_OPTIONS
+        subprocess.run(["valgrind", "--tool=vmtrace"] + vg_core_options()
                        + ["--body-fd=%d" % fb.fileno(), "--info-fd=%d" % fi.fileno()] + prog, pass_fds=(fb.fileno(), fi.fileno()), env=env, stdout=subprocess.DEVNULL, check=True)
     got = body.read_bytes()
     if got != want:
@@ -222,6 +223,23 @@ def test_no_fetch_of_skipped_instructions(vglib, tmp_path):
                     os.path.join(B, "skipped-branch"), "1000"], stdout=subprocess.DEVNULL, check=True)
     default = sum(1 for x in log.read_text().splitlines() if x.startswith("I  ") and int(x[3:].split(",")[0], 16) == skipped)
     print("valgrind's defaults: %d fetches of the skipped instruction" % default)
+
+
+@pytest.mark.parametrize("help_text,want", [
+    ("    --vex-guest-chase=no|yes               [yes]\n", ["--vex-guest-chase=no"]),
+    ("    --vex-guest-chase-thresh=<0..99>  [10]\n", ["--vex-guest-chase-thresh=0"]),
+    ("    --vex-iropt-level=<0..2>  [2]\n", []),
+], ids=["3.17-and-later", "before-3.17", "neither"])
+def test_core_options_follow_the_valgrind_installed(help_text, want, tmp_path, monkeypatch):
+    """The option is asked of the valgrind on PATH: an older one names it otherwise, and one
+    that knows neither gets none (an unknown option would stop valgrind before the program)."""
+    from hwlab import trace as tracelib
+    fake = tmp_path / "valgrind"
+    fake.write_text("#!/bin/sh\ncat <<'EOF'\n%sEOF\n" % help_text)
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", "%s:%s" % (tmp_path, os.environ["PATH"]))
+    monkeypatch.setattr(tracelib, "_core_options", None)
+    assert tracelib.vg_core_options() == want
 
 
 def test_run_trace_uses_the_tool(vglib, tmp_path):

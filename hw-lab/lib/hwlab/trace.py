@@ -226,13 +226,32 @@ IGZIP_LEVEL = 3
 # --tool=none's 2 s), and the recorder's translations are larger still (its groups' calls), so
 # translating less gains more than longer straight runs of translated code would: the tool
 # takes 0.81x of its CPU time there, and 0.94x on the five times longer python run
-# (hw-lab/README.md, "Recording speed").
+# (hw-lab/README.md, "valgrind's own options").
 # It also keeps valgrind from joining two conditional jumps to one place into a translation
 # with one exit, after which it reported the second jump's instructions as fetched whenever
 # the first one jumped over them (glibc's string loops do this; trace/skipped_branch.c shows
 # it: 999 fetches of an instruction that never ran). Both recorders, the tool and the lackey
 # fallback, run with the same options, so they record the same accesses.
-VG_CORE_OPTIONS = ["--vex-guest-chase=no"]
+# valgrind 3.17 and later name it --vex-guest-chase; before, chasing stopped with
+# --vex-guest-chase-thresh=0 (and joined no conditional jumps). Asked of valgrind once.
+_core_options = None
+
+
+def vg_core_options():
+    global _core_options
+    if _core_options is None:
+        try:
+            r = subprocess.run(["valgrind", "--help-debug"], capture_output=True, text=True, timeout=30)
+            text = r.stdout
+        except (OSError, subprocess.SubprocessError):
+            text = ""
+        if "--vex-guest-chase=" in text:
+            _core_options = ["--vex-guest-chase=no"]
+        elif "--vex-guest-chase-thresh" in text:
+            _core_options = ["--vex-guest-chase-thresh=0"]
+        else:
+            _core_options = []
+    return list(_core_options)
 
 
 class BodyWriter:
@@ -311,7 +330,7 @@ def run_valgrind(args, program, pack_cmd, body):
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     os.close(r)
     try:
-        vg = subprocess.Popen(["valgrind", "--tool=lackey"] + VG_CORE_OPTIONS +
+        vg = subprocess.Popen(["valgrind", "--tool=lackey"] + vg_core_options() +
                               ["--trace-mem=yes", "--log-fd=%d" % w, program] + args.command[1:], pass_fds=(w,))
     except OSError as e:
         os.close(w)
@@ -398,7 +417,7 @@ def run_vmtrace(args, program, tooldir, limit, body):
     os.close(fd)
     env = dict(os.environ, VALGRIND_LIB=tooldir)
     try:
-        vg = subprocess.Popen(["valgrind", "--tool=vmtrace"] + VG_CORE_OPTIONS +
+        vg = subprocess.Popen(["valgrind", "--tool=vmtrace"] + vg_core_options() +
                               ["--body-fd=%d" % wb, "--info-fd=%d" % wi, "--limit=%d" % limit,
                                "--log-file=" + log, program] + args.command[1:],
                               pass_fds=(wb, wi), env=env)
