@@ -242,6 +242,36 @@ def test_core_options_follow_the_valgrind_installed(help_text, want, tmp_path, m
     assert tracelib.vg_core_options() == want
 
 
+def test_tool_check_is_kept_until_valgrind_or_the_tool_changes(vglib, monkeypatch):
+    """run trace asks valgrind whether it loads the tool (and how its chase option is named)
+    once for each pair of valgrind's files and the tool's, and keeps the answer beside the
+    tool: read back while the key matches, asked again when it does not."""
+    from hwlab import trace as tracelib
+    d, why = tracelib.vgtool_dir()
+    assert d and why is None
+    stamp = os.path.join(d, ".loads")
+    with open(stamp) as f:
+        kept = json.load(f)
+    assert kept["core_options"] == tracelib.core_options_of(
+        subprocess.run(["valgrind", "--help-debug"], capture_output=True, text=True).stdout)
+    try:
+        # a matching key: the kept answer is used as it is, valgrind is not asked
+        with open(stamp, "w") as f:
+            json.dump({"key": kept["key"], "core_options": ["--kept"]}, f)
+        monkeypatch.setattr(tracelib, "_core_options", None)
+        assert tracelib.vgtool_dir() == (d, None) and tracelib.vg_core_options() == ["--kept"]
+        # another key (valgrind or the tool changed): asked again, and kept anew
+        with open(stamp, "w") as f:
+            json.dump({"key": kept["key"] + " changed", "core_options": ["--kept"]}, f)
+        monkeypatch.setattr(tracelib, "_core_options", None)
+        assert tracelib.vgtool_dir() == (d, None) and tracelib.vg_core_options() == kept["core_options"]
+        with open(stamp) as f:
+            assert json.load(f) == kept
+    finally:
+        with open(stamp, "w") as f:
+            json.dump(kept, f)
+
+
 def test_run_trace_uses_the_tool(vglib, tmp_path):
     out = tmp_path / "t.vmtrace"
     r = run_cmd(["trace", "--out", str(out), "--", os.path.join(B, "threads")], timeout=120)

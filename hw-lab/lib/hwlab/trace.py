@@ -156,9 +156,22 @@ def vgtool_dir(fresh_ok=True):
     tools = [f for f in os.listdir(d) if f.startswith("vmtrace-")] if os.path.isdir(d) else []
     if not tools:
         return None, "no %s/vmtrace-*" % d
+    # The tool must match the installed valgrind (a newer valgrind refuses an old tool): asked
+    # once for each pair of valgrind's files and the tool's, and kept beside the tool (make
+    # removes it with the tool), with the name of the chase option this valgrind has.
+    stamp = os.path.join(d, ".loads")
+    key = valgrind_key(os.path.join(d, sorted(tools)[0]))
+    try:
+        with open(stamp) as f:
+            kept = json.load(f)
+        if kept["key"] == key:
+            set_core_options(kept["core_options"])
+            return d, None
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
     env = dict(os.environ, VALGRIND_LIB=d)
-    try:    # the tool must match the installed valgrind (a newer valgrind refuses an old tool)
-        r = subprocess.run(["valgrind", "--tool=vmtrace", "--help"], capture_output=True, text=True,
+    try:
+        r = subprocess.run(["valgrind", "--tool=vmtrace", "--help-debug"], capture_output=True, text=True,
                            env=env, timeout=30)
     except (OSError, subprocess.SubprocessError) as e:
         return None, str(e)
@@ -167,7 +180,28 @@ def vgtool_dir(fresh_ok=True):
             return vgtool_dir(fresh_ok=False)     # a new valgrind: make rebuilds the tool
         why = [x for x in (r.stdout + r.stderr).splitlines() if x.strip()]
         return None, "valgrind does not load it: " + (why[-1] if why else "exit %d" % r.returncode)
+    set_core_options(core_options_of(r.stdout))
+    try:
+        with open(stamp + ".tmp", "w") as f:
+            json.dump({"key": key, "core_options": vg_core_options()}, f)
+        os.replace(stamp + ".tmp", stamp)
+    except OSError:
+        pass        # a read-only build folder: asked again next time
     return d, None
+
+
+def valgrind_key(tool):
+    """What a valgrind run's answers depend on: valgrind's own files and the tool's."""
+    vg = shutil.which("valgrind")
+    paths = [vg, os.path.join(os.path.dirname(os.path.realpath(vg)), "valgrind.bin"), tool] if vg else [tool]
+    parts = []
+    for p in paths:
+        try:
+            st = os.stat(p)
+            parts.append("%s %d %d" % (p, st.st_mtime_ns, st.st_size))
+        except OSError:
+            parts.append("%s -" % p)
+    return "; ".join(parts)
 
 
 def free_disk_limit(out, limit):
@@ -233,24 +267,33 @@ IGZIP_LEVEL = 3
 # it: 999 fetches of an instruction that never ran). Both recorders, the tool and the lackey
 # fallback, run with the same options, so they record the same accesses.
 # valgrind 3.17 and later name it --vex-guest-chase; before, chasing stopped with
-# --vex-guest-chase-thresh=0 (and joined no conditional jumps). Asked of valgrind once.
+# --vex-guest-chase-thresh=0 (and joined no conditional jumps). Asked of valgrind once (with the
+# tool's check in vgtool_dir, and kept with it).
 _core_options = None
 
 
-def vg_core_options():
+def core_options_of(help_debug):
+    """The options for valgrind's --help-debug text."""
+    if "--vex-guest-chase=" in help_debug:
+        return ["--vex-guest-chase=no"]
+    if "--vex-guest-chase-thresh" in help_debug:
+        return ["--vex-guest-chase-thresh=0"]
+    return []
+
+
+def set_core_options(options):
     global _core_options
+    _core_options = list(options)
+
+
+def vg_core_options():
     if _core_options is None:
         try:
             r = subprocess.run(["valgrind", "--help-debug"], capture_output=True, text=True, timeout=30)
             text = r.stdout
         except (OSError, subprocess.SubprocessError):
             text = ""
-        if "--vex-guest-chase=" in text:
-            _core_options = ["--vex-guest-chase=no"]
-        elif "--vex-guest-chase-thresh" in text:
-            _core_options = ["--vex-guest-chase-thresh=0"]
-        else:
-            _core_options = []
+        set_core_options(core_options_of(text))
     return list(_core_options)
 
 
