@@ -6,7 +6,11 @@ tool is the default, the header says so (threads, forks, the rule for children),
 forked child is not recorded, an exec ends the trace, and the lackey fallback says so in
 one line.
 
-Both tools run with the same environment and arguments of the same length: valgrind lays
+Both tools run with the core options hw-lab/run trace gives valgrind (vg_core_options():
+--vex-guest-chase=no, under which valgrind joins no two jumps into one translation and so
+reports no fetch of an instruction the program skipped; see
+test_no_fetch_of_skipped_instructions), with the same environment and arguments of the
+same length: valgrind lays
 out the program's first stack from them and from the tool's file name, so a name one
 letter longer moves the stack by a few bytes. The lackey runs here go through a link
 named lackey7, as long as vmtrace."""
@@ -23,6 +27,7 @@ import pytest
 
 from hwlab_helpers import HW, run_cmd
 
+from hwlab.trace import vg_core_options
 from hwlab.tracefile import KIND, decode_body, read_trace
 
 B = os.path.join(HW, "build")
@@ -74,13 +79,13 @@ def lines_of(cmd, env, limit, extra_fds=()):
 
 
 def lackey_lines(vglib, prog, limit=None):
-    return lines_of(["valgrind", "--tool=lackey7", "--trace-mem=yes", "--log-fd=FD"] + prog,
+    return lines_of(["valgrind", "--tool=lackey7"] + vg_core_options() + ["--trace-mem=yes", "--log-fd=FD"] + prog,
                     env_for(vglib), limit)
 
 
 def vmtrace_lines(vglib, prog, limit=None):
     with open(os.devnull, "wb") as null:
-        return lines_of(["valgrind", "--tool=vmtrace", "--text=yes", "--body-fd=FD",
+        return lines_of(["valgrind", "--tool=vmtrace"] + vg_core_options() + ["--text=yes", "--body-fd=FD",
                          "--info-fd=%d" % null.fileno()] + (["--limit=%d" % limit] if limit else []) + prog,
                         env_for(vglib), limit, (null.fileno(),))
 
@@ -179,18 +184,92 @@ def test_body_is_tracepack_of_lackey(prog, vglib, tmp_path):
     env = env_for(vglib)
     log = tmp_path / "lackey.log"
     with open(log, "wb") as f:
-        subprocess.run(["valgrind", "--tool=lackey7", "--trace-mem=yes", "--log-fd=%d" % f.fileno()] + prog,
+        subprocess.run(["valgrind", "--tool=lackey7"] + vg_core_options() + ["--trace-mem=yes", "--log-fd=%d" % f.fileno()]
+                       + prog,
                        pass_fds=(f.fileno(),), env=env, stdout=subprocess.DEVNULL, check=True)
     want = subprocess.run([os.path.join(B, "tracepack"), "--input", str(log)], capture_output=True,
                           check=True).stdout
     body, info = tmp_path / "body", tmp_path / "info"
     with open(body, "wb") as fb, open(info, "wb") as fi:
-        subprocess.run(["valgrind", "--tool=vmtrace", "--body-fd=%d" % fb.fileno(), "--info-fd=%d" % fi.fileno()]
-                       + prog, pass_fds=(fb.fileno(), fi.fileno()), env=env, stdout=subprocess.DEVNULL, check=True)
+        subprocess.run(["valgrind", "--tool=vmtrace"] + vg_core_options()
+                       + ["--body-fd=%d" % fb.fileno(), "--info-fd=%d" % fi.fileno()] + prog, pass_fds=(fb.fileno(), fi.fileno()), env=env, stdout=subprocess.DEVNULL, check=True)
     got = body.read_bytes()
     if got != want:
         same_or_random(decode_body(got), decode_body(want), body_is_write)
     assert b'"exit_code":0}' in info.read_bytes()
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the test program is x86-64 assembly")
+def test_no_fetch_of_skipped_instructions(vglib, tmp_path):
+    """A loop whose jne always jumps back over a test and a je to the same place: with its
+    defaults, this valgrind joins the two jumps into one translation and lackey reports a
+    fetch of the skipped test every time round (999 of 1,000 here). run trace's body holds
+    the instructions that ran: none of the skipped ones, every one of the loop's."""
+    r = subprocess.run(["make", "-s", "-C", HW, "build/skipped-branch"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = tmp_path / "t.vmtrace"
+    r = run_cmd(["trace", "--out", str(out), "--", os.path.join(B, "skipped-branch"), "1000"], timeout=120)
+    assert r.returncode == 0, r.stderr
+    skipped = int(r.stdout.split("skipped ")[1].split()[0], 16)
+    header, accesses = read_trace(str(out))
+    fetched = collections.Counter(a for k, a in accesses if k == KIND["fetch"])
+    assert fetched[skipped] == 0, "%d fetches of an instruction that never ran" % fetched[skipped]
+    # the jne (the 2 bytes just before the skipped test) runs on every round but the last,
+    # which leaves at the jz before it
+    assert fetched[skipped - 2] == 999
+    # and the same program under valgrind's defaults, to show what the option is for
+    log = tmp_path / "lackey.log"
+    subprocess.run(["valgrind", "--tool=lackey", "--trace-mem=yes", "--log-file=%s" % log,
+                    os.path.join(B, "skipped-branch"), "1000"], stdout=subprocess.DEVNULL, check=True)
+    default = sum(1 for x in log.read_text().splitlines() if x.startswith("I  ") and int(x[3:].split(",")[0], 16) == skipped)
+    print("valgrind's defaults: %d fetches of the skipped instruction" % default)
+
+
+@pytest.mark.parametrize("help_text,want", [
+    ("    --vex-guest-chase=no|yes               [yes]\n", ["--vex-guest-chase=no"]),
+    ("    --vex-guest-chase-thresh=<0..99>  [10]\n", ["--vex-guest-chase-thresh=0"]),
+    ("    --vex-iropt-level=<0..2>  [2]\n", []),
+], ids=["3.17-and-later", "before-3.17", "neither"])
+def test_core_options_follow_the_valgrind_installed(help_text, want, tmp_path, monkeypatch):
+    """The option is asked of the valgrind on PATH: an older one names it otherwise, and one
+    that knows neither gets none (an unknown option would stop valgrind before the program)."""
+    from hwlab import trace as tracelib
+    fake = tmp_path / "valgrind"
+    fake.write_text("#!/bin/sh\ncat <<'EOF'\n%sEOF\n" % help_text)
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", "%s:%s" % (tmp_path, os.environ["PATH"]))
+    monkeypatch.setattr(tracelib, "_core_options", None)
+    assert tracelib.vg_core_options() == want
+
+
+def test_tool_check_is_kept_until_valgrind_or_the_tool_changes(vglib, monkeypatch):
+    """run trace asks valgrind whether it loads the tool (and how its chase option is named)
+    once for each pair of valgrind's files and the tool's, and keeps the answer beside the
+    tool: read back while the key matches, asked again when it does not."""
+    from hwlab import trace as tracelib
+    d, why = tracelib.vgtool_dir()
+    assert d and why is None
+    stamp = os.path.join(d, ".loads")
+    with open(stamp) as f:
+        kept = json.load(f)
+    assert kept["core_options"] == tracelib.core_options_of(
+        subprocess.run(["valgrind", "--help-debug"], capture_output=True, text=True).stdout)
+    try:
+        # a matching key: the kept answer is used as it is, valgrind is not asked
+        with open(stamp, "w") as f:
+            json.dump({"key": kept["key"], "core_options": ["--kept"]}, f)
+        monkeypatch.setattr(tracelib, "_core_options", None)
+        assert tracelib.vgtool_dir() == (d, None) and tracelib.vg_core_options() == ["--kept"]
+        # another key (valgrind or the tool changed): asked again, and kept anew
+        with open(stamp, "w") as f:
+            json.dump({"key": kept["key"] + " changed", "core_options": ["--kept"]}, f)
+        monkeypatch.setattr(tracelib, "_core_options", None)
+        assert tracelib.vgtool_dir() == (d, None) and tracelib.vg_core_options() == kept["core_options"]
+        with open(stamp) as f:
+            assert json.load(f) == kept
+    finally:
+        with open(stamp, "w") as f:
+            json.dump(kept, f)
 
 
 def test_run_trace_uses_the_tool(vglib, tmp_path):

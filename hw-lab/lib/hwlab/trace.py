@@ -156,9 +156,22 @@ def vgtool_dir(fresh_ok=True):
     tools = [f for f in os.listdir(d) if f.startswith("vmtrace-")] if os.path.isdir(d) else []
     if not tools:
         return None, "no %s/vmtrace-*" % d
+    # The tool must match the installed valgrind (a newer valgrind refuses an old tool): asked
+    # once for each pair of valgrind's files and the tool's, and kept beside the tool (make
+    # removes it with the tool), with the name of the chase option this valgrind has.
+    stamp = os.path.join(d, ".loads")
+    key = valgrind_key(os.path.join(d, sorted(tools)[0]))
+    try:
+        with open(stamp) as f:
+            kept = json.load(f)
+        if kept["key"] == key:
+            set_core_options(kept["core_options"])
+            return d, None
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
     env = dict(os.environ, VALGRIND_LIB=d)
-    try:    # the tool must match the installed valgrind (a newer valgrind refuses an old tool)
-        r = subprocess.run(["valgrind", "--tool=vmtrace", "--help"], capture_output=True, text=True,
+    try:
+        r = subprocess.run(["valgrind", "--tool=vmtrace", "--help-debug"], capture_output=True, text=True,
                            env=env, timeout=30)
     except (OSError, subprocess.SubprocessError) as e:
         return None, str(e)
@@ -167,7 +180,28 @@ def vgtool_dir(fresh_ok=True):
             return vgtool_dir(fresh_ok=False)     # a new valgrind: make rebuilds the tool
         why = [x for x in (r.stdout + r.stderr).splitlines() if x.strip()]
         return None, "valgrind does not load it: " + (why[-1] if why else "exit %d" % r.returncode)
+    set_core_options(core_options_of(r.stdout))
+    try:
+        with open(stamp + ".tmp", "w") as f:
+            json.dump({"key": key, "core_options": vg_core_options()}, f)
+        os.replace(stamp + ".tmp", stamp)
+    except OSError:
+        pass        # a read-only build folder: asked again next time
     return d, None
+
+
+def valgrind_key(tool):
+    """What a valgrind run's answers depend on: valgrind's own files and the tool's."""
+    vg = shutil.which("valgrind")
+    paths = [vg, os.path.join(os.path.dirname(os.path.realpath(vg)), "valgrind.bin"), tool] if vg else [tool]
+    parts = []
+    for p in paths:
+        try:
+            st = os.stat(p)
+            parts.append("%s %d %d" % (p, st.st_mtime_ns, st.st_size))
+        except OSError:
+            parts.append("%s -" % p)
+    return "; ".join(parts)
 
 
 def free_disk_limit(out, limit):
@@ -219,6 +253,48 @@ def valgrind_version():
 # the 447 MB body of python3 -c "sum(range(10**6))" and writes 23.3 MB; zlib's level 1 in
 # this process took 2.1 s for 26.5 MB, as much as the tool's own work (hw-lab/README.md).
 IGZIP_LEVEL = 3
+
+# valgrind's own options for the recording. --vex-guest-chase=no: each translation stops at a
+# jump instead of following it into code that other translations hold too. Most of valgrind's
+# time on a short program is translating (python3 -c "sum(range(10**6))": about nine tenths of
+# --tool=none's 2 s), and the recorder's translations are larger still (its groups' calls), so
+# translating less gains more than longer straight runs of translated code would: the tool
+# takes 0.81x of its CPU time there, and 0.94x on the five times longer python run
+# (hw-lab/README.md, "valgrind's own options").
+# It also keeps valgrind from joining two conditional jumps to one place into a translation
+# with one exit, after which it reported the second jump's instructions as fetched whenever
+# the first one jumped over them (glibc's string loops do this; trace/skipped_branch.c shows
+# it: 999 fetches of an instruction that never ran). Both recorders, the tool and the lackey
+# fallback, run with the same options, so they record the same accesses.
+# valgrind 3.17 and later name it --vex-guest-chase; before, chasing stopped with
+# --vex-guest-chase-thresh=0 (and joined no conditional jumps). Asked of valgrind once (with the
+# tool's check in vgtool_dir, and kept with it).
+_core_options = None
+
+
+def core_options_of(help_debug):
+    """The options for valgrind's --help-debug text."""
+    if "--vex-guest-chase=" in help_debug:
+        return ["--vex-guest-chase=no"]
+    if "--vex-guest-chase-thresh" in help_debug:
+        return ["--vex-guest-chase-thresh=0"]
+    return []
+
+
+def set_core_options(options):
+    global _core_options
+    _core_options = list(options)
+
+
+def vg_core_options():
+    if _core_options is None:
+        try:
+            r = subprocess.run(["valgrind", "--help-debug"], capture_output=True, text=True, timeout=30)
+            text = r.stdout
+        except (OSError, subprocess.SubprocessError):
+            text = ""
+        set_core_options(core_options_of(text))
+    return list(_core_options)
 
 
 class BodyWriter:
@@ -297,8 +373,8 @@ def run_valgrind(args, program, pack_cmd, body):
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     os.close(r)
     try:
-        vg = subprocess.Popen(["valgrind", "--tool=lackey", "--trace-mem=yes", "--log-fd=%d" % w,
-                               program] + args.command[1:], pass_fds=(w,))
+        vg = subprocess.Popen(["valgrind", "--tool=lackey"] + vg_core_options() +
+                              ["--trace-mem=yes", "--log-fd=%d" % w, program] + args.command[1:], pass_fds=(w,))
     except OSError as e:
         os.close(w)
         pack.kill()
@@ -384,8 +460,9 @@ def run_vmtrace(args, program, tooldir, limit, body):
     os.close(fd)
     env = dict(os.environ, VALGRIND_LIB=tooldir)
     try:
-        vg = subprocess.Popen(["valgrind", "--tool=vmtrace", "--body-fd=%d" % wb, "--info-fd=%d" % wi,
-                               "--limit=%d" % limit, "--log-file=" + log, program] + args.command[1:],
+        vg = subprocess.Popen(["valgrind", "--tool=vmtrace"] + vg_core_options() +
+                              ["--body-fd=%d" % wb, "--info-fd=%d" % wi, "--limit=%d" % limit,
+                               "--log-file=" + log, program] + args.command[1:],
                               pass_fds=(wb, wi), env=env)
     except OSError as e:
         for x in (rb, wb, ri, wi):
