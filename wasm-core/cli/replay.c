@@ -192,6 +192,18 @@ static void *scanner_thread(void *arg)
     return NULL;
 }
 
+/* What pass() set up: zlib's state (where it was), the buffers, the scans ahead. */
+static void inflater_free(inflater *z, int made, int ahead)
+{
+    if (z->zs.state)
+        inflateEnd(&z->zs);
+    free(z->in);
+    for (int i = 0; i < made; i++)
+        free(z->piece[i]);
+    for (int i = 0; i < ahead; i++)
+        vmsim_replay_ahead_free(z->ahead[i]);
+}
+
 /* Inflates the gzip body from the file's body offset and feeds it to the engine piece by
  * piece; with `threaded`, the inflating runs on a thread of its own beside the feeding,
  * and with `scanners` (pass 1, feed NULL) as many threads scan pieces ahead that this one
@@ -232,13 +244,7 @@ static int pass(FILE *f, const char *name, vmsim_replay *r, feed_fn feed, void *
                 break;      /* fewer scanners: this thread scans ahead too */
     }
     if (!ok) {
-        if (z.zs.state)
-            inflateEnd(&z.zs);
-        free(z.in);
-        for (int i = 0; i < made; i++)
-            free(z.piece[i]);
-        for (int i = 0; i < ahead; i++)
-            vmsim_replay_ahead_free(z.ahead[i]);
+        inflater_free(&z, made, ahead);
         fprintf(stderr, "vmsim replay: out of memory\n");
         return 1;
     }
@@ -309,12 +315,7 @@ static int pass(FILE *f, const char *name, vmsim_replay *r, feed_fn feed, void *
         pthread_mutex_destroy(&z.mu);
         pthread_cond_destroy(&z.moved);
     }
-    inflateEnd(&z.zs);
-    free(z.in);
-    for (int i = 0; i < made; i++)
-        free(z.piece[i]);
-    for (int i = 0; i < ahead; i++)
-        vmsim_replay_ahead_free(z.ahead[i]);
+    inflater_free(&z, made, ahead);
     return rc;
 }
 
