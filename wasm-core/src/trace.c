@@ -304,6 +304,36 @@ static inline bool one_byte(uint8_t tag)
     return !(tag & 4) && tag >> 3 < CODE_ESCAPE;
 }
 
+/* The fast paths' reading of a record that is neither one byte nor the end record, from
+ * its tag at q: its step in the page (0 unless tag & 4) and in the offset, and where the
+ * next record starts. NULL when a varint runs past end or is too long: the caller leaves
+ * the record to decode_one, which says what is wrong. */
+static inline __attribute__((always_inline)) const uint8_t *long_record(const uint8_t *q, const uint8_t *end,
+                                                                        uint32_t tag, int64_t *dpage, int64_t *step)
+{
+    const uint8_t *r = q + 1;
+    uint64_t v;
+    *dpage = 0;
+    if (tag & 4) {
+        int k = varint(r, end, &v);
+        if (k <= 0)
+            return NULL;
+        r += k;
+        *dpage = unzigzag(v);
+    }
+    uint32_t code = tag >> 3;
+    if (code == CODE_ESCAPE) {
+        int k = varint(r, end, &v);
+        if (k <= 0)
+            return NULL;
+        r += k;
+        *step = unzigzag(v);
+    } else {
+        *step = unzigzag(code);
+    }
+    return r;
+}
+
 /* One record from p: bytes used (> 0), 0 when the piece ends inside it, or -1 on corrupt
  * data (d->err set). *got is set when the record was an access. */
 static int decode_one(trace_decoder *d, const uint8_t *p, const uint8_t *end, trace_access *a, bool *got)
@@ -437,27 +467,12 @@ size_t trace_decode(trace_decoder *d, const uint8_t **pp, const uint8_t *end, tr
                 uint32_t code = tag >> 3, kind = tag & 3, s = kind == TRACE_FETCH;
                 if (code == CODE_CONTROL)
                     break;
-                const uint8_t *r = q + 1;
-                uint64_t page = pg[s];
-                if (tag & 4) {
-                    uint64_t v;
-                    int k = varint(r, end, &v);
-                    if (k <= 0)
-                        break;
-                    r += k;
-                    page += (uint64_t)unzigzag(v);
-                }
-                int64_t off;
-                if (code == CODE_ESCAPE) {
-                    uint64_t v;
-                    int k = varint(r, end, &v);
-                    if (k <= 0)
-                        break;
-                    r += k;
-                    off = of[s] + unzigzag(v);
-                } else {
-                    off = of[s] + unzigzag(code);
-                }
+                int64_t dpage, step;
+                const uint8_t *r = long_record(q, end, tag, &dpage, &step);
+                if (!r)
+                    break;
+                uint64_t page = pg[s] + (uint64_t)dpage;
+                int64_t off = of[s] + step;
                 if (off < 0 || off >= (1 << TRACE_PAGE_SHIFT))
                     break;
                 pg[s] = page;
@@ -529,27 +544,12 @@ size_t trace_scan(trace_decoder *d, const uint8_t **pp, const uint8_t *end, trac
                 uint32_t code = tag >> 3, kind = tag & 3, s = kind == TRACE_FETCH;
                 if (code == CODE_CONTROL)
                     break;
-                const uint8_t *r = q + 1;
-                uint64_t page = pg[s];
-                if (tag & 4) {
-                    uint64_t v;
-                    int k = varint(r, end, &v);
-                    if (k <= 0)
-                        break;
-                    r += k;
-                    page += (uint64_t)unzigzag(v);
-                }
-                int64_t off = of[s];
-                if (code == CODE_ESCAPE) {
-                    uint64_t v;
-                    int k = varint(r, end, &v);
-                    if (k <= 0)
-                        break;
-                    r += k;
-                    off += unzigzag(v);
-                } else {
-                    off += unzigzag(code);
-                }
+                int64_t dpage, step;
+                const uint8_t *r = long_record(q, end, tag, &dpage, &step);
+                if (!r)
+                    break;
+                uint64_t page = pg[s] + (uint64_t)dpage;
+                int64_t off = of[s] + step;
                 if (off < 0 || off >= (1 << TRACE_PAGE_SHIFT))
                     break;
                 if (page != pg[s]) {
@@ -664,27 +664,13 @@ void trace_scan_ahead(trace_ahead *a, const uint8_t *piece, size_t n)
         }
         if (code == CODE_CONTROL)
             break;
-        const uint8_t *r = q + 1;
-        uint64_t page = pg[s];
-        if (tag & 4) {
-            uint64_t v;
-            int k = varint(r, end, &v);
-            if (k <= 0)
-                break;
-            r += k;
-            page += (uint64_t)unzigzag(v);
-        }
-        int64_t step;
-        if (code == CODE_ESCAPE) {
-            uint64_t v;
-            int k = varint(r, end, &v);
-            if (k <= 0 || v >= 2u << TRACE_PAGE_SHIFT)
-                break;
-            r += k;
-            step = unzigzag(v);
-        } else {
-            step = unzigzag(code);
-        }
+        int64_t dpage, step;
+        const uint8_t *r = long_record(q, end, tag, &dpage, &step);
+        if (!r)
+            break;
+        if (step < -(1 << TRACE_PAGE_SHIFT) || step >= 1 << TRACE_PAGE_SHIFT)
+            break;      /* a page or more: no offset can take it and stay on its page */
+        uint64_t page = pg[s] + (uint64_t)dpage;
         int64_t off = of[s] + step, l = off < lo[s] ? off : lo[s], h = off > hi[s] ? off : hi[s];
         if (h - l >= (1 << TRACE_PAGE_SHIFT))
             break;
