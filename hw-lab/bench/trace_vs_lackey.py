@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 """hw-lab/run trace (vmemlab's valgrind tool, the whole trace file written) next to valgrind's
 own floor, its empty tool (--tool=none: what any valgrind tool pays to run the program, with
-valgrind's defaults, and with the core options run trace gives the recorder: vg_core_options(),
-which speed up --tool=none too), the tool alone (its body to /dev/null: no pipe, no gzip, no run trace around it), and lackey
---trace-mem=yes on the same program, run in turn on this machine: A B C D A B C D ..., each a
-fresh process timed from start to exit. lackey's log goes to /dev/null, so its figure is
-lackey alone, without tracepack or gzip: the recorder has to beat it while writing the file.
+valgrind's defaults, and with the core options run trace gives the recorder,
+vg_core_options(), which speed up --tool=none too), the tool alone (its body to /dev/null:
+no pipe, no gzip, no run trace around it), and lackey --trace-mem=yes on the same program,
+run in turn on this machine, each a fresh process timed from start to exit. lackey's log
+goes to /dev/null, so its figure is lackey alone, without tracepack or gzip: the recorder
+has to beat it while writing the file.
 
 Prints each round's wall times (and CPU seconds) and the ratios recorder / none, recorder /
-none with the same options, tool alone / none and lackey / recorder, then the median and range of each paired ratio, the load
-average, and the trace's accesses (it must be whole, not partial).
+none with the same options, tool alone / none and lackey / recorder, then the median and
+range of each paired ratio, the load average, and the trace's accesses (it must be whole,
+not partial).
 
     python3 hw-lab/bench/trace_vs_lackey.py [--rounds N] [-- PROGRAM ARGS]   (make -C hw-lab bench)
 """

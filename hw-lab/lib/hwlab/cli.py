@@ -11,13 +11,6 @@ from . import modules as modlib
 from . import probe as probelib
 
 
-def _uploadlib():
-    # imported where a command uploads: its HTTP and certificate modules take a third of
-    # the start-up that every `run trace` pays before the program starts
-    from . import upload
-    return upload
-
-
 VERSION = "0.1.0"
 SCHEMA_VERSION = 1
 HERE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -51,6 +44,9 @@ def positive_int(limit):
 
 
 def parse_args(argv):
+    # the upload module (HTTP, certificates) is imported by the commands that may upload, not
+    # at the top: `run trace` would pay for it before its program starts
+    from . import upload as uploadlib
     p = Parser(prog="hw-lab/run", description=(
         "Measure this machine for vmemlab: probe (CPU, hypervisor, VMX/SVM/EPT/NPT, KVM "
         "parameters, THP) and benchmarks (cpuid_exit, memtouch, ptrchase, ctxswitch, "
@@ -69,7 +65,7 @@ def parse_args(argv):
                         "--upload URL --class CODE)")
     p.add_argument("--name", metavar="NAME",
                    help="your display name in the class (optional, at most %d characters; "
-                        "sent with --upload, not written into the result)" % _uploadlib().NAME_MAX)
+                        "sent with --upload, not written into the result)" % uploadlib.NAME_MAX)
     p.add_argument("--mem-mib", type=positive_int(1 << 20), metavar="N",
                    help="memtouch size and largest ptrchase working set (default 1024, "
                         "quick 64)")
@@ -100,10 +96,10 @@ def parse_args(argv):
                     % ", ".join(measuring))
     try:
         if a.upload:
-            _uploadlib().check_url(a.upload)
-            _uploadlib().check_class(a.class_code)
-            _uploadlib().check_name(a.name)
-    except _uploadlib().UploadError as e:
+            uploadlib.check_url(a.upload)
+            uploadlib.check_class(a.class_code)
+            uploadlib.check_name(a.name)
+    except uploadlib.UploadError as e:
         p.error(str(e))
     return a
 
@@ -204,16 +200,16 @@ def headline(doc):
 
 def send(args, data, where):
     """Upload the bytes, then print the receipt and how to delete with it (stdout)."""
+    from . import upload as uploadlib
     try:
-        info = _uploadlib().upload(args.upload, args.class_code, data, version=VERSION,
-                                name=args.name)
-    except _uploadlib().UploadError as e:
+        info = uploadlib.upload(args.upload, args.class_code, data, version=VERSION, name=args.name)
+    except uploadlib.UploadError as e:
         print("hw-lab/run: error: upload failed: %s (the result is still in %s)"
               % (e, where), file=sys.stderr)
         return EXIT_UPLOAD
     say("uploaded %s to %s (HTTP %d)%s" % (where, args.upload, info["status"], "".join(
         " %s=%s" % (k, info[k]) for k in ("id", "url", "message") if k in info)))
-    print("\n".join(_uploadlib().receipt_lines(args.upload, args.class_code, info)), flush=True)
+    print("\n".join(uploadlib.receipt_lines(args.upload, args.class_code, info)), flush=True)
     return EXIT_OK
 
 
