@@ -108,6 +108,7 @@ typedef struct mode_counts {
 
 /* The pages touched: open addressing on page + 1, with the kinds each page saw
  * (bit 0 read, 1 write, 2 fetch). */
+#define RECENT 256u      /* the set's memory of the pages added last (page_set.recent_key) */
 typedef struct page_set {
     uint64_t *keys;
     uint8_t *kinds;
@@ -116,10 +117,9 @@ typedef struct page_set {
      * same few pages all the time (the billion-access python run: 182 M reports of 1,403
      * pages): the pages added last, each with kinds the set holds already, by page mod
      * RECENT; page + 1, 0 none */
-    uint64_t recent_key[256];
-    uint8_t recent_kinds[256];
+    uint64_t recent_key[RECENT];
+    uint8_t recent_kinds[RECENT];
 } page_set;
-#define RECENT 256u
 
 struct vmsim_replay {
     int status;
