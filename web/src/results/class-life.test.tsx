@@ -10,6 +10,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { act, cleanup, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
 import fixture from '../../../tests/server/fixtures/result-quick.json';
 import i18n from '../i18n';
+import { classViewDrawn } from '../test/classView';
 import { englishRuns, translatedText } from '../test/english';
 import { ClassPanel } from './ClassPanel';
 import { METRICS, TDP_IN_VM, summarize, type MetricKey } from './extract.mjs';
@@ -67,7 +68,7 @@ const mine: Stored[] = [{ key: 1, label: 'laptop', added: '2026-01-01T00:00:00Z'
 const asTeacher = () => { localStorage.setItem(`vmemlab-teacher:${CODE}`, JSON.stringify(TOKEN)); };
 async function open() {
   render(<ClassPanel mine={mine} />);
-  return screen.findByTestId('class-view', {}, { timeout: 5000 });
+  return classViewDrawn();
 }
 const measure = (m: MetricKey) => fireEvent.change(screen.getByRole('combobox', { name: i18n.t('class.measure', { ns: 'results' }) }), { target: { value: m } });
 const groupBy = (g: string) => fireEvent.change(screen.getByRole('combobox', { name: i18n.t('class.groupBy', { ns: 'results' }) }), { target: { value: g } });

@@ -10,6 +10,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { act, cleanup, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
 import fixture from '../../../tests/server/fixtures/result-quick.json';
 import i18n from '../i18n';
+import { classViewDrawn } from '../test/classView';
 import { englishRuns, translatedText } from '../test/english';
 import { GROUPS, METRICS, summarize, tdpLabel } from './extract.mjs';
 import { tEn } from './labels';
@@ -128,7 +129,7 @@ const attrs = (el: Element) => [...el.querySelectorAll('[title],[aria-label],[pl
 async function fullPage() {
   classServer();
   const { container } = render(<ResultsView />);
-  await screen.findByTestId('class-view', {}, { timeout: 5000 });
+  await classViewDrawn();
   await screen.findByText(i18n.t('mine.empty', { ns: 'results' }));
   return container;
 }
@@ -455,7 +456,7 @@ describe('Results tab: several files, names, run sizes, one upload per file', ()
     history.replaceState(null, '', `/?view=results&class=${CODE}`);
     classServer();
     render(<ResultsView />);
-    const view = await screen.findByTestId('class-view', {}, { timeout: 5000 });
+    const view = await classViewDrawn();
     await waitFor(() => expect(view.querySelectorAll('tbody td.who')).toHaveLength(3));
     expect([...view.querySelectorAll('tbody td.who')].map((e) => e.textContent)).toEqual(['#r1', '#r2', '#r3']);
   });
@@ -466,7 +467,7 @@ describe('Results tab: several files, names, run sizes, one upload per file', ()
       history.replaceState(null, '', `/?view=results&class=${CODE}`);
       const fetch = classServer({ uploads: true });
       render(<ResultsView />);
-      const view = await screen.findByTestId('class-view', {}, { timeout: 5000 });
+      const view = await classViewDrawn();
       await pick(file('laptop.json', JSON.stringify(fixture)));
       await waitFor(() => expect(view.querySelector('.upload-row button')).toBeTruthy());
       fireEvent.change(screen.getByTestId('student-name'), { target: { value: '山田 太郎' } });
