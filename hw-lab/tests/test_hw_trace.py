@@ -129,6 +129,11 @@ def test_not_a_lackey_log(built, tmp_path):
     ([], "name the program to record after --"),
     (["--limit", "0", "--", "ls"], "0 is out of range"),
     (["--limit", "many", "--", "ls"], "'many' is not a whole number"),
+    # what the header cannot hold is refused before the program runs, not after
+    (["--", "ls", "x" * 5000], "argument 1 is 5,000 characters long; a trace header holds at most 4,096"),
+    (["--", "x" * 4097], "the program's name is 4,097 characters long"),
+    # ["ls","yy..",...] as the header writes it: 2 + 4 + 700 x (1 + 102) bytes
+    (["--", "ls"] + ["y" * 100] * 700, "the command line takes 72,106 bytes in a trace header, which holds at most 61,440"),
 ])
 def test_bad_programs_and_flags(cmd, needle, built, tmp_path):
     out = tmp_path / "x.vmtrace"
@@ -140,6 +145,19 @@ def test_bad_programs_and_flags(cmd, needle, built, tmp_path):
     assert r.returncode == 2, r.stderr
     assert needle in r.stderr
     assert not out.exists()
+
+
+@needs_valgrind
+def test_arguments_that_are_not_utf8(built, tmp_path, schema):
+    # a file name in another encoding: recorded, its bytes shown as U+FFFD in the header
+    out = tmp_path / "x.vmtrace"
+    r = subprocess.run([sys.executable.encode(), os.path.join(HW, "run").encode(), b"trace", b"--out", bytes(out),
+                        b"--", b"/bin/echo", b"caf\xe9", b"ok"], capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr.decode("utf-8", "replace")
+    assert b"caf\xe9 ok" in r.stdout          # the program had its own bytes
+    header, _ = read_trace(str(out))
+    check_schema(header, schema)
+    assert header["program"] == "/bin/echo" and header["args"] == ["caf\ufffd", "ok"]
 
 
 def test_valgrind_missing(built, tmp_path):

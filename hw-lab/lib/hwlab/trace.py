@@ -60,6 +60,38 @@ class Parser(argparse.ArgumentParser):
         sys.exit(EXIT_USAGE)
 
 
+def header_words(words):
+    """The command line as the header's text: bytes of an argument that are not UTF-8 (which
+    Python keeps as lone surrogates) become U+FFFD, so that the header can be written."""
+    return [os.fsencode(w).decode("utf-8", "replace") for w in words]
+
+
+# What the header's other fields take at most (the recorder, the machine, the counts, the
+# label, why a trace is partial): the command line gets the rest of HEADER_MAX.
+HEADER_RESERVE = 4096
+WORD_MAX = 4096     # the schema's bounds on the program, each argument and their number
+
+
+def command_too_long(words):
+    """Why a command line cannot be recorded in a trace header, or None: checked before the
+    program runs, so that a recording is never lost to its header afterwards."""
+    if len(words[0]) > WORD_MAX:
+        return "the program's name is %s characters long; a trace header holds at most %s" % (
+            format(len(words[0]), ","), format(WORD_MAX, ","))
+    if len(words) - 1 > WORD_MAX:
+        return "%s arguments; a trace header holds at most %s" % (
+            format(len(words) - 1, ","), format(WORD_MAX, ","))
+    for i, w in enumerate(words[1:], 1):
+        if len(w) > WORD_MAX:
+            return "argument %d is %s characters long; a trace header holds at most %s" % (
+                i, format(len(w), ","), format(WORD_MAX, ","))
+    n = len(json.dumps(words, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    if n > HEADER_MAX - HEADER_RESERVE:
+        return "the command line takes %s bytes in a trace header, which holds at most %s of it" % (
+            format(n, ","), format(HEADER_MAX - HEADER_RESERVE, ","))
+    return None
+
+
 def limit_arg(s):
     try:
         v = int(s.replace("_", ""), 10)
@@ -98,6 +130,10 @@ def parse_args(argv):
         p.error("name the program to record after --, for example: hw-lab/run trace --out ls.vmtrace -- ls /")
     if a.label is not None and not 1 <= len(a.label) <= 80:
         p.error("--label must be 1 to 80 characters")
+    if cmd:
+        why = command_too_long(header_words(cmd))
+        if why:
+            p.error(why)
     a.command = cmd
     return a
 
@@ -669,13 +705,16 @@ def record(args, version):
                 raise Refused("%s is not a valgrind lackey log (no lackey banner and no access lines)"
                               % args.from_lackey)
             status, interrupted = None, False
-            words = summary["command"].split()
-            program_name, prog_args = (words[0], words[1:]) if words else (os.path.basename(args.from_lackey), [])
+            words = header_words(summary["command"].split() or [os.path.basename(args.from_lackey)])
+            why = command_too_long(words)
+            if why:
+                raise Refused("cannot convert %s: the command line in its banner: %s" % (args.from_lackey, why))
+            program_name, prog_args = words[0], words[1:]
         elif tooldir:
             say("recording %s with vmemlab's valgrind tool (at most %s accesses)"
                 % (" ".join(args.command), format(args.limit, ",")))
             summary, status, interrupted = run_vmtrace(args, program, tooldir, args.limit, body)
-            program_name, prog_args = args.command[0], args.command[1:]
+            program_name, *prog_args = header_words(args.command)
             if summary.get("ended_at_exec") and is_script(program):
                 summary["exec_hint"] = (" (%s is a script that starts another program: record that "
                                         "program itself)" % program)
@@ -683,7 +722,7 @@ def record(args, version):
             say("recording %s with valgrind lackey (about 50x slower than the program alone; at most %d accesses)"
                 % (" ".join(args.command), args.limit))
             summary, status, interrupted = run_valgrind(args, program, pack_cmd, body)
-            program_name, prog_args = args.command[0], args.command[1:]
+            program_name, *prog_args = header_words(args.command)
             if summary["accesses"] == 0:
                 raise Refused("valgrind could not run %s (exit status %s)%s" % (
                     args.command[0], status,
