@@ -115,6 +115,28 @@ describe('the replay in parts (the page\'s workers)', () => {
     for (const m of rep.modes) expect(m.tlb_misses).toBeGreaterThan(2 * rep.trace.pages);
   }, 600_000);
 
+  it('refuses a damaged file on the shared decoder as the replay one after another does', async () => {
+    const good = readFileSync(hopping);
+    const head = good.toString('latin1', 0, 4096);
+    const at = head.indexOf('"pages":') + '"pages":'.length;
+    const pages = Buffer.from(good);
+    pages[at] = pages[at] === 0x31 ? 0x32 : 0x31;     // the distinct pages announced: found wrong at the end of pass 1
+    const flipped = Buffer.from(good);
+    flipped[Math.floor(good.length * 0.6)] ^= 0x55;   // a byte inside the gzip stream: the scan refuses a record
+    const crc = Buffer.from(good);
+    crc[good.length - 6] ^= 0x01;                     // the gzip trailer's CRC-32: the inflating refuses it
+    const cases = { pages, flipped, crc };
+    for (const [name, bytes] of Object.entries(cases)) {
+      const blob = new Blob([bytes]);
+      const one = await replayInParts(engine.openReplay, blob, { format: 'json' }, [[...REPLAY_MODES]]).then(() => 'accepted', (e: Error) => e.message);
+      expect(one, name).not.toBe('accepted');
+      for (const g of [modeGroups(REPLAY_MODES, 2), [[], ...modeGroups(REPLAY_MODES, 5)]]) {
+        const shared = await replayShared(engine.openReplay, blob, { format: 'json' }, g).then(() => 'accepted', (e: Error) => e.message);
+        expect(shared, `${name} ${JSON.stringify(g)}`).toBe(one);
+      }
+    }
+  }, 120_000);
+
   it('refuses counts of another trace, a mode twice, and a report with a part missing', async () => {
     const [a, b] = traces;
     const part = async (t: string, p: ReplayMode[]) => replayPart(engine.openReplay, await openAsBlob(t), {}, p);

@@ -120,6 +120,13 @@ const char *vmsim_gunzip_error(const vmsim_gunzip *g);
 int vmsim_gunzip_done(const vmsim_gunzip *g);
 double vmsim_gunzip_total(const vmsim_gunzip *g);
 void vmsim_gunzip_free(vmsim_gunzip *g);
+/* The page's shared pass 1: out_to (before the first push) hands each inflated piece (at
+ * most 256 KiB, valid during the call) to sink, which returns 0 once it has taken it,
+ * instead of the replay; the stream is still checked (CRC-32 and length, pass 1). In the
+ * WebAssembly module vmsim_gunzip_out hands them to Module.onInflated(pointer, bytes). */
+typedef int (*vmsim_gunzip_sink)(void *ctx, const uint8_t *p, size_t n);
+int vmsim_gunzip_out_to(vmsim_gunzip *g, vmsim_gunzip_sink sink, void *ctx);
+int vmsim_gunzip_out(vmsim_gunzip *g);
 
 #ifdef __cplusplus
 }

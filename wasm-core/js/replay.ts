@@ -98,6 +98,11 @@ export interface TraceReplay {
   /** The engine's own gzip reader for a pass (src/gunzip.c): compressed pieces in, the
    * inflated body straight into scan (pass 1) or feed (pass 2), nothing allocated per piece. */
   inflater?(pass: 1 | 2): Inflater;
+  /** Pass 1 inflated by this handle for another to scan (the page's shared decoder): each
+   * inflated piece (at most 256 KiB) goes to `onPiece` instead of this handle's scan, which
+   * gets a view of it into the module's memory (call it again after anything that may grow
+   * the memory); the gzip stream is still checked. */
+  inflaterOut?(onPiece: (piece: () => Uint8Array) => void): Inflater;
   /** The shared decoder (include/vmsim_replay.h): from now on every batch this handle
    * decodes is handed to `out` (a view into the module's memory, valid during the call);
    * `shareEnd` after each pass's last piece. Absent from a module without it. */
@@ -134,6 +139,9 @@ export interface ReplayModule {
   _vmsim_gunzip_push?(g: number, p: number, n: number, final: number): number;
   _vmsim_gunzip_error?(g: number): number;
   _vmsim_gunzip_free?(g: number): void;
+  _vmsim_gunzip_out?(g: number): number;
+  /** Where vmsim_gunzip_out hands each inflated piece (src/gunzip.c, js_inflated): 0 once taken. */
+  onInflated?: (p: number, n: number) => number;
   _vmsim_replay_share?(r: number): number;
   _vmsim_replay_share_end?(r: number): number;
   _vmsim_replay_take?(r: number, b: number): number;
@@ -165,8 +173,11 @@ export function openReplay(mod: ReplayModule, head: Uint8Array, fileSize: number
   mod._free(op);
   if (!r) throw new Error('vmsim: out of WebAssembly memory');
   let buf = 0, cap = 0;
+  let sinkFailed: unknown;     // what share's `out` threw: the engine only hears that it failed
   const check = (stage: 'header' | 'body') => {
-    if (mod._vmsim_replay_status(r)) throw new TraceError(mod.UTF8ToString(mod._vmsim_replay_error(r)), stage);
+    if (!mod._vmsim_replay_status(r)) return;
+    if (sinkFailed !== undefined) throw sinkFailed;
+    throw new TraceError(mod.UTF8ToString(mod._vmsim_replay_error(r)), stage);
   };
   const put = (body: Uint8Array) => {
     if (body.length > cap) {
@@ -188,6 +199,21 @@ export function openReplay(mod: ReplayModule, head: Uint8Array, fileSize: number
       return text;
     } finally { mod._free(out); }
   };
+  const inflaterOf = (pass: 1 | 2) => {
+    const g = mod._vmsim_gunzip_new!(r, pass);
+    if (!g) throw new Error('vmsim: out of WebAssembly memory');
+    return {
+      g,
+      push(piece: Uint8Array, final: boolean) {
+        put(piece);
+        if (mod._vmsim_gunzip_push!(g, buf, piece.length, final ? 1 : 0)) {
+          check('body');      // the replay refused what it was given
+          throw new TraceError(mod.UTF8ToString(mod._vmsim_gunzip_error!(g)), 'gzip');
+        }
+      },
+      close() { mod._vmsim_gunzip_free!(g); },
+    };
+  };
   let closed = false;
   let batch = 0;      // take's batch in the module's memory
   const handle: TraceReplay = {
@@ -196,23 +222,24 @@ export function openReplay(mod: ReplayModule, head: Uint8Array, fileSize: number
     scan(body) { put(body); mod._vmsim_replay_scan(r, buf, body.length); check('body'); },
     endScan() { mod._vmsim_replay_scan_end(r); check('body'); },
     feed(body) { put(body); mod._vmsim_replay_feed(r, buf, body.length); check('body'); },
-    inflater: mod._vmsim_gunzip_new ? (pass) => {
-      const g = mod._vmsim_gunzip_new!(r, pass);
-      if (!g) throw new Error('vmsim: out of WebAssembly memory');
+    inflater: mod._vmsim_gunzip_new ? (pass) => inflaterOf(pass) : undefined,
+    inflaterOut: mod._vmsim_gunzip_out ? (onPiece) => {
+      let failed: unknown;
+      mod.onInflated = (p, n) => {
+        try { onPiece(() => mod.HEAPU8.subarray(p, p + n)); return 0; } catch (e) { failed = e; return 1; }
+      };
+      const inf = inflaterOf(1);
+      mod._vmsim_gunzip_out!(inf.g);
       return {
         push(piece, final) {
-          put(piece);
-          if (mod._vmsim_gunzip_push!(g, buf, piece.length, final ? 1 : 0)) {
-            check('body');      // the replay refused what it was given
-            throw new TraceError(mod.UTF8ToString(mod._vmsim_gunzip_error!(g)), 'gzip');
-          }
+          try { inf.push(piece, final); } catch (e) { throw failed ?? e; }
         },
-        close() { mod._vmsim_gunzip_free!(g); },
+        close() { inf.close(); mod.onInflated = undefined; },
       };
     } : undefined,
     share: mod._vmsim_replay_share ? (out) => {
       mod.onReplayBatch = (b, bytes) => {
-        try { out(mod.HEAPU8.subarray(b, b + bytes)); return 0; } catch { return 1; }
+        try { out(mod.HEAPU8.subarray(b, b + bytes)); return 0; } catch (e) { sinkFailed ??= e; return 1; }
       };
       mod._vmsim_replay_share!(r);
       check('body');
@@ -367,66 +394,141 @@ export async function replayPart(open: (head: Uint8Array, size: number, o: Repla
 /** A part replayed on the shared decoder: what replayPart returns. */
 export interface Part { counts: () => string; finish: (others: string[]) => string; close: () => void }
 
-/** The lead part on the shared decoder: inflates and decodes both passes of the file once,
- * hands every batch to `out` (the other parts' ring: it returns once the batch is copied,
- * waiting while the ring is full), and replays its own modes on each. */
+/** One end of a channel between the shared decoder's parts (web/src/trace/ring.ts in the
+ * page: a ring in shared memory; queues in one thread in tests). */
+export interface Inbox {
+  /** The next message, waiting for it. */
+  next(): Uint8Array;
+  /** The next message, or undefined when none has come yet. */
+  poll(): Uint8Array | undefined;
+  /** The message from next or poll is copied: its room may be reused. */
+  release(): void;
+}
+/** Sends a message (copied before it returns, waiting for room; `whileFull` is called
+ * between waits). `bytes` gives a view of it, asked for again after each whileFull. */
+export type Outbox = (bytes: () => Uint8Array, whileFull?: () => void) => void;
+
+/** Where the lead part's passes go. Pass 1: the inflated pieces to the part that scans
+ * them, and its pages back; pass 2: the decoded batches to every other part. */
+export interface LeadLinks { pieces: Outbox; pages: Inbox; batches: Outbox }
+/** Where another part's passes come from: the part that scans pass 1 has `pieces` (from
+ * the lead) and `pagesOut` (its pages to the lead and the rest); the others have `pages`. */
+export interface FollowerLinks { pieces?: Inbox; pagesOut?: Outbox; pages?: Inbox; batches: Inbox }
+
+/** The lead part on the shared decoder (replay.md, "Modes in parallel"). Pass 1: inflates
+ * the file (checking the gzip stream) and hands the pieces to the part that scans them,
+ * taking the pages it hands out as they come, so that the two halves of pass 1 run side by
+ * side; an empty piece says the body is over. Pass 2: inflates and decodes the file once,
+ * hands every batch to the others and replays its own modes on each. */
 export async function replayLead(open: (head: Uint8Array, size: number, o: ReplayOptions) => TraceReplay, blob: Blob,
-  options: ReplayOptions, part: ReplayMode[], out: (batch: Uint8Array) => void, onProgress?: (p: ReplayProgress) => void,
+  options: ReplayOptions, part: ReplayMode[], links: LeadLinks, onProgress?: (p: ReplayProgress) => void,
   signal?: AbortSignal): Promise<Part> {
   const r = await openBlob(open, blob, { ...options, modes: options.modes ?? [...REPLAY_MODES], part });
   try {
-    if (!r.share || !r.shareEnd || !r.inflater) throw new Error('vmsim: this build of the engine has no shared decoder');
-    r.share(out);
+    if (!r.share || !r.shareEnd || !r.inflater || !r.inflaterOut || !r.take) throw new Error('vmsim: this build of the engine has no shared decoder');
     const total = Math.max(1, r.accesses);
     const tell = (pass: 1 | 2) => onProgress?.({ pass, done: r.done(), accesses: r.accesses, fraction: Math.min(1, ((pass - 1) + r.done() / total) / 2) });
-    await inflateInEngine(blob, r.bodyOffset, r.inflater(1), () => tell(1), signal);
-    r.shareEnd();
+    let scanned = false;
+    const take = (bytes: Uint8Array) => { if (r.take!(bytes, () => links.pages.release()).last) scanned = true; };
+    const drain = () => { for (let b; !scanned && (b = links.pages.poll());) take(b); };
+    await inflateInEngine(blob, r.bodyOffset, r.inflaterOut((piece) => links.pieces(piece, drain)), () => { drain(); tell(1); }, signal);
+    links.pieces(() => new Uint8Array(0), drain);
+    while (!scanned) { take(links.pages.next()); tell(1); }
     r.endScan();
+    r.share((batch) => links.batches(() => batch));
     await inflateInEngine(blob, r.bodyOffset, r.inflater(2), () => tell(2), signal);
     r.shareEnd();
   } catch (e) { r.close(); throw e; }
   return { counts: () => r.counts(), finish: (others) => { for (const t of others) r.merge(t); return r.finish(); }, close: () => r.close() };
 }
 
-/** A part fed by the shared decoder: opens its own handle on the file's header, then takes
- * the lead's batches as `next` gives them (the ring: waits for each; `release` once copied)
- * through both passes. */
+/** A part fed by the shared decoder: opens its own handle on the file's header. Pass 1: the
+ * part that scans takes the lead's inflated pieces, scans them in order and hands its
+ * pages out (to the lead and the rest); the others take those pages. Pass 2: every part
+ * takes the lead's decoded batches. */
 export async function replayFollower(open: (head: Uint8Array, size: number, o: ReplayOptions) => TraceReplay, blob: Blob,
-  options: ReplayOptions, part: ReplayMode[], ring: { next(): Uint8Array; release(): void },
+  options: ReplayOptions, part: ReplayMode[], links: FollowerLinks,
   onProgress?: (p: ReplayProgress) => void): Promise<Part> {
   const r = await openBlob(open, blob, { ...options, modes: options.modes ?? [...REPLAY_MODES], part });
   try {
-    if (!r.take) throw new Error('vmsim: this build of the engine has no shared decoder');
+    if (!r.take || !r.share || !r.shareEnd) throw new Error('vmsim: this build of the engine has no shared decoder');
     const total = Math.max(1, r.accesses);
-    for (let pass = 1; pass <= 2; pass++) {
+    const tell = (pass: 1 | 2) => onProgress?.({ pass, done: r.done(), accesses: r.accesses, fraction: Math.min(1, ((pass - 1) + r.done() / total) / 2) });
+    const takeAll = (pass: 1 | 2, from: Inbox) => {
       for (;;) {
-        const got = r.take(ring.next(), () => ring.release());
-        onProgress?.({ pass: pass as 1 | 2, done: r.done(), accesses: r.accesses, fraction: Math.min(1, ((pass - 1) + r.done() / total) / 2) });
-        if (got.last) break;
+        const got = r.take!(from.next(), () => from.release());
+        tell(pass);
+        if (got.last) return;
       }
-      if (pass === 1) r.endScan();
-    }
+    };
+    if (links.pieces && links.pagesOut) {
+      const out = links.pagesOut;
+      r.share((batch) => out(() => batch));
+      for (;;) {
+        const piece = links.pieces.next();
+        if (!piece.length) { links.pieces.release(); break; }
+        r.scan(piece);
+        links.pieces.release();
+        tell(1);
+      }
+      r.shareEnd();
+    } else if (links.pages) {
+      takeAll(1, links.pages);
+    } else throw new Error('vmsim: a part with no way to pass 1');
+    r.endScan();
+    takeAll(2, links.batches);
   } catch (e) { r.close(); throw e; }
   return { counts: () => r.counts(), finish: (others) => { for (const t of others) r.merge(t); return r.finish(); }, close: () => r.close() };
 }
 
-/** The shared decoder in this thread (tests: the same calls the page's workers make, the
- * lead's batches handed to every other part as soon as they are out, as the ring would). */
+/** A queue in this thread with the Inbox's calls (tests): a reader of everything sent to
+ * `send`, each message copied. */
+function queue(): { inbox: Inbox; send: Outbox } {
+  const q: Uint8Array[] = [];
+  return {
+    send: (bytes) => { q.push(bytes().slice()); },
+    inbox: {
+      next() { if (!q.length) throw new Error('vmsim: a part waited for a message that was never sent'); return q[0]; },
+      poll() { return q[0]; },
+      release() { q.shift(); },
+    },
+  };
+}
+
+/** The shared decoder in this thread (tests: the same calls the page's workers make, in
+ * an order the workers could take). Pass 1: each inflated piece is scanned by the second
+ * part as soon as it is out, and its pages go to every other part's queue, the lead taking
+ * them as it goes; pass 2: the lead's batches to every other part as soon as they are out. */
 export async function replayShared(open: (head: Uint8Array, size: number, o: ReplayOptions) => TraceReplay, blob: Blob,
   options: ReplayOptions, groups: ReplayMode[][]): Promise<string> {
   const modes = options.modes ?? [...REPLAY_MODES];
   const others: TraceReplay[] = [];
   let lead: Part | undefined;
   try {
-    for (const g of groups.slice(1)) {
-      const r = await openBlob(open, blob, { ...options, modes, part: g });
-      others.push(r);
-    }
-    const scanning = others.map(() => true);
-    lead = await replayLead(open, blob, { ...options, modes }, groups[0], (batch) => {
-      others.forEach((r, i) => {
-        if (r.take!(batch).last && scanning[i]) { scanning[i] = false; r.endScan(); }
-      });
+    for (const g of groups.slice(1)) others.push(await openBlob(open, blob, { ...options, modes, part: g }));
+    if (!others.length) throw new Error('replayShared: the shared decoder needs two parts or more');
+    const [scanner, ...rest] = others;
+    const pages = [queue(), ...rest.map(() => queue())];     // the lead's, then the rest's
+    const state = others.map(() => ({ scanning: true }));
+    // the parts that take pages take each as soon as it is queued (the lead: when it drains)
+    const restTake = () => rest.forEach((r, i) => {
+      for (let b; state[i + 1].scanning && (b = pages[i + 1].inbox.poll());) {
+        if (r.take!(b, () => pages[i + 1].inbox.release()).last) { state[i + 1].scanning = false; r.endScan(); }
+      }
+    });
+    scanner.share!((batch) => { for (const p of pages) p.send(() => batch); restTake(); });
+    lead = await replayLead(open, blob, { ...options, modes }, groups[0], {
+      pieces: (piece, drain) => {
+        const bytes = piece().slice();
+        if (!bytes.length) { scanner.shareEnd!(); scanner.endScan(); state[0].scanning = false; }
+        else scanner.scan(bytes);
+        drain?.();
+      },
+      pages: pages[0].inbox,
+      batches: (batch) => {
+        const b = batch().slice();      // a take may grow the module's memory, which the view is of
+        others.forEach((r) => { r.take!(b); });
+      },
     });
     return lead.finish(others.map((r) => r.counts()));
   } finally {

@@ -53,6 +53,8 @@ typedef struct vmsim_gunzip {
     uint64_t total;
     uint32_t crc;
     bool check_crc;
+    vmsim_gunzip_sink sink;             /* set: the output goes here instead of the replay */
+    void *sink_ctx;
     int status;
     char err[256];
 } vmsim_gunzip;
@@ -120,6 +122,32 @@ EXPORT vmsim_gunzip *vmsim_gunzip_new(vmsim_replay *r, int pass)
     g->pos = g->flushed = GZ_WINDOW;
     return g;
 }
+
+int vmsim_gunzip_out_to(vmsim_gunzip *g, vmsim_gunzip_sink sink, void *ctx)
+{
+    if (!g)
+        return VMSIM_REPLAY_NO_MEMORY;
+    if (g->total || g->state != S_HEADER || g->in_len) {
+        snprintf(g->err, sizeof g->err, "vmsim_gunzip_out after the first piece");
+        return g->status = VMSIM_REPLAY_BAD_TRACE;
+    }
+    g->sink = sink;
+    g->sink_ctx = ctx;
+    return 0;
+}
+
+#ifdef __EMSCRIPTEN__
+/* The page's lead worker says where an inflated piece goes (js/replay.ts: the ring in a
+ * SharedArrayBuffer to the worker that scans it). */
+EM_JS(int, js_inflated, (void *ctx, const uint8_t *p, size_t n), {
+    return Module['onInflated'] ? Module['onInflated'](p, n) : 1;
+});
+
+EXPORT int vmsim_gunzip_out(vmsim_gunzip *g)
+{
+    return vmsim_gunzip_out_to(g, js_inflated, NULL);
+}
+#endif
 
 EXPORT void vmsim_gunzip_free(vmsim_gunzip *g)
 {
@@ -302,8 +330,13 @@ static int flush(vmsim_gunzip *g)
     if (n) {
         if (g->check_crc)
             g->crc = crc32_update(g->crc, g->buf + g->flushed, n);
-        if (g->r && (g->pass == 1 ? vmsim_replay_scan(g->r, g->buf + g->flushed, n)
-                                  : vmsim_replay_feed(g->r, g->buf + g->flushed, n)))
+        if (g->sink) {
+            if (g->sink(g->sink_ctx, g->buf + g->flushed, n)) {
+                snprintf(g->err, sizeof g->err, "the replay's other workers stopped taking the inflated trace");
+                return g->status = VMSIM_REPLAY_NO_MEMORY;
+            }
+        } else if (g->r && (g->pass == 1 ? vmsim_replay_scan(g->r, g->buf + g->flushed, n)
+                                         : vmsim_replay_feed(g->r, g->buf + g->flushed, n)))
             return g->status = vmsim_replay_status(g->r);
     }
     if (g->pos > GZ_WINDOW + GZ_OUT - 258) {

@@ -1185,8 +1185,10 @@ int vmsim_replay_share_to(vmsim_replay *r, vmsim_replay_sink sink, void *ctx)
 {
     if (!r || r->status)
         return vmsim_replay_status(r);
-    if (r->pass != 1 || r->dec.count || r->dec.consumed || r->share)
-        return failf(r, VMSIM_REPLAY_BAD_TRACE, "vmsim_replay_share after the first pass began");
+    /* at the start of either pass: the page's lead worker shares pass 2 only, when another
+     * worker scans pass 1 and shares its pages */
+    if (r->pass > 2 || r->dec.count || r->dec.consumed || r->share)
+        return failf(r, VMSIM_REPLAY_BAD_TRACE, "vmsim_replay_share after a pass began");
     r->share = vmsim_replay_batch_new();
     if (!r->share)
         return failf(r, VMSIM_REPLAY_NO_MEMORY, "out of memory for the shared batch");

@@ -1,17 +1,19 @@
 /* What the page and the replay worker (replay.worker.ts) say to each other, and the replay
  * itself as a function, so that tests run it without a Worker (jsdom has none). */
-import { replayBlob, replayFollower, replayLead, replayPart, TraceError, type Part, type ReplayMode, type ReplayOptions, type ReplayProgress, type ReplayReport, type TraceReplay } from '../../../wasm-core/js/replay';
+import { replayBlob, replayFollower, replayLead, replayPart, TraceError, type FollowerLinks, type LeadLinks, type Part, type ReplayMode, type ReplayOptions, type ReplayProgress, type ReplayReport, type TraceReplay } from '../../../wasm-core/js/replay';
 import { readHeader, TraceFormatError, type TraceHeader } from './format.mjs';
-import { ringReader, ringWriter, type Ring } from './ring';
+import { ringReader, ringWriter, type Rings } from './ring';
 
 export type { ReplayOptions, ReplayProgress, ReplayReport };
 
 /** To a worker: replay the modes of `part` (all when absent); the lead part writes the
- * report once the others' counts are merged in ('merge'). With `ring` (the page is
- * cross-origin isolated) the lead inflates and decodes the file once and hands its batches
- * through the ring; each other worker is its reader number `reader`. */
+ * report once the others' counts are merged in ('merge'). With `rings` (the page is
+ * cross-origin isolated) the lead reads the file alone: pass 1's pieces to the first other
+ * worker (`reader` 0), which scans them and hands its pages to the lead and the rest, and
+ * pass 2's decoded batches to every other worker; `reader` is the worker's number after
+ * the lead, from 0. */
 export type ToWorker =
-  | { type: 'replay'; blob: Blob; options: ReplayOptions; part?: ReplayMode[]; lead?: boolean; ring?: Ring; reader?: number }
+  | { type: 'replay'; blob: Blob; options: ReplayOptions; part?: ReplayMode[]; lead?: boolean; rings?: Rings; reader?: number }
   | { type: 'merge'; counts: string[] };
 
 /** Where a refusal came from: the file's header or body (the engine's message), its gzip
@@ -63,11 +65,23 @@ export async function runReplay(open: Open, blob: Blob, options: ReplayOptions, 
   }
 }
 
+/** The lead's ends of the rings (ring.ts, newRings). */
+function leadLinks(rings: Rings): LeadLinks {
+  return { pieces: ringWriter(rings.pieces), pages: ringReader(rings.pages, 0), batches: ringWriter(rings.batches) };
+}
+
+/** Worker `reader` + 1's ends: the first scans pass 1, the others take its pages. */
+function followerLinks(rings: Rings, reader: number): FollowerLinks {
+  const batches = ringReader(rings.batches, reader);
+  return reader === 0 ? { pieces: ringReader(rings.pieces, 0), pagesOut: ringWriter(rings.pages), batches }
+    : { pages: ringReader(rings.pages, reader), batches };
+}
+
 /** One part of a replay in parts, as a worker runs it (workerRunner): both passes for the
  * modes of `part`; then the counts (a part that does not lead), or, for the lead, 'ready',
  * the others' counts from `others`, and the report. The lead also says the header. */
 export async function runPart(open: Open, blob: Blob, options: ReplayOptions, part: ReplayMode[], lead: boolean,
-  post: (m: FromPart) => void, others: () => Promise<string[]>, shared?: { ring: Ring; reader: number }): Promise<void> {
+  post: (m: FromPart) => void, others: () => Promise<string[]>, shared?: { rings: Rings; reader: number }): Promise<void> {
   try {
     if (lead) {
       const head = new Uint8Array(await blob.slice(0, 16 + 65536).arrayBuffer());
@@ -79,8 +93,8 @@ export async function runPart(open: Open, blob: Blob, options: ReplayOptions, pa
     }
     const o: ReplayOptions = { ...options, format: 'json' };
     const r: Part = !shared ? await replayPart(open, blob, o, part, throttled(post))
-      : lead ? await replayLead(open, blob, o, part, ringWriter(shared.ring), throttled(post))
-        : await replayFollower(open, blob, o, part, ringReader(shared.ring, shared.reader), throttled(post));
+      : lead ? await replayLead(open, blob, o, part, leadLinks(shared.rings), throttled(post))
+        : await replayFollower(open, blob, o, part, followerLinks(shared.rings, shared.reader), throttled(post));
     try {
       if (!lead) {
         post({ type: 'counts', text: r.counts() });

@@ -1,20 +1,33 @@
-/* The ring the replay's lead worker hands its decoded batches through to the other workers
- * (replay.md, "Modes in parallel"): RING_SLOTS slots of SLOT_BYTES in a SharedArrayBuffer,
- * one writer and `readers` readers, each batch read by every reader in order. The heads are
- * counts of batches in an Int32Array of the same memory: [0] written, [1 + i] taken by
- * reader i, [1 + readers + slot] the bytes in that slot. The writer waits (Atomics.wait:
- * workers may block) while the slowest reader is RING_SLOTS behind; a reader waits while it
- * has taken every batch written. Memory: RING_SLOTS x SLOT_BYTES, whatever the trace. */
+/* The rings the replay's workers hand each other their work through (replay.md, "Modes in
+ * parallel"): `slots` slots of `slotBytes` in a SharedArrayBuffer, one writer and `readers`
+ * readers, each message read by every reader in order. Three per replay on the shared
+ * decoder: the lead's inflated pieces of pass 1 to the worker that scans them (one
+ * reader), that worker's pages to the lead and the others, and the lead's decoded batches
+ * of pass 2 to every other worker. The heads are counts of messages in an Int32Array of the
+ * same memory: [0] written, [1 + i] taken by reader i, [1 + readers + slot] the bytes in
+ * that slot. The writer waits (Atomics.wait: workers may block) while the slowest reader
+ * is `slots` behind; a reader waits while it has taken every message written. Memory:
+ * slots x slotBytes, whatever the trace. */
+import type { Inbox, Outbox } from '../../../wasm-core/js/replay';
 
 export const RING_SLOTS = 8;
 /** A batch of the engine (vmsim_replay_batch_bytes: 32,768 accesses, about 640 KiB) fits. */
 export const SLOT_BYTES = 1 << 20;
+/** An inflated piece of the engine's gzip reader (src/gunzip.c: at most 256 KiB) fits. */
+export const PIECE_BYTES = 256 << 10;
+/** How long a writer with something else to do (whileFull) waits at a time, in ms. */
+const WHILE_FULL_MS = 1;
 
 export interface Ring {
   control: SharedArrayBuffer;
   data: SharedArrayBuffer;
   readers: number;
+  slots: number;
+  slotBytes: number;
 }
+
+/** The three rings of a replay on the shared decoder with `others` workers besides the lead. */
+export interface Rings { pieces: Ring; pages: Ring; batches: Ring }
 
 /** Whether this page may share memory with its workers: cross-origin isolated (the server's
  * COOP and COEP headers), with SharedArrayBuffer and Atomics. */
@@ -23,47 +36,68 @@ export function canShare(): boolean {
     typeof crossOriginIsolated === 'boolean' && crossOriginIsolated;
 }
 
-export function newRing(readers: number): Ring {
+export function newRing(readers: number, slotBytes = SLOT_BYTES, slots = RING_SLOTS): Ring {
   return {
-    control: new SharedArrayBuffer(4 * (1 + readers + RING_SLOTS)),
-    data: new SharedArrayBuffer(RING_SLOTS * SLOT_BYTES),
+    control: new SharedArrayBuffer(4 * (1 + readers + slots)),
+    data: new SharedArrayBuffer(slots * slotBytes),
     readers,
+    slots,
+    slotBytes,
   };
 }
 
-/** The writer's side: put copies a batch into the next slot, waiting for room. */
-export function ringWriter(ring: Ring): (batch: Uint8Array) => void {
+/** Pass 1's pieces go to one worker (the first after the lead); its pages go to the lead
+ * (reader 0) and every other worker (reader i for worker i + 1); pass 2's batches to every
+ * worker but the lead (reader i for worker i + 1). */
+export function newRings(others: number): Rings {
+  return { pieces: newRing(1, PIECE_BYTES), pages: newRing(others), batches: newRing(others) };
+}
+
+/** The writer's side: copies a message into the next slot, waiting for room (calling
+ * whileFull between short waits when given). */
+export function ringWriter(ring: Ring): Outbox {
   const ctl = new Int32Array(ring.control);
   const data = new Uint8Array(ring.data);
-  return (batch) => {
-    if (batch.length > SLOT_BYTES) throw new Error(`a batch of ${batch.length} bytes does not fit the ring's ${SLOT_BYTES}`);
+  return (bytes, whileFull) => {
     const head = Atomics.load(ctl, 0);
     for (let i = 0; i < ring.readers; i++) {
       for (;;) {
         const taken = Atomics.load(ctl, 1 + i);
-        if (head - taken < RING_SLOTS) break;
-        Atomics.wait(ctl, 1 + i, taken);
+        if (head - taken < ring.slots) break;
+        if (whileFull) {
+          whileFull();
+          Atomics.wait(ctl, 1 + i, taken, WHILE_FULL_MS);
+        } else Atomics.wait(ctl, 1 + i, taken);
       }
     }
-    const slot = head % RING_SLOTS;
-    data.set(batch, slot * SLOT_BYTES);
+    const batch = bytes();
+    if (batch.length > ring.slotBytes) throw new Error(`a message of ${batch.length} bytes does not fit the ring's ${ring.slotBytes}`);
+    const slot = head % ring.slots;
+    data.set(batch, slot * ring.slotBytes);
     Atomics.store(ctl, 1 + ring.readers + slot, batch.length);
     Atomics.store(ctl, 0, head + 1);
     Atomics.notify(ctl, 0);
   };
 }
 
-/** Reader i's side: next waits for the next batch and returns a view of its slot, valid
- * until release. */
-export function ringReader(ring: Ring, i: number): { next(): Uint8Array; release(): void } {
+/** Reader i's side: next waits for the next message and returns a view of its slot, valid
+ * until release; poll returns it only when it is there. */
+export function ringReader(ring: Ring, i: number): Inbox {
   const ctl = new Int32Array(ring.control);
   let taken = 0;
+  const view = () => {
+    const slot = taken % ring.slots;
+    return new Uint8Array(ring.data, slot * ring.slotBytes, Atomics.load(ctl, 1 + ring.readers + slot));
+  };
   return {
     next() {
       taken = Atomics.load(ctl, 1 + i);
       while (Atomics.load(ctl, 0) === taken) Atomics.wait(ctl, 0, taken);
-      const slot = taken % RING_SLOTS;
-      return new Uint8Array(ring.data, slot * SLOT_BYTES, Atomics.load(ctl, 1 + ring.readers + slot));
+      return view();
+    },
+    poll() {
+      taken = Atomics.load(ctl, 1 + i);
+      return Atomics.load(ctl, 0) === taken ? undefined : view();
     },
     release() {
       Atomics.store(ctl, 1 + i, taken + 1);

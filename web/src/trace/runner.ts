@@ -2,13 +2,14 @@
  * (as many groups as the machine has processors, navigator.hardwareConcurrency, at most
  * one per mode); the first merges the others' counts and writes the report, and the page
  * sees one progress bar for all. When the page is cross-origin isolated the first (the
- * smallest group) alone reads, inflates and decodes the File and hands the others its
- * batches through a ring in shared memory (ring.ts); otherwise each streams the File. Tests hand the panel a
+ * smallest group) alone reads and inflates the File: the next worker scans pass 1 and
+ * hands out the pages, and the lead decodes pass 2 and hands out the batches, through
+ * rings in shared memory (ring.ts); otherwise each streams the File. Tests hand the panel a
  * runner of their own that calls runReplay in the same thread. */
 import { modeGroups, REPLAY_MODES, TRACE_HEAD_BYTES } from '../../../wasm-core/js/replay';
 import { readHeader } from './format.mjs';
 import type { FromPart, FromWorker, ReplayOptions, ToWorker } from './protocol';
-import { canShare, newRing } from './ring';
+import { canShare, newRings } from './ring';
 
 export interface Running {
   /** Stops the replay at once (the workers are terminated). */
@@ -52,7 +53,7 @@ export const workerRunner: Runner = (blob, options, onMessage) => {
     // shared: the lead decodes besides its modes, so it takes the smallest group
     // with a processor for every mode and one more, the lead decodes only
     if (canShare() && extra) groups = [[], ...groups];
-    const ring = groups.length > 1 && canShare() ? newRing(groups.length - 1) : undefined;
+    const ring = groups.length > 1 && canShare() ? newRings(groups.length - 1) : undefined;
     if (ring) groups = [...groups].sort((a, b) => a.length - b.length);
     groups.forEach(() => workers.push(new Worker(new URL('./replay.worker.ts', import.meta.url), { type: 'module', name: 'vmemlab-replay' })));
     const fraction = groups.map(() => 0);
@@ -91,7 +92,7 @@ export const workerRunner: Runner = (blob, options, onMessage) => {
         onMessage({ type: 'error', stage: 'other', message: e.message || 'the replay worker failed to start' });
         stop();
       };
-      worker.postMessage({ type: 'replay', blob, options, part: groups[i], lead: i === 0, ...(ring ? { ring, reader: i - 1 } : {}) } satisfies ToWorker);
+      worker.postMessage({ type: 'replay', blob, options, part: groups[i], lead: i === 0, ...(ring ? { rings: ring, reader: i - 1 } : {}) } satisfies ToWorker);
     });
   };
   void pagesOf(blob).then((pages) => {
