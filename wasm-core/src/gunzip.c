@@ -54,6 +54,7 @@ typedef struct vmsim_gunzip {
     uint32_t crc;
     bool check_crc;
     vmsim_gunzip_sink sink;             /* set: the output goes here instead of the replay */
+    bool pushed;                        /* a piece came in: too late for a sink */
     void *sink_ctx;
     int status;
     char err[256];
@@ -127,7 +128,7 @@ int vmsim_gunzip_out_to(vmsim_gunzip *g, vmsim_gunzip_sink sink, void *ctx)
 {
     if (!g)
         return VMSIM_REPLAY_NO_MEMORY;
-    if (g->total || g->state != S_HEADER || g->in_len) {
+    if (g->pushed) {
         snprintf(g->err, sizeof g->err, "vmsim_gunzip_out after the first piece");
         return g->status = VMSIM_REPLAY_BAD_TRACE;
     }
@@ -614,6 +615,7 @@ EXPORT int vmsim_gunzip_push(vmsim_gunzip *g, const uint8_t *bytes, size_t n, in
 {
     if (!g)
         return VMSIM_REPLAY_NO_MEMORY;
+    g->pushed = true;
     if (g->status)
         return g->status;
     if (g->in_len + n > g->in_cap) {

@@ -372,6 +372,38 @@ static char *replay_shared(const uint8_t *prefix, size_t plen, const buf *body, 
     return text;
 }
 
+/* The page's pass 1 shared the other way round (js/replay.ts, replayLead): the taker scans
+ * pass 1 and hands its pages to the lead, which then shares pass 2 from its start. */
+static char *replay_swapped(const uint8_t *prefix, size_t plen, const buf *body, size_t piece, const char *lead_part,
+                            const char *other_part, char *err, size_t errlen)
+{
+    char o1[200], o2[200];
+    snprintf(o1, sizeof o1, "{\"format\":\"json\",\"start\":\"warm\",\"part\":%s}", lead_part);
+    snprintf(o2, sizeof o2, "{\"format\":\"json\",\"start\":\"warm\",\"part\":%s}", other_part);
+    vmsim_replay *lead = vmsim_replay_open(prefix, plen, 0, o1, strlen(o1));
+    vmsim_replay *scanner = vmsim_replay_open(prefix, plen, 0, o2, strlen(o2));
+    char *text = NULL, *counts = NULL;
+    vmsim_replay_share_to(scanner, give, lead);
+    for (size_t at = 0; at < body->n && !vmsim_replay_status(scanner); at += piece)
+        vmsim_replay_scan(scanner, body->b + at, at + piece < body->n ? piece : body->n - at);
+    if (!vmsim_replay_status(scanner) && !vmsim_replay_share_end(scanner))
+        vmsim_replay_scan_end(scanner);
+    if (!vmsim_replay_status(lead) && !vmsim_replay_share_to(lead, give, scanner)) {
+        for (size_t at = 0; at < body->n && !vmsim_replay_status(lead); at += piece)
+            vmsim_replay_feed(lead, body->b + at, at + piece < body->n ? piece : body->n - at);
+        if (!vmsim_replay_status(lead))
+            vmsim_replay_share_end(lead);
+    }
+    if (!vmsim_replay_status(scanner) && !vmsim_replay_counts(scanner, &counts) && !vmsim_replay_status(lead) &&
+        !vmsim_replay_merge(lead, counts, strlen(counts)))
+        vmsim_replay_finish(lead, &text);
+    snprintf(err, errlen, "%s / %s", vmsim_replay_error(lead), vmsim_replay_error(scanner));
+    vmsim_replay_free_text(counts);
+    vmsim_replay_close(lead);
+    vmsim_replay_close(scanner);
+    return text;
+}
+
 static void test_shared_decoder(void)
 {
     static trace_access in[100000];
@@ -399,8 +431,17 @@ static void test_shared_decoder(void)
             char *t = replay_shared(prefix, plen, &body, piece, parts[i][0], parts[i][1], err, sizeof err);
             CHECK(t && !strcmp(t, whole), "shared decoder (lead part %s), pieces of %zu: %s", parts[i][0], piece, t ? "another report" : err);
             free(t);
+            t = replay_swapped(prefix, plen, &body, piece, parts[i][0], parts[i][1], err, sizeof err);
+            CHECK(t && !strcmp(t, whole), "pass 1 scanned by the taker (lead part %s), pieces of %zu: %s", parts[i][0], piece, t ? "another report" : err);
+            free(t);
         }
     free(whole);
+    /* sharing begins at the start of a pass, never within one */
+    vmsim_replay *r = vmsim_replay_open(prefix, plen, 0, opts, strlen(opts));
+    vmsim_replay_scan(r, body.b, 1000);
+    CHECK(vmsim_replay_share_to(r, give, NULL) && strstr(vmsim_replay_error(r), "after a pass began"),
+          "vmsim_replay_share within pass 1: %s", vmsim_replay_error(r));
+    vmsim_replay_close(r);
 }
 
 /* The file as given, with the body (the replay API's errors). */
