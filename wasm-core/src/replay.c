@@ -153,6 +153,7 @@ struct vmsim_replay {
     uint32_t end_off[2];
     /* the page's shared decoder: what this handle decodes, also handed out in batches */
     vmsim_replay_batch *share;
+    uint64_t shared_at;         /* pass 1: the accesses scanned when the last batch of pages went out */
     vmsim_replay_sink sink;
     void *sink_ctx;
 };
@@ -415,16 +416,19 @@ static bool ps_grow(page_set *ps)
     return true;
 }
 
-static int ps_add(vmsim_replay *r, uint64_t page, uint8_t bits)
+/* *added: whether the set changed (a new page, or a kind new to it) */
+static int ps_add(vmsim_replay *r, uint64_t page, uint8_t bits, bool *added)
 {
     page_set *ps = &r->ps;
     uint64_t key = page + 1;
     uint32_t i = 0;
+    *added = true;
     if (ps->cap) {
         i = page_hash(key, ps->cap);
         while (ps->keys[i] && ps->keys[i] != key)
             i = (i + 1) & (ps->cap - 1);
         if (ps->keys[i]) {
+            *added = (ps->kinds[i] | bits) != ps->kinds[i];
             ps->kinds[i] |= bits;
             return 0;
         }
@@ -771,9 +775,13 @@ static int check_overrun(vmsim_replay *r)
 
 /* Pages from pass 1 into the set, with what each needs: read, write, fetch (from the
  * kinds seen, a bit per trace kind; a modify reads and writes). */
-static int add_pages(vmsim_replay *r, const trace_page *pages, size_t n)
+/* The pages into the set; with keep, the entries that changed it are copied there, in
+ * order (keep may be pages itself), and *kept says how many: what another handle's set
+ * needs to end up the same (the shared decoder hands out only those). */
+static int add_pages(vmsim_replay *r, const trace_page *pages, size_t n, trace_page *keep, size_t *kept)
 {
     page_set *ps = &r->ps;
+    bool added;
     for (size_t i = 0; i < n; i++) {
         uint64_t page = pages[i].page;
         unsigned k = pages[i].kinds;
@@ -785,8 +793,10 @@ static int add_pages(vmsim_replay *r, const trace_page *pages, size_t n)
             return failf(r, VMSIM_REPLAY_BAD_TRACE,
                          "the trace has an access at 0x%llx, above the 47-bit user half of x86-64 4-level paging that "
                          "the replay models", (unsigned long long)(page << 12));
-        if (ps_add(r, page, bits))
+        if (ps_add(r, page, bits, &added))
             return r->status;
+        if (keep && added)
+            keep[(*kept)++] = pages[i];
         if (ps->recent_key[slot] != page + 1) {
             ps->recent_key[slot] = page + 1;
             ps->recent_kinds[slot] = 0;
@@ -797,6 +807,7 @@ static int add_pages(vmsim_replay *r, const trace_page *pages, size_t n)
 }
 
 static int share_pages(vmsim_replay *r, const trace_page *pages, size_t n);
+static int share_out(vmsim_replay *r, bool last);
 
 EXPORT int vmsim_replay_scan(vmsim_replay *r, const uint8_t *body, size_t n)
 {
@@ -814,11 +825,17 @@ EXPORT int vmsim_replay_scan(vmsim_replay *r, const uint8_t *body, size_t n)
             return decoder_failed(r);
         if (check_overrun(r))
             return r->status;
-        if (add_pages(r, pages, got) || (r->share && share_pages(r, pages, got)))
+        size_t kept = 0;
+        if (add_pages(r, pages, got, r->share ? pages : NULL, &kept) || (r->share && share_pages(r, pages, kept)))
             return r->status;
         if (p == before && !got)
             break;
     }
+    /* the pages that changed the set go out when a batch is full, and at the end of a
+     * piece once a 256th of the trace was scanned since the last batch (the others'
+     * progress through pass 1 is the state a batch carries) */
+    if (r->share && r->dec.count - r->shared_at > r->h.accesses / 256 && share_out(r, false))
+        return r->status;
     return 0;
 }
 
@@ -862,7 +879,7 @@ int vmsim_replay_scan_joined(vmsim_replay *r, const uint8_t *piece, size_t n, co
     if (!ok)
         return vmsim_replay_scan(r, piece + t->start, n - t->start);
     r->dec = next;
-    if (add_pages(r, pages, np))
+    if (add_pages(r, pages, np, NULL, NULL))
         return r->status;
     return vmsim_replay_scan(r, piece + t->stop, n - t->stop);
 }
@@ -1229,6 +1246,7 @@ static int share_out(vmsim_replay *r, bool last)
         vmsim_replay_batch_seal(b);
     if (r->sink(r->sink_ctx, b, sizeof *b))
         return failf(r, VMSIM_REPLAY_NO_MEMORY, "the replay's other workers stopped taking the decoded trace");
+    r->shared_at = r->dec.count;
     if (r->pass == 2)
         run_built(r, b);
     b->n = 0;
@@ -1281,7 +1299,7 @@ EXPORT int vmsim_replay_take(vmsim_replay *r, const vmsim_replay_batch *b)
     if (b->pass != (uint32_t)r->pass || b->n > VMSIM_REPLAY_BATCH)
         return failf(r, VMSIM_REPLAY_BAD_TRACE, "vmsim_replay_take: a batch of pass %u in pass %d", b->pass, r->pass);
     if (b->pass == 1) {
-        if (add_pages(r, b->pg, b->n))
+        if (add_pages(r, b->pg, b->n, NULL, NULL))
             return r->status;
         memcpy(r->dec.kinds, b->kinds, sizeof b->kinds);
     } else {
