@@ -343,64 +343,40 @@ static int give(void *ctx, const vmsim_replay_batch *b, size_t bytes)
     return st;
 }
 
+/* Two handles on one body, one replaying lead_part (and writing the report), the other
+ * other_part. Not swapped: the lead decodes both passes and shares every batch. Swapped
+ * (the page's way, js/replay.ts replayLead): the other scans pass 1 and hands its pages to
+ * the lead, which then shares pass 2 from its start. */
 static char *replay_shared(const uint8_t *prefix, size_t plen, const buf *body, size_t piece, const char *lead_part,
-                           const char *other_part, char *err, size_t errlen)
+                           const char *other_part, bool swapped, char *err, size_t errlen)
 {
     char o1[200], o2[200];
     snprintf(o1, sizeof o1, "{\"format\":\"json\",\"start\":\"warm\",\"part\":%s}", lead_part);
     snprintf(o2, sizeof o2, "{\"format\":\"json\",\"start\":\"warm\",\"part\":%s}", other_part);
     vmsim_replay *lead = vmsim_replay_open(prefix, plen, 0, o1, strlen(o1));
-    vmsim_replay *taker = vmsim_replay_open(prefix, plen, 0, o2, strlen(o2));
+    vmsim_replay *other = vmsim_replay_open(prefix, plen, 0, o2, strlen(o2));
     char *text = NULL, *counts = NULL;
-    vmsim_replay_share_to(lead, give, taker);
-    for (int pass = 1; pass <= 2 && !vmsim_replay_status(lead); pass++) {
-        for (size_t at = 0; at < body->n; at += piece)
-            if ((pass == 1 ? vmsim_replay_scan : vmsim_replay_feed)(lead, body->b + at, at + piece < body->n ? piece : body->n - at))
-                break;
-        if (!vmsim_replay_status(lead))
-            vmsim_replay_share_end(lead);
-        if (pass == 1 && !vmsim_replay_status(lead))
-            vmsim_replay_scan_end(lead);
-    }
-    if (!vmsim_replay_status(taker) && !vmsim_replay_counts(taker, &counts) && !vmsim_replay_status(lead) &&
-        !vmsim_replay_merge(lead, counts, strlen(counts)))
-        vmsim_replay_finish(lead, &text);
-    snprintf(err, errlen, "%s / %s", vmsim_replay_error(lead), vmsim_replay_error(taker));
-    vmsim_replay_free_text(counts);
-    vmsim_replay_close(lead);
-    vmsim_replay_close(taker);
-    return text;
-}
-
-/* The page's pass 1 shared the other way round (js/replay.ts, replayLead): the taker scans
- * pass 1 and hands its pages to the lead, which then shares pass 2 from its start. */
-static char *replay_swapped(const uint8_t *prefix, size_t plen, const buf *body, size_t piece, const char *lead_part,
-                            const char *other_part, char *err, size_t errlen)
-{
-    char o1[200], o2[200];
-    snprintf(o1, sizeof o1, "{\"format\":\"json\",\"start\":\"warm\",\"part\":%s}", lead_part);
-    snprintf(o2, sizeof o2, "{\"format\":\"json\",\"start\":\"warm\",\"part\":%s}", other_part);
-    vmsim_replay *lead = vmsim_replay_open(prefix, plen, 0, o1, strlen(o1));
-    vmsim_replay *scanner = vmsim_replay_open(prefix, plen, 0, o2, strlen(o2));
-    char *text = NULL, *counts = NULL;
-    vmsim_replay_share_to(scanner, give, lead);
+    /* pass 1 by the lead (sharing it) or by the other (handing its pages to the lead) */
+    vmsim_replay *scanner = swapped ? other : lead;
+    vmsim_replay_share_to(scanner, give, swapped ? lead : other);
     for (size_t at = 0; at < body->n && !vmsim_replay_status(scanner); at += piece)
         vmsim_replay_scan(scanner, body->b + at, at + piece < body->n ? piece : body->n - at);
     if (!vmsim_replay_status(scanner) && !vmsim_replay_share_end(scanner))
         vmsim_replay_scan_end(scanner);
-    if (!vmsim_replay_status(lead) && !vmsim_replay_share_to(lead, give, scanner)) {
+    /* pass 2 by the lead, shared (from its start when it did not share pass 1) */
+    if (!vmsim_replay_status(lead) && (!swapped || !vmsim_replay_share_to(lead, give, other))) {
         for (size_t at = 0; at < body->n && !vmsim_replay_status(lead); at += piece)
             vmsim_replay_feed(lead, body->b + at, at + piece < body->n ? piece : body->n - at);
         if (!vmsim_replay_status(lead))
             vmsim_replay_share_end(lead);
     }
-    if (!vmsim_replay_status(scanner) && !vmsim_replay_counts(scanner, &counts) && !vmsim_replay_status(lead) &&
+    if (!vmsim_replay_status(other) && !vmsim_replay_counts(other, &counts) && !vmsim_replay_status(lead) &&
         !vmsim_replay_merge(lead, counts, strlen(counts)))
         vmsim_replay_finish(lead, &text);
-    snprintf(err, errlen, "%s / %s", vmsim_replay_error(lead), vmsim_replay_error(scanner));
+    snprintf(err, errlen, "%s / %s", vmsim_replay_error(lead), vmsim_replay_error(other));
     vmsim_replay_free_text(counts);
     vmsim_replay_close(lead);
-    vmsim_replay_close(scanner);
+    vmsim_replay_close(other);
     return text;
 }
 
@@ -428,12 +404,12 @@ static void test_shared_decoder(void)
                               {"[]", "[\"native\",\"ept\",\"npt\",\"shadow\",\"flat\"]"}};
     for (int i = 0; whole && i < 2; i++)
         for (size_t piece = 1000; piece <= 100000; piece *= 10) {
-            char *t = replay_shared(prefix, plen, &body, piece, parts[i][0], parts[i][1], err, sizeof err);
-            CHECK(t && !strcmp(t, whole), "shared decoder (lead part %s), pieces of %zu: %s", parts[i][0], piece, t ? "another report" : err);
-            free(t);
-            t = replay_swapped(prefix, plen, &body, piece, parts[i][0], parts[i][1], err, sizeof err);
-            CHECK(t && !strcmp(t, whole), "pass 1 scanned by the taker (lead part %s), pieces of %zu: %s", parts[i][0], piece, t ? "another report" : err);
-            free(t);
+            for (int swapped = 0; swapped < 2; swapped++) {
+                char *t = replay_shared(prefix, plen, &body, piece, parts[i][0], parts[i][1], swapped, err, sizeof err);
+                CHECK(t && !strcmp(t, whole), "shared decoder (lead part %s%s), pieces of %zu: %s", parts[i][0],
+                      swapped ? ", pass 1 scanned by the other" : "", piece, t ? "another report" : err);
+                free(t);
+            }
         }
     free(whole);
     /* sharing begins at the start of a pass, never within one */
