@@ -173,7 +173,7 @@ export function openReplay(mod: ReplayModule, head: Uint8Array, fileSize: number
   mod._free(op);
   if (!r) throw new Error('vmsim: out of WebAssembly memory');
   let buf = 0, cap = 0;
-  let sinkFailed: unknown;     // what share's `out` threw: the engine only hears that it failed
+  let sinkFailed: unknown;     // what share's `out` or inflaterOut's `onPiece` threw: the engine only hears that it failed
   const check = (stage: 'header' | 'body') => {
     if (!mod._vmsim_replay_status(r)) return;
     if (sinkFailed !== undefined) throw sinkFailed;
@@ -208,6 +208,7 @@ export function openReplay(mod: ReplayModule, head: Uint8Array, fileSize: number
         put(piece);
         if (mod._vmsim_gunzip_push!(g, buf, piece.length, final ? 1 : 0)) {
           check('body');      // the replay refused what it was given
+          if (sinkFailed !== undefined) throw sinkFailed;     // or inflaterOut's onPiece did
           throw new TraceError(mod.UTF8ToString(mod._vmsim_gunzip_error!(g)), 'gzip');
         }
       },
@@ -224,18 +225,12 @@ export function openReplay(mod: ReplayModule, head: Uint8Array, fileSize: number
     feed(body) { put(body); mod._vmsim_replay_feed(r, buf, body.length); check('body'); },
     inflater: mod._vmsim_gunzip_new ? (pass) => inflaterOf(pass) : undefined,
     inflaterOut: mod._vmsim_gunzip_out ? (onPiece) => {
-      let failed: unknown;
       mod.onInflated = (p, n) => {
-        try { onPiece(() => mod.HEAPU8.subarray(p, p + n)); return 0; } catch (e) { failed = e; return 1; }
+        try { onPiece(() => mod.HEAPU8.subarray(p, p + n)); return 0; } catch (e) { sinkFailed ??= e; return 1; }
       };
       const inf = inflaterOf(1);
       mod._vmsim_gunzip_out!(inf.g);
-      return {
-        push(piece, final) {
-          try { inf.push(piece, final); } catch (e) { throw failed ?? e; }
-        },
-        close() { inf.close(); mod.onInflated = undefined; },
-      };
+      return { push: inf.push, close() { inf.close(); mod.onInflated = undefined; } };
     } : undefined,
     share: mod._vmsim_replay_share ? (out) => {
       mod.onReplayBatch = (b, bytes) => {
@@ -508,23 +503,24 @@ export async function replayShared(open: (head: Uint8Array, size: number, o: Rep
     for (const g of groups.slice(1)) others.push(await openBlob(open, blob, { ...options, modes, part: g }));
     if (!others.length) throw new Error('replayShared: the shared decoder needs two parts or more');
     const [scanner, ...rest] = others;
-    const pages = [queue(), ...rest.map(() => queue())];     // the lead's, then the rest's
-    const state = others.map(() => ({ scanning: true }));
-    // the parts that take pages take each as soon as it is queued (the lead: when it drains)
+    const leadPages = queue();
+    const restPages = rest.map(() => queue());
+    const scanning = rest.map(() => true);
+    // the rest take each batch of pages as soon as it is queued (the lead: when it drains)
     const restTake = () => rest.forEach((r, i) => {
-      for (let b; state[i + 1].scanning && (b = pages[i + 1].inbox.poll());) {
-        if (r.take!(b, () => pages[i + 1].inbox.release()).last) { state[i + 1].scanning = false; r.endScan(); }
+      for (let b; scanning[i] && (b = restPages[i].inbox.poll());) {
+        if (r.take!(b, () => restPages[i].inbox.release()).last) { scanning[i] = false; r.endScan(); }
       }
     });
-    scanner.share!((batch) => { for (const p of pages) p.send(() => batch); restTake(); });
+    scanner.share!((batch) => { for (const p of [leadPages, ...restPages]) p.send(() => batch); restTake(); });
     lead = await replayLead(open, blob, { ...options, modes }, groups[0], {
       pieces: (piece, drain) => {
         const bytes = piece().slice();
-        if (!bytes.length) { scanner.shareEnd!(); scanner.endScan(); state[0].scanning = false; }
+        if (!bytes.length) { scanner.shareEnd!(); scanner.endScan(); }
         else scanner.scan(bytes);
         drain?.();
       },
-      pages: pages[0].inbox,
+      pages: leadPages.inbox,
       batches: (batch) => {
         const b = batch().slice();      // a take may grow the module's memory, which the view is of
         others.forEach((r) => { r.take!(b); });

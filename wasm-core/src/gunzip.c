@@ -54,8 +54,8 @@ typedef struct vmsim_gunzip {
     uint32_t crc;
     bool check_crc;
     vmsim_gunzip_sink sink;             /* set: the output goes here instead of the replay */
-    bool pushed;                        /* a piece came in: too late for a sink */
     void *sink_ctx;
+    bool pushed;                        /* a piece came in: too late for a sink */
     int status;
     char err[256];
 } vmsim_gunzip;

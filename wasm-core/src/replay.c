@@ -774,10 +774,10 @@ static int check_overrun(vmsim_replay *r)
 }
 
 /* Pages from pass 1 into the set, with what each needs: read, write, fetch (from the
- * kinds seen, a bit per trace kind; a modify reads and writes). */
-/* The pages into the set; with keep, the entries that changed it are copied there, in
- * order (keep may be pages itself), and *kept says how many: what another handle's set
- * needs to end up the same (the shared decoder hands out only those). */
+ * kinds seen, a bit per trace kind; a modify reads and writes). With keep, the entries
+ * that changed the set are copied there, in order (keep may be pages itself), and *kept
+ * says how many: what another handle's set needs to end up the same (the shared decoder
+ * hands out only those). */
 static int add_pages(vmsim_replay *r, const trace_page *pages, size_t n, trace_page *keep, size_t *kept)
 {
     page_set *ps = &r->ps;
