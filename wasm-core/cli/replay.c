@@ -26,10 +26,14 @@ static void replay_usage(FILE *f)
                "                   [--tables built|on-demand] [--machine HW-LAB-RESULT.json]\n"
                "                   [--format table|json|csv] [--cycles-per-access C] [--cycles-per-ref C]\n"
                "                   [--cycles-per-exit C] [--refill-trap C] [--agile-switch-level 0-4] [--jobs N] [--quiet]\n"
+               "                   [--l1 shared|per-mode] [--l1-leave-at N]\n"
                "  replays a trace recorded with hw-lab/run trace through every mode and prints a row per mode\n"
                "  (references per access, TLB misses, walks, exits by kind, modelled cycles); see\n"
                "  wasm-core/docs/replay.md. --jobs N: the modes on N threads (default: the processors;\n"
-               "  1: one mode after another), the same figures\n");
+               "  1: one mode after another), the same figures; --l1 per-mode: each mode keeps its own L1\n"
+               "  data and instruction caches instead of sharing them where the modes agree (the same figures,\n"
+               "  slower); --l1-leave-at N: each mode leaves the shared L1s before its Nth access (a check:\n"
+               "  the same figures)\n");
 }
 
 typedef int (*feed_fn)(void *ctx, vmsim_replay *, const uint8_t *, size_t);
@@ -384,7 +388,7 @@ static void *worker(void *arg)
 /* The batch being filled is handed to the workers; waits for the next slot to be free. */
 static void publish(pool *p)
 {
-    vmsim_replay_batch_seal(p->filling);
+    vmsim_replay_batch_seal(p->r, p->filling);
     pthread_mutex_lock(&p->mu);
     p->published++;
     pthread_cond_broadcast(&p->wake);
@@ -436,7 +440,7 @@ static int threaded_pass(FILE *f, const char *name, vmsim_replay *r, int jobs, b
     rc = started ? pass(f, name, r, decode_piece, &p, 2, progress, true, 0, false) : 1;
     pthread_mutex_lock(&p.mu);
     if (!rc && vmsim_replay_batch_size(p.filling)) {
-        vmsim_replay_batch_seal(p.filling);
+        vmsim_replay_batch_seal(r, p.filling);
         p.published++;
     }
     p.stop = rc != 0;
@@ -515,6 +519,7 @@ int replay_main(int argc, char **argv)
 {
     static const char *const presets[] = {"x86-server", "sunway-1621", NULL}, *const gp[] = {"4k", "2m", NULL},
                              *const hp[] = {"2m", "4k", NULL}, *const st[] = {"cold", "warm", NULL}, *const tb[] = {"built", "on-demand", NULL},
+                             *const l1[] = {"shared", "per-mode", NULL},
                              *const fm[] = {"table", "json", "csv", NULL},
                              *const modes[] = {"native", "ept", "npt", "shadow", "flat", "agile", NULL};
     const char *file = NULL;
@@ -580,6 +585,8 @@ int replay_main(int argc, char **argv)
         else if (!strcmp(f, "--host-pages")) ok = add_choice(&o, "host_pages", f, v, hp);
         else if (!strcmp(f, "--start")) ok = add_choice(&o, "start", f, v, st);
         else if (!strcmp(f, "--tables")) ok = add_choice(&o, "tables", f, v, tb);
+        else if (!strcmp(f, "--l1")) ok = add_choice(&o, "l1", f, v, l1);
+        else if (!strcmp(f, "--l1-leave-at")) ok = add_number(&o, "l1_leave_at", f, v, 0, 1e15);
         else if (!strcmp(f, "--machine")) ok = add_machine(&o, v);
         else if (!strcmp(f, "--format")) ok = format_set = add_choice(&o, "format", f, v, fm);
         else if (!strcmp(f, "--huge-min")) ok = add_number(&o, "huge_min", f, v, 1, 512);

@@ -72,7 +72,7 @@ void vmsim_replay_batch_free(vmsim_replay_batch *b);
 size_t vmsim_replay_batch_size(const vmsim_replay_batch *b);
 void vmsim_replay_batch_clear(vmsim_replay_batch *b);
 size_t vmsim_replay_decode(vmsim_replay *r, const uint8_t **p, const uint8_t *end, vmsim_replay_batch *b);
-void vmsim_replay_batch_seal(vmsim_replay_batch *b);
+void vmsim_replay_batch_seal(vmsim_replay *r, vmsim_replay_batch *b);
 unsigned vmsim_replay_modes_here(const vmsim_replay *r);
 void vmsim_replay_run(vmsim_replay *r, int mode, const vmsim_replay_batch *b);
 

@@ -55,23 +55,36 @@ void dcache_free(dcache *d)
     memset(d, 0, sizeof *d);
 }
 
-static void clear_stamps(dcache_level *l)
+/* Each valid line's stamp replaced by its rank in its set's order of use (1 the least
+ * recent): the same order, in stamps no larger than the ways. */
+static void restamp(dcache_level *l)
 {
-    if (l->stamp)
-        memset(l->stamp, 0, (size_t)l->sets * l->ways * sizeof *l->stamp);
+    for (size_t base = 0; base < (size_t)l->sets * l->ways; base += l->ways) {
+        uint32_t rank[256];
+        for (uint32_t w = 0; w < l->ways; w++) {
+            rank[w] = 0;
+            if (l->line[base + w])
+                for (uint32_t v = 0; v < l->ways; v++)
+                    rank[w] += l->line[base + v] && l->stamp[base + v] <= l->stamp[base + w] &&
+                               (l->stamp[base + v] < l->stamp[base + w] || v <= w);
+        }
+        for (uint32_t w = 0; w < l->ways; w++)
+            l->stamp[base + w] = rank[w];
+    }
 }
 
-/* The tick counts uses of a line other than its L1's last one; it wraps after 2^32: every
- * L1 stamp is then set back to 0 (the order within an L1 set is lost once, the contents
- * kept). */
+/* The tick counts uses of a line other than its L1's last one; before it wraps (after
+ * 2^32), every L1 stamp becomes its rank in its set, and the count goes on above the
+ * ways: the order of use is kept exactly, whatever the length of the trace (what the
+ * replay's shared L1 relies on: an L1's hits and misses follow from that order alone). */
 static uint32_t next_tick(dcache *d)
 {
-    if (++d->tick == 0) {
-        clear_stamps(&d->l1[DC_DATA].c);
-        clear_stamps(&d->l1[DC_CODE].c);
-        d->tick = 1;
+    if (d->tick >= UINT32_MAX - 1) {
+        restamp(&d->l1[DC_DATA].c);
+        restamp(&d->l1[DC_CODE].c);
+        d->tick = 256;
     }
-    return d->tick;
+    return ++d->tick;
 }
 
 static inline size_t set_of(const dcache_level *l, uint32_t line)
@@ -149,12 +162,12 @@ static inline void remember(dcache_l1 *l1, uint32_t key, size_t idx)
     l1->last_idx[0] = idx;
 }
 
-/* Not in the L1: L2, then the LLC; the levels that missed filled, the L1 last. */
-static int __attribute__((noinline)) below_l1(dcache *d, dcache_l1 *l1, uint32_t line, size_t l1_set, uint32_t now)
+/* Not in the L1: L2, then the LLC; the levels that missed filled. */
+static int lower_levels(dcache *d, uint32_t line)
 {
     uint32_t key = line + 1;
     int found = DC_MEMORY;
-    size_t set[3] = {l1_set, 0, 0};
+    size_t set[3] = {0, 0, 0};
     for (int i = 1; i < d->levels; i++) {
         dcache_level *l = &d->lv[i];
         set[i] = set_of(l, line);
@@ -168,8 +181,53 @@ static int __attribute__((noinline)) below_l1(dcache *d, dcache_l1 *l1, uint32_t
     }
     for (int i = found < d->levels ? found : d->levels; i-- > 1;)
         fill_ranked(&d->lv[i], set[i], key);
-    remember(l1, key, fill(&l1->c, l1_set, key, now));
     return found;
+}
+
+/* Not in the L1: the levels below, then the L1 filled. */
+static int __attribute__((noinline)) below_l1(dcache *d, dcache_l1 *l1, uint32_t line, size_t l1_set, uint32_t now)
+{
+    int found = lower_levels(d, line);
+    remember(l1, line + 1, fill(&l1->c, l1_set, line + 1, now));
+    return found;
+}
+
+int dcache_below(dcache *d, uint64_t hpa)
+{
+    return lower_levels(d, (uint32_t)(hpa >> 6));
+}
+
+uint32_t dcache_l1_set_read(const dcache *d, int which, uint32_t set, uint32_t *keys)
+{
+    const dcache_level *l = &d->l1[which].c;
+    size_t base = (size_t)set * l->ways;
+    uint32_t n = 0;
+    for (uint32_t w = 0; w < l->ways; w++)
+        if (l->line[base + w]) {      /* insertion by stamp, the most recent first */
+            uint32_t k = n++, s = l->stamp[base + w];
+            for (; k && l->stamp[base + keys[k - 1]] < s; k--)
+                keys[k] = keys[k - 1];
+            keys[k] = w;
+        }
+    for (uint32_t k = 0; k < n; k++)
+        keys[k] = l->line[base + keys[k]];
+    return n;
+}
+
+void dcache_l1_set_load(dcache *d, int which, uint32_t set, const uint32_t *keys, uint32_t n)
+{
+    dcache_l1 *l1 = &d->l1[which];
+    dcache_level *l = &l1->c;
+    size_t base = (size_t)set * l->ways;
+    uint32_t now = 0;
+    for (uint32_t k = 0; k < l->ways; k++)
+        now = next_tick(d);     /* the least recent of them below any stamp to come */
+    for (uint32_t w = 0; w < l->ways; w++) {
+        l->line[base + w] = w < n ? keys[w] : 0;
+        l->stamp[base + w] = w < n ? now - w : 0;
+    }
+    l->mru[set] = 0;
+    l1->last_key[0] = l1->last_key[1] = 0;
 }
 
 int dcache_search(dcache *d, uint64_t hpa, int which)

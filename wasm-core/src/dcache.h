@@ -43,8 +43,16 @@ typedef struct dcache_l1 {
     size_t last_idx[2];
 } dcache_l1;
 
+typedef struct dcache dcache;
 typedef struct dcache {
     int levels;             /* 2 or 3, the L1s counted once */
+    /* The replay's L1 data caches shared between modes (replay.md, "One L1 for the
+     * modes"): the sets whose lines this cache keeps itself (bit per set); the others are
+     * the shared L1's, kept by the replay, and a page-table entry read into one of those
+     * first has `take` copy it here. take NULL: every set is this cache's own. */
+    uint64_t own;
+    void (*take)(dcache *d, uint32_t set);
+    void *take_ctx;
     dcache_l1 l1[2];        /* DC_DATA, DC_CODE */
     dcache_level lv[3];     /* lv[1] L2, lv[2] LLC (lv[0] unused: the L1s above) */
     uint32_t tick;
@@ -57,6 +65,14 @@ typedef struct dcache {
 bool dcache_init(dcache *d, const uint32_t bytes[3], const uint32_t ways[3], uint32_t l1i_bytes, uint32_t l1i_ways);
 void dcache_free(dcache *d);
 int dcache_search(dcache *d, uint64_t hpa, int which);
+/* A line not in the L1: where L2 or the LLC found it (DC_L2 .. DC_MEMORY), those levels
+ * filled, the L1 untouched (the shared L1 keeps it). */
+int dcache_below(dcache *d, uint64_t hpa);
+/* One set of L1 `which`: its lines (line number + 1), the most recent first; how many. */
+uint32_t dcache_l1_set_read(const dcache *d, int which, uint32_t set, uint32_t *keys);
+/* The set made to hold keys[0..n) (the most recent first) and nothing else; the L1's
+ * memory of its last two lines forgotten. */
+void dcache_l1_set_load(dcache *d, int which, uint32_t set, const uint32_t *keys, uint32_t n);
 
 /* Where the line holding hpa was found through L1 `which` (DC_L1 .. DC_MEMORY); the
  * levels above it filled. The last two lines of that L1 need no search. */
@@ -66,7 +82,7 @@ static inline int dcache_lookup(dcache *d, uint64_t hpa, int which)
     uint32_t key = (uint32_t)(hpa >> 6) + 1;
     if (key == l->last_key[0])
         return DC_L1;
-    if (key == l->last_key[1] && d->tick != UINT32_MAX) {
+    if (key == l->last_key[1] && d->tick < UINT32_MAX - 1) {     /* else next_tick: the stamps restamped */
         size_t idx = l->last_idx[1];
         l->c.stamp[idx] = ++d->tick;
         l->last_key[1] = l->last_key[0];
@@ -78,9 +94,13 @@ static inline int dcache_lookup(dcache *d, uint64_t hpa, int which)
     return dcache_search(d, hpa, which);
 }
 
-/* a page-table entry read, a load or a store: through the L1 data cache */
+/* a page-table entry read: through the L1 data cache (its set made this cache's own first
+ * when the replay shares the L1) */
 static inline int dcache_access(dcache *d, uint64_t hpa)
 {
+    uint32_t set = (uint32_t)(hpa >> 6) & 63;
+    if (d->take && !(d->own >> set & 1))
+        d->take(d, set);
     return dcache_lookup(d, hpa, DC_DATA);
 }
 

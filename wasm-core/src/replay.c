@@ -68,6 +68,10 @@ typedef struct replay_opts {
     double where[DC_WHERE + 1];     /* cycles of a reference found in L1, L2, LLC, memory, a walk cache */
     double exit_kind[8];            /* cycles of an exit by kind (exit_kind_names) */
     int agile_switch_level;         /* mode agile: guest levels walked nested (0 all shadow .. 4 all nested) */
+    bool l1_per_mode;               /* "l1": "per-mode": each mode's L1 data cache kept by the mode (the same
+                                       figures as the shared L1: a check of it) */
+    uint64_t l1_leave_at;           /* "l1_leave_at" N: each mode leaves the shared L1s before its Nth access
+                                       (the same figures: a check of the leaving; 0 never) */
 } replay_opts;
 
 /* Pages whose last access in a mode was answered by its TLB, and the TLB line that
@@ -89,6 +93,61 @@ typedef struct mode_memo {
     uint32_t gen;           /* bumped whenever the TLB may have been filled */
     tlb_memo slot[MEMO_SLOTS];
 } mode_memo;
+
+/* ---- One L1 data cache for the modes (replay.md, "One L1 for the modes") ----
+ * A program's loads and stores are the same accesses in every mode, and an L1 set is
+ * picked by the line's place within its page (64 sets of 64-byte lines: the page's 4 KiB),
+ * so as long as a mode's pages sit at distinct host pages, its L1 finds or misses each
+ * load and store exactly as an L1 fed with the guest's virtual addresses does: its lines
+ * are that L1's, each page renamed. Only the page-table entries a mode's walks read differ
+ * between modes (a few thousand on a program's trace). So the replay keeps that one L1
+ * (SL1: per set its lines, the most recent first), runs each batch's loads and stores
+ * through it once, and a mode takes its answers for every set but those its walks have
+ * touched: a walk's entry read into a set first copies the shared set, as it stood at that
+ * access, into the mode's own L1 (renamed to host lines), which then keeps that set itself
+ * until, at the end of a batch, it holds the same lines in the same order as the shared
+ * one again. A mode whose load or store faults, or whose pages share a host page, keeps
+ * all its sets itself from there on. */
+#define SL1_SETS 64u
+#define SL1_WAYS 16u
+#define SL1_MAX_PAGES 16384u        /* larger traces: each mode's L1 on its own (the maps below) */
+#define SL1_CHECK 32768u            /* accesses between a mode's checks for sets it can give back */
+
+/* a mode's pages: virtual page + 1 -> host page, and host page + 1 -> virtual page */
+typedef struct page_map {
+    uint64_t *key, *val;
+    uint32_t cap;
+} page_map;
+
+/* The shared L1s: per set its lines (virtual line + 1), the most recent first, 0 none;
+ * and the last line each L1 was used for. [DC_DATA] the data cache, [DC_CODE] the
+ * instruction cache. */
+typedef struct sl1_state {
+    uint64_t line[2][SL1_SETS * SL1_WAYS];
+    uint64_t last[2];
+} sl1_state;
+
+/* what the shared L1s answered: bit 0 the access missed its L1, bit 1 some access from
+ * it to the end of its run of one page and kind did */
+#define SL1_MISS 1u
+#define SL1_RUN_MISSES 2u
+
+typedef struct batch_in {
+    const trace_access *a;
+    const uint16_t *run, *nxt;
+    const uint8_t *miss;            /* the shared L1s' answers (SL1_*); NULL: not shared */
+    const sl1_state *before, *after;    /* the shared L1s before and after the batch */
+    size_t n;
+} batch_in;
+
+typedef struct mode_share {
+    page_map fwd, back;
+    struct vmsim_replay *r;
+    int mode;
+    const batch_in *in;             /* where the mode is: the batch and the access (take_set) */
+    size_t pos;
+    uint64_t since_check;
+} mode_share;
 
 typedef struct mode_stats {
     uint64_t accesses, refs, guest_refs, nested_refs, ad_writes, exits, exits_ok, tlb_misses, pwc_hits, ntlb_hits;
@@ -149,6 +208,11 @@ struct vmsim_replay {
     vm_result *mres[N_REPLAY_MODES];    /* each mode's own: modes may run on threads of their own */
     trace_access batch[BATCH];
     uint16_t run[BATCH], nxt[BATCH];
+    /* the shared L1s (above); sl1_ways 0: not shared */
+    uint32_t sl1_ways;
+    sl1_state sl1, sl1_before;
+    uint8_t miss[BATCH];
+    mode_share sh[N_REPLAY_MODES];
     uint64_t end_page[2];
     uint32_t end_off[2];
     /* the page's shared decoder: what this handle decodes, also handed out in batches */
@@ -159,6 +223,7 @@ struct vmsim_replay {
 };
 
 static int failf(vmsim_replay *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int sl1_start(vmsim_replay *r);
 static int failf(vmsim_replay *r, int status, const char *fmt, ...)
 {
     if (r->status)
@@ -323,7 +388,7 @@ static bool parse_options(vmsim_replay *r, const char *text, size_t len)
     }
     static const char *const keys[] = {"modes", "preset", "guest_pages", "huge_min", "host_pages", "start", "format",
                                        "cycles_per_access", "cycles_per_ref", "cycles_per_exit", "refill_trap", "tables", "machine",
-                                       "agile_switch_level", "part", NULL};
+                                       "agile_switch_level", "part", "l1", "l1_leave_at", NULL};
     bool ok = false;
     const json_value *root = doc.root;
     if (root->type != JSON_OBJECT) {
@@ -349,9 +414,10 @@ static bool parse_options(vmsim_replay *r, const char *text, size_t len)
         goto out;
     }
     static const char *const gp[] = {"4k", "2m"}, *const hp[] = {"2m", "4k"}, *const st[] = {"cold", "warm"},
-                             *const fm[] = {"json", "table", "csv"}, *const tb[] = {"built", "on-demand"};
-    int g = 0, hpi = 0, s = 0, tbi = 0;
-    double huge = 1, agile_sw = 0;
+                             *const fm[] = {"json", "table", "csv"}, *const tb[] = {"built", "on-demand"},
+                             *const l1[] = {"shared", "per-mode"};
+    int g = 0, hpi = 0, s = 0, tbi = 0, l1i = 0;
+    double huge = 1, agile_sw = 0, leave_at = 0;
     if (!opt_enum(r, root, "preset", preset_names, 2, &o->preset) || !opt_enum(r, root, "guest_pages", gp, 2, &g) ||
         !opt_enum(r, root, "host_pages", hp, 2, &hpi) || !opt_enum(r, root, "start", st, 2, &s) ||
         !opt_enum(r, root, "format", fm, 3, &o->format) || !opt_enum(r, root, "tables", tb, 2, &tbi) || !opt_number(r, root, "huge_min", 1, 512, &huge) ||
@@ -359,8 +425,11 @@ static bool parse_options(vmsim_replay *r, const char *text, size_t len)
         !opt_number(r, root, "cycles_per_ref", 0, 1e6, &o->cycles_per_ref) ||
         !opt_number(r, root, "cycles_per_exit", 0, 1e9, &o->cycles_per_exit) ||
         !opt_number(r, root, "refill_trap", 0, 1e6, &o->refill_trap) ||
-        !opt_number(r, root, "agile_switch_level", 0, 4, &agile_sw))
+        !opt_number(r, root, "agile_switch_level", 0, 4, &agile_sw) || !opt_enum(r, root, "l1", l1, 2, &l1i) ||
+        !opt_number(r, root, "l1_leave_at", 0, 1e15, &leave_at))
         goto out;
+    o->l1_leave_at = (uint64_t)leave_at;
+    o->l1_per_mode = l1i == 1;
     if (agile_sw != (int)agile_sw) {
         failf(r, VMSIM_REPLAY_BAD_TRACE, "option agile_switch_level must be a whole number from 0 to 4");
         goto out;
@@ -916,6 +985,8 @@ EXPORT int vmsim_replay_scan_end(vmsim_replay *r)
             memset(r->dc[mode].data, 0, sizeof r->dc[mode].data);
             r->memo[mode].gen = 1;      /* every slot (gen 0) invalid */
         }
+    if (sl1_start(r))
+        return r->status;
     trace_decoder_init(&r->dec);
     r->pass = 2;
     return 0;
@@ -939,13 +1010,215 @@ static cache_line *hit_line(machine *m, uint64_t gva)
 }
 
 
+/* ---- the shared L1 (see "One L1 for the modes" above) ---- */
+
+static bool pm_init(page_map *m, uint32_t cap)
+{
+    m->cap = cap;
+    m->key = calloc(cap, sizeof *m->key);
+    m->val = calloc(cap, sizeof *m->val);
+    return m->key && m->val;
+}
+
+static void pm_free(page_map *m)
+{
+    free(m->key);
+    free(m->val);
+    memset(m, 0, sizeof *m);
+}
+
+/* k -> v; false when k is already there with another value (or the map is full) */
+static bool pm_put(page_map *m, uint64_t k, uint64_t v)
+{
+    uint32_t j = page_hash(k + 1, m->cap);
+    for (uint32_t probes = 0; probes < m->cap; probes++, j = (j + 1) & (m->cap - 1)) {
+        if (m->key[j] == k + 1)
+            return m->val[j] == v;
+        if (!m->key[j]) {
+            m->key[j] = k + 1;
+            m->val[j] = v;
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool pm_get(const page_map *m, uint64_t k, uint64_t *v)
+{
+    uint32_t j = page_hash(k + 1, m->cap);
+    for (uint32_t probes = 0; probes < m->cap && m->key[j]; probes++, j = (j + 1) & (m->cap - 1))
+        if (m->key[j] == k + 1) {
+            *v = m->val[j];
+            return true;
+        }
+    return false;
+}
+
+/* key (a line + 1) used in the set at s (ways lines, the most recent first): moved or put
+ * first, the least recent falling out when the set is full. True if it was there. */
+static inline bool sl1_use(uint64_t *s, uint32_t ways, uint64_t key)
+{
+    uint32_t k = 0;
+    while (k < ways - 1 && s[k] != key && s[k])
+        k++;
+    bool hit = s[k] == key;
+    for (; k; k--)
+        s[k] = s[k - 1];
+    s[0] = key;
+    return hit;
+}
+
+/* The batch's accesses through the shared L1s (run: compute_runs'): miss[j] SL1_*. */
+static void sl1_run(vmsim_replay *r, const trace_access *a, const uint16_t *run, size_t n, uint8_t *miss)
+{
+    sl1_state *st = &r->sl1;
+    uint32_t ways = r->sl1_ways;
+    for (size_t j = 0; j < n; j++) {
+        uint64_t key = (a[j].addr >> 6) + 1;
+        int which = a[j].kind == TRACE_FETCH ? DC_CODE : DC_DATA;
+        if (key == st->last[which]) {       /* the last line: the most recent of its set */
+            miss[j] = 0;
+            continue;
+        }
+        st->last[which] = key;
+        miss[j] = !sl1_use(st->line[which] + ((key - 1) & (SL1_SETS - 1)) * ways, ways, key);
+    }
+    for (size_t j = n; j-- > 0;)
+        miss[j] |= (uint8_t)(((miss[j] | (run[j] > 1 ? miss[j + 1] : 0)) & 3) ? SL1_RUN_MISSES : 0);
+}
+
+/* Set `set` of shared L1 `which` as it stood before access pos of the batch, in the
+ * mode's host lines (line + 1, the most recent first); how many. */
+static uint32_t sl1_set_at(vmsim_replay *r, int mode, int which, uint32_t set, const batch_in *in, size_t pos,
+                           uint32_t *out)
+{
+    uint32_t ways = r->sl1_ways;
+    uint64_t s[SL1_WAYS];
+    memcpy(s, in->before->line[which] + set * ways, ways * sizeof *s);
+    for (size_t j = 0; j < pos; j++)
+        if ((in->a[j].kind == TRACE_FETCH) == (which == DC_CODE) && (in->a[j].addr >> 6 & (SL1_SETS - 1)) == set)
+            sl1_use(s, ways, (in->a[j].addr >> 6) + 1);
+    uint32_t n = 0;
+    for (; n < ways && s[n]; n++) {
+        uint64_t host = 0;
+        pm_get(&r->sh[mode].fwd, (s[n] - 1) >> 6, &host);     /* every page there was translated before pos */
+        out[n] = (uint32_t)((host << 6 | ((s[n] - 1) & 63)) + 1);
+    }
+    return n;
+}
+
+/* A walk's entry read into a set the mode does not keep: the shared set copied in first. */
+static void take_set(dcache *d, uint32_t set)
+{
+    mode_share *sh = d->take_ctx;
+    uint32_t keys[SL1_WAYS];
+    uint32_t n = sl1_set_at(sh->r, sh->mode, DC_DATA, set, sh->in, sh->pos, keys);
+    dcache_l1_set_load(d, DC_DATA, set, keys, n);
+    d->own |= 1ull << set;
+}
+
+/* The mode keeps both its L1s itself from access pos on. */
+static void sl1_leave(vmsim_replay *r, int mode)
+{
+    dcache *d = &r->dc[mode];
+    mode_share *sh = &r->sh[mode];
+    for (uint32_t set = 0; set < SL1_SETS; set++) {
+        if (!(d->own >> set & 1))
+            take_set(d, set);
+        uint32_t keys[SL1_WAYS];
+        uint32_t n = sl1_set_at(r, mode, DC_CODE, set, sh->in, sh->pos, keys);
+        dcache_l1_set_load(d, DC_CODE, set, keys, n);
+    }
+    d->take = NULL;
+    d->own = ~0ull;
+}
+
+/* At the end of a batch: the sets the mode keeps that hold what the shared L1 holds, in
+ * the same order, given back (checked every SL1_CHECK accesses). */
+static void sl1_give_back(vmsim_replay *r, int mode, const batch_in *in)
+{
+    dcache *d = &r->dc[mode];
+    mode_share *sh = &r->sh[mode];
+    if (!d->take || !d->own || (sh->since_check += in->n) < SL1_CHECK)
+        return;
+    sh->since_check = 0;
+    uint32_t ways = r->sl1_ways;
+    bool gave = false;
+    for (uint32_t set = 0; set < SL1_SETS; set++) {
+        if (!(d->own >> set & 1))
+            continue;
+        uint32_t mine[256];
+        uint32_t n = dcache_l1_set_read(d, DC_DATA, set, mine), k = 0;
+        const uint64_t *s = in->after->line[DC_DATA] + set * ways;
+        for (; k < n && s[k]; k++) {
+            uint64_t host;
+            if (!pm_get(&sh->fwd, (s[k] - 1) >> 6, &host) || mine[k] != (uint32_t)((host << 6 | ((s[k] - 1) & 63)) + 1))
+                break;
+        }
+        if (k == n && (n == ways || !s[n])) {
+            d->own &= ~(1ull << set);
+            gave = true;
+        }
+    }
+    if (gave)
+        d->l1[DC_DATA].last_key[0] = d->l1[DC_DATA].last_key[1] = 0;
+}
+
+/* Pass 2 begins: the shared L1 empty, each mode keeping the sets its warm start filled. */
+static int sl1_start(vmsim_replay *r)
+{
+    bool sw = r->o.preset == 1;
+    uint32_t sets = (uint32_t)((sw ? COST_SUNWAY_L1_BYTES : COST_X86_L1_BYTES) / 64 / (sw ? COST_SUNWAY_L1_WAYS : COST_X86_L1_WAYS));
+    uint32_t ways = (uint32_t)(sw ? COST_SUNWAY_L1_WAYS : COST_X86_L1_WAYS);
+    uint32_t isets = (uint32_t)((sw ? COST_SUNWAY_L1I_BYTES : COST_X86_L1I_BYTES) / 64 / (sw ? COST_SUNWAY_L1I_WAYS : COST_X86_L1I_WAYS));
+    uint32_t iways = (uint32_t)(sw ? COST_SUNWAY_L1I_WAYS : COST_X86_L1I_WAYS);
+    r->sl1_ways = 0;
+    if (r->o.l1_per_mode || sets != SL1_SETS || isets != SL1_SETS || iways != ways || ways < 2 || ways > SL1_WAYS ||
+        r->npages > SL1_MAX_PAGES)
+        return 0;
+    r->sl1_ways = ways;
+    memset(&r->sl1, 0, sizeof r->sl1);
+    uint32_t cap = 64;
+    while (cap < 2 * r->npages)
+        cap <<= 1;
+    for (int mode = 0; mode < N_REPLAY_MODES; mode++) {
+        if (!r->built[mode])
+            continue;
+        mode_share *sh = &r->sh[mode];
+        if (!pm_init(&sh->fwd, cap) || !pm_init(&sh->back, cap))
+            return failf(r, VMSIM_REPLAY_NO_MEMORY, "out of memory for the shared L1 of mode %s", replay_mode_names[mode]);
+        sh->r = r;
+        sh->mode = mode;
+        dcache *d = &r->dc[mode];
+        d->own = 0;
+        for (uint32_t set = 0; set < SL1_SETS; set++) {
+            uint32_t keys[256];
+            if (dcache_l1_set_read(d, DC_DATA, set, keys))
+                d->own |= 1ull << set;
+            if (dcache_l1_set_read(d, DC_CODE, set, keys))      /* (walks read through the data cache only) */
+                return failf(r, VMSIM_REPLAY_NO_MEMORY, "mode %s: its instruction cache is not empty", replay_mode_names[mode]);
+        }
+        d->take = take_set;
+        d->take_ctx = sh;
+    }
+    return 0;
+}
+
 /* The slow path of one access in one mode: translate it, count, remember a TLB hit. */
 static void translate_one(machine *m, mode_memo *mm, vm_result *res, mode_stats *st, uint64_t gva, enum vm_op op,
-                          tlb_memo *e)
+                          tlb_memo *e, mode_share *sh, const uint8_t *miss)
 {
     vm_access a = {.gva = gva, .op = op, .user = true};
     res->record = false;
     translate(m, &a, res);
+    if (m->dc->take) {
+        /* the shared L1 holds this access's line as a load or store that was made: a mode
+         * that does not make it, or whose pages meet at one host page, leaves it */
+        bool ok = res->outcome == OUT_OK && res->hpa_valid;
+        if (!ok ||
+            (ok && (!pm_put(&sh->fwd, gva >> 12, res->hpa >> 12) || !pm_put(&sh->back, res->hpa >> 12, gva >> 12))))
+            sl1_leave(sh->r, sh->mode);
+    }
     st->refs += res->memory_refs;
     st->guest_refs += res->guest_refs;
     st->nested_refs += res->nested_refs;
@@ -956,8 +1229,13 @@ static void translate_one(machine *m, mode_memo *mm, vm_result *res, mode_stats 
     st->outcomes[res->outcome]++;
     if (res->outcome == OUT_OK) {
         st->exits_ok += res->exits;
-        if (res->hpa_valid)
-            m->dc->data[dcache_lookup(m->dc, res->hpa, op == OP_FETCH ? DC_CODE : DC_DATA)]++;
+        if (res->hpa_valid) {
+            dcache *dc = m->dc;
+            if (dc->take && (op == OP_FETCH || !(dc->own >> (gva >> 6 & (SL1_SETS - 1)) & 1)))
+                dc->data[miss[sh->pos] & SL1_MISS ? dcache_below(dc, res->hpa) : DC_L1]++;
+            else
+                dc->data[dcache_lookup(dc, res->hpa, op == OP_FETCH ? DC_CODE : DC_DATA)]++;
+        }
     }
     if (res->tlb_hit != 1) {
         st->tlb_misses += res->tlb_hit == 0;
@@ -982,15 +1260,20 @@ static void translate_one(machine *m, mode_memo *mm, vm_result *res, mode_stats 
  * one mode's TLB and memo stay in the processor's caches for the whole batch (measured:
  * the WebAssembly build gains most). The memo's generation and the TLB's tick live in
  * locals between the calls that change them. */
-static void run_batch(vmsim_replay *r, int mode, const trace_access *b, const uint16_t *run, const uint16_t *nxt, size_t n)
+static void run_range(vmsim_replay *r, int mode, const batch_in *in, size_t from, size_t n)
 {
+    const trace_access *b = in->a;
+    const uint16_t *run = in->run, *nxt = in->nxt;
+    const uint8_t *miss = in->miss;
     machine *m = &r->m[mode];
     mode_memo *mm = &r->memo[mode];
     cache *tlb = m->tlb;
     dcache *dc = m->dc;
+    mode_share *sh = &r->sh[mode];
+    sh->in = in;
     uint64_t ok = 0, l1 = 0;     /* l1: the L1 hits counted without a lookup, added at the end */
     uint32_t gen = mm->gen, tick = tlb ? tlb->tick : 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = from; i < n; i++) {
         uint64_t page = b[i].addr >> 12;
         enum vm_op op = op_of[b[i].kind];
         tlb_memo *e = &mm->slot[page & (MEMO_SLOTS - 1)];
@@ -998,6 +1281,8 @@ static void run_batch(vmsim_replay *r, int mode, const trace_access *b, const ui
             /* this access and the run of same-page, same-kind ones after it all hit the
              * same line: marked used as often, its last use is what the line keeps */
             uint32_t k = run[i];
+            if (k > n - i)      /* (a range that ends within the run: the leave_at check) */
+                k = (uint32_t)(n - i);
             tick += k;
             *e->age = (uint64_t)tick << 1 | 1;      /* what cache.c does to a line it finds */
             ok += k;
@@ -1009,13 +1294,38 @@ static void run_batch(vmsim_replay *r, int mode, const trace_access *b, const ui
             int which = op == OP_FETCH ? DC_CODE : DC_DATA;
             const uint32_t *last = &dc->l1[which].last_key[0];
             uint64_t base = e->hpa_page, same = k;
-            for (size_t j = i, stop = i + k; j < stop; j = nxt[j]) {
-                uint64_t hpa = base | (b[j].addr & 0xFFF);
-                same--;
-                if ((uint32_t)(hpa >> 6) + 1 == *last)
-                    same++;
-                else
-                    dc->data[dcache_lookup(dc, hpa, which)]++;
+            if (dc->take && !(miss[i] & SL1_RUN_MISSES) && (which == DC_CODE || !dc->own)) {
+                /* every access of the run found by the shared L1 */
+            } else if (dc->take && which == DC_CODE) {
+                for (size_t j = i, stop = i + k; j < stop; j = nxt[j])
+                    if (miss[j] & SL1_MISS) {
+                        same--;
+                        dc->data[dcache_below(dc, base | (b[j].addr & 0xFFF))]++;
+                    }
+            } else if (dc->take) {
+                /* the shared L1's answer, in the sets the mode does not keep itself */
+                uint64_t own = dc->own;
+                for (size_t j = i, stop = i + k; j < stop; j = nxt[j]) {
+                    uint64_t hpa = base | (b[j].addr & 0xFFF);
+                    if (!(own >> (b[j].addr >> 6 & (SL1_SETS - 1)) & 1)) {
+                        if (miss[j] & SL1_MISS) {
+                            same--;
+                            dc->data[dcache_below(dc, hpa)]++;
+                        }
+                    } else if ((uint32_t)(hpa >> 6) + 1 != *last) {
+                        same--;
+                        dc->data[dcache_lookup(dc, hpa, DC_DATA)]++;
+                    }
+                }
+            } else {
+                for (size_t j = i, stop = i + k; j < stop; j = nxt[j]) {
+                    uint64_t hpa = base | (b[j].addr & 0xFFF);
+                    same--;
+                    if ((uint32_t)(hpa >> 6) + 1 == *last)
+                        same++;
+                    else
+                        dc->data[dcache_lookup(dc, hpa, which)]++;
+                }
             }
             l1 += same;
             i += k - 1;
@@ -1023,7 +1333,8 @@ static void run_batch(vmsim_replay *r, int mode, const trace_access *b, const ui
         }
         if (tlb)
             tlb->tick = tick;
-        translate_one(m, mm, r->mres[mode], &r->st[mode], b[i].addr, op, e);
+        sh->pos = i;
+        translate_one(m, mm, r->mres[mode], &r->st[mode], b[i].addr, op, e, sh, miss);
         gen = mm->gen;
         if (tlb)
             tick = tlb->tick;
@@ -1032,7 +1343,23 @@ static void run_batch(vmsim_replay *r, int mode, const trace_access *b, const ui
         tlb->tick = tick;
     dc->data[DC_L1] += l1;
     r->st[mode].outcomes[OUT_OK] += ok;
-    r->st[mode].accesses += n;
+    r->st[mode].accesses += n - from;
+}
+
+static void run_batch(vmsim_replay *r, int mode, const batch_in *in)
+{
+    dcache *dc = &r->dc[mode];
+    uint64_t at = r->o.l1_leave_at - 1 - r->st[mode].accesses;     /* the option's access, in this batch */
+    if (dc->take && r->o.l1_leave_at && at < in->n) {
+        run_range(r, mode, in, 0, at);
+        r->sh[mode].pos = at;
+        sl1_leave(r, mode);
+        run_range(r, mode, in, at, in->n);
+    } else {
+        run_range(r, mode, in, 0, in->n);
+    }
+    if (dc->take)
+        sl1_give_back(r, mode, in);
 }
 
 /* run[i]: how many accesses from i on go to the same page with the same kind of access;
@@ -1065,9 +1392,17 @@ static void compute_runs(const trace_access *b, uint16_t *run, uint16_t *nxt, si
 static void run_all(vmsim_replay *r, const trace_access *b, size_t n)
 {
     compute_runs(b, r->run, r->nxt, n);
+    batch_in in = {.a = b, .run = r->run, .nxt = r->nxt, .n = n};
+    if (r->sl1_ways) {
+        r->sl1_before = r->sl1;
+        sl1_run(r, b, r->run, n, r->miss);
+        in.miss = r->miss;
+        in.before = &r->sl1_before;
+        in.after = &r->sl1;
+    }
     for (int mode = 0; mode < N_REPLAY_MODES; mode++)
         if (r->built[mode])
-            run_batch(r, mode, b, r->run, r->nxt, n);
+            run_batch(r, mode, &in);
 }
 
 static int share_feed(vmsim_replay *r, const uint8_t *p, const uint8_t *end);
@@ -1113,6 +1448,10 @@ struct vmsim_replay_batch {
         trace_page pg[VMSIM_REPLAY_BATCH];      /* pass 1: pages as trace_scan reports them */
     };
     uint16_t run[VMSIM_REPLAY_BATCH], nxt[VMSIM_REPLAY_BATCH];
+    /* pass 2: the shared L1's answers and its state before and after (sl1_ways 0: none) */
+    uint32_t sl1_ways;
+    uint8_t miss[VMSIM_REPLAY_BATCH];
+    sl1_state before, after;
 };
 _Static_assert(VMSIM_REPLAY_BATCH <= 65535, "a run and an index in the batch are kept in 16 bits");
 
@@ -1163,9 +1502,15 @@ size_t vmsim_replay_decode(vmsim_replay *r, const uint8_t **pp, const uint8_t *e
     return b->n - start;
 }
 
-void vmsim_replay_batch_seal(vmsim_replay_batch *b)
+void vmsim_replay_batch_seal(vmsim_replay *r, vmsim_replay_batch *b)
 {
     compute_runs(b->a, b->run, b->nxt, b->n);
+    b->sl1_ways = r ? r->sl1_ways : 0;
+    if (b->sl1_ways) {
+        b->before = r->sl1;
+        sl1_run(r, b->a, b->run, b->n, b->miss);
+        b->after = r->sl1;
+    }
 }
 
 unsigned vmsim_replay_modes_here(const vmsim_replay *r)
@@ -1178,8 +1523,19 @@ unsigned vmsim_replay_modes_here(const vmsim_replay *r)
 
 void vmsim_replay_run(vmsim_replay *r, int mode, const vmsim_replay_batch *b)
 {
-    if (r && mode >= 0 && mode < N_REPLAY_MODES && r->built[mode] && b->n)
-        run_batch(r, mode, b->a, b->run, b->nxt, b->n);
+    if (r && !r->status && b->sl1_ways != r->sl1_ways) {
+        failf(r, VMSIM_REPLAY_BAD_TRACE, "a batch sealed with another shared L1 (%u ways, here %u)", b->sl1_ways, r->sl1_ways);
+        return;
+    }
+    if (r && !r->status && mode >= 0 && mode < N_REPLAY_MODES && r->built[mode] && b->n) {
+        batch_in in = {.a = b->a, .run = b->run, .nxt = b->nxt, .n = b->n};
+        if (b->sl1_ways) {
+            in.miss = b->miss;
+            in.before = &b->before;
+            in.after = &b->after;
+        }
+        run_batch(r, mode, &in);
+    }
 }
 
 /* ---- the page's shared decoder: one worker inflates and decodes each pass once and
@@ -1243,7 +1599,7 @@ static int share_out(vmsim_replay *r, bool last)
     memcpy(b->off, r->dec.off, sizeof b->off);
     b->ended = r->dec.ended;
     if (r->pass == 2)
-        vmsim_replay_batch_seal(b);
+        vmsim_replay_batch_seal(r, b);
     if (r->sink(r->sink_ctx, b, sizeof *b))
         return failf(r, VMSIM_REPLAY_NO_MEMORY, "the replay's other workers stopped taking the decoded trace");
     r->shared_at = r->dec.count;
@@ -1781,6 +2137,8 @@ EXPORT void vmsim_replay_close(vmsim_replay *r)
         if (r->built[mode])
             machine_free(&r->m[mode]);
         dcache_free(&r->dc[mode]);
+        pm_free(&r->sh[mode].fwd);
+        pm_free(&r->sh[mode].back);
         scenario_free(&r->sc[mode]);
         free(r->mres[mode]);
     }
