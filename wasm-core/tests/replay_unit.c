@@ -3,7 +3,7 @@
  * the same report as the whole body; every kind of damage is refused with its message.
  * The bodies are written by a small encoder here, from the format's description. The
  * caches (src/dcache.c, with its shortcuts) against a plain LRU written here from
- * model.md 5c, access by access. The page's shared decoder (one handle decoding, another
+ * model.md 5c, access by access, across the wrap of the L1s' tick. The page's shared decoder (one handle decoding, another
  * taking its batches) against the one-handle report. */
 #include "vmsim_replay.h"
 #include "dcache.h"
@@ -564,6 +564,8 @@ static void test_caches_against_plain_lru(void)
         int mismatches = 0, by_level[4] = {0};
         for (long n = 0; n < 3000000; n++) {
             uint64_t r = rnd(), hpa;
+            if (n == 1500000)   /* the L1s' tick about to wrap: their order of use must survive it */
+                d.tick = UINT32_MAX - 5000;
             int which = DC_DATA;
             switch (r % 8) {
             case 0: case 1: case 2:
