@@ -1068,23 +1068,34 @@ static inline bool sl1_use(uint64_t *s, uint32_t ways, uint64_t key)
     return hit;
 }
 
-/* The batch's accesses through the shared L1s (run: compute_runs'): miss[j] SL1_*. */
-static void sl1_run(vmsim_replay *r, const trace_access *a, const uint16_t *run, size_t n, uint8_t *miss)
+/* The batch's accesses through the shared L1s (run, nxt: compute_runs'): miss[j] SL1_*.
+ * Run by run, the first access of each line only: the others read the line the access
+ * before them read, the most recent of its set. */
+static void sl1_run(vmsim_replay *r, const trace_access *a, const uint16_t *run, const uint16_t *nxt, size_t n,
+                    uint8_t *miss)
 {
     sl1_state *st = &r->sl1;
     uint32_t ways = r->sl1_ways;
-    for (size_t j = 0; j < n; j++) {
-        uint64_t key = (a[j].addr >> 6) + 1;
-        int which = a[j].kind == TRACE_FETCH ? DC_CODE : DC_DATA;
-        if (key == st->last[which]) {       /* the last line: the most recent of its set */
-            miss[j] = 0;
-            continue;
+    memset(miss, 0, n);
+    for (size_t i = 0; i < n;) {
+        size_t stop = i + run[i], last_miss = 0;
+        int which = a[i].kind == TRACE_FETCH ? DC_CODE : DC_DATA;
+        uint64_t *lines = st->line[which], last = st->last[which];
+        for (size_t j = i; j < stop; j = nxt[j]) {
+            uint64_t key = (a[j].addr >> 6) + 1;
+            if (key == last)        /* the L1's last line (from a run before this one) */
+                continue;
+            last = key;
+            if (!sl1_use(lines + ((key - 1) & (SL1_SETS - 1)) * ways, ways, key)) {
+                miss[j] = SL1_MISS;
+                last_miss = j + 1;
+            }
         }
-        st->last[which] = key;
-        miss[j] = !sl1_use(st->line[which] + ((key - 1) & (SL1_SETS - 1)) * ways, ways, key);
+        st->last[which] = last;
+        for (size_t j = i; j < last_miss; j++)
+            miss[j] |= SL1_RUN_MISSES;
+        i = stop;
     }
-    for (size_t j = n; j-- > 0;)
-        miss[j] |= (uint8_t)(((miss[j] | (run[j] > 1 ? miss[j + 1] : 0)) & 3) ? SL1_RUN_MISSES : 0);
 }
 
 /* Set `set` of shared L1 `which` as it stood before access pos of the batch, in the
@@ -1260,7 +1271,8 @@ static void translate_one(machine *m, mode_memo *mm, vm_result *res, mode_stats 
  * one mode's TLB and memo stay in the processor's caches for the whole batch (measured:
  * the WebAssembly build gains most). The memo's generation and the TLB's tick live in
  * locals between the calls that change them. */
-static void run_range(vmsim_replay *r, int mode, const batch_in *in, size_t from, size_t n)
+static inline __attribute__((always_inline)) void run_range(vmsim_replay *r, int mode, const batch_in *in, size_t from,
+                                                             size_t n, bool part)
 {
     const trace_access *b = in->a;
     const uint16_t *run = in->run, *nxt = in->nxt;
@@ -1281,7 +1293,7 @@ static void run_range(vmsim_replay *r, int mode, const batch_in *in, size_t from
             /* this access and the run of same-page, same-kind ones after it all hit the
              * same line: marked used as often, its last use is what the line keeps */
             uint32_t k = run[i];
-            if (k > n - i)      /* (a range that ends within the run: the leave_at check) */
+            if (part && k > n - i)      /* a range that ends within the run (the leave_at check) */
                 k = (uint32_t)(n - i);
             tick += k;
             *e->age = (uint64_t)tick << 1 | 1;      /* what cache.c does to a line it finds */
@@ -1346,17 +1358,22 @@ static void run_range(vmsim_replay *r, int mode, const batch_in *in, size_t from
     r->st[mode].accesses += n - from;
 }
 
+static void __attribute__((noinline)) run_part(vmsim_replay *r, int mode, const batch_in *in, size_t from, size_t n)
+{
+    run_range(r, mode, in, from, n, true);
+}
+
 static void run_batch(vmsim_replay *r, int mode, const batch_in *in)
 {
     dcache *dc = &r->dc[mode];
     uint64_t at = r->o.l1_leave_at - 1 - r->st[mode].accesses;     /* the option's access, in this batch */
     if (dc->take && r->o.l1_leave_at && at < in->n) {
-        run_range(r, mode, in, 0, at);
+        run_part(r, mode, in, 0, at);
         r->sh[mode].pos = at;
         sl1_leave(r, mode);
-        run_range(r, mode, in, at, in->n);
+        run_part(r, mode, in, at, in->n);
     } else {
-        run_range(r, mode, in, 0, in->n);
+        run_range(r, mode, in, 0, in->n, false);
     }
     if (dc->take)
         sl1_give_back(r, mode, in);
@@ -1395,7 +1412,7 @@ static void run_all(vmsim_replay *r, const trace_access *b, size_t n)
     batch_in in = {.a = b, .run = r->run, .nxt = r->nxt, .n = n};
     if (r->sl1_ways) {
         r->sl1_before = r->sl1;
-        sl1_run(r, b, r->run, n, r->miss);
+        sl1_run(r, b, r->run, r->nxt, n, r->miss);
         in.miss = r->miss;
         in.before = &r->sl1_before;
         in.after = &r->sl1;
@@ -1508,7 +1525,7 @@ void vmsim_replay_batch_seal(vmsim_replay *r, vmsim_replay_batch *b)
     b->sl1_ways = r ? r->sl1_ways : 0;
     if (b->sl1_ways) {
         b->before = r->sl1;
-        sl1_run(r, b->a, b->run, b->n, b->miss);
+        sl1_run(r, b->a, b->run, b->nxt, b->n, b->miss);
         b->after = r->sl1;
     }
 }
