@@ -62,7 +62,9 @@ int vmsim_replay_merge(vmsim_replay *r, const char *text, size_t len);
 /* Pass 2 on threads (the CLI's --jobs; not in the WebAssembly module): the caller decodes
  * the inflated body into batches (vmsim_replay_decode appends up to the batch's room and
  * advances *p; a record split between pieces is carried over), seals each full or last
- * batch, and runs every mode of vmsim_replay_modes_here over every batch in order.
+ * batch with the handle, in order (its runs found and the shared L1s run through it:
+ * docs/replay.md, "One L1 for the modes"), and runs every mode of vmsim_replay_modes_here
+ * over every batch in order.
  * Different modes may run at the same time on different threads; one mode's batches run
  * one after another. Then vmsim_replay_finish as usual. */
 #define VMSIM_REPLAY_BATCH 32768u
