@@ -43,7 +43,6 @@ typedef struct dcache_l1 {
     size_t last_idx[2];
 } dcache_l1;
 
-typedef struct dcache dcache;
 typedef struct dcache {
     int levels;             /* 2 or 3, the L1s counted once */
     /* The replay's L1 data caches shared between modes (replay.md, "One L1 for the
@@ -51,7 +50,7 @@ typedef struct dcache {
      * the shared L1's, kept by the replay, and a page-table entry read into one of those
      * first has `take` copy it here. take NULL: every set is this cache's own. */
     uint64_t own;
-    void (*take)(dcache *d, uint32_t set);
+    void (*take)(struct dcache *d, uint32_t set);
     void *take_ctx;
     dcache_l1 l1[2];        /* DC_DATA, DC_CODE */
     dcache_level lv[3];     /* lv[1] L2, lv[2] LLC (lv[0] unused: the L1s above) */
@@ -98,9 +97,11 @@ static inline int dcache_lookup(dcache *d, uint64_t hpa, int which)
  * when the replay shares the L1) */
 static inline int dcache_access(dcache *d, uint64_t hpa)
 {
-    uint32_t set = (uint32_t)(hpa >> 6) & 63;
-    if (d->take && !(d->own >> set & 1))
-        d->take(d, set);
+    if (d->take) {
+        uint32_t set = (uint32_t)(hpa >> 6) & d->l1[DC_DATA].c.set_mask;
+        if (!(d->own >> set & 1))
+            d->take(d, set);
+    }
     return dcache_lookup(d, hpa, DC_DATA);
 }
 

@@ -1098,6 +1098,16 @@ static void sl1_run(vmsim_replay *r, const trace_access *a, const uint16_t *run,
     }
 }
 
+/* A shared L1's line (virtual line + 1) as the mode's L1 keeps it (host line + 1); false
+ * when the mode has not translated its page (then on host page 0). */
+static bool host_key(const mode_share *sh, uint64_t key, uint32_t *out)
+{
+    uint64_t host = 0;
+    bool found = pm_get(&sh->fwd, (key - 1) >> 6, &host);
+    *out = (uint32_t)((host << 6 | ((key - 1) & 63)) + 1);
+    return found;
+}
+
 /* Set `set` of shared L1 `which` as it stood before access pos of the batch, in the
  * mode's host lines (line + 1, the most recent first); how many. */
 static uint32_t sl1_set_at(vmsim_replay *r, int mode, int which, uint32_t set, const batch_in *in, size_t pos,
@@ -1110,11 +1120,8 @@ static uint32_t sl1_set_at(vmsim_replay *r, int mode, int which, uint32_t set, c
         if ((in->a[j].kind == TRACE_FETCH) == (which == DC_CODE) && (in->a[j].addr >> 6 & (SL1_SETS - 1)) == set)
             sl1_use(s, ways, (in->a[j].addr >> 6) + 1);
     uint32_t n = 0;
-    for (; n < ways && s[n]; n++) {
-        uint64_t host = 0;
-        pm_get(&r->sh[mode].fwd, (s[n] - 1) >> 6, &host);     /* every page there was translated before pos */
-        out[n] = (uint32_t)((host << 6 | ((s[n] - 1) & 63)) + 1);
-    }
+    for (; n < ways && s[n]; n++)
+        host_key(&r->sh[mode], s[n], &out[n]);      /* every page there was translated before pos */
     return n;
 }
 
@@ -1158,14 +1165,11 @@ static void sl1_give_back(vmsim_replay *r, int mode, const batch_in *in)
     for (uint32_t set = 0; set < SL1_SETS; set++) {
         if (!(d->own >> set & 1))
             continue;
-        uint32_t mine[256];
+        uint32_t mine[SL1_WAYS], theirs;
         uint32_t n = dcache_l1_set_read(d, DC_DATA, set, mine), k = 0;
         const uint64_t *s = in->after->line[DC_DATA] + set * ways;
-        for (; k < n && s[k]; k++) {
-            uint64_t host;
-            if (!pm_get(&sh->fwd, (s[k] - 1) >> 6, &host) || mine[k] != (uint32_t)((host << 6 | ((s[k] - 1) & 63)) + 1))
-                break;
-        }
+        while (k < n && s[k] && host_key(sh, s[k], &theirs) && theirs == mine[k])
+            k++;
         if (k == n && (n == ways || !s[n])) {
             d->own &= ~(1ull << set);
             gave = true;
@@ -1178,6 +1182,8 @@ static void sl1_give_back(vmsim_replay *r, int mode, const batch_in *in)
 /* Pass 2 begins: the shared L1 empty, each mode keeping the sets its warm start filled. */
 static int sl1_start(vmsim_replay *r)
 {
+    /* from the preset, not the modes' caches: a shared decoder's lead may build no mode
+     * and still seals the batches */
     bool sw = r->o.preset == 1;
     uint32_t sets = (uint32_t)((sw ? COST_SUNWAY_L1_BYTES : COST_X86_L1_BYTES) / 64 / (sw ? COST_SUNWAY_L1_WAYS : COST_X86_L1_WAYS));
     uint32_t ways = (uint32_t)(sw ? COST_SUNWAY_L1_WAYS : COST_X86_L1_WAYS);
@@ -1202,13 +1208,15 @@ static int sl1_start(vmsim_replay *r)
         sh->mode = mode;
         dcache *d = &r->dc[mode];
         d->own = 0;
+        bool code = false;      /* (walks read through the data cache only: the instruction cache is empty) */
         for (uint32_t set = 0; set < SL1_SETS; set++) {
-            uint32_t keys[256];
+            uint32_t keys[SL1_WAYS];
             if (dcache_l1_set_read(d, DC_DATA, set, keys))
                 d->own |= 1ull << set;
-            if (dcache_l1_set_read(d, DC_CODE, set, keys))      /* (walks read through the data cache only) */
-                return failf(r, VMSIM_REPLAY_NO_MEMORY, "mode %s: its instruction cache is not empty", replay_mode_names[mode]);
+            code |= dcache_l1_set_read(d, DC_CODE, set, keys) != 0;
         }
+        if (code)       /* otherwise the mode keeps its own L1s */
+            continue;
         d->take = take_set;
         d->take_ctx = sh;
     }
@@ -1217,7 +1225,7 @@ static int sl1_start(vmsim_replay *r)
 
 /* The slow path of one access in one mode: translate it, count, remember a TLB hit. */
 static void translate_one(machine *m, mode_memo *mm, vm_result *res, mode_stats *st, uint64_t gva, enum vm_op op,
-                          tlb_memo *e, mode_share *sh, const uint8_t *miss)
+                          tlb_memo *e, mode_share *sh)
 {
     vm_access a = {.gva = gva, .op = op, .user = true};
     res->record = false;
@@ -1225,9 +1233,8 @@ static void translate_one(machine *m, mode_memo *mm, vm_result *res, mode_stats 
     if (m->dc->take) {
         /* the shared L1 holds this access's line as a load or store that was made: a mode
          * that does not make it, or whose pages meet at one host page, leaves it */
-        bool ok = res->outcome == OUT_OK && res->hpa_valid;
-        if (!ok ||
-            (ok && (!pm_put(&sh->fwd, gva >> 12, res->hpa >> 12) || !pm_put(&sh->back, res->hpa >> 12, gva >> 12))))
+        if (res->outcome != OUT_OK || !res->hpa_valid || !pm_put(&sh->fwd, gva >> 12, res->hpa >> 12) ||
+            !pm_put(&sh->back, res->hpa >> 12, gva >> 12))
             sl1_leave(sh->r, sh->mode);
     }
     st->refs += res->memory_refs;
@@ -1243,7 +1250,7 @@ static void translate_one(machine *m, mode_memo *mm, vm_result *res, mode_stats 
         if (res->hpa_valid) {
             dcache *dc = m->dc;
             if (dc->take && (op == OP_FETCH || !(dc->own >> (gva >> 6 & (SL1_SETS - 1)) & 1)))
-                dc->data[miss[sh->pos] & SL1_MISS ? dcache_below(dc, res->hpa) : DC_L1]++;
+                dc->data[sh->in->miss[sh->pos] & SL1_MISS ? dcache_below(dc, res->hpa) : DC_L1]++;
             else
                 dc->data[dcache_lookup(dc, res->hpa, op == OP_FETCH ? DC_CODE : DC_DATA)]++;
         }
@@ -1346,7 +1353,7 @@ static inline __attribute__((always_inline)) void run_range(vmsim_replay *r, int
         if (tlb)
             tlb->tick = tick;
         sh->pos = i;
-        translate_one(m, mm, r->mres[mode], &r->st[mode], b[i].addr, op, e, sh, miss);
+        translate_one(m, mm, r->mres[mode], &r->st[mode], b[i].addr, op, e, sh);
         gen = mm->gen;
         if (tlb)
             tick = tlb->tick;
@@ -1540,11 +1547,13 @@ unsigned vmsim_replay_modes_here(const vmsim_replay *r)
 
 void vmsim_replay_run(vmsim_replay *r, int mode, const vmsim_replay_batch *b)
 {
-    if (r && !r->status && b->sl1_ways != r->sl1_ways) {
+    if (!r || r->status)
+        return;
+    if (b->sl1_ways != r->sl1_ways) {
         failf(r, VMSIM_REPLAY_BAD_TRACE, "a batch sealed with another shared L1 (%u ways, here %u)", b->sl1_ways, r->sl1_ways);
         return;
     }
-    if (r && !r->status && mode >= 0 && mode < N_REPLAY_MODES && r->built[mode] && b->n) {
+    if (mode >= 0 && mode < N_REPLAY_MODES && r->built[mode] && b->n) {
         batch_in in = {.a = b->a, .run = b->run, .nxt = b->nxt, .n = b->n};
         if (b->sl1_ways) {
             in.miss = b->miss;
