@@ -132,9 +132,21 @@ typedef struct sl1_state {
 #define SL1_MISS 1u
 #define SL1_RUN_MISSES 2u
 
+/* A run of a batch (compute_runs): its accesses' page, kind and count, whether the shared
+ * L1 missed any of them, and the lines of the page they read (bit per line, which is
+ * also the L1 set: SL1_SETS lines a page). Built once per batch for every mode: a mode's
+ * hot loop goes run by run, the run's first access where the last one ended. */
+typedef struct run_rec {
+    uint64_t w;             /* page << 19 | count << 3 | RR_MISSES | vm_op */
+    uint64_t lines;
+} run_rec;
+#define RR_MISSES 4u
+
 typedef struct batch_in {
     const trace_access *a;
     const uint16_t *run, *nxt;
+    const run_rec *runs;            /* the runs in order, nruns of them */
+    size_t nruns;
     const uint8_t *miss;            /* the shared L1s' answers (SL1_*); NULL: not shared */
     const sl1_state *before, *after;    /* the shared L1s before and after the batch */
     size_t n;
@@ -208,6 +220,7 @@ struct vmsim_replay {
     vm_result *mres[N_REPLAY_MODES];    /* each mode's own: modes may run on threads of their own */
     trace_access batch[BATCH];
     uint16_t run[BATCH], nxt[BATCH];
+    run_rec runs[BATCH];
     /* the shared L1s (above); sl1_ways 0: not shared */
     uint32_t sl1_ways;
     sl1_state sl1, sl1_before;
@@ -1068,11 +1081,11 @@ static inline bool sl1_use(uint64_t *s, uint32_t ways, uint64_t key)
     return hit;
 }
 
-/* The batch's accesses through the shared L1s (run, nxt: compute_runs'): miss[j] SL1_*.
- * Run by run, the first access of each line only: the others read the line the access
- * before them read, the most recent of its set. */
-static void sl1_run(vmsim_replay *r, const trace_access *a, const uint16_t *run, const uint16_t *nxt, size_t n,
-                    uint8_t *miss)
+/* The batch's accesses through the shared L1s (run, nxt, runs: compute_runs'): miss[j]
+ * SL1_*, and RR_MISSES on the runs with a miss. Run by run, the first access of each line
+ * only: the others read the line the access before them read, the most recent of its set. */
+static void sl1_run(vmsim_replay *r, const trace_access *a, const uint16_t *run, const uint16_t *nxt, run_rec *runs,
+                    size_t n, uint8_t *miss)
 {
     sl1_state *st = &r->sl1;
     uint32_t ways = r->sl1_ways;
@@ -1094,6 +1107,9 @@ static void sl1_run(vmsim_replay *r, const trace_access *a, const uint16_t *run,
         st->last[which] = last;
         for (size_t j = i; j < last_miss; j++)
             miss[j] |= SL1_RUN_MISSES;
+        if (last_miss)
+            runs->w |= RR_MISSES;
+        runs++;
         i = stop;
     }
 }
@@ -1274,79 +1290,182 @@ static void translate_one(machine *m, mode_memo *mm, vm_result *res, mode_stats 
     e->hpa_page = res->hpa & ~0xFFFull;
 }
 
-/* One batch through one mode: the hot loop. Mode by mode rather than access by access:
- * one mode's TLB and memo stay in the processor's caches for the whole batch (measured:
- * the WebAssembly build gains most). The memo's generation and the TLB's tick live in
- * locals between the calls that change them. */
-static inline __attribute__((always_inline)) void run_range(vmsim_replay *r, int mode, const batch_in *in, size_t from,
-                                                             size_t n, bool part)
+/* A run of k accesses from i that the memo answered: the TLB line marked used as often
+ * (by the caller), and each access's line read through the mode's data caches; how many
+ * were L1 hits found without a lookup. `lines`: the sets the run reads (a superset does:
+ * ~0 takes the exact path). Each access still reads its own line. One that reads the same
+ * line as the access before it reads its L1's last line, which changes nothing there
+ * (dcache.h): counted as an L1 hit without a lookup. The first of each line (nxt: where
+ * the next line starts, the same in every mode) is looked up; it too is often the L1's
+ * last line, also found without a search. */
+/* hit_run's accesses one line at a time (some may miss the L1, or read sets the mode keeps). */
+static __attribute__((noinline)) uint64_t hit_lines(dcache *dc, const batch_in *in, size_t i, uint32_t k, int which,
+                                                    uint64_t base)
 {
     const trace_access *b = in->a;
-    const uint16_t *run = in->run, *nxt = in->nxt;
+    const uint16_t *nxt = in->nxt;
     const uint8_t *miss = in->miss;
+    uint64_t same = k;
+    const uint32_t *last = &dc->l1[which].last_key[0];
+    if (dc->take && which == DC_CODE) {
+        for (size_t j = i, stop = i + k; j < stop; j = nxt[j])
+            if (miss[j] & SL1_MISS) {
+                same--;
+                dc->data[dcache_below(dc, base | (b[j].addr & 0xFFF))]++;
+            }
+    } else if (dc->take) {
+        /* the shared L1's answer, in the sets the mode does not keep itself */
+        uint64_t own = dc->own;
+        for (size_t j = i, stop = i + k; j < stop; j = nxt[j]) {
+            uint64_t hpa = base | (b[j].addr & 0xFFF);
+            if (!(own >> (b[j].addr >> 6 & (SL1_SETS - 1)) & 1)) {
+                if (miss[j] & SL1_MISS) {
+                    same--;
+                    dc->data[dcache_below(dc, hpa)]++;
+                }
+            } else if ((uint32_t)(hpa >> 6) + 1 != *last) {
+                same--;
+                dc->data[dcache_lookup(dc, hpa, DC_DATA)]++;
+            }
+        }
+    } else {
+        for (size_t j = i, stop = i + k; j < stop; j = nxt[j]) {
+            uint64_t hpa = base | (b[j].addr & 0xFFF);
+            same--;
+            if ((uint32_t)(hpa >> 6) + 1 == *last)
+                same++;
+            else
+                dc->data[dcache_lookup(dc, hpa, which)]++;
+        }
+    }
+    return same;
+}
+
+static inline __attribute__((always_inline)) uint64_t hit_run(dcache *dc, const batch_in *in, size_t i, uint32_t k,
+                                                              enum vm_op op, uint64_t base, bool misses,
+                                                              uint64_t lines, bool take, uint64_t own)
+{
+    int which = op == OP_FETCH ? DC_CODE : DC_DATA;
+    if (take && !misses && (which == DC_CODE || !(lines & own)))
+        return k;       /* every access of the run found by the shared L1 */
+    return hit_lines(dc, in, i, k, which, base);
+}
+
+/* One batch through one mode: the hot loop, run by run (batch_in.runs). Mode by mode
+ * rather than access by access: one mode's TLB and memo stay in the processor's caches
+ * for the whole batch (measured: the WebAssembly build gains most). The memo's generation
+ * and the TLB's tick live in locals between the calls that change them. */
+/* What run_runs keeps in registers, in memory across its slow path. */
+typedef struct run_acc {
+    uint64_t ok, l1;        /* l1: the L1 hits counted without a lookup, added at the end */
+    uint32_t tick;
+} run_acc;
+
+/* A run whose first access the memo does not answer: that access translated, and the rest
+ * of the run (the same page and kind) tried again, until the memo answers or the run ends. */
+static __attribute__((noinline)) void miss_run(vmsim_replay *r, int mode, const batch_in *in, size_t i, uint32_t k,
+                                               enum vm_op op, uint64_t lines, run_acc *acc)
+{
+    machine *m = &r->m[mode];
+    mode_memo *mm = &r->memo[mode];
+    cache *tlb = m->tlb;
+    dcache *dc = m->dc;
+    uint64_t page = in->a[i].addr >> 12;
+    tlb_memo *e = &mm->slot[page & (MEMO_SLOTS - 1)];
+    do {
+        if (tlb)
+            tlb->tick = acc->tick;
+        r->sh[mode].pos = i;
+        translate_one(m, mm, r->mres[mode], &r->st[mode], in->a[i].addr, op, e, &r->sh[mode]);
+        if (tlb)
+            acc->tick = tlb->tick;
+        i++;
+        if (!--k)
+            return;
+    } while (!(e->key == MEMO_KEY(page, mm->gen) && (e->ops >> op & 1)));
+    acc->tick += k;
+    *e->age = (uint64_t)acc->tick << 1 | 1;
+    acc->ok += k;
+    acc->l1 += hit_run(dc, in, i, k, op, e->hpa_page, in->miss && in->miss[i] & SL1_RUN_MISSES, lines, dc->take,
+                       dc->own);
+}
+
+/* One batch through one mode: the hot loop, run by run (batch_in.runs). Mode by mode
+ * rather than access by access: one mode's TLB and memo stay in the processor's caches
+ * for the whole batch (measured: the WebAssembly build gains most). What a translation
+ * may change (the memo's generation, the TLB's tick, the sets the mode keeps) lives in
+ * locals between the translations, which are out of line (miss_run) so that the loop
+ * keeps its registers. */
+static void run_runs(vmsim_replay *r, int mode, const batch_in *in)
+{
+    const run_rec *runs = in->runs;
+    machine *m = &r->m[mode];
+    mode_memo *mm = &r->memo[mode];
+    cache *tlb = m->tlb;
+    dcache *dc = m->dc;
+    r->sh[mode].in = in;
+    run_acc acc = {.tick = tlb ? tlb->tick : 0};
+    uint64_t ok = 0, l1 = 0;
+    uint32_t tick = acc.tick;
+    uint64_t gkey = (uint64_t)mm->gen << 36, own = dc->own;
+    bool take = dc->take != NULL;
+    const tlb_memo *slot = mm->slot;
+    size_t i = 0;
+    for (size_t x = 0, nr = in->nruns; x < nr; x++) {
+        uint64_t w = runs[x].w, page = w >> 19;
+        uint32_t k = (uint32_t)(w >> 3) & 0xFFFF;
+        enum vm_op op = (enum vm_op)(w & 3);
+        const tlb_memo *e = &slot[page & (MEMO_SLOTS - 1)];
+        if (__builtin_expect(e->key == (page | gkey) && (e->ops >> op & 1), 1)) {
+            /* this access and the run of same-page, same-kind ones after it all hit the
+             * same line: marked used as often, its last use is what the line keeps */
+            tick += k;
+            *e->age = (uint64_t)tick << 1 | 1;      /* what cache.c does to a line it finds */
+            ok += k;
+            l1 += hit_run(dc, in, i, k, op, e->hpa_page, w & RR_MISSES, runs[x].lines, take, own);
+        } else {
+            acc.tick = tick;
+            miss_run(r, mode, in, i, k, op, runs[x].lines, &acc);
+            tick = acc.tick;
+            gkey = (uint64_t)mm->gen << 36;
+            own = dc->own;
+            take = dc->take != NULL;
+        }
+        i += k;
+    }
+    if (tlb)
+        tlb->tick = tick;
+    dc->data[DC_L1] += l1 + acc.l1;
+    r->st[mode].outcomes[OUT_OK] += ok + acc.ok;
+    r->st[mode].accesses += in->n;
+}
+
+/* Accesses from..n of a batch through one mode, access by access (a range that may end
+ * within a run: the l1_leave_at check). */
+static void __attribute__((noinline)) run_part(vmsim_replay *r, int mode, const batch_in *in, size_t from, size_t n)
+{
+    const trace_access *b = in->a;
     machine *m = &r->m[mode];
     mode_memo *mm = &r->memo[mode];
     cache *tlb = m->tlb;
     dcache *dc = m->dc;
     mode_share *sh = &r->sh[mode];
     sh->in = in;
-    uint64_t ok = 0, l1 = 0;     /* l1: the L1 hits counted without a lookup, added at the end */
+    uint64_t ok = 0, l1 = 0;
     uint32_t gen = mm->gen, tick = tlb ? tlb->tick : 0;
     for (size_t i = from; i < n; i++) {
         uint64_t page = b[i].addr >> 12;
         enum vm_op op = op_of[b[i].kind];
         tlb_memo *e = &mm->slot[page & (MEMO_SLOTS - 1)];
         if (e->key == MEMO_KEY(page, gen) && (e->ops >> op & 1)) {
-            /* this access and the run of same-page, same-kind ones after it all hit the
-             * same line: marked used as often, its last use is what the line keeps */
-            uint32_t k = run[i];
-            if (part && k > n - i)      /* a range that ends within the run (the leave_at check) */
+            uint32_t k = in->run[i];
+            if (k > n - i)
                 k = (uint32_t)(n - i);
             tick += k;
-            *e->age = (uint64_t)tick << 1 | 1;      /* what cache.c does to a line it finds */
+            *e->age = (uint64_t)tick << 1 | 1;
             ok += k;
-            /* each access still reads its own line. One that reads the same line as the
-             * access before it reads its L1's last line, which changes nothing there
-             * (dcache.h): counted as an L1 hit without a lookup. The first of each line
-             * (nxt: where the next line starts, the same in every mode) is looked up; it
-             * too is often the L1's last line, also found without a search. */
-            int which = op == OP_FETCH ? DC_CODE : DC_DATA;
-            const uint32_t *last = &dc->l1[which].last_key[0];
-            uint64_t base = e->hpa_page, same = k;
-            if (dc->take && !(miss[i] & SL1_RUN_MISSES) && (which == DC_CODE || !dc->own)) {
-                /* every access of the run found by the shared L1 */
-            } else if (dc->take && which == DC_CODE) {
-                for (size_t j = i, stop = i + k; j < stop; j = nxt[j])
-                    if (miss[j] & SL1_MISS) {
-                        same--;
-                        dc->data[dcache_below(dc, base | (b[j].addr & 0xFFF))]++;
-                    }
-            } else if (dc->take) {
-                /* the shared L1's answer, in the sets the mode does not keep itself */
-                uint64_t own = dc->own;
-                for (size_t j = i, stop = i + k; j < stop; j = nxt[j]) {
-                    uint64_t hpa = base | (b[j].addr & 0xFFF);
-                    if (!(own >> (b[j].addr >> 6 & (SL1_SETS - 1)) & 1)) {
-                        if (miss[j] & SL1_MISS) {
-                            same--;
-                            dc->data[dcache_below(dc, hpa)]++;
-                        }
-                    } else if ((uint32_t)(hpa >> 6) + 1 != *last) {
-                        same--;
-                        dc->data[dcache_lookup(dc, hpa, DC_DATA)]++;
-                    }
-                }
-            } else {
-                for (size_t j = i, stop = i + k; j < stop; j = nxt[j]) {
-                    uint64_t hpa = base | (b[j].addr & 0xFFF);
-                    same--;
-                    if ((uint32_t)(hpa >> 6) + 1 == *last)
-                        same++;
-                    else
-                        dc->data[dcache_lookup(dc, hpa, which)]++;
-                }
-            }
-            l1 += same;
+            l1 += hit_run(dc, in, i, k, op, e->hpa_page, in->miss && in->miss[i] & SL1_RUN_MISSES, ~0ull, dc->take,
+                          dc->own);
             i += k - 1;
             continue;
         }
@@ -1365,11 +1484,6 @@ static inline __attribute__((always_inline)) void run_range(vmsim_replay *r, int
     r->st[mode].accesses += n - from;
 }
 
-static void __attribute__((noinline)) run_part(vmsim_replay *r, int mode, const batch_in *in, size_t from, size_t n)
-{
-    run_range(r, mode, in, from, n, true);
-}
-
 static void run_batch(vmsim_replay *r, int mode, const batch_in *in)
 {
     dcache *dc = &r->dc[mode];
@@ -1380,7 +1494,7 @@ static void run_batch(vmsim_replay *r, int mode, const batch_in *in)
         sl1_leave(r, mode);
         run_part(r, mode, in, at, in->n);
     } else {
-        run_range(r, mode, in, 0, in->n, false);
+        run_runs(r, mode, in);
     }
     if (dc->take)
         sl1_give_back(r, mode, in);
@@ -1389,21 +1503,26 @@ static void run_batch(vmsim_replay *r, int mode, const batch_in *in)
 /* run[i]: how many accesses from i on go to the same page with the same kind of access;
  * nxt[i]: the first access after i that is not in that run or reads another 64-byte line
  * (the same in every mode: a run stays on one page). */
-static void compute_runs(const trace_access *b, uint16_t *run, uint16_t *nxt, size_t n)
+static size_t compute_runs(const trace_access *b, uint16_t *run, uint16_t *nxt, run_rec *runs, size_t n)
 {
     if (!n)
-        return;
+        return 0;
     /* from the end, the access after i in locals (run and nxt may alias for the compiler:
-     * reading them back would wait for each store) */
-    uint64_t after = b[n - 1].addr;
+     * reading them back would wait for each store); the runs written from the end of runs
+     * as each one's first access is found: they are runs[returned .. n-1] */
+    uint64_t after = b[n - 1].addr, lines = 1ull << (after >> 6 & (SL1_SETS - 1));
     enum vm_op op_after = op_of[b[n - 1].kind];
     uint32_t r = 1, x = (uint32_t)n;
+    run_rec *out = runs + n;
     run[n - 1] = 1;
     nxt[n - 1] = (uint16_t)n;
     for (size_t i = n - 1; i-- > 0;) {
-        uint64_t a = b[i].addr;
+        uint64_t a = b[i].addr, bit = 1ull << (a >> 6 & (SL1_SETS - 1));
         enum vm_op op = op_of[b[i].kind];
         bool more = (a ^ after) >> 12 == 0 && op == op_after;
+        if (!more)      /* the run from i + 1 is whole */
+            *--out = (run_rec){.w = (after >> 12) << 19 | (uint64_t)r << 3 | op_after, .lines = lines};
+        lines = more ? lines | bit : bit;
         r = more ? r + 1 : 1;
         x = more && (a ^ after) >> 6 == 0 ? x : (uint32_t)(i + 1);
         run[i] = (uint16_t)r;
@@ -1411,15 +1530,17 @@ static void compute_runs(const trace_access *b, uint16_t *run, uint16_t *nxt, si
         after = a;
         op_after = op;
     }
+    *--out = (run_rec){.w = (after >> 12) << 19 | (uint64_t)r << 3 | op_after, .lines = lines};
+    return (size_t)(out - runs);
 }
 
 static void run_all(vmsim_replay *r, const trace_access *b, size_t n)
 {
-    compute_runs(b, r->run, r->nxt, n);
-    batch_in in = {.a = b, .run = r->run, .nxt = r->nxt, .n = n};
+    size_t run0 = compute_runs(b, r->run, r->nxt, r->runs, n);
+    batch_in in = {.a = b, .run = r->run, .nxt = r->nxt, .runs = r->runs + run0, .nruns = n - run0, .n = n};
     if (r->sl1_ways) {
         r->sl1_before = r->sl1;
-        sl1_run(r, b, r->run, r->nxt, n, r->miss);
+        sl1_run(r, b, r->run, r->nxt, r->runs + run0, n, r->miss);
         in.miss = r->miss;
         in.before = &r->sl1_before;
         in.after = &r->sl1;
@@ -1472,6 +1593,8 @@ struct vmsim_replay_batch {
         trace_page pg[VMSIM_REPLAY_BATCH];      /* pass 1: pages as trace_scan reports them */
     };
     uint16_t run[VMSIM_REPLAY_BATCH], nxt[VMSIM_REPLAY_BATCH];
+    uint32_t run0;                  /* the runs: runs[run0 .. n-1] (compute_runs) */
+    run_rec runs[VMSIM_REPLAY_BATCH];
     /* pass 2: the shared L1's answers and its state before and after (sl1_ways 0: none) */
     uint32_t sl1_ways;
     uint8_t miss[VMSIM_REPLAY_BATCH];
@@ -1528,11 +1651,11 @@ size_t vmsim_replay_decode(vmsim_replay *r, const uint8_t **pp, const uint8_t *e
 
 void vmsim_replay_batch_seal(vmsim_replay *r, vmsim_replay_batch *b)
 {
-    compute_runs(b->a, b->run, b->nxt, b->n);
+    b->run0 = (uint32_t)compute_runs(b->a, b->run, b->nxt, b->runs, b->n);
     b->sl1_ways = r ? r->sl1_ways : 0;
     if (b->sl1_ways) {
         b->before = r->sl1;
-        sl1_run(r, b->a, b->run, b->nxt, b->n, b->miss);
+        sl1_run(r, b->a, b->run, b->nxt, b->runs + b->run0, b->n, b->miss);
         b->after = r->sl1;
     }
 }
@@ -1554,7 +1677,8 @@ void vmsim_replay_run(vmsim_replay *r, int mode, const vmsim_replay_batch *b)
         return;
     }
     if (mode >= 0 && mode < N_REPLAY_MODES && r->built[mode] && b->n) {
-        batch_in in = {.a = b->a, .run = b->run, .nxt = b->nxt, .n = b->n};
+        batch_in in = {.a = b->a, .run = b->run, .nxt = b->nxt, .runs = b->runs + b->run0,
+                       .nruns = b->n - b->run0, .n = b->n};
         if (b->sl1_ways) {
             in.miss = b->miss;
             in.before = &b->before;
@@ -1678,7 +1802,7 @@ EXPORT int vmsim_replay_take(vmsim_replay *r, const vmsim_replay_batch *b)
 {
     if (!r || r->status)
         return vmsim_replay_status(r);
-    if (b->pass != (uint32_t)r->pass || b->n > VMSIM_REPLAY_BATCH)
+    if (b->pass != (uint32_t)r->pass || b->n > VMSIM_REPLAY_BATCH || (b->pass == 2 && b->n && b->run0 >= b->n))
         return failf(r, VMSIM_REPLAY_BAD_TRACE, "vmsim_replay_take: a batch of pass %u in pass %d", b->pass, r->pass);
     if (b->pass == 1) {
         if (add_pages(r, b->pg, b->n, NULL, NULL))
