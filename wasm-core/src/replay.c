@@ -1090,10 +1090,25 @@ static void sl1_run(vmsim_replay *r, const trace_access *a, const uint16_t *run,
     sl1_state *st = &r->sl1;
     uint32_t ways = r->sl1_ways;
     memset(miss, 0, n);
-    for (size_t i = 0; i < n;) {
-        size_t stop = i + run[i], last_miss = 0;
-        int which = a[i].kind == TRACE_FETCH ? DC_CODE : DC_DATA;
+    (void)run;
+    for (size_t i = 0; i < n; runs++) {
+        uint64_t w = runs->w;
+        size_t stop = i + ((uint32_t)(w >> 3) & 0xFFFF), last_miss = 0;
+        int which = (w & 3) == OP_FETCH ? DC_CODE : DC_DATA;
         uint64_t *lines = st->line[which], last = st->last[which];
+        if (!(runs->lines & (runs->lines - 1))) {
+            /* one line: its first access only */
+            uint64_t key = (a[i].addr >> 6) + 1;
+            if (key != last) {
+                st->last[which] = key;
+                if (!sl1_use(lines + ((key - 1) & (SL1_SETS - 1)) * ways, ways, key)) {
+                    miss[i] = SL1_MISS | SL1_RUN_MISSES;
+                    runs->w = w | RR_MISSES;
+                }
+            }
+            i = stop;
+            continue;
+        }
         for (size_t j = i; j < stop; j = nxt[j]) {
             uint64_t key = (a[j].addr >> 6) + 1;
             if (key == last)        /* the L1's last line (from a run before this one) */
@@ -1109,7 +1124,6 @@ static void sl1_run(vmsim_replay *r, const trace_access *a, const uint16_t *run,
             miss[j] |= SL1_RUN_MISSES;
         if (last_miss)
             runs->w |= RR_MISSES;
-        runs++;
         i = stop;
     }
 }
