@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadVmsim, type Vmsim } from '../../wasm-core/js/vmsim';
 import { modeGroups, replayInParts, replayPart, replayShared, REPLAY_MODES, TraceError, type ReplayMode, type ReplayOptions } from '../../wasm-core/js/replay';
 import { workersWithin } from '../../web/src/trace/runner';
+import { SLOT_BYTES } from '../../web/src/trace/ring';
 
 const root = join(__dirname, '..', '..');
 const vmsim = join(root, 'wasm-core', 'build', 'vmsim');
@@ -114,6 +115,20 @@ describe('the replay in parts (the page\'s workers)', () => {
     expect(rep.trace.accesses).toBeGreaterThan(3 * 32768);
     for (const m of rep.modes) expect(m.tlb_misses).toBeGreaterThan(2 * rep.trace.pages);
   }, 600_000);
+
+  it("hands out batches that fit a slot of the page's rings", async () => {
+    // the page's workers pass each batch through a SharedArrayBuffer ring of SLOT_BYTES slots
+    let largest = 0;
+    const open = (head: Uint8Array, size: number, o: ReplayOptions) => {
+      const t = engine.openReplay(head, size, o);
+      const share = t.share;
+      if (share) t.share = (out) => share.call(t, (b) => { largest = Math.max(largest, b.length); out(b); });
+      return t;
+    };
+    await replayShared(open, await openAsBlob(hopping), { format: 'json' }, modeGroups(REPLAY_MODES, 2));
+    expect(largest).toBeGreaterThan(0);
+    expect(largest).toBeLessThanOrEqual(SLOT_BYTES);
+  }, 120_000);
 
   it('refuses a damaged file on the shared decoder as the replay one after another does', async () => {
     const good = readFileSync(hopping);
