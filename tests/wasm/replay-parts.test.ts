@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadVmsim, type Vmsim } from '../../wasm-core/js/vmsim';
 import { modeGroups, replayInParts, replayPart, replayShared, REPLAY_MODES, TraceError, type ReplayMode, type ReplayOptions } from '../../wasm-core/js/replay';
-import { workersWithin } from '../../web/src/trace/runner';
+import { workerGroups, workersWithin } from '../../web/src/trace/runner';
 import { SLOT_BYTES } from '../../web/src/trace/ring';
 
 const root = join(__dirname, '..', '..');
@@ -77,6 +77,19 @@ describe('the replay in parts (the page\'s workers)', () => {
     expect(workersWithin(2 ** 19, 8)).toBe(3);
     expect(workersWithin(100, 0)).toBe(1);
     expect(modeGroups(REPLAY_MODES, 0)).toEqual([[...REPLAY_MODES]]);
+    // the page's workers: on the shared decoder the lead (first) decodes for all, so it
+    // runs one mode of five with 2 workers and none with more; each worker reading the
+    // file, the modes dealt out evenly
+    expect(workerGroups(REPLAY_MODES, 2, true)).toEqual([['native'], ['ept', 'npt', 'shadow', 'flat']]);
+    expect(workerGroups(REPLAY_MODES, 3, true)).toEqual([[], ['native', 'npt', 'flat'], ['ept', 'shadow']]);
+    expect(workerGroups(REPLAY_MODES, 8, true)).toEqual([[], ...REPLAY_MODES.map((m) => [m])]);
+    expect(workerGroups(REPLAY_MODES, 2, false)).toEqual(modeGroups(REPLAY_MODES, 2));
+    expect(workerGroups(REPLAY_MODES, 1, true)).toEqual([[...REPLAY_MODES]]);
+    expect(workerGroups(['ept'], 4, true)).toEqual([['ept']]);
+    for (let w = 1; w <= 8; w++) {
+      const g = workerGroups(REPLAY_MODES, w, true);
+      expect(g.flat().sort(), `${w} workers`).toEqual([...REPLAY_MODES].sort());
+    }
   });
 
   it('prints the bytes of the one-after-another replay for every number of workers', async () => {
@@ -104,7 +117,8 @@ describe('the replay in parts (the page\'s workers)', () => {
       for (const w of [2, 3, 5]) {
         const groups = modeGroups(o.modes ?? REPLAY_MODES, w);
         // the lead decoding only (part []), as the page has it with more processors than modes
-        for (const g of w === 2 ? [groups, [...groups].reverse()] : w === 5 ? [groups, [[], ...groups]] : [groups]) {
+        const page = workerGroups(o.modes ?? REPLAY_MODES, w, true);     // as the page's workers have them
+        for (const g of w === 2 ? [groups, [...groups].reverse(), page] : w === 5 ? [groups, [[], ...groups]] : [groups, page]) {
           const got = await replayShared(engine.openReplay, await openAsBlob(t), o, g);
           expect(got, `${t} ${JSON.stringify(o)} ${JSON.stringify(g)}`).toBe(want);
         }

@@ -6,7 +6,7 @@
  * hands out the pages, and the lead decodes pass 2 and hands out the batches, through
  * rings in shared memory (ring.ts); otherwise each streams the File. Tests hand the panel a
  * runner of their own that calls runReplay in the same thread. */
-import { modeGroups, REPLAY_MODES, TRACE_HEAD_BYTES } from '../../../wasm-core/js/replay';
+import { modeGroups, REPLAY_MODES, TRACE_HEAD_BYTES, type ReplayMode } from '../../../wasm-core/js/replay';
 import { readHeader } from './format.mjs';
 import type { FromPart, FromWorker, ReplayOptions, ToWorker } from './protocol';
 import { canShare, newRings } from './ring';
@@ -41,6 +41,18 @@ async function pagesOf(blob: Blob): Promise<number> {
   }
 }
 
+/** The modes of each of n workers, the lead's first. Each worker reading the file: the
+ * modes dealt out evenly. On the shared decoder the lead decodes for every worker, about
+ * the work of four modes (wasm-core/docs/replay.md, "The lead's share"): with 2 workers it
+ * runs one mode and the other worker the rest, with 3 or more it runs none and the others
+ * share the modes. */
+export function workerGroups(modes: readonly ReplayMode[], n: number, shared: boolean): ReplayMode[][] {
+  const groups = modeGroups(modes, n);
+  if (!shared || groups.length < 2) return groups;
+  if (groups.length === 2) return [modes.slice(0, 1), modes.slice(1)];
+  return [[], ...modeGroups(modes, Math.max(n, 2) - 1)];
+}
+
 export const workerRunner: Runner = (blob, options, onMessage) => {
   const workers: Worker[] = [];
   let over = false;
@@ -49,12 +61,8 @@ export const workerRunner: Runner = (blob, options, onMessage) => {
     over = true;
     for (const w of workers) w.terminate();
   };
-  const start = (groups: ReturnType<typeof modeGroups>, extra: boolean) => {
-    // shared: the lead decodes besides its modes, so it takes the smallest group
-    // with a processor for every mode and one more, the lead decodes only
-    if (canShare() && extra) groups = [[], ...groups];
+  const start = (groups: ReplayMode[][]) => {
     const ring = groups.length > 1 && canShare() ? newRings(groups.length - 1) : undefined;
-    if (ring) groups = [...groups].sort((a, b) => a.length - b.length);
     groups.forEach(() => workers.push(new Worker(new URL('./replay.worker.ts', import.meta.url), { type: 'module', name: 'vmemlab-replay' })));
     const fraction = groups.map(() => 0);
     const pass = groups.map(() => 1);
@@ -98,8 +106,7 @@ export const workerRunner: Runner = (blob, options, onMessage) => {
   void pagesOf(blob).then((pages) => {
     if (over) return;
     const modes = options.modes ?? REPLAY_MODES;
-    const n = workersWithin(pages, replayWorkers());
-    start(modeGroups(modes, n), n > modes.length);
+    start(workerGroups(modes, workersWithin(pages, replayWorkers()), canShare()));
   });
   return { cancel: stop };
 };
