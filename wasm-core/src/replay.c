@@ -141,6 +141,11 @@ typedef struct run_rec {
     uint64_t lines;
 } run_rec;
 #define RR_MISSES 4u
+#define RR_PAGE(w) ((w) >> 19)
+#define RR_COUNT(w) ((uint32_t)((w) >> 3) & 0xFFFF)
+#define RR_OP(w) ((enum vm_op)((w)&3))
+#define RR_MAKE(addr, count, op, lines_) \
+    ((run_rec){.w = (addr) >> 12 << 19 | (uint64_t)(count) << 3 | (op), .lines = (lines_)})
 
 typedef struct batch_in {
     const trace_access *a;
@@ -1081,20 +1086,19 @@ static inline bool sl1_use(uint64_t *s, uint32_t ways, uint64_t key)
     return hit;
 }
 
-/* The batch's accesses through the shared L1s (run, nxt, runs: compute_runs'): miss[j]
+/* The batch's accesses through the shared L1s (nxt, runs: compute_runs'): miss[j]
  * SL1_*, and RR_MISSES on the runs with a miss. Run by run, the first access of each line
  * only: the others read the line the access before them read, the most recent of its set. */
-static void sl1_run(vmsim_replay *r, const trace_access *a, const uint16_t *run, const uint16_t *nxt, run_rec *runs,
-                    size_t n, uint8_t *miss)
+static void sl1_run(vmsim_replay *r, const trace_access *a, const uint16_t *nxt, run_rec *runs, size_t n,
+                    uint8_t *miss)
 {
     sl1_state *st = &r->sl1;
     uint32_t ways = r->sl1_ways;
     memset(miss, 0, n);
-    (void)run;
     for (size_t i = 0; i < n; runs++) {
         uint64_t w = runs->w;
-        size_t stop = i + ((uint32_t)(w >> 3) & 0xFFFF), last_miss = 0;
-        int which = (w & 3) == OP_FETCH ? DC_CODE : DC_DATA;
+        size_t stop = i + RR_COUNT(w), last_miss = 0;
+        int which = RR_OP(w) == OP_FETCH ? DC_CODE : DC_DATA;
         uint64_t *lines = st->line[which], last = st->last[which];
         if (!(runs->lines & (runs->lines - 1))) {
             /* one line: its first access only */
@@ -1304,14 +1308,6 @@ static void translate_one(machine *m, mode_memo *mm, vm_result *res, mode_stats 
     e->hpa_page = res->hpa & ~0xFFFull;
 }
 
-/* A run of k accesses from i that the memo answered: the TLB line marked used as often
- * (by the caller), and each access's line read through the mode's data caches; how many
- * were L1 hits found without a lookup. `lines`: the sets the run reads (a superset does:
- * ~0 takes the exact path). Each access still reads its own line. One that reads the same
- * line as the access before it reads its L1's last line, which changes nothing there
- * (dcache.h): counted as an L1 hit without a lookup. The first of each line (nxt: where
- * the next line starts, the same in every mode) is looked up; it too is often the L1's
- * last line, also found without a search. */
 /* hit_run's accesses one line at a time (some may miss the L1, or read sets the mode keeps). */
 static __attribute__((noinline)) uint64_t hit_lines(dcache *dc, const batch_in *in, size_t i, uint32_t k, int which,
                                                     uint64_t base)
@@ -1355,6 +1351,14 @@ static __attribute__((noinline)) uint64_t hit_lines(dcache *dc, const batch_in *
     return same;
 }
 
+/* A run of k accesses from i that the memo answered: the TLB line marked used as often
+ * (by the caller), and each access's line read through the mode's data caches; how many
+ * were L1 hits found without a lookup. `lines`: the sets the run reads (a superset does:
+ * ~0 takes the exact path). Each access still reads its own line. One that reads the same
+ * line as the access before it reads its L1's last line, which changes nothing there
+ * (dcache.h): counted as an L1 hit without a lookup. The first of each line (nxt: where
+ * the next line starts, the same in every mode) is looked up; it too is often the L1's
+ * last line, also found without a search. */
 static inline __attribute__((always_inline)) uint64_t hit_run(dcache *dc, const batch_in *in, size_t i, uint32_t k,
                                                               enum vm_op op, uint64_t base, bool misses,
                                                               uint64_t lines, bool take, uint64_t own)
@@ -1365,10 +1369,6 @@ static inline __attribute__((always_inline)) uint64_t hit_run(dcache *dc, const 
     return hit_lines(dc, in, i, k, which, base);
 }
 
-/* One batch through one mode: the hot loop, run by run (batch_in.runs). Mode by mode
- * rather than access by access: one mode's TLB and memo stay in the processor's caches
- * for the whole batch (measured: the WebAssembly build gains most). The memo's generation
- * and the TLB's tick live in locals between the calls that change them. */
 /* What run_runs keeps in registers, in memory across its slow path. */
 typedef struct run_acc {
     uint64_t ok, l1;        /* l1: the L1 hits counted without a lookup, added at the end */
@@ -1426,9 +1426,9 @@ static void run_runs(vmsim_replay *r, int mode, const batch_in *in)
     const tlb_memo *slot = mm->slot;
     size_t i = 0;
     for (size_t x = 0, nr = in->nruns; x < nr; x++) {
-        uint64_t w = runs[x].w, page = w >> 19;
-        uint32_t k = (uint32_t)(w >> 3) & 0xFFFF;
-        enum vm_op op = (enum vm_op)(w & 3);
+        uint64_t w = runs[x].w, page = RR_PAGE(w);
+        uint32_t k = RR_COUNT(w);
+        enum vm_op op = RR_OP(w);
         const tlb_memo *e = &slot[page & (MEMO_SLOTS - 1)];
         if (__builtin_expect(e->key == (page | gkey) && (e->ops >> op & 1), 1)) {
             /* this access and the run of same-page, same-kind ones after it all hit the
@@ -1535,7 +1535,7 @@ static size_t compute_runs(const trace_access *b, uint16_t *run, uint16_t *nxt, 
         enum vm_op op = op_of[b[i].kind];
         bool more = (a ^ after) >> 12 == 0 && op == op_after;
         if (!more)      /* the run from i + 1 is whole */
-            *--out = (run_rec){.w = (after >> 12) << 19 | (uint64_t)r << 3 | op_after, .lines = lines};
+            *--out = RR_MAKE(after, r, op_after, lines);
         lines = more ? lines | bit : bit;
         r = more ? r + 1 : 1;
         x = more && (a ^ after) >> 6 == 0 ? x : (uint32_t)(i + 1);
@@ -1544,7 +1544,7 @@ static size_t compute_runs(const trace_access *b, uint16_t *run, uint16_t *nxt, 
         after = a;
         op_after = op;
     }
-    *--out = (run_rec){.w = (after >> 12) << 19 | (uint64_t)r << 3 | op_after, .lines = lines};
+    *--out = RR_MAKE(after, r, op_after, lines);
     return (size_t)(out - runs);
 }
 
@@ -1554,7 +1554,7 @@ static void run_all(vmsim_replay *r, const trace_access *b, size_t n)
     batch_in in = {.a = b, .run = r->run, .nxt = r->nxt, .runs = r->runs + run0, .nruns = n - run0, .n = n};
     if (r->sl1_ways) {
         r->sl1_before = r->sl1;
-        sl1_run(r, b, r->run, r->nxt, r->runs + run0, n, r->miss);
+        sl1_run(r, b, r->nxt, r->runs + run0, n, r->miss);
         in.miss = r->miss;
         in.before = &r->sl1_before;
         in.after = &r->sl1;
@@ -1669,7 +1669,7 @@ void vmsim_replay_batch_seal(vmsim_replay *r, vmsim_replay_batch *b)
     b->sl1_ways = r ? r->sl1_ways : 0;
     if (b->sl1_ways) {
         b->before = r->sl1;
-        sl1_run(r, b->a, b->run, b->nxt, b->runs + b->run0, b->n, b->miss);
+        sl1_run(r, b->a, b->nxt, b->runs + b->run0, b->n, b->miss);
         b->after = r->sl1;
     }
 }

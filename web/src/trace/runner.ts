@@ -50,7 +50,7 @@ export function workerGroups(modes: readonly ReplayMode[], n: number, shared: bo
   const groups = modeGroups(modes, n);
   if (!shared || groups.length < 2) return groups;
   if (groups.length === 2) return [modes.slice(0, 1), modes.slice(1)];
-  return [[], ...modeGroups(modes, Math.max(n, 2) - 1)];
+  return [[], ...modeGroups(modes, n - 1)];
 }
 
 export const workerRunner: Runner = (blob, options, onMessage) => {
