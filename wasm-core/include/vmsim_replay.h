@@ -70,7 +70,7 @@ int vmsim_replay_merge(vmsim_replay *r, const char *text, size_t len);
 #define VMSIM_REPLAY_BATCH 32768u
 typedef struct vmsim_replay_batch vmsim_replay_batch;
 vmsim_replay_batch *vmsim_replay_batch_new(void);
-void vmsim_replay_batch_free(vmsim_replay_batch *b);
+void vmsim_replay_batch_free(void *b);
 size_t vmsim_replay_batch_size(const vmsim_replay_batch *b);
 void vmsim_replay_batch_clear(vmsim_replay_batch *b);
 size_t vmsim_replay_decode(vmsim_replay *r, const uint8_t **p, const uint8_t *end, vmsim_replay_batch *b);
@@ -99,18 +99,21 @@ int vmsim_replay_scan_joined(vmsim_replay *r, const uint8_t *piece, size_t n, co
  * handle's own modes run on each after the sink returns); share_end after each pass's
  * last piece hands out the rest, marked last. take: the next batch into a handle that is
  * fed by batches; after a pass's last batch, scan_end (pass 1) or counts (pass 2) as
- * usual. batch_bytes: what a batch takes, copied whole from one module's memory into
- * another's (batch_alloc: a batch to copy into; batch_info: pass << 1 | last). In the
- * WebAssembly module vmsim_replay_share hands each batch to Module.onReplayBatch(pointer,
- * bytes), which returns 0 once it has taken it. */
-typedef int (*vmsim_replay_sink)(void *ctx, const vmsim_replay_batch *b, size_t bytes);
+ * usual. What the sink gets and take reads is a span of bytes to copy whole from one
+ * module's memory into another's: a head, then the pages (pass 1), or the runs, the shared
+ * L1s and each access's offset in its page (pass 2), not the decoded accesses.
+ * batch_bytes: the most one takes; batch_alloc: room for one, aligned, to copy into (freed
+ * with batch_free); batch_info: pass << 1 | last. In the WebAssembly module
+ * vmsim_replay_share hands each batch to Module.onReplayBatch(pointer, bytes), which
+ * returns 0 once it has taken it. */
+typedef int (*vmsim_replay_sink)(void *ctx, const void *batch, size_t bytes);
 int vmsim_replay_share_to(vmsim_replay *r, vmsim_replay_sink sink, void *ctx);
 int vmsim_replay_share(vmsim_replay *r);
 int vmsim_replay_share_end(vmsim_replay *r);
-int vmsim_replay_take(vmsim_replay *r, const vmsim_replay_batch *b);
+int vmsim_replay_take(vmsim_replay *r, const void *batch, size_t bytes);
 size_t vmsim_replay_batch_bytes(void);
-vmsim_replay_batch *vmsim_replay_batch_alloc(void);
-int vmsim_replay_batch_info(const vmsim_replay_batch *b);
+void *vmsim_replay_batch_alloc(void);
+int vmsim_replay_batch_info(const void *batch);
 
 /* The page's way in: the gzip body inflated by the engine itself (src/gunzip.c), piece by
  * compressed piece, into vmsim_replay_scan (pass 1) or vmsim_replay_feed (pass 2). */

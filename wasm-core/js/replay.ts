@@ -144,7 +144,7 @@ export interface ReplayModule {
   onInflated?: (p: number, n: number) => number;
   _vmsim_replay_share?(r: number): number;
   _vmsim_replay_share_end?(r: number): number;
-  _vmsim_replay_take?(r: number, b: number): number;
+  _vmsim_replay_take?(r: number, b: number, bytes: number): number;
   _vmsim_replay_batch_bytes?(): number;
   _vmsim_replay_batch_alloc?(): number;
   _vmsim_replay_batch_info?(b: number): number;
@@ -241,13 +241,13 @@ export function openReplay(mod: ReplayModule, head: Uint8Array, fileSize: number
     } : undefined,
     shareEnd: mod._vmsim_replay_share_end ? () => { mod._vmsim_replay_share_end!(r); check('body'); } : undefined,
     take: mod._vmsim_replay_take ? (bytes, copied) => {
-      if (bytes.length !== mod._vmsim_replay_batch_bytes!()) throw new Error('vmsim: a batch from another build of the engine');
+      if (bytes.length > mod._vmsim_replay_batch_bytes!()) throw new Error('vmsim: a batch from another build of the engine');
       if (!batch) batch = mod._vmsim_replay_batch_alloc!();
       if (!batch) throw new Error('vmsim: out of WebAssembly memory');
       mod.HEAPU8.set(bytes, batch);
       copied?.();
       const info = mod._vmsim_replay_batch_info!(batch);
-      mod._vmsim_replay_take!(r, batch);
+      mod._vmsim_replay_take!(r, batch, bytes.length);
       check('body');
       return { pass: (info >> 1) as 1 | 2, last: (info & 1) === 1 };
     } : undefined,

@@ -148,8 +148,8 @@ typedef struct run_rec {
     ((run_rec){.w = (addr) >> 12 << 19 | (uint64_t)(count) << 3 | (op), .lines = (lines_)})
 
 typedef struct batch_in {
-    const trace_access *a;
-    const uint16_t *run, *nxt;
+    const uint16_t *off;            /* each access's offset in its page (its run's) */
+    const uint16_t *nxt;
     const run_rec *runs;            /* the runs in order, nruns of them */
     size_t nruns;
     const uint8_t *miss;            /* the shared L1s' answers (SL1_*); NULL: not shared */
@@ -224,7 +224,7 @@ struct vmsim_replay {
     vm_result *r;
     vm_result *mres[N_REPLAY_MODES];    /* each mode's own: modes may run on threads of their own */
     trace_access batch[BATCH];
-    uint16_t run[BATCH], nxt[BATCH];
+    uint16_t off[BATCH], nxt[BATCH];
     run_rec runs[BATCH];
     /* the shared L1s (above); sl1_ways 0: not shared */
     uint32_t sl1_ways;
@@ -1150,9 +1150,16 @@ static uint32_t sl1_set_at(vmsim_replay *r, int mode, int which, uint32_t set, c
     uint32_t ways = r->sl1_ways;
     uint64_t s[SL1_WAYS];
     memcpy(s, in->before->line[which] + set * ways, ways * sizeof *s);
-    for (size_t j = 0; j < pos; j++)
-        if ((in->a[j].kind == TRACE_FETCH) == (which == DC_CODE) && (in->a[j].addr >> 6 & (SL1_SETS - 1)) == set)
-            sl1_use(s, ways, (in->a[j].addr >> 6) + 1);
+    const run_rec *run = in->runs;
+    for (size_t i = 0; i < pos; run++) {
+        uint64_t w = run->w;
+        size_t stop = i + RR_COUNT(w) < pos ? i + RR_COUNT(w) : pos;
+        if ((RR_OP(w) == OP_FETCH) == (which == DC_CODE) && run->lines >> set & 1)
+            for (size_t j = i; j < stop; j++)
+                if ((uint32_t)(in->off[j] >> 6) == set)
+                    sl1_use(s, ways, (RR_PAGE(w) << 6 | in->off[j] >> 6) + 1);
+        i += RR_COUNT(w);
+    }
     uint32_t n = 0;
     for (; n < ways && s[n]; n++)
         host_key(&r->sh[mode], s[n], &out[n]);      /* every page there was translated before pos */
@@ -1312,7 +1319,7 @@ static void translate_one(machine *m, mode_memo *mm, vm_result *res, mode_stats 
 static __attribute__((noinline)) uint64_t hit_lines(dcache *dc, const batch_in *in, size_t i, uint32_t k, int which,
                                                     uint64_t base)
 {
-    const trace_access *b = in->a;
+    const uint16_t *off = in->off;
     const uint16_t *nxt = in->nxt;
     const uint8_t *miss = in->miss;
     uint64_t same = k;
@@ -1321,14 +1328,14 @@ static __attribute__((noinline)) uint64_t hit_lines(dcache *dc, const batch_in *
         for (size_t j = i, stop = i + k; j < stop; j = nxt[j])
             if (miss[j] & SL1_MISS) {
                 same--;
-                dc->data[dcache_below(dc, base | (b[j].addr & 0xFFF))]++;
+                dc->data[dcache_below(dc, base | off[j])]++;
             }
     } else if (dc->take) {
         /* the shared L1's answer, in the sets the mode does not keep itself */
         uint64_t own = dc->own;
         for (size_t j = i, stop = i + k; j < stop; j = nxt[j]) {
-            uint64_t hpa = base | (b[j].addr & 0xFFF);
-            if (!(own >> (b[j].addr >> 6 & (SL1_SETS - 1)) & 1)) {
+            uint64_t hpa = base | off[j];
+            if (!(own >> (off[j] >> 6) & 1)) {
                 if (miss[j] & SL1_MISS) {
                     same--;
                     dc->data[dcache_below(dc, hpa)]++;
@@ -1340,7 +1347,7 @@ static __attribute__((noinline)) uint64_t hit_lines(dcache *dc, const batch_in *
         }
     } else {
         for (size_t j = i, stop = i + k; j < stop; j = nxt[j]) {
-            uint64_t hpa = base | (b[j].addr & 0xFFF);
+            uint64_t hpa = base | off[j];
             same--;
             if ((uint32_t)(hpa >> 6) + 1 == *last)
                 same++;
@@ -1378,19 +1385,18 @@ typedef struct run_acc {
 /* A run whose first access the memo does not answer: that access translated, and the rest
  * of the run (the same page and kind) tried again, until the memo answers or the run ends. */
 static __attribute__((noinline)) void miss_run(vmsim_replay *r, int mode, const batch_in *in, size_t i, uint32_t k,
-                                               enum vm_op op, uint64_t lines, run_acc *acc)
+                                               uint64_t page, enum vm_op op, uint64_t lines, run_acc *acc)
 {
     machine *m = &r->m[mode];
     mode_memo *mm = &r->memo[mode];
     cache *tlb = m->tlb;
     dcache *dc = m->dc;
-    uint64_t page = in->a[i].addr >> 12;
     tlb_memo *e = &mm->slot[page & (MEMO_SLOTS - 1)];
     do {
         if (tlb)
             tlb->tick = acc->tick;
         r->sh[mode].pos = i;
-        translate_one(m, mm, r->mres[mode], &r->st[mode], in->a[i].addr, op, e, &r->sh[mode]);
+        translate_one(m, mm, r->mres[mode], &r->st[mode], page << 12 | in->off[i], op, e, &r->sh[mode]);
         if (tlb)
             acc->tick = tlb->tick;
         i++;
@@ -1439,7 +1445,7 @@ static void run_runs(vmsim_replay *r, int mode, const batch_in *in)
             l1 += hit_run(dc, in, i, k, op, e->hpa_page, w & RR_MISSES, runs[x].lines, take, own);
         } else {
             acc.tick = tick;
-            miss_run(r, mode, in, i, k, op, runs[x].lines, &acc);
+            miss_run(r, mode, in, i, k, page, op, runs[x].lines, &acc);
             tick = acc.tick;
             gkey = (uint64_t)mm->gen << 36;
             own = dc->own;
@@ -1458,7 +1464,6 @@ static void run_runs(vmsim_replay *r, int mode, const batch_in *in)
  * within a run: the l1_leave_at check). */
 static void __attribute__((noinline)) run_part(vmsim_replay *r, int mode, const batch_in *in, size_t from, size_t n)
 {
-    const trace_access *b = in->a;
     machine *m = &r->m[mode];
     mode_memo *mm = &r->memo[mode];
     cache *tlb = m->tlb;
@@ -1467,29 +1472,31 @@ static void __attribute__((noinline)) run_part(vmsim_replay *r, int mode, const 
     sh->in = in;
     uint64_t ok = 0, l1 = 0;
     uint32_t gen = mm->gen, tick = tlb ? tlb->tick : 0;
-    for (size_t i = from; i < n; i++) {
-        uint64_t page = b[i].addr >> 12;
-        enum vm_op op = op_of[b[i].kind];
+    const run_rec *run = in->runs;
+    for (size_t start = 0; start < n; start += RR_COUNT(run->w), run++) {
+        size_t end = start + RR_COUNT(run->w) < n ? start + RR_COUNT(run->w) : n;
+        uint64_t page = RR_PAGE(run->w);
+        enum vm_op op = RR_OP(run->w);
         tlb_memo *e = &mm->slot[page & (MEMO_SLOTS - 1)];
-        if (e->key == MEMO_KEY(page, gen) && (e->ops >> op & 1)) {
-            uint32_t k = in->run[i];
-            if (k > n - i)
-                k = (uint32_t)(n - i);
-            tick += k;
-            *e->age = (uint64_t)tick << 1 | 1;
-            ok += k;
-            l1 += hit_run(dc, in, i, k, op, e->hpa_page, in->miss && in->miss[i] & SL1_RUN_MISSES, ~0ull, dc->take,
-                          dc->own);
-            i += k - 1;
-            continue;
+        for (size_t i = start > from ? start : from; i < end; i++) {
+            if (e->key == MEMO_KEY(page, gen) && (e->ops >> op & 1)) {
+                /* the rest of the run (to n) */
+                uint32_t k = (uint32_t)(end - i);
+                tick += k;
+                *e->age = (uint64_t)tick << 1 | 1;
+                ok += k;
+                l1 += hit_run(dc, in, i, k, op, e->hpa_page, in->miss && in->miss[i] & SL1_RUN_MISSES, ~0ull, dc->take,
+                              dc->own);
+                break;
+            }
+            if (tlb)
+                tlb->tick = tick;
+            sh->pos = i;
+            translate_one(m, mm, r->mres[mode], &r->st[mode], page << 12 | in->off[i], op, e, sh);
+            gen = mm->gen;
+            if (tlb)
+                tick = tlb->tick;
         }
-        if (tlb)
-            tlb->tick = tick;
-        sh->pos = i;
-        translate_one(m, mm, r->mres[mode], &r->st[mode], b[i].addr, op, e, sh);
-        gen = mm->gen;
-        if (tlb)
-            tick = tlb->tick;
     }
     if (tlb)
         tlb->tick = tick;
@@ -1514,21 +1521,21 @@ static void run_batch(vmsim_replay *r, int mode, const batch_in *in)
         sl1_give_back(r, mode, in);
 }
 
-/* run[i]: how many accesses from i on go to the same page with the same kind of access;
- * nxt[i]: the first access after i that is not in that run or reads another 64-byte line
- * (the same in every mode: a run stays on one page). */
-static size_t compute_runs(const trace_access *b, uint16_t *run, uint16_t *nxt, run_rec *runs, size_t n)
+/* off[i]: access i's offset in its page; nxt[i]: the first access after i that is not in
+ * its run (of one page and kind) or reads another 64-byte line (the same in every mode: a
+ * run stays on one page). */
+static size_t compute_runs(const trace_access *b, uint16_t *off, uint16_t *nxt, run_rec *runs, size_t n)
 {
     if (!n)
         return 0;
-    /* from the end, the access after i in locals (run and nxt may alias for the compiler:
+    /* from the end, the access after i in locals (off and nxt may alias for the compiler:
      * reading them back would wait for each store); the runs written from the end of runs
      * as each one's first access is found: they are runs[returned .. n-1] */
     uint64_t after = b[n - 1].addr, lines = 1ull << (after >> 6 & (SL1_SETS - 1));
     enum vm_op op_after = op_of[b[n - 1].kind];
     uint32_t r = 1, x = (uint32_t)n;
     run_rec *out = runs + n;
-    run[n - 1] = 1;
+    off[n - 1] = (uint16_t)(after & 0xFFF);
     nxt[n - 1] = (uint16_t)n;
     for (size_t i = n - 1; i-- > 0;) {
         uint64_t a = b[i].addr, bit = 1ull << (a >> 6 & (SL1_SETS - 1));
@@ -1539,7 +1546,7 @@ static size_t compute_runs(const trace_access *b, uint16_t *run, uint16_t *nxt, 
         lines = more ? lines | bit : bit;
         r = more ? r + 1 : 1;
         x = more && (a ^ after) >> 6 == 0 ? x : (uint32_t)(i + 1);
-        run[i] = (uint16_t)r;
+        off[i] = (uint16_t)(a & 0xFFF);
         nxt[i] = (uint16_t)x;
         after = a;
         op_after = op;
@@ -1550,8 +1557,8 @@ static size_t compute_runs(const trace_access *b, uint16_t *run, uint16_t *nxt, 
 
 static void run_all(vmsim_replay *r, const trace_access *b, size_t n)
 {
-    size_t run0 = compute_runs(b, r->run, r->nxt, r->runs, n);
-    batch_in in = {.a = b, .run = r->run, .nxt = r->nxt, .runs = r->runs + run0, .nruns = n - run0, .n = n};
+    size_t run0 = compute_runs(b, r->off, r->nxt, r->runs, n);
+    batch_in in = {.off = r->off, .nxt = r->nxt, .runs = r->runs + run0, .nruns = n - run0, .n = n};
     if (r->sl1_ways) {
         r->sl1_before = r->sl1;
         sl1_run(r, b, r->nxt, r->runs + run0, n, r->miss);
@@ -1594,34 +1601,51 @@ EXPORT int vmsim_replay_feed(vmsim_replay *r, const uint8_t *body, size_t n)
  * own (machine, caches, memo, counters, scratch result), so two modes run at once never
  * touch the same memory. ---- */
 
-struct vmsim_replay_batch {
-    size_t n;
-    /* the page's shared decoder (vmsim_replay_share): the pass, whether this is its last
-     * batch, and where the decoder stood after it (what a handle fed by batches checks at
-     * the end of each pass as if it had decoded the body itself) */
-    uint32_t pass, last;
-    uint64_t count, kinds[4], page[2];
-    uint32_t off[2], ended;
+/* A batch as the page's shared decoder hands it to another module (vmsim_replay_share):
+ * this head, then pass 1's pages, or pass 2's runs, the shared L1s before and after the
+ * batch, and each access's offset in its page, nxt and the shared L1s' answer: what the
+ * modes read, not the decoded accesses (a third of the bytes). The pass, whether this is
+ * its last batch, and where the decoder stood after it (what a handle fed by batches
+ * checks at the end of each pass as if it had decoded the body itself). */
+typedef struct wire_head {
+    uint32_t pass, last, n, nruns, sl1_ways, ended;
+    uint32_t off[2];
+    uint64_t count, kinds[4], page[2], spare;
+} wire_head;
+
+/* What is handed out, in the order handed out, so that it is one span of memory: the head
+ * written just before the first page or run (room: before runs[0]; the runs end at
+ * runs[VMSIM_REPLAY_BATCH - 1], compute_runs writing them from the end), to the end. */
+typedef struct batch_wire {
+    unsigned char room[sizeof(wire_head)];
     union {
-        trace_access a[VMSIM_REPLAY_BATCH];     /* pass 2 */
+        run_rec runs[VMSIM_REPLAY_BATCH];       /* pass 2 */
         trace_page pg[VMSIM_REPLAY_BATCH];      /* pass 1: pages as trace_scan reports them */
     };
-    uint16_t run[VMSIM_REPLAY_BATCH], nxt[VMSIM_REPLAY_BATCH];
-    uint32_t run0;                  /* the runs: runs[run0 .. n-1] (compute_runs) */
-    run_rec runs[VMSIM_REPLAY_BATCH];
-    /* pass 2: the shared L1's answers and its state before and after (sl1_ways 0: none) */
-    uint32_t sl1_ways;
-    uint8_t miss[VMSIM_REPLAY_BATCH];
+    /* pass 2: the shared L1s before and after the batch (sl1_ways 0: not shared) */
     sl1_state before, after;
+    uint16_t off[VMSIM_REPLAY_BATCH], nxt[VMSIM_REPLAY_BATCH];
+    uint8_t miss[VMSIM_REPLAY_BATCH];       /* the shared L1s' answers (SL1_*) */
+} batch_wire;
+#define WIRE_TAIL (sizeof(batch_wire) - offsetof(batch_wire, before))
+_Static_assert(sizeof(wire_head) % 16 == 0 && sizeof(trace_page) == sizeof(run_rec) && sizeof(sl1_state) % 8 == 0,
+               "the head, the pages and the runs keep what follows them aligned");
+_Static_assert(VMSIM_REPLAY_BATCH <= 65535, "an offset and an index in the batch are kept in 16 bits");
+
+struct vmsim_replay_batch {
+    size_t n;
+    uint32_t run0, sl1_ways;        /* the runs: w.runs[run0 .. VMSIM_REPLAY_BATCH - 1] */
+    wire_head h;                    /* the page's shared decoder: the stamps of share_out */
+    trace_access a[VMSIM_REPLAY_BATCH];     /* pass 2, as decoded */
+    batch_wire w;
 };
-_Static_assert(VMSIM_REPLAY_BATCH <= 65535, "a run and an index in the batch are kept in 16 bits");
 
 vmsim_replay_batch *vmsim_replay_batch_new(void)
 {
     return calloc(1, sizeof(vmsim_replay_batch));
 }
 
-EXPORT void vmsim_replay_batch_free(vmsim_replay_batch *b)
+EXPORT void vmsim_replay_batch_free(void *b)
 {
     free(b);
 }
@@ -1665,12 +1689,14 @@ size_t vmsim_replay_decode(vmsim_replay *r, const uint8_t **pp, const uint8_t *e
 
 void vmsim_replay_batch_seal(vmsim_replay *r, vmsim_replay_batch *b)
 {
-    b->run0 = (uint32_t)compute_runs(b->a, b->run, b->nxt, b->runs, b->n);
+    /* the runs end at the array's end, whatever n: what follows them is handed out with them */
+    size_t skip = VMSIM_REPLAY_BATCH - b->n;
+    b->run0 = (uint32_t)(skip + compute_runs(b->a, b->w.off, b->w.nxt, b->w.runs + skip, b->n));
     b->sl1_ways = r ? r->sl1_ways : 0;
     if (b->sl1_ways) {
-        b->before = r->sl1;
-        sl1_run(r, b->a, b->nxt, b->runs + b->run0, b->n, b->miss);
-        b->after = r->sl1;
+        b->w.before = r->sl1;
+        sl1_run(r, b->a, b->w.nxt, b->w.runs + b->run0, b->n, b->w.miss);
+        b->w.after = r->sl1;
     }
 }
 
@@ -1682,24 +1708,34 @@ unsigned vmsim_replay_modes_here(const vmsim_replay *r)
     return m;
 }
 
-void vmsim_replay_run(vmsim_replay *r, int mode, const vmsim_replay_batch *b)
+static int run_sealed(vmsim_replay *r, int mode, const batch_in *in, uint32_t sl1_ways)
 {
     if (!r || r->status)
-        return;
-    if (b->sl1_ways != r->sl1_ways) {
-        failf(r, VMSIM_REPLAY_BAD_TRACE, "a batch sealed with another shared L1 (%u ways, here %u)", b->sl1_ways, r->sl1_ways);
-        return;
+        return vmsim_replay_status(r);
+    if (sl1_ways != r->sl1_ways)
+        return failf(r, VMSIM_REPLAY_BAD_TRACE, "a batch sealed with another shared L1 (%u ways, here %u)", sl1_ways,
+                     r->sl1_ways);
+    if (mode >= 0 && mode < N_REPLAY_MODES && r->built[mode] && in->n)
+        run_batch(r, mode, in);
+    return 0;
+}
+
+static batch_in batch_in_of(const vmsim_replay_batch *b)
+{
+    batch_in in = {.off = b->w.off, .nxt = b->w.nxt, .runs = b->w.runs + b->run0,
+                   .nruns = VMSIM_REPLAY_BATCH - b->run0, .n = b->n};
+    if (b->sl1_ways) {
+        in.miss = b->w.miss;
+        in.before = &b->w.before;
+        in.after = &b->w.after;
     }
-    if (mode >= 0 && mode < N_REPLAY_MODES && r->built[mode] && b->n) {
-        batch_in in = {.a = b->a, .run = b->run, .nxt = b->nxt, .runs = b->runs + b->run0,
-                       .nruns = b->n - b->run0, .n = b->n};
-        if (b->sl1_ways) {
-            in.miss = b->miss;
-            in.before = &b->before;
-            in.after = &b->after;
-        }
-        run_batch(r, mode, &in);
-    }
+    return in;
+}
+
+void vmsim_replay_run(vmsim_replay *r, int mode, const vmsim_replay_batch *b)
+{
+    batch_in in = batch_in_of(b);
+    run_sealed(r, mode, &in, b->sl1_ways);
 }
 
 /* ---- the page's shared decoder: one worker inflates and decodes each pass once and
@@ -1708,14 +1744,15 @@ void vmsim_replay_run(vmsim_replay *r, int mode, const vmsim_replay_batch *b)
 
 #ifdef __EMSCRIPTEN__
 /* The page's worker says where a batch goes (js/replay.ts: the ring in a SharedArrayBuffer). */
-EM_JS(int, js_replay_batch, (void *ctx, const vmsim_replay_batch *b, size_t bytes), {
-    return Module['onReplayBatch'] ? Module['onReplayBatch'](b, bytes) : 1;
+EM_JS(int, js_replay_batch, (void *ctx, const void *wire, size_t bytes), {
+    return Module['onReplayBatch'] ? Module['onReplayBatch'](wire, bytes) : 1;
 });
 #endif
 
+/* The most a batch handed out takes (pass 2 with a run per access). */
 EXPORT size_t vmsim_replay_batch_bytes(void)
 {
-    return sizeof(vmsim_replay_batch);
+    return sizeof(batch_wire);
 }
 
 int vmsim_replay_share_to(vmsim_replay *r, vmsim_replay_sink sink, void *ctx)
@@ -1743,32 +1780,46 @@ EXPORT int vmsim_replay_share(vmsim_replay *r)
 #endif
 }
 
-/* The shared batch out: stamped with the decoder's state, its runs found (pass 2), handed
- * to the sink, then (pass 2) run through this handle's own modes. */
-/* A shared batch of pass 2 through every mode this handle built. */
-static void run_built(vmsim_replay *r, const vmsim_replay_batch *b)
+/* A sealed batch through every mode this handle built. */
+static int run_built(vmsim_replay *r, const batch_in *in, uint32_t sl1_ways)
 {
-    for (int mode = 0; mode < N_REPLAY_MODES; mode++)
-        vmsim_replay_run(r, mode, b);
+    for (int mode = 0; mode < N_REPLAY_MODES && !r->status; mode++)
+        run_sealed(r, mode, in, sl1_ways);
+    return r->status;
 }
 
+/* The shared batch out: stamped with the decoder's state, its runs found (pass 2), handed
+ * to the sink (the head and what follows it: batch_wire), then (pass 2) run through this
+ * handle's own modes. */
 static int share_out(vmsim_replay *r, bool last)
 {
     vmsim_replay_batch *b = r->share;
-    b->pass = (uint32_t)r->pass;
-    b->last = last;
-    b->count = r->dec.count;
-    memcpy(b->kinds, r->dec.kinds, sizeof b->kinds);
-    memcpy(b->page, r->dec.page, sizeof b->page);
-    memcpy(b->off, r->dec.off, sizeof b->off);
-    b->ended = r->dec.ended;
-    if (r->pass == 2)
+    wire_head h = {.pass = (uint32_t)r->pass, .last = last, .n = (uint32_t)b->n, .count = r->dec.count,
+                   .ended = r->dec.ended};
+    memcpy(h.kinds, r->dec.kinds, sizeof h.kinds);
+    memcpy(h.page, r->dec.page, sizeof h.page);
+    memcpy(h.off, r->dec.off, sizeof h.off);
+    unsigned char *at;
+    size_t bytes;
+    if (r->pass == 2) {
         vmsim_replay_batch_seal(r, b);
-    if (r->sink(r->sink_ctx, b, sizeof *b))
+        h.nruns = VMSIM_REPLAY_BATCH - b->run0;
+        h.sl1_ways = b->sl1_ways;
+        at = (unsigned char *)(b->w.runs + b->run0);
+        bytes = h.nruns * sizeof(run_rec) + WIRE_TAIL;
+    } else {
+        at = (unsigned char *)b->w.pg;
+        bytes = b->n * sizeof(trace_page);
+    }
+    memcpy(at - sizeof h, &h, sizeof h);
+    if (r->sink(r->sink_ctx, at - sizeof h, sizeof h + bytes))
         return failf(r, VMSIM_REPLAY_NO_MEMORY, "the replay's other workers stopped taking the decoded trace");
     r->shared_at = r->dec.count;
-    if (r->pass == 2)
-        run_built(r, b);
+    if (r->pass == 2) {
+        batch_in in = batch_in_of(b);
+        if (run_built(r, &in, b->sl1_ways))
+            return r->status;
+    }
     b->n = 0;
     return 0;
 }
@@ -1778,7 +1829,7 @@ static int share_pages(vmsim_replay *r, const trace_page *pages, size_t n)
     while (n) {
         vmsim_replay_batch *b = r->share;
         size_t k = VMSIM_REPLAY_BATCH - b->n < n ? VMSIM_REPLAY_BATCH - b->n : n;
-        memcpy(b->pg + b->n, pages, k * sizeof *pages);
+        memcpy(b->w.pg + b->n, pages, k * sizeof *pages);
         b->n += k;
         pages += k;
         n -= k;
@@ -1812,34 +1863,57 @@ EXPORT int vmsim_replay_share_end(vmsim_replay *r)
     return share_out(r, true);
 }
 
-EXPORT int vmsim_replay_take(vmsim_replay *r, const vmsim_replay_batch *b)
+/* A batch another handle's share_out handed out, copied into this module's memory (at an
+ * address aligned as malloc's: vmsim_replay_batch_alloc). */
+EXPORT int vmsim_replay_take(vmsim_replay *r, const void *wire, size_t bytes)
 {
     if (!r || r->status)
         return vmsim_replay_status(r);
-    if (b->pass != (uint32_t)r->pass || b->n > VMSIM_REPLAY_BATCH || (b->pass == 2 && b->n && b->run0 >= b->n))
-        return failf(r, VMSIM_REPLAY_BAD_TRACE, "vmsim_replay_take: a batch of pass %u in pass %d", b->pass, r->pass);
-    if (b->pass == 1) {
-        if (add_pages(r, b->pg, b->n, NULL, NULL))
+    wire_head h;
+    if (bytes < sizeof h)
+        return failf(r, VMSIM_REPLAY_BAD_TRACE, "vmsim_replay_take: %zu bytes are not a batch", bytes);
+    memcpy(&h, wire, sizeof h);
+    const unsigned char *body = (const unsigned char *)wire + sizeof h;
+    size_t want = h.pass == 1 ? (size_t)h.n * sizeof(trace_page) : (size_t)h.nruns * sizeof(run_rec) + WIRE_TAIL;
+    if (h.pass != (uint32_t)r->pass || h.n > VMSIM_REPLAY_BATCH || h.nruns > h.n || (h.n && h.pass == 2 && !h.nruns) ||
+        bytes != sizeof h + want)
+        return failf(r, VMSIM_REPLAY_BAD_TRACE, "vmsim_replay_take: a batch of pass %u (%zu bytes) in pass %d", h.pass,
+                     bytes, r->pass);
+    if (h.pass == 1) {
+        if (add_pages(r, (const trace_page *)body, h.n, NULL, NULL))
             return r->status;
-        memcpy(r->dec.kinds, b->kinds, sizeof b->kinds);
+        memcpy(r->dec.kinds, h.kinds, sizeof h.kinds);
     } else {
-        run_built(r, b);
+        const unsigned char *tail = body + (size_t)h.nruns * sizeof(run_rec);
+        batch_in in = {.runs = (const run_rec *)body, .nruns = h.nruns, .n = h.n,
+                       .off = (const uint16_t *)(tail + offsetof(batch_wire, off) - offsetof(batch_wire, before)),
+                       .nxt = (const uint16_t *)(tail + offsetof(batch_wire, nxt) - offsetof(batch_wire, before))};
+        if (h.sl1_ways) {
+            in.before = (const sl1_state *)tail;
+            in.after = in.before + 1;
+            in.miss = tail + offsetof(batch_wire, miss) - offsetof(batch_wire, before);
+        }
+        if (run_built(r, &in, h.sl1_ways))
+            return r->status;
     }
-    r->dec.count = b->count;
-    memcpy(r->dec.page, b->page, sizeof b->page);
-    memcpy(r->dec.off, b->off, sizeof b->off);
-    r->dec.ended = b->ended;
+    r->dec.count = h.count;
+    memcpy(r->dec.page, h.page, sizeof h.page);
+    memcpy(r->dec.off, h.off, sizeof h.off);
+    r->dec.ended = h.ended;
     return check_overrun(r);
 }
 
-EXPORT vmsim_replay_batch *vmsim_replay_batch_alloc(void)
+/* Room for a batch handed out (vmsim_replay_batch_bytes); vmsim_replay_batch_free frees it. */
+EXPORT void *vmsim_replay_batch_alloc(void)
 {
-    return vmsim_replay_batch_new();
+    return malloc(sizeof(batch_wire));
 }
 
-EXPORT int vmsim_replay_batch_info(const vmsim_replay_batch *b)
+EXPORT int vmsim_replay_batch_info(const void *wire)
 {
-    return (int)(b->pass << 1 | (b->last & 1));
+    wire_head h;
+    memcpy(&h, wire, sizeof h);
+    return (int)(h.pass << 1 | (h.last & 1));
 }
 
 /* ---- the report ---- */

@@ -330,13 +330,22 @@ static void test_scan_ahead(void)
 /* The page's shared decoder: a handle that decodes (its own part) hands every batch, copied
  * byte for byte as between two modules' memories, to one that takes them (the other modes);
  * the report, with the taker's counts merged in, is the one-handle report's. */
-static int give(void *ctx, const vmsim_replay_batch *b, size_t bytes)
+static uint8_t *kept;      /* the first batch of pass 2 that give handed on, kept */
+static size_t kept_bytes;
+
+static int give(void *ctx, const void *b, size_t bytes)
 {
     vmsim_replay *taker = ctx;
-    vmsim_replay_batch *copy = vmsim_replay_batch_alloc();
+    if (!kept && vmsim_replay_batch_info(b) >> 1 == 2 && (kept = malloc(bytes))) {
+        memcpy(kept, b, bytes);
+        kept_bytes = bytes;
+    }
+    void *copy = vmsim_replay_batch_alloc();
+    CHECK(bytes <= vmsim_replay_batch_bytes(), "a batch of %zu bytes, over batch_bytes' %zu", bytes,
+          vmsim_replay_batch_bytes());
     memcpy(copy, b, bytes);
     int info = vmsim_replay_batch_info(copy);
-    int st = vmsim_replay_take(taker, copy);
+    int st = vmsim_replay_take(taker, copy, bytes);
     if (!st && info == (1 << 1 | 1))        /* pass 1's last batch */
         st = vmsim_replay_scan_end(taker);
     vmsim_replay_batch_free(copy);
@@ -418,6 +427,28 @@ static void test_shared_decoder(void)
     CHECK(vmsim_replay_share_to(r, give, NULL) && strstr(vmsim_replay_error(r), "after a pass began"),
           "vmsim_replay_share within pass 1: %s", vmsim_replay_error(r));
     vmsim_replay_close(r);
+    /* a batch handed out is its runs and offsets, not its 32,768 decoded accesses (16 bytes
+     * each, besides a run of 16 bytes per access on this trace); taken whole in pass 2,
+     * refused cut short or in pass 1 */
+    CHECK(kept && kept_bytes <= vmsim_replay_batch_bytes() && kept_bytes < 32768 * (16 + 16),
+          "a batch of pass 2 handed out: %zu bytes", kept_bytes);
+    for (int how = 0; kept && how < 3; how++) {
+        r = vmsim_replay_open(prefix, plen, 0, opts, strlen(opts));
+        if (how < 2 && !vmsim_replay_scan(r, body.b, body.n))
+            vmsim_replay_scan_end(r);
+        void *copy = vmsim_replay_batch_alloc();
+        memcpy(copy, kept, kept_bytes);
+        int st = vmsim_replay_take(r, copy, kept_bytes - (how == 1));
+        if (how == 0)
+            CHECK(st == 0, "the first batch of pass 2 taken: %s", vmsim_replay_error(r));
+        else
+            CHECK(st == VMSIM_REPLAY_BAD_TRACE && strstr(vmsim_replay_error(r), "vmsim_replay_take: a batch of pass 2"),
+                  "a batch %s: got \"%s\"", how == 1 ? "a byte short" : "of pass 2 in pass 1", vmsim_replay_error(r));
+        vmsim_replay_batch_free(copy);
+        vmsim_replay_close(r);
+    }
+    free(kept);
+    kept = NULL;
 }
 
 /* The file as given, with the body (the replay API's errors). */
