@@ -1410,13 +1410,47 @@ static __attribute__((noinline)) void miss_run(vmsim_replay *r, int mode, const 
                        dc->own);
 }
 
-/* One batch through one mode: the hot loop, run by run (batch_in.runs). Mode by mode
- * rather than access by access: one mode's TLB and memo stay in the processor's caches
- * for the whole batch (measured: the WebAssembly build gains most). What a translation
- * may change (the memo's generation, the TLB's tick, the sets the mode keeps) lives in
- * locals between the translations, which are out of line (miss_run) so that the loop
- * keeps its registers. */
-static void run_runs(vmsim_replay *r, int mode, const batch_in *in)
+/* Whether the memo answers a run and the shared L1s found all its lines (a load or store
+ * run reading none of the sets the mode keeps: own_data, ~0 where the mode keeps its own
+ * L1s; a fetch run: own_code, 0 or ~0 likewise). */
+#define RUN_FAST(e, page, gkey, w, lines, own_data, own_code)                                                     \
+    ((e)->key == ((page) | (gkey)) && ((e)->ops >> RR_OP(w) & 1) && !((w)&RR_MISSES) &&                            \
+     !((lines) & (RR_OP(w) == OP_FETCH ? (own_code) : (own_data))))
+
+/* The hot loop: runs[x..] while RUN_FAST, each marking its TLB line used as often as it
+ * has accesses (cache.c's find: its last use is what the line keeps), all of them L1
+ * hits; returns the first run that needs more, with acc and *pi past those before it.
+ * Without a call in it: V8 keeps no register across a call in WebAssembly, so a loop
+ * that may call spills its values to the stack at every turn. */
+static __attribute__((noinline)) size_t fast_runs(const run_rec *runs, size_t x, size_t nr, const tlb_memo *slot,
+                                                  uint64_t gkey, uint64_t own_data, uint64_t own_code, run_acc *acc,
+                                                  size_t *pi)
+{
+    uint32_t tick = acc->tick;
+    uint64_t ok = 0;
+    for (; x < nr; x++) {
+        uint64_t w = runs[x].w, page = RR_PAGE(w);
+        const tlb_memo *e = &slot[page & (MEMO_SLOTS - 1)];
+        if (!RUN_FAST(e, page, gkey, w, runs[x].lines, own_data, own_code))
+            break;
+        tick += RR_COUNT(w);
+        *e->age = (uint64_t)tick << 1 | 1;
+        ok += RR_COUNT(w);
+    }
+    acc->tick = tick;
+    acc->ok += ok;
+    acc->l1 += ok;
+    *pi += ok;
+    return x;
+}
+
+/* One batch through one mode, run by run (batch_in.runs). Mode by mode rather than
+ * access by access: one mode's TLB and memo stay in the processor's caches for the whole
+ * batch (measured: the WebAssembly build gains most). The runs fast_runs takes whole go
+ * there; here the others: a run whose lines go one by one (hit_lines) or that the memo
+ * does not answer (miss_run, out of line). What a translation may change (the memo's
+ * generation, the TLB's tick, the sets the mode keeps) is read again after one. */
+static __attribute__((noinline)) void run_runs(vmsim_replay *r, int mode, const batch_in *in)
 {
     const run_rec *runs = in->runs;
     machine *m = &r->m[mode];
@@ -1425,38 +1459,37 @@ static void run_runs(vmsim_replay *r, int mode, const batch_in *in)
     dcache *dc = m->dc;
     r->sh[mode].in = in;
     run_acc acc = {.tick = tlb ? tlb->tick : 0};
-    uint64_t ok = 0, l1 = 0;
-    uint32_t tick = acc.tick;
-    uint64_t gkey = (uint64_t)mm->gen << 36, own = dc->own;
-    bool take = dc->take != NULL;
+    uint64_t gkey = (uint64_t)mm->gen << 36;
+    uint64_t own_data = dc->take ? dc->own : ~0ull, own_code = dc->take ? 0 : ~0ull;
     const tlb_memo *slot = mm->slot;
-    size_t i = 0;
-    for (size_t x = 0, nr = in->nruns; x < nr; x++) {
-        uint64_t w = runs[x].w, page = RR_PAGE(w);
-        uint32_t k = RR_COUNT(w);
-        enum vm_op op = RR_OP(w);
-        const tlb_memo *e = &slot[page & (MEMO_SLOTS - 1)];
-        if (__builtin_expect(e->key == (page | gkey) && (e->ops >> op & 1), 1)) {
-            /* this access and the run of same-page, same-kind ones after it all hit the
-             * same line: marked used as often, its last use is what the line keeps */
-            tick += k;
-            *e->age = (uint64_t)tick << 1 | 1;      /* what cache.c does to a line it finds */
-            ok += k;
-            l1 += hit_run(dc, in, i, k, op, e->hpa_page, w & RR_MISSES, runs[x].lines, take, own);
-        } else {
-            acc.tick = tick;
-            miss_run(r, mode, in, i, k, page, op, runs[x].lines, &acc);
-            tick = acc.tick;
-            gkey = (uint64_t)mm->gen << 36;
-            own = dc->own;
-            take = dc->take != NULL;
+    size_t i = 0, nr = in->nruns;
+    for (size_t x = 0; x < nr;) {
+        x = fast_runs(runs, x, nr, slot, gkey, own_data, own_code, &acc, &i);
+        for (; x < nr; x++) {
+            uint64_t w = runs[x].w, page = RR_PAGE(w);
+            uint32_t k = RR_COUNT(w);
+            enum vm_op op = RR_OP(w);
+            const tlb_memo *e = &slot[page & (MEMO_SLOTS - 1)];
+            if (e->key == (page | gkey) && (e->ops >> op & 1)) {
+                if (RUN_FAST(e, page, gkey, w, runs[x].lines, own_data, own_code))
+                    break;      /* back to fast_runs */
+                acc.tick += k;
+                *e->age = (uint64_t)acc.tick << 1 | 1;
+                acc.ok += k;
+                acc.l1 += hit_lines(dc, in, i, k, op == OP_FETCH ? DC_CODE : DC_DATA, e->hpa_page);
+            } else {
+                miss_run(r, mode, in, i, k, page, op, runs[x].lines, &acc);
+                gkey = (uint64_t)mm->gen << 36;
+                own_data = dc->take ? dc->own : ~0ull;
+                own_code = dc->take ? 0 : ~0ull;
+            }
+            i += k;
         }
-        i += k;
     }
     if (tlb)
-        tlb->tick = tick;
-    dc->data[DC_L1] += l1 + acc.l1;
-    r->st[mode].outcomes[OUT_OK] += ok + acc.ok;
+        tlb->tick = acc.tick;
+    dc->data[DC_L1] += acc.l1;
+    r->st[mode].outcomes[OUT_OK] += acc.ok;
     r->st[mode].accesses += in->n;
 }
 
@@ -1504,6 +1537,13 @@ static void __attribute__((noinline)) run_part(vmsim_replay *r, int mode, const 
     r->st[mode].outcomes[OUT_OK] += ok;
     r->st[mode].accesses += n - from;
 }
+
+#ifdef __EMSCRIPTEN__
+/* Binaryen (emcc's wasm-opt) inlines a function called from one place whatever its size
+ * and whatever the C says; V8 then allocates registers for the whole, and the hot loop
+ * spills to the stack. A function whose address is taken is not inlined that way. */
+__attribute__((used)) void *volatile replay_out_of_line[] = {(void *)miss_run, (void *)run_runs, (void *)fast_runs};
+#endif
 
 static void run_batch(vmsim_replay *r, int mode, const batch_in *in)
 {
