@@ -109,7 +109,7 @@ describe('Your program, in Chromium', () => {
     await page.close();
   }, 180_000);
 
-  it('is cross-origin isolated, and its workers share one decoder: a trace with TLB evictions to the CLI\'s counts, with 2 workers and 8 (the lead decoding only); without the headers each worker reads the file', async () => {
+  it('is cross-origin isolated, and its workers share one decoder: a trace with TLB evictions to the CLI\'s counts, with 2 workers and 8 (the lead decoding only, as with 2); without the headers each worker reads the file', async () => {
     const cli = JSON.parse(execFileSync(vmsim, ['replay', long, '--quiet', '--format', 'json'], { encoding: 'utf8' })) as
       { modes: { mode: string; tlb_misses: number; exits: number; refs_by_where: Record<string, number>; ref_cycles: number }[]; trace: { pages: number } };
     for (const m of cli.modes) expect(m.tlb_misses, m.mode).toBeGreaterThan(2 * cli.trace.pages);     // it evicts

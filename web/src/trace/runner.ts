@@ -42,14 +42,12 @@ async function pagesOf(blob: Blob): Promise<number> {
 }
 
 /** The modes of each of n workers, the lead's first. Each worker reading the file: the
- * modes dealt out evenly. On the shared decoder the lead decodes for every worker, about
- * the work of four modes (wasm-core/docs/replay.md, "The lead's share"): with 2 workers it
- * runs one mode and the other worker the rest, with 3 or more it runs none and the others
- * share the modes. */
+ * modes dealt out evenly. On the shared decoder the lead decodes for every worker, more
+ * than the work of all five modes in WebAssembly (wasm-core/docs/replay.md, "The lead's
+ * share"): it runs none, and the other workers share the modes. */
 export function workerGroups(modes: readonly ReplayMode[], n: number, shared: boolean): ReplayMode[][] {
   const groups = modeGroups(modes, n);
   if (!shared || groups.length < 2) return groups;
-  if (groups.length === 2) return [modes.slice(0, 1), modes.slice(1)];
   return [[], ...modeGroups(modes, n - 1)];
 }
 
