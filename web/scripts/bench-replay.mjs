@@ -56,6 +56,19 @@ function cpuSeconds(pid) {
     return (Number(f[11]) + Number(f[12])) / 100;      // utime, stime in clock ticks (USER_HZ 100)
   } catch { return 0; }
 }
+/** The CPU ticks (user + system, USER_HZ 100) of each of a process's dedicated workers' threads, by thread id. */
+function workerTicks(pid, into) {
+  let tasks = [];
+  try { tasks = readdirSync(`/proc/${pid}/task`); } catch { return; }
+  for (const t of tasks) {
+    try {
+      const st = readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8');
+      if (!st.slice(st.indexOf('(') + 1, st.lastIndexOf(')')).startsWith('DedicatedWorker')) continue;
+      const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
+      into.set(Number(t), Number(f[11]) + Number(f[12]));
+    } catch { /* gone */ }
+  }
+}
 function isRenderer(pid) {
   try { return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('--type=renderer'); } catch { return false; }
 }
@@ -94,7 +107,10 @@ async function pageReplay(workers, isolated = true) {
     const before = new Map(renderers.map((p) => [p, rssKiB(p)]));
     const peak = new Map(before);
     const cpu0 = new Map(renderers.map((p) => [p, cpuSeconds(p)]));
-    const sampler = setInterval(() => { for (const p of renderers) peak.set(p, Math.max(peak.get(p), rssKiB(p))); }, 100);
+    // each worker's thread, read until it ends (a worker's thread goes when the replay is over)
+    const ticks0 = new Map(), ticks = new Map();
+    for (const p of renderers) workerTicks(p, ticks0);
+    const sampler = setInterval(() => { for (const p of renderers) { peak.set(p, Math.max(peak.get(p), rssKiB(p))); workerTicks(p, ticks); } }, 100);
     const t0 = performance.now();
     await page.setInputFiles('[data-testid="trace-file"]', trace);
     await page.waitForSelector('[data-testid="trace-table"] tr[data-trace="1"]', { timeout: 900_000 });
@@ -110,7 +126,10 @@ async function pageReplay(workers, isolated = true) {
     // the renderer that grew most is the one with the workers
     let worker = renderers[0];
     for (const p of renderers) if (peak.get(p) - before.get(p) > peak.get(worker) - before.get(worker)) worker = p;
-    return { seconds, cpu, progress, rows, peakMiB: peak.get(worker) / 1024, growthMiB: (peak.get(worker) - before.get(worker)) / 1024 };
+    // the replay's workers' threads in the order they started (thread ids grow): the lead first
+    const workerCpu = [...ticks].sort((a, b) => a[0] - b[0]).map(([t, n]) => (n - (ticks0.get(t) ?? 0)) / 100)
+      .filter((c) => c >= 0.5);
+    return { seconds, cpu, workerCpu, progress, rows, peakMiB: peak.get(worker) / 1024, growthMiB: (peak.get(worker) - before.get(worker)) / 1024 };
   } finally {
     await page.close();
   }
@@ -155,6 +174,7 @@ const m = (f) => median(runs.map(f));
 const last = runs.at(-1);
 console.log(`page (Chromium, workers, five modes, cold): ${m((r) => r.par.seconds).toFixed(1)} s from picking the file to the figures (median), ${last.par.progress} progress updates shown`);
 console.log(`page's CPU time (its renderer, workers included): ${m((r) => r.par.cpu).toFixed(1)} s with its workers, ${m((r) => r.ser.cpu).toFixed(1)} s with one, ${m((r) => r.own.cpu).toFixed(1)} s with workers each reading the file`);
+console.log(`page's workers, each one's CPU in the last round (the lead first; a worker busy the whole replay would show its ${last.par.seconds.toFixed(1)} s): ${last.par.workerCpu.map((c) => `${c.toFixed(1)} s`).join(', ') || 'not read (no /proc)'}`);
 console.log(`page, one worker: ${m((r) => r.ser.seconds).toFixed(1)} s; workers each reading the file (not cross-origin isolated): ${m((r) => r.own.seconds).toFixed(1)} s, renderer peak ${m((r) => r.own.peakMiB).toFixed(0)} MiB`);
 console.log(`page's renderer process: peak ${m((r) => r.par.peakMiB).toFixed(0)} MiB resident with its workers, ${m((r) => r.par.growthMiB).toFixed(0)} MiB more than the page before the replay (one worker: ${m((r) => r.ser.peakMiB).toFixed(0)} MiB, ${m((r) => r.ser.growthMiB).toFixed(0)} MiB more)`);
 console.log(`native (vmsim replay, five modes, cold): threads ${m((r) => r.npar.seconds).toFixed(1)} s, peak ${m((r) => r.npar.mib).toFixed(1)} MiB; --jobs 1 ${m((r) => r.nser.seconds).toFixed(1)} s, ${m((r) => r.nser.mib).toFixed(1)} MiB`);
