@@ -1413,9 +1413,11 @@ static __attribute__((noinline)) void miss_run(vmsim_replay *r, int mode, const 
 /* Whether the memo answers a run and the shared L1s found all its lines (a load or store
  * run reading none of the sets the mode keeps: own_data, ~0 where the mode keeps its own
  * L1s; a fetch run: own_code, 0 or ~0 likewise). */
-#define RUN_FAST(e, page, gkey, w, lines, own_data, own_code)                                                     \
-    ((e)->key == ((page) | (gkey)) && ((e)->ops >> RR_OP(w) & 1) && !((w)&RR_MISSES) &&                            \
-     !((lines) & (RR_OP(w) == OP_FETCH ? (own_code) : (own_data))))
+#define MEMO_HIT(e, page, gkey, op) ((e)->key == ((page) | (gkey)) && ((e)->ops >> (op)&1))
+#define LINES_FOUND(w, lines, own_data, own_code) \
+    (!((w)&RR_MISSES) && !((lines) & (RR_OP(w) == OP_FETCH ? (own_code) : (own_data))))
+#define RUN_FAST(e, page, gkey, w, lines, own_data, own_code) \
+    (MEMO_HIT(e, page, gkey, RR_OP(w)) && LINES_FOUND(w, lines, own_data, own_code))
 
 /* The hot loop: runs[x..] while RUN_FAST, each marking its TLB line used as often as it
  * has accesses (cache.c's find: its last use is what the line keeps), all of them L1
@@ -1470,8 +1472,8 @@ static __attribute__((noinline)) void run_runs(vmsim_replay *r, int mode, const 
             uint32_t k = RR_COUNT(w);
             enum vm_op op = RR_OP(w);
             const tlb_memo *e = &slot[page & (MEMO_SLOTS - 1)];
-            if (e->key == (page | gkey) && (e->ops >> op & 1)) {
-                if (RUN_FAST(e, page, gkey, w, runs[x].lines, own_data, own_code))
+            if (MEMO_HIT(e, page, gkey, op)) {
+                if (LINES_FOUND(w, runs[x].lines, own_data, own_code))
                     break;      /* back to fast_runs */
                 acc.tick += k;
                 *e->age = (uint64_t)acc.tick << 1 | 1;
@@ -1668,6 +1670,8 @@ typedef struct batch_wire {
     uint8_t miss[VMSIM_REPLAY_BATCH];       /* the shared L1s' answers (SL1_*) */
 } batch_wire;
 #define WIRE_TAIL (sizeof(batch_wire) - offsetof(batch_wire, before))
+_Static_assert(offsetof(batch_wire, before) == offsetof(batch_wire, runs) + sizeof(run_rec) * VMSIM_REPLAY_BATCH,
+               "what follows the runs starts where they end");
 _Static_assert(sizeof(wire_head) % 16 == 0 && sizeof(trace_page) == sizeof(run_rec) && sizeof(sl1_state) % 8 == 0,
                "the head, the pages and the runs keep what follows them aligned");
 _Static_assert(VMSIM_REPLAY_BATCH <= 65535, "an offset and an index in the batch are kept in 16 bits");
@@ -1675,7 +1679,6 @@ _Static_assert(VMSIM_REPLAY_BATCH <= 65535, "an offset and an index in the batch
 struct vmsim_replay_batch {
     size_t n;
     uint32_t run0, sl1_ways;        /* the runs: w.runs[run0 .. VMSIM_REPLAY_BATCH - 1] */
-    wire_head h;                    /* the page's shared decoder: the stamps of share_out */
     trace_access a[VMSIM_REPLAY_BATCH];     /* pass 2, as decoded */
     batch_wire w;
 };
@@ -1760,16 +1763,26 @@ static int run_sealed(vmsim_replay *r, int mode, const batch_in *in, uint32_t sl
     return 0;
 }
 
+/* A batch's pass 2 from its runs on, laid out as batch_wire has it from there (in the
+ * decoder's struct, or in a copy of what share_out handed out): nruns runs, then the rest. */
+static batch_in batch_in_at(const unsigned char *runs, size_t nruns, size_t n, uint32_t sl1_ways)
+{
+    const unsigned char *tail = runs + nruns * sizeof(run_rec);     /* batch_wire.before */
+#define AT(field) (tail + offsetof(batch_wire, field) - offsetof(batch_wire, before))
+    batch_in in = {.runs = (const run_rec *)runs, .nruns = nruns, .n = n, .off = (const uint16_t *)AT(off),
+                   .nxt = (const uint16_t *)AT(nxt)};
+    if (sl1_ways) {
+        in.before = (const sl1_state *)tail;
+        in.after = in.before + 1;
+        in.miss = AT(miss);
+    }
+#undef AT
+    return in;
+}
+
 static batch_in batch_in_of(const vmsim_replay_batch *b)
 {
-    batch_in in = {.off = b->w.off, .nxt = b->w.nxt, .runs = b->w.runs + b->run0,
-                   .nruns = VMSIM_REPLAY_BATCH - b->run0, .n = b->n};
-    if (b->sl1_ways) {
-        in.miss = b->w.miss;
-        in.before = &b->w.before;
-        in.after = &b->w.after;
-    }
-    return in;
+    return batch_in_at((const unsigned char *)(b->w.runs + b->run0), VMSIM_REPLAY_BATCH - b->run0, b->n, b->sl1_ways);
 }
 
 void vmsim_replay_run(vmsim_replay *r, int mode, const vmsim_replay_batch *b)
@@ -1924,15 +1937,7 @@ EXPORT int vmsim_replay_take(vmsim_replay *r, const void *wire, size_t bytes)
             return r->status;
         memcpy(r->dec.kinds, h.kinds, sizeof h.kinds);
     } else {
-        const unsigned char *tail = body + (size_t)h.nruns * sizeof(run_rec);
-        batch_in in = {.runs = (const run_rec *)body, .nruns = h.nruns, .n = h.n,
-                       .off = (const uint16_t *)(tail + offsetof(batch_wire, off) - offsetof(batch_wire, before)),
-                       .nxt = (const uint16_t *)(tail + offsetof(batch_wire, nxt) - offsetof(batch_wire, before))};
-        if (h.sl1_ways) {
-            in.before = (const sl1_state *)tail;
-            in.after = in.before + 1;
-            in.miss = tail + offsetof(batch_wire, miss) - offsetof(batch_wire, before);
-        }
+        batch_in in = batch_in_at(body, h.nruns, h.n, h.sl1_ways);
         if (run_built(r, &in, h.sl1_ways))
             return r->status;
     }
