@@ -256,8 +256,10 @@ void trace_decoder_init(trace_decoder *d)
     memset(d, 0, sizeof *d);
 }
 
-/* A LEB128 varint of at most 10 bytes: bytes used, 0 if the piece ends first, -1 if too long. */
-static inline int varint(const uint8_t *p, const uint8_t *end, uint64_t *v)
+/* A LEB128 varint of at most 10 bytes: bytes used, 0 if the piece ends first, -1 if too long.
+ * Always inline: the fast loops below call it, and a call in a loop makes WebAssembly's
+ * compiler (V8) keep the loop's values on the stack (no register is kept across a call). */
+static inline __attribute__((always_inline)) int varint(const uint8_t *p, const uint8_t *end, uint64_t *v)
 {
     if (p < end && !(p[0] & 0x80)) { /* most of a program's: one byte, read inline */
         *v = p[0];
@@ -522,54 +524,79 @@ size_t trace_scan(trace_decoder *d, const uint8_t **pp, const uint8_t *end, trac
     /* room for the reports of one record: the page left, and at the end both streams' */
     while (!d->failed && !d->ended && (p < end || d->ncarry) && n + 3 <= max) {
         if (!d->ncarry && end - p >= (ptrdiff_t)MAX_RECORD) {
-            /* whole records with room after them, the state in locals */
-            uint64_t pg[2] = {d->page[0], d->page[1]}, kinds[4] = {0};
+            /* whole records with room after them, the state in locals: the kinds seen on
+             * both streams' pages in one bit set (a fetch is bit 2, and only the fetch
+             * stream's; loads, stores and modifies bits 0, 1, 3), and the counts per kind
+             * in one word, 16 bits a kind, at most 65,535 records between its additions
+             * (registers, where arrays indexed by the kind would be stored and loaded back
+             * at every record: in WebAssembly, locals cannot be indexed) */
+            uint64_t pg[2] = {d->page[0], d->page[1]}, packed = 0, done = 0;
             int64_t of[2] = {d->off[0], d->off[1]};
-            uint8_t seen[2] = {d->seen[0], d->seen[1]};
-            const uint8_t *q = p;
-            while (end - q >= (ptrdiff_t)MAX_RECORD && n + 3 <= max) {
-                uint8_t tag = q[0];
-                if (one_byte(tag)) {
-                    /* same page: only the kind seen and the offset's check */
-                    uint32_t kind = tag & 3, s = kind == TRACE_FETCH;
-                    int64_t off = of[s] + unzigzag(tag >> 3);
-                    if ((uint64_t)off >= (1u << TRACE_PAGE_SHIFT))
-                        break;
+            uint32_t seen = d->seen[0] | d->seen[1];
+            const uint8_t *q = p, *last = end - MAX_RECORD;   /* a record may start at last */
+            bool full = false;
+            while (q <= last && !full) {
+                const uint8_t *stop = last - q > 65534 ? q + 65534 : last;
+                while (q <= stop) {
+                    uint8_t tag = q[0];
+                    if (one_byte(tag)) {
+                        /* same page: only the kind seen and the offset's check */
+                        uint32_t kind = tag & 3, s = kind == TRACE_FETCH;
+                        int64_t off = of[s] + unzigzag(tag >> 3);
+                        if ((uint64_t)off >= (1u << TRACE_PAGE_SHIFT))
+                            goto out;
+                        of[s] = off;
+                        seen |= 1u << kind;
+                        packed += 1ull << (16 * kind);
+                        q++;
+                        continue;
+                    }
+                    uint32_t code = tag >> 3, kind = tag & 3, s = kind == TRACE_FETCH;
+                    if (code == CODE_CONTROL)
+                        goto out;
+                    int64_t dpage, step;
+                    const uint8_t *r = long_record(q, end, tag, &dpage, &step);
+                    if (!r)
+                        goto out;
+                    uint64_t page = pg[s] + (uint64_t)dpage;
+                    int64_t off = of[s] + step;
+                    if (off < 0 || off >= (1 << TRACE_PAGE_SHIFT))
+                        goto out;
+                    if (page != pg[s]) {
+                        uint32_t mine = s ? 1u << TRACE_FETCH : ~(1u << TRACE_FETCH) & 15u;
+                        if (seen & mine)
+                            out[n++] = (trace_page){.page = pg[s], .kinds = (uint8_t)(seen & mine)};
+                        seen &= ~mine;
+                        pg[s] = page;
+                        if (n + 3 > max) {
+                            full = true;
+                            seen |= 1u << kind;
+                            of[s] = off;
+                            packed += 1ull << (16 * kind);
+                            q = r;
+                            break;
+                        }
+                    }
+                    seen |= 1u << kind;
                     of[s] = off;
-                    seen[s] |= (uint8_t)(1u << kind);
-                    kinds[kind]++;
-                    q++;
-                    continue;
+                    packed += 1ull << (16 * kind);
+                    q = r;
                 }
-                uint32_t code = tag >> 3, kind = tag & 3, s = kind == TRACE_FETCH;
-                if (code == CODE_CONTROL)
-                    break;
-                int64_t dpage, step;
-                const uint8_t *r = long_record(q, end, tag, &dpage, &step);
-                if (!r)
-                    break;
-                uint64_t page = pg[s] + (uint64_t)dpage;
-                int64_t off = of[s] + step;
-                if (off < 0 || off >= (1 << TRACE_PAGE_SHIFT))
-                    break;
-                if (page != pg[s]) {
-                    if (seen[s])
-                        out[n++] = (trace_page){.page = pg[s], .kinds = seen[s]};
-                    seen[s] = 0;
-                    pg[s] = page;
+            out:
+                for (int k = 0; k < 4; k++) {
+                    uint64_t c = packed >> (16 * k) & 0xFFFF;
+                    d->kinds[k] += c;
+                    done += c;
                 }
-                seen[s] |= (uint8_t)(1u << kind);
-                of[s] = off;
-                kinds[kind]++;
-                q = r;
+                packed = 0;
+                if (q <= stop && !full)
+                    break;      /* a record the loop does not take */
             }
-            uint64_t done = kinds[0] + kinds[1] + kinds[2] + kinds[3];
-            for (int k = 0; k < 4; k++)
-                d->kinds[k] += kinds[k];
             memcpy(d->page, pg, sizeof pg);
             d->off[0] = (uint32_t)of[0];
             d->off[1] = (uint32_t)of[1];
-            memcpy(d->seen, seen, sizeof seen);
+            d->seen[0] = (uint8_t)(seen & ~(1u << TRACE_FETCH) & 15u);
+            d->seen[1] = (uint8_t)(seen & 1u << TRACE_FETCH);
             d->count += done;
             d->consumed += (uint64_t)(q - p);
             p = q;
