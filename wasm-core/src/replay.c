@@ -147,7 +147,35 @@ typedef struct run_rec {
 #define RR_MAKE(addr, count, op, lines_) \
     ((run_rec){.w = (addr) >> 12 << 19 | (uint64_t)(count) << 3 | (op), .lines = (lines_)})
 
+/* The runs grouped by page (replay.md, "Runs by page"): a batch's runs cut into segments
+ * of at most SEG_PAGES pages each, and for each segment its pages, each with the kinds of
+ * its runs and where its last run ends (accesses from the segment's start), in that
+ * order. Where the memo answers each page of a segment for each of its kinds, and the
+ * shared L1s found every line, a mode takes the segment at once: every run's TLB line
+ * marked used as the runs would have left it (the last use of each page), the accesses
+ * counted, without a look at each run. Built once a batch for every mode. */
+#define SEG_PAGES 8u
+#define SEG_MAX (VMSIM_REPLAY_BATCH / 16u)
+typedef struct run_seg {
+    uint32_t x1;            /* its runs: from the segment before's x1 to this one */
+    uint32_t count;         /* their accesses */
+    uint32_t pg0, npages;   /* its pages: seg_set.pg[pg0 ..], 0: none (the runs one by one) */
+    uint64_t data_lines;    /* the lines its load and store runs read */
+    uint32_t misses, fetch; /* a run the shared L1s missed in; a fetch run */
+} run_seg;
+typedef struct seg_page {
+    uint64_t page;
+    uint32_t last;          /* where its last run ends, in accesses from the segment's start */
+    uint32_t ops;           /* bit per vm_op of its runs */
+} seg_page;
+typedef struct seg_set {
+    uint32_t n;
+    run_seg seg[SEG_MAX];
+    seg_page pg[SEG_MAX * SEG_PAGES];
+} seg_set;
+
 typedef struct batch_in {
+    const seg_set *segs;            /* the runs by page; NULL: none */
     const uint16_t *off;            /* each access's offset in its page (its run's) */
     const uint16_t *nxt;
     const run_rec *runs;            /* the runs in order, nruns of them */
@@ -230,6 +258,7 @@ struct vmsim_replay {
     uint32_t sl1_ways;
     sl1_state sl1, sl1_before;
     uint8_t miss[BATCH];
+    seg_set segs;                   /* the runs by page of the batch run here (run_all, take) */
     mode_share sh[N_REPLAY_MODES];
     uint64_t end_page[2];
     uint32_t end_off[2];
@@ -1446,12 +1475,64 @@ static __attribute__((noinline)) size_t fast_runs(const run_rec *runs, size_t x,
     return x;
 }
 
-/* One batch through one mode, run by run (batch_in.runs). Mode by mode rather than
- * access by access: one mode's TLB and memo stay in the processor's caches for the whole
- * batch (measured: the WebAssembly build gains most). The runs fast_runs takes whole go
- * there; here the others: a run whose lines go one by one (hit_lines) or that the memo
- * does not answer (miss_run, out of line). What a translation may change (the memo's
- * generation, the TLB's tick, the sets the mode keeps) is read again after one. */
+/* Whether the memo answers each page of a segment for each kind of its runs. */
+static inline __attribute__((always_inline)) bool seg_hit(const seg_page *pg, uint32_t n, const tlb_memo *slot,
+                                                          uint64_t gkey)
+{
+    for (uint32_t k = 0; k < n; k++) {
+        const tlb_memo *e = &slot[pg[k].page & (MEMO_SLOTS - 1)];
+        if (e->key != (pg[k].page | gkey) || (e->ops & pg[k].ops) != pg[k].ops)
+            return false;
+    }
+    return true;
+}
+
+/* A segment's TLB lines marked used as its runs would have left them: each page's at its
+ * last run (in the order of those, so that pages on one TLB line leave it the latest). */
+static inline __attribute__((always_inline)) void seg_mark(const seg_page *pg, uint32_t n, const tlb_memo *slot,
+                                                           uint32_t tick)
+{
+    for (uint32_t k = 0; k < n; k++)
+        *slot[pg[k].page & (MEMO_SLOTS - 1)].age = (uint64_t)(tick + pg[k].last) << 1 | 1;
+}
+
+/* Whether the shared L1s found every line of a segment (LINES_FOUND for each run). */
+#define SEG_FOUND(s, own_data, own_code) \
+    (!(s)->misses && !((s)->data_lines & (own_data)) && !((s)->fetch && (own_code)))
+
+/* The hot loop by segments: segs from g on while each is whole for the memo and the shared
+ * L1s; returns the first that is not, acc and *pi past those before it. Without a call in
+ * it, as fast_runs. */
+static __attribute__((noinline)) size_t fast_segs(const seg_set *ss, size_t g, const tlb_memo *slot, uint64_t gkey,
+                                                  uint64_t own_data, uint64_t own_code, run_acc *acc, size_t *pi)
+{
+    uint32_t tick = acc->tick;
+    uint64_t ok = 0;
+    for (size_t ng = ss->n; g < ng; g++) {
+        const run_seg *s = &ss->seg[g];
+        const seg_page *pg = ss->pg + s->pg0;
+        if (!s->npages || !SEG_FOUND(s, own_data, own_code) || !seg_hit(pg, s->npages, slot, gkey))
+            break;
+        seg_mark(pg, s->npages, slot, tick);
+        tick += s->count;
+        ok += s->count;
+    }
+    acc->tick = tick;
+    acc->ok += ok;
+    acc->l1 += ok;
+    *pi += ok;
+    return g;
+}
+
+/* One batch through one mode, by segments (batch_in.segs) and run by run (batch_in.runs).
+ * Mode by mode rather than access by access: one mode's TLB and memo stay in the
+ * processor's caches for the whole batch (measured: the WebAssembly build gains most).
+ * The segments fast_segs takes whole go there; a segment the memo answers whose lines
+ * are not all found goes here, its TLB part at once and its lines run by run; the runs of
+ * other segments (or of a batch without them) go through fast_runs, and the runs it does
+ * not take here: a run whose lines go one by one (hit_lines) or that the memo does not
+ * answer (miss_run, out of line). What a translation may change (the memo's generation,
+ * the TLB's tick, the sets the mode keeps) is read again after one. */
 static __attribute__((noinline)) void run_runs(vmsim_replay *r, int mode, const batch_in *in)
 {
     const run_rec *runs = in->runs;
@@ -1464,28 +1545,61 @@ static __attribute__((noinline)) void run_runs(vmsim_replay *r, int mode, const 
     uint64_t gkey = (uint64_t)mm->gen << 36;
     uint64_t own_data = dc->take ? dc->own : ~0ull, own_code = dc->take ? 0 : ~0ull;
     const tlb_memo *slot = mm->slot;
-    size_t i = 0, nr = in->nruns;
+    const seg_set *ss = in->segs;
+    size_t i = 0, nr = in->nruns, g = 0, ng = ss ? ss->n : 0;
     for (size_t x = 0; x < nr;) {
-        x = fast_runs(runs, x, nr, slot, gkey, own_data, own_code, &acc, &i);
-        for (; x < nr; x++) {
-            uint64_t w = runs[x].w, page = RR_PAGE(w);
-            uint32_t k = RR_COUNT(w);
-            enum vm_op op = RR_OP(w);
-            const tlb_memo *e = &slot[page & (MEMO_SLOTS - 1)];
-            if (MEMO_HIT(e, page, gkey, op)) {
-                if (LINES_FOUND(w, runs[x].lines, own_data, own_code))
-                    break;      /* back to fast_runs */
-                acc.tick += k;
-                *e->age = (uint64_t)acc.tick << 1 | 1;
-                acc.ok += k;
-                acc.l1 += hit_lines(dc, in, i, k, op == OP_FETCH ? DC_CODE : DC_DATA, e->hpa_page);
-            } else {
-                miss_run(r, mode, in, i, k, page, op, runs[x].lines, &acc);
-                gkey = (uint64_t)mm->gen << 36;
-                own_data = dc->take ? dc->own : ~0ull;
-                own_code = dc->take ? 0 : ~0ull;
+        size_t x1 = nr;
+        if (g < ng) {
+            size_t g1 = fast_segs(ss, g, slot, gkey, own_data, own_code, &acc, &i);
+            if (g1 > g)
+                x = ss->seg[g1 - 1].x1;
+            if (g1 == ng)
+                break;
+            const run_seg *s = &ss->seg[g1];
+            g = g1 + 1;
+            x1 = s->x1;
+            const seg_page *pg = ss->pg + s->pg0;
+            if (s->npages && seg_hit(pg, s->npages, slot, gkey)) {
+                /* the memo answers it: its TLB part at once, its lines run by run */
+                seg_mark(pg, s->npages, slot, acc.tick);
+                acc.tick += s->count;
+                acc.ok += s->count;
+                for (; x < x1; x++) {
+                    uint64_t w = runs[x].w;
+                    uint32_t k = RR_COUNT(w);
+                    if (LINES_FOUND(w, runs[x].lines, own_data, own_code))
+                        acc.l1 += k;
+                    else
+                        acc.l1 += hit_lines(dc, in, i, k, RR_OP(w) == OP_FETCH ? DC_CODE : DC_DATA,
+                                            slot[RR_PAGE(w) & (MEMO_SLOTS - 1)].hpa_page);
+                    i += k;
+                }
+                continue;
             }
-            i += k;
+        }
+        /* runs x .. x1 one by one */
+        while (x < x1) {
+            x = fast_runs(runs, x, x1, slot, gkey, own_data, own_code, &acc, &i);
+            for (; x < x1; x++) {
+                uint64_t w = runs[x].w, page = RR_PAGE(w);
+                uint32_t k = RR_COUNT(w);
+                enum vm_op op = RR_OP(w);
+                const tlb_memo *e = &slot[page & (MEMO_SLOTS - 1)];
+                if (MEMO_HIT(e, page, gkey, op)) {
+                    if (LINES_FOUND(w, runs[x].lines, own_data, own_code))
+                        break;      /* back to fast_runs */
+                    acc.tick += k;
+                    *e->age = (uint64_t)acc.tick << 1 | 1;
+                    acc.ok += k;
+                    acc.l1 += hit_lines(dc, in, i, k, op == OP_FETCH ? DC_CODE : DC_DATA, e->hpa_page);
+                } else {
+                    miss_run(r, mode, in, i, k, page, op, runs[x].lines, &acc);
+                    gkey = (uint64_t)mm->gen << 36;
+                    own_data = dc->take ? dc->own : ~0ull;
+                    own_code = dc->take ? 0 : ~0ull;
+                }
+                i += k;
+            }
         }
     }
     if (tlb)
@@ -1544,7 +1658,8 @@ static void __attribute__((noinline)) run_part(vmsim_replay *r, int mode, const 
 /* Binaryen (emcc's wasm-opt) inlines a function called from one place whatever its size
  * and whatever the C says; V8 then allocates registers for the whole, and the hot loop
  * spills to the stack. A function whose address is taken is not inlined that way. */
-__attribute__((used)) void *volatile replay_out_of_line[] = {(void *)miss_run, (void *)run_runs, (void *)fast_runs};
+__attribute__((used)) void *volatile replay_out_of_line[] = {(void *)miss_run, (void *)run_runs, (void *)fast_runs,
+                                                             (void *)fast_segs};
 #endif
 
 static void run_batch(vmsim_replay *r, int mode, const batch_in *in)
@@ -1597,6 +1712,72 @@ static size_t compute_runs(const trace_access *b, uint16_t *off, uint16_t *nxt, 
     return (size_t)(out - runs);
 }
 
+/* The runs by page (seg_set): each segment as many runs as keep it within SEG_PAGES
+ * pages; when the set is full, the rest of the runs in one segment without pages. */
+static void build_segs(const run_rec *runs, size_t nr, seg_set *ss)
+{
+    uint32_t ns = 0, np = 0;
+    for (size_t x = 0; x < nr; ns++) {
+        run_seg *s = &ss->seg[ns];
+        if (ns == SEG_MAX - 1) {
+            *s = (run_seg){.x1 = (uint32_t)nr};
+            ns++;
+            break;
+        }
+        seg_page *pg = &ss->pg[np];
+        uint32_t n = 0, count = 0, misses = 0, fetch = 0, k1 = 0, k2 = 0;
+        uint64_t data = 0, p1 = ~0ull, p2 = ~0ull;     /* the pages of the last two runs, at pg[k1], pg[k2] */
+        for (; x < nr; x++) {
+            uint64_t w = runs[x].w, page = RR_PAGE(w);
+            uint32_t k;
+            if (page == p2) {       /* a program's fetches and data alternate: the run before last's page */
+                k = k2;
+            } else if (page == p1) {
+                k = k1;
+            } else {
+                k = 0;
+                while (k < n && pg[k].page != page)
+                    k++;
+                if (k == n) {
+                    if (n == SEG_PAGES)
+                        break;
+                    pg[n++] = (seg_page){.page = page};
+                }
+            }
+            p2 = p1;
+            k2 = k1;
+            p1 = page;
+            k1 = k;
+            count += RR_COUNT(w);
+            pg[k].last = count;
+            pg[k].ops |= 1u << RR_OP(w);
+            misses |= (uint32_t)(w & RR_MISSES);
+            if (RR_OP(w) == OP_FETCH)
+                fetch = 1;
+            else
+                data |= runs[x].lines;
+        }
+        for (uint32_t a = 1; a < n; a++)        /* by their last runs */
+            for (uint32_t b = a; b && pg[b - 1].last > pg[b].last; b--) {
+                seg_page t = pg[b];
+                pg[b] = pg[b - 1];
+                pg[b - 1] = t;
+            }
+        *s = (run_seg){.x1 = (uint32_t)x, .count = count, .pg0 = np, .npages = n, .data_lines = data,
+                       .misses = misses, .fetch = fetch};
+        np += n;
+    }
+    ss->n = ns;
+}
+
+static bool any_built(const vmsim_replay *r)
+{
+    for (int mode = 0; mode < N_REPLAY_MODES; mode++)
+        if (r->built[mode])
+            return true;
+    return false;
+}
+
 static void run_all(vmsim_replay *r, const trace_access *b, size_t n)
 {
     size_t run0 = compute_runs(b, r->off, r->nxt, r->runs, n);
@@ -1607,6 +1788,10 @@ static void run_all(vmsim_replay *r, const trace_access *b, size_t n)
         in.miss = r->miss;
         in.before = &r->sl1_before;
         in.after = &r->sl1;
+    }
+    if (any_built(r)) {     /* after the shared L1s: their misses marked on the runs */
+        build_segs(in.runs, in.nruns, &r->segs);
+        in.segs = &r->segs;
     }
     for (int mode = 0; mode < N_REPLAY_MODES; mode++)
         if (r->built[mode])
@@ -1938,6 +2123,10 @@ EXPORT int vmsim_replay_take(vmsim_replay *r, const void *wire, size_t bytes)
         memcpy(r->dec.kinds, h.kinds, sizeof h.kinds);
     } else {
         batch_in in = batch_in_at(body, h.nruns, h.n, h.sl1_ways);
+        if (any_built(r)) {
+            build_segs(in.runs, in.nruns, &r->segs);
+            in.segs = &r->segs;
+        }
         if (run_built(r, &in, h.sl1_ways))
             return r->status;
     }
