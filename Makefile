@@ -180,6 +180,7 @@ bench: build
 	$(MAKE) -C wasm-core bench
 	npm run bench:web
 	npm run bench:replay
+	npm run bench:parts
 	npm run bench:server
 	npm run bench:class
 	$(MAKE) -C public bench-guest
