@@ -1770,12 +1770,14 @@ static void build_segs(const run_rec *runs, size_t nr, seg_set *ss)
     ss->n = ns;
 }
 
-static bool any_built(const vmsim_replay *r)
+/* The runs by page of a batch about to go through this handle's modes (none built: no
+ * segments), after the shared L1s have marked their misses on its runs. */
+static void segment(vmsim_replay *r, batch_in *in)
 {
-    for (int mode = 0; mode < N_REPLAY_MODES; mode++)
-        if (r->built[mode])
-            return true;
-    return false;
+    if (vmsim_replay_modes_here(r)) {
+        build_segs(in->runs, in->nruns, &r->segs);
+        in->segs = &r->segs;
+    }
 }
 
 static void run_all(vmsim_replay *r, const trace_access *b, size_t n)
@@ -1789,10 +1791,7 @@ static void run_all(vmsim_replay *r, const trace_access *b, size_t n)
         in.before = &r->sl1_before;
         in.after = &r->sl1;
     }
-    if (any_built(r)) {     /* after the shared L1s: their misses marked on the runs */
-        build_segs(in.runs, in.nruns, &r->segs);
-        in.segs = &r->segs;
-    }
+    segment(r, &in);
     for (int mode = 0; mode < N_REPLAY_MODES; mode++)
         if (r->built[mode])
             run_batch(r, mode, &in);
@@ -2123,10 +2122,7 @@ EXPORT int vmsim_replay_take(vmsim_replay *r, const void *wire, size_t bytes)
         memcpy(r->dec.kinds, h.kinds, sizeof h.kinds);
     } else {
         batch_in in = batch_in_at(body, h.nruns, h.n, h.sl1_ways);
-        if (any_built(r)) {
-            build_segs(in.runs, in.nruns, &r->segs);
-            in.segs = &r->segs;
-        }
+        segment(r, &in);
         if (run_built(r, &in, h.sl1_ways))
             return r->status;
     }

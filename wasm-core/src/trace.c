@@ -517,6 +517,11 @@ size_t trace_decode(trace_decoder *d, const uint8_t **pp, const uint8_t *end, tr
     return n;
 }
 
+/* trace_scan's kinds seen on both streams' pages in one bit set (bit 1 << kind): the
+ * fetch stream's is only the fetch bit, the data stream's the others */
+#define SEEN_FETCH (1u << TRACE_FETCH)
+#define SEEN_DATA (~SEEN_FETCH & 15u)
+
 size_t trace_scan(trace_decoder *d, const uint8_t **pp, const uint8_t *end, trace_page *out, size_t max)
 {
     const uint8_t *p = *pp;
@@ -563,24 +568,19 @@ size_t trace_scan(trace_decoder *d, const uint8_t **pp, const uint8_t *end, trac
                     if (off < 0 || off >= (1 << TRACE_PAGE_SHIFT))
                         goto out;
                     if (page != pg[s]) {
-                        uint32_t mine = s ? 1u << TRACE_FETCH : ~(1u << TRACE_FETCH) & 15u;
+                        uint32_t mine = s ? SEEN_FETCH : SEEN_DATA;
                         if (seen & mine)
                             out[n++] = (trace_page){.page = pg[s], .kinds = (uint8_t)(seen & mine)};
                         seen &= ~mine;
                         pg[s] = page;
-                        if (n + 3 > max) {
-                            full = true;
-                            seen |= 1u << kind;
-                            of[s] = off;
-                            packed += 1ull << (16 * kind);
-                            q = r;
-                            break;
-                        }
+                        full = n + 3 > max;     /* no room for another record's reports */
                     }
                     seen |= 1u << kind;
                     of[s] = off;
                     packed += 1ull << (16 * kind);
                     q = r;
+                    if (full)
+                        break;
                 }
             out:
                 for (int k = 0; k < 4; k++) {
@@ -595,8 +595,8 @@ size_t trace_scan(trace_decoder *d, const uint8_t **pp, const uint8_t *end, trac
             memcpy(d->page, pg, sizeof pg);
             d->off[0] = (uint32_t)of[0];
             d->off[1] = (uint32_t)of[1];
-            d->seen[0] = (uint8_t)(seen & ~(1u << TRACE_FETCH) & 15u);
-            d->seen[1] = (uint8_t)(seen & 1u << TRACE_FETCH);
+            d->seen[0] = (uint8_t)(seen & SEEN_DATA);
+            d->seen[1] = (uint8_t)(seen & SEEN_FETCH);
             d->count += done;
             d->consumed += (uint64_t)(q - p);
             p = q;
