@@ -49,12 +49,14 @@ function descendants(pid) {
 function rssKiB(pid) {
   try { return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0); } catch { return 0; }
 }
+/** The CPU ticks (user + system, USER_HZ 100) in a /proc stat line, after the name in parentheses. */
+function statTicks(stat) {
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(f[11]) + Number(f[12]);
+}
 /** CPU seconds (user + system) a process has used, its threads (the page's workers) included. */
 function cpuSeconds(pid) {
-  try {
-    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(f[11]) + Number(f[12])) / 100;      // utime, stime in clock ticks (USER_HZ 100)
-  } catch { return 0; }
+  try { return statTicks(readFileSync(`/proc/${pid}/stat`, 'utf8')) / 100; } catch { return 0; }
 }
 /** The CPU ticks (user + system, USER_HZ 100) of each of a process's dedicated workers' threads, by thread id. */
 function workerTicks(pid, into) {
@@ -64,8 +66,7 @@ function workerTicks(pid, into) {
     try {
       const st = readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8');
       if (!st.slice(st.indexOf('(') + 1, st.lastIndexOf(')')).startsWith('DedicatedWorker')) continue;
-      const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
-      into.set(Number(t), Number(f[11]) + Number(f[12]));
+      into.set(Number(t), statTicks(st));
     } catch { /* gone */ }
   }
 }
