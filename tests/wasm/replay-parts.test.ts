@@ -130,6 +130,36 @@ describe('the replay in parts (the page\'s workers)', () => {
     for (const m of rep.modes) expect(m.tlb_misses).toBeGreaterThan(2 * rep.trace.pages);
   }, 600_000);
 
+  it("prints the same bytes with pieces of pass 1 scanned ahead by the lead and joined", async () => {
+    // the page's lead scans a piece ahead while the worker that scans is behind; here every
+    // piece, and every other one
+    let joined = 0, scannedAhead = 0;
+    const open = (head: Uint8Array, size: number, o: ReplayOptions) => {
+      const t = engine.openReplay(head, size, o);
+      const join = t.scanJoined;
+      expect(join).toBeDefined();
+      t.scanJoined = (piece, ahead) => {
+        joined++;
+        // vmsim_replay_ahead's start and stop (two 32-bit size_t): the scan ahead took the piece past its first records
+        const v = new DataView(ahead.buffer, ahead.byteOffset, 8);
+        if (v.getUint32(4, true) > v.getUint32(0, true) + piece.length / 2) scannedAhead++;
+        join.call(t, piece, ahead);
+      };
+      return t;
+    };
+    const settings: ReplayOptions[] = [{ format: 'json' }, { format: 'csv', tables: 'on-demand', start: 'warm' }];
+    for (const t of [...traces, hopping]) for (const o of settings) {
+      const want = serial(t, o);
+      for (const every of [1, 2]) {
+        let i = 0;
+        const got = await replayShared(open, await openAsBlob(t), o, modeGroups(REPLAY_MODES, 2), () => i++ % every === 0);
+        expect(got, `${t} ${JSON.stringify(o)} every ${every}`).toBe(want);
+      }
+    }
+    expect(joined).toBeGreaterThan(10);
+    expect(scannedAhead).toBeGreaterThan(joined / 2);
+  }, 600_000);
+
   it("hands out batches that fit a slot of the page's rings", async () => {
     // the page's workers pass each batch through a SharedArrayBuffer ring of SLOT_BYTES slots
     let largest = 0;
@@ -163,6 +193,10 @@ describe('the replay in parts (the page\'s workers)', () => {
         const shared = await replayShared(engine.openReplay, blob, { format: 'json' }, g).then(() => 'accepted', (e: Error) => e.message);
         expect(shared, `${name} ${JSON.stringify(g)}`).toBe(one);
       }
+      // with every piece of pass 1 scanned ahead by the lead and joined
+      const ahead = await replayShared(engine.openReplay, blob, { format: 'json' }, modeGroups(REPLAY_MODES, 2), () => true)
+        .then(() => 'accepted', (e: Error) => e.message);
+      expect(ahead, `${name}, scanned ahead`).toBe(one);
     }
   }, 120_000);
 

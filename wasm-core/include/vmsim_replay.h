@@ -78,7 +78,7 @@ void vmsim_replay_batch_seal(vmsim_replay *r, vmsim_replay_batch *b);
 unsigned vmsim_replay_modes_here(const vmsim_replay *r);
 void vmsim_replay_run(vmsim_replay *r, int mode, const vmsim_replay_batch *b);
 
-/* Pass 1 on threads (the CLI's --jobs; not in the WebAssembly module): a piece of the
+/* Pass 1 on threads (the CLI's --jobs; the page's lead worker, for the worker that scans): a piece of the
  * inflated body may be scanned ahead on any thread, before the pieces before it are scanned
  * (scan_ahead reads the piece only, into `a`), then joined to the scan in order:
  * scan_joined(r, piece, n, a) in place of scan(r, piece, n): the same pages and counts,
@@ -90,6 +90,9 @@ vmsim_replay_ahead *vmsim_replay_ahead_new(void);
 void vmsim_replay_ahead_free(vmsim_replay_ahead *a);
 void vmsim_replay_scan_ahead(vmsim_replay_ahead *a, const uint8_t *piece, size_t n);
 int vmsim_replay_scan_joined(vmsim_replay *r, const uint8_t *piece, size_t n, const vmsim_replay_ahead *a);
+/* The first bytes of *a that scan_joined reads, to copy into another module's ahead
+ * (the same build's). */
+size_t vmsim_replay_ahead_bytes(const vmsim_replay_ahead *a);
 
 /* The page's shared decoder: one handle (the lead worker's) inflates and decodes each
  * pass once and hands it out in batches; the other workers' handles, opened on the same

@@ -102,7 +102,11 @@ export interface TraceReplay {
    * inflated piece (at most 256 KiB) goes to `onPiece` instead of this handle's scan, which
    * gets a view of it into the module's memory (call it again after anything that may grow
    * the memory); the gzip stream is still checked. */
-  inflaterOut?(onPiece: (piece: () => Uint8Array) => void): Inflater;
+  inflaterOut?(onPiece: (piece: () => Uint8Array, scanAhead?: () => Uint8Array) => void): Inflater;
+  /** A piece another handle scanned ahead (inflaterOut's `scanAhead`: that scan's bytes),
+   * joined to this handle's scan in order: the same pages, counts and refusals as `scan`
+   * (include/vmsim_replay.h, vmsim_replay_scan_joined). */
+  scanJoined?(piece: Uint8Array, ahead: Uint8Array): void;
   /** The shared decoder (include/vmsim_replay.h): from now on every batch this handle
    * decodes is handed to `out` (a view into the module's memory, valid during the call);
    * `shareEnd` after each pass's last piece. Absent from a module without it. */
@@ -140,6 +144,11 @@ export interface ReplayModule {
   _vmsim_gunzip_error?(g: number): number;
   _vmsim_gunzip_free?(g: number): void;
   _vmsim_gunzip_out?(g: number): number;
+  _vmsim_replay_ahead_new?(): number;
+  _vmsim_replay_ahead_free?(a: number): void;
+  _vmsim_replay_ahead_bytes?(a: number): number;
+  _vmsim_replay_scan_ahead?(a: number, p: number, n: number): void;
+  _vmsim_replay_scan_joined?(r: number, p: number, n: number, a: number): number;
   /** Where vmsim_gunzip_out hands each inflated piece (src/gunzip.c, js_inflated): 0 once taken. */
   onInflated?: (p: number, n: number) => number;
   _vmsim_replay_share?(r: number): number;
@@ -157,6 +166,10 @@ export interface ReplayModule {
   UTF8ToString(p: number): string;
   getValue(p: number, type: string): number;
 }
+
+/** The most a piece's scan ahead hands over (vmsim_replay_ahead_bytes: its head and at most
+ * 2,048 pages of 16 bytes in the 32-bit module; the engine's struct is larger). */
+export const AHEAD_MAX_BYTES = 40 << 10;
 
 /** The first bytes of a file that always hold the prefix and the header. */
 export const TRACE_HEAD_BYTES = 16 + 65536;
@@ -217,16 +230,36 @@ export function openReplay(mod: ReplayModule, head: Uint8Array, fileSize: number
   };
   let closed = false;
   let batch = 0;      // take's batch in the module's memory
+  let ahead = 0;      // a piece's scan ahead in the module's memory (vmsim_replay_ahead)
+  const aheadOf = () => {
+    if (!ahead) ahead = mod._vmsim_replay_ahead_new!();
+    if (!ahead) throw new Error('vmsim: out of WebAssembly memory');
+    return ahead;
+  };
+  const canAhead = !!(mod._vmsim_replay_ahead_new && mod._vmsim_replay_scan_ahead && mod._vmsim_replay_ahead_bytes && mod._vmsim_replay_scan_joined);
   const handle: TraceReplay = {
     bodyOffset: 0,
     accesses: 0,
     scan(body) { put(body); mod._vmsim_replay_scan(r, buf, body.length); check('body'); },
+    scanJoined: canAhead ? (piece, bytes) => {
+      if (bytes.length > AHEAD_MAX_BYTES) throw new Error('vmsim: a scan ahead from another build of the engine');
+      const a = aheadOf();
+      put(piece);
+      mod.HEAPU8.set(bytes, a);     // HEAPU8 read again after put: memory may have grown
+      mod._vmsim_replay_scan_joined!(r, buf, piece.length, a);
+      check('body');
+    } : undefined,
     endScan() { mod._vmsim_replay_scan_end(r); check('body'); },
     feed(body) { put(body); mod._vmsim_replay_feed(r, buf, body.length); check('body'); },
     inflater: mod._vmsim_gunzip_new ? (pass) => inflaterOf(pass) : undefined,
     inflaterOut: mod._vmsim_gunzip_out ? (onPiece) => {
+      const scanAhead = (p: number, n: number) => () => {
+        const a = aheadOf();
+        mod._vmsim_replay_scan_ahead!(a, p, n);
+        return mod.HEAPU8.subarray(a, a + mod._vmsim_replay_ahead_bytes!(a));
+      };
       mod.onInflated = (p, n) => {
-        try { onPiece(() => mod.HEAPU8.subarray(p, p + n)); return 0; } catch (e) { sinkFailed ??= e; return 1; }
+        try { onPiece(() => mod.HEAPU8.subarray(p, p + n), canAhead ? scanAhead(p, n) : undefined); return 0; } catch (e) { sinkFailed ??= e; return 1; }
       };
       const inf = inflaterOf(1);
       mod._vmsim_gunzip_out!(inf.g);
@@ -265,6 +298,7 @@ export function openReplay(mod: ReplayModule, head: Uint8Array, fileSize: number
       closed = true;
       if (buf) mod._free(buf);
       if (batch) mod._vmsim_replay_batch_free!(batch);
+      if (ahead) mod._vmsim_replay_ahead_free!(ahead);
       if (mod.onReplayBatch) mod.onReplayBatch = undefined;
       mod._vmsim_replay_close(r);
     },
@@ -400,12 +434,47 @@ export interface Inbox {
   release(): void;
 }
 /** Sends a message (copied before it returns, waiting for room; `whileFull` is called
- * between waits). `bytes` gives a view of it, asked for again after each whileFull. */
-export type Outbox = (bytes: () => Uint8Array, whileFull?: () => void) => void;
+ * between waits). `bytes` gives a view of it, or of its parts in order, asked for again
+ * after each whileFull. */
+export type Outbox = (bytes: () => Uint8Array | readonly Uint8Array[], whileFull?: () => void) => void;
+
+/** A message's parts as one array (a copy). */
+export function joinParts(m: Uint8Array | readonly Uint8Array[]): Uint8Array {
+  if (m instanceof Uint8Array) return m.slice();
+  const out = new Uint8Array(m.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of m) { out.set(p, at); at += p.length; }
+  return out;
+}
+
+/** Pass 1's message from the lead to the part that scans: the inflated piece, the lead's
+ * scan ahead of it if it made one, and the piece's length in 4 bytes (little-endian) at
+ * the end; an empty message ends the body. */
+function pieceMessage(piece: Uint8Array, ahead?: Uint8Array): Uint8Array[] {
+  const tail = new Uint8Array(4);
+  new DataView(tail.buffer).setUint32(0, piece.length, true);
+  return ahead ? [piece, ahead, tail] : [piece, tail];
+}
+
+/** The part that scans: one message of pieceMessage's into r's scan. */
+function scanMessage(r: TraceReplay, m: Uint8Array): void {
+  if (m.length < 4) throw new Error('vmsim: a piece of pass 1 cut short');
+  const n = new DataView(m.buffer, m.byteOffset + m.length - 4, 4).getUint32(0, true);
+  if (n > m.length - 4) throw new Error('vmsim: a piece of pass 1 cut short');
+  const piece = m.subarray(0, n), ahead = m.subarray(n, m.length - 4);
+  if (!ahead.length) r.scan(piece);
+  else if (r.scanJoined) r.scanJoined(piece, ahead);
+  else throw new Error('vmsim: this build of the engine cannot join a scan ahead');
+}
 
 /** Where the lead part's passes go. Pass 1: the inflated pieces to the part that scans
  * them, and its pages back; pass 2: the decoded batches to every other part. */
-export interface LeadLinks { pieces: Outbox; pages: Inbox; batches: Outbox }
+export interface LeadLinks {
+  pieces: Outbox; pages: Inbox; batches: Outbox;
+  /** Asked before each piece goes out: whether the lead scans it ahead first (the page:
+   * while the part that scans is behind; replay.md, "The lead scans ahead"). */
+  scanAhead?: () => boolean;
+}
 /** Where another part's passes come from: the part that scans pass 1 has `pieces` (from
  * the lead) and `pagesOut` (its pages to the lead and the rest); the others have `pages`. */
 export interface FollowerLinks { pieces?: Inbox; pagesOut?: Outbox; pages?: Inbox; batches: Inbox }
@@ -426,7 +495,14 @@ export async function replayLead(open: (head: Uint8Array, size: number, o: Repla
     let scanned = false;
     const take = (bytes: Uint8Array) => { if (r.take!(bytes, () => links.pages.release()).last) scanned = true; };
     const drain = () => { for (let b; !scanned && (b = links.pages.poll());) take(b); };
-    await inflateInEngine(blob, r.bodyOffset, r.inflaterOut((piece) => links.pieces(piece, drain)), () => { drain(); tell(1); }, signal);
+    const send = (piece: () => Uint8Array, scanAhead?: () => Uint8Array) => {
+      const want = links.scanAhead?.() ?? false;     // asked for every piece: the page's choice keeps count
+      const ahead = want && scanAhead ? scanAhead() : undefined;
+      // the scan ahead's bytes copied out before anything else may grow the module's memory
+      const kept = ahead?.slice();
+      links.pieces(() => pieceMessage(piece(), kept), drain);
+    };
+    await inflateInEngine(blob, r.bodyOffset, r.inflaterOut(send), () => { drain(); tell(1); }, signal);
     links.pieces(() => new Uint8Array(0), drain);
     while (!scanned) { take(links.pages.next()); tell(1); }
     r.endScan();
@@ -462,7 +538,7 @@ export async function replayFollower(open: (head: Uint8Array, size: number, o: R
       for (;;) {
         const piece = links.pieces.next();
         if (!piece.length) { links.pieces.release(); break; }
-        r.scan(piece);
+        scanMessage(r, piece);
         links.pieces.release();
         tell(1);
       }
@@ -481,7 +557,7 @@ export async function replayFollower(open: (head: Uint8Array, size: number, o: R
 function queue(): { inbox: Inbox; send: Outbox } {
   const q: Uint8Array[] = [];
   return {
-    send: (bytes) => { q.push(bytes().slice()); },
+    send: (bytes) => { q.push(joinParts(bytes())); },
     inbox: {
       next() { if (!q.length) throw new Error('vmsim: a part waited for a message that was never sent'); return q[0]; },
       poll() { return q[0]; },
@@ -493,9 +569,10 @@ function queue(): { inbox: Inbox; send: Outbox } {
 /** The shared decoder in this thread (tests: the same calls the page's workers make, in
  * an order the workers could take). Pass 1: each inflated piece is scanned by the second
  * part as soon as it is out, and its pages go to every other part's queue, the lead taking
- * them as it goes; pass 2: the lead's batches to every other part as soon as they are out. */
+ * them as it goes (the pieces `scanAhead` picks scanned ahead by the lead and joined);
+ * pass 2: the lead's batches to every other part as soon as they are out. */
 export async function replayShared(open: (head: Uint8Array, size: number, o: ReplayOptions) => TraceReplay, blob: Blob,
-  options: ReplayOptions, groups: ReplayMode[][]): Promise<string> {
+  options: ReplayOptions, groups: ReplayMode[][], scanAhead?: () => boolean): Promise<string> {
   const modes = options.modes ?? [...REPLAY_MODES];
   const others: TraceReplay[] = [];
   let lead: Part | undefined;
@@ -515,14 +592,15 @@ export async function replayShared(open: (head: Uint8Array, size: number, o: Rep
     scanner.share!((batch) => { for (const p of [leadPages, ...restPages]) p.send(() => batch); restTake(); });
     lead = await replayLead(open, blob, { ...options, modes }, groups[0], {
       pieces: (piece, drain) => {
-        const bytes = piece().slice();
+        const bytes = joinParts(piece());
         if (!bytes.length) { scanner.shareEnd!(); scanner.endScan(); }
-        else scanner.scan(bytes);
+        else scanMessage(scanner, bytes);
         drain?.();
       },
+      scanAhead,
       pages: leadPages.inbox,
       batches: (batch) => {
-        const b = batch().slice();      // a take may grow the module's memory, which the view is of
+        const b = joinParts(batch());      // a take may grow the module's memory, which the view is of
         others.forEach((r) => { r.take!(b); });
       },
     });

@@ -35,7 +35,7 @@
 #define MAX_GUEST_RAM (8ull << 30)          /* what the layout may need: the flat table stays 16 MiB */
 _Static_assert(HOST_TABLES + (16ull << 30) < DCACHE_HPA_LIMIT, "the data caches tell every host address apart");
 #define SLOT_PAGES (1u << 19)               /* 4 KiB frames per mapping of a memory slot (scenario.c takes 2^20) */
-#define BATCH 2048u
+#define BATCH 32768u               /* the one-thread replay's batch: as the shared decoder's (VMSIM_REPLAY_BATCH) */
 
 enum { M_NATIVE, M_EPT, M_NPT, M_SHADOW, M_FLAT, M_AGILE, N_REPLAY_MODES };
 static const char *const replay_mode_names[] = {"native", "ept", "npt", "shadow", "flat", "agile"};
@@ -959,17 +959,26 @@ struct vmsim_replay_ahead {
     trace_ahead t;
 };
 
-vmsim_replay_ahead *vmsim_replay_ahead_new(void)
+EXPORT vmsim_replay_ahead *vmsim_replay_ahead_new(void)
 {
     return calloc(1, sizeof(vmsim_replay_ahead));
 }
 
-void vmsim_replay_ahead_free(vmsim_replay_ahead *a)
+EXPORT void vmsim_replay_ahead_free(vmsim_replay_ahead *a)
 {
     free(a);
 }
 
-void vmsim_replay_scan_ahead(vmsim_replay_ahead *a, const uint8_t *piece, size_t n)
+/* The bytes of *a another handle's scan_joined reads (its pages, not the scan's own
+ * table of the pages it left lately): copied from a's address into another handle's
+ * vmsim_replay_ahead, in a module of the same build. */
+EXPORT size_t vmsim_replay_ahead_bytes(const vmsim_replay_ahead *a)
+{
+    size_t np = a->t.npages < TRACE_AHEAD_PAGES ? a->t.npages : TRACE_AHEAD_PAGES;
+    return offsetof(vmsim_replay_ahead, t.pages) + np * sizeof(trace_page);
+}
+
+EXPORT void vmsim_replay_scan_ahead(vmsim_replay_ahead *a, const uint8_t *piece, size_t n)
 {
     trace_scan_ahead(&a->t, piece, n);
 }
@@ -977,9 +986,10 @@ void vmsim_replay_scan_ahead(vmsim_replay_ahead *a, const uint8_t *piece, size_t
 /* The bytes before the scanned-ahead part scanned here; the part joined when they end on a
  * record boundary and it refuses nothing (the scan then finds the refusal, with the message
  * and at the point it would have anyway); the bytes after it scanned here. */
-int vmsim_replay_scan_joined(vmsim_replay *r, const uint8_t *piece, size_t n, const vmsim_replay_ahead *a)
+EXPORT int vmsim_replay_scan_joined(vmsim_replay *r, const uint8_t *piece, size_t n, const vmsim_replay_ahead *a)
 {
-    if (!r || r->status || r->pass != 1 || r->share || !a || a->t.stop > n || a->t.stop == a->t.start)
+    if (!r || r->status || r->pass != 1 || !a || a->t.stop > n || a->t.stop <= a->t.start ||
+        a->t.npages > TRACE_AHEAD_PAGES)
         return vmsim_replay_scan(r, piece, n);
     const trace_ahead *t = &a->t;
     if (vmsim_replay_scan(r, piece, t->start))
@@ -995,7 +1005,8 @@ int vmsim_replay_scan_joined(vmsim_replay *r, const uint8_t *piece, size_t n, co
     if (!ok)
         return vmsim_replay_scan(r, piece + t->start, n - t->start);
     r->dec = next;
-    if (add_pages(r, pages, np, NULL, NULL))
+    size_t kept = 0;
+    if (add_pages(r, pages, np, r->share ? pages : NULL, &kept) || (r->share && share_pages(r, pages, kept)))
         return r->status;
     return vmsim_replay_scan(r, piece + t->stop, n - t->stop);
 }

@@ -2,7 +2,11 @@
  * itself as a function, so that tests run it without a Worker (jsdom has none). */
 import { replayBlob, replayFollower, replayLead, replayPart, TraceError, type FollowerLinks, type LeadLinks, type Part, type ReplayMode, type ReplayOptions, type ReplayProgress, type ReplayReport, type TraceReplay } from '../../../wasm-core/js/replay';
 import { readHeader, TraceFormatError, type TraceHeader } from './format.mjs';
-import { ringReader, ringWriter, type Rings } from './ring';
+import { ringCounts, ringReader, ringWriter, type Ring, type Rings } from './ring';
+
+/** Pieces waiting for the worker that scans pass 1, not scanned ahead, from which the lead
+ * scans the next one ahead before handing it over. */
+const SCAN_AHEAD_WAITING = 2;
 
 export type { ReplayOptions, ReplayProgress, ReplayReport };
 
@@ -65,9 +69,30 @@ export async function runReplay(open: Open, blob: Blob, options: ReplayOptions, 
   }
 }
 
+/** The lead's choice for each piece of pass 1 it is about to write to `pieces` (asked once a
+ * piece, in order): scan it ahead while the worker that scans has SCAN_AHEAD_WAITING pieces
+ * or more waiting that it must scan itself (those scanned ahead cost it little), so that
+ * the two share the scan as the pass goes, whatever each costs on this machine (replay.md,
+ * "The lead scans ahead"). */
+export function scanAheadWhileBehind(pieces: Ring): () => boolean {
+  const ahead: boolean[] = [];    // the choice for each piece written, by its index in the ring
+  const at = (m: number) => m % (2 * pieces.slots);
+  return () => {
+    const { written, taken } = ringCounts(pieces, 0);
+    let waiting = 0;
+    for (let m = taken; m < written; m++) if (!ahead[at(m)]) waiting++;
+    const yes = waiting >= SCAN_AHEAD_WAITING;
+    ahead[at(written)] = yes;
+    return yes;
+  };
+}
+
 /** The lead's ends of the rings (ring.ts, newRings). */
 function leadLinks(rings: Rings): LeadLinks {
-  return { pieces: ringWriter(rings.pieces), pages: ringReader(rings.pages, 0), batches: ringWriter(rings.batches) };
+  return {
+    pieces: ringWriter(rings.pieces), pages: ringReader(rings.pages, 0), batches: ringWriter(rings.batches),
+    scanAhead: scanAheadWhileBehind(rings.pieces),
+  };
 }
 
 /** Worker `reader` + 1's ends: the first scans pass 1, the others take its pages. */

@@ -8,14 +8,15 @@
  * that slot. The writer waits (Atomics.wait: workers may block) while the slowest reader
  * is `slots` behind; a reader waits while it has taken every message written. Memory:
  * slots x slotBytes, whatever the trace. */
-import type { Inbox, Outbox } from '../../../wasm-core/js/replay';
+import { AHEAD_MAX_BYTES, type Inbox, type Outbox } from '../../../wasm-core/js/replay';
 
 export const RING_SLOTS = 8;
 /** A batch of the engine fits (vmsim_replay_batch_bytes: the most one hands out, 704.1 KiB,
  * its 32,768 accesses' runs with a run per access; tests/wasm/replay-parts.test.ts). */
 export const SLOT_BYTES = 705 << 10;
-/** An inflated piece of the engine's gzip reader (src/gunzip.c: at most 256 KiB) fits. */
-export const PIECE_BYTES = 256 << 10;
+/** An inflated piece of the engine's gzip reader (src/gunzip.c: at most 256 KiB) fits, with
+ * the lead's scan ahead of it and its length (pieceMessage in wasm-core/js/replay.ts). */
+export const PIECE_BYTES = (256 << 10) + AHEAD_MAX_BYTES + 4;
 /** How long a writer with something else to do (whileFull) waits at a time, in ms. */
 const WHILE_FULL_MS = 1;
 
@@ -71,14 +72,24 @@ export function ringWriter(ring: Ring): Outbox {
         } else Atomics.wait(ctl, 1 + i, taken);
       }
     }
-    const batch = bytes();
-    if (batch.length > ring.slotBytes) throw new Error(`a message of ${batch.length} bytes does not fit the ring's ${ring.slotBytes}`);
+    const got = bytes();
+    const parts = got instanceof Uint8Array ? [got] : got;
+    const length = parts.reduce((n, p) => n + p.length, 0);
+    if (length > ring.slotBytes) throw new Error(`a message of ${length} bytes does not fit the ring's ${ring.slotBytes}`);
     const slot = head % ring.slots;
-    data.set(batch, slot * ring.slotBytes);
-    Atomics.store(ctl, 1 + ring.readers + slot, batch.length);
+    let at = slot * ring.slotBytes;
+    for (const p of parts) { data.set(p, at); at += p.length; }
+    Atomics.store(ctl, 1 + ring.readers + slot, length);
     Atomics.store(ctl, 0, head + 1);
     Atomics.notify(ctl, 0);
   };
+}
+
+/** Messages written to the ring so far, and taken by reader i (those in between wait for it). */
+export function ringCounts(ring: Ring, i: number): { written: number; taken: number } {
+  const ctl = new Int32Array(ring.control);
+  const taken = Atomics.load(ctl, 1 + i);
+  return { written: Atomics.load(ctl, 0), taken };
 }
 
 /** Reader i's side: next waits for the next message and returns a view of its slot, valid
