@@ -35,7 +35,7 @@
 #define MAX_GUEST_RAM (8ull << 30)          /* what the layout may need: the flat table stays 16 MiB */
 _Static_assert(HOST_TABLES + (16ull << 30) < DCACHE_HPA_LIMIT, "the data caches tell every host address apart");
 #define SLOT_PAGES (1u << 19)               /* 4 KiB frames per mapping of a memory slot (scenario.c takes 2^20) */
-#define BATCH 32768u               /* the one-thread replay's batch: as the shared decoder's (VMSIM_REPLAY_BATCH) */
+#define BATCH 8192u                /* the one-thread replay's batch (replay.md, "The one-thread replay's batch") */
 
 enum { M_NATIVE, M_EPT, M_NPT, M_SHADOW, M_FLAT, M_AGILE, N_REPLAY_MODES };
 static const char *const replay_mode_names[] = {"native", "ept", "npt", "shadow", "flat", "agile"};
