@@ -8,7 +8,8 @@
 // isolating header (as another host may serve it) has each worker stream the File itself. Measured: the seconds from picking the file to the
 // table of figures, the progress updates the page showed, the peak resident memory of the
 // page's renderer process (where the workers run) and its growth over the page before the
-// replay, sampled from /proc every 100 ms. Each round, in turn: the page with its workers,
+// replay, sampled from /proc every 100 ms, and how busy each of the page's workers was each
+// second (its thread's CPU ticks, /proc/PID/task). Each round, in turn: the page with its workers,
 // the page told it has one processor (one worker, the modes one after another), the page's
 // workers each streaming the File (not isolated), the native CLI on threads and with
 // --jobs 1; the ratios page/native, parallel/serial (page, and native) are medians of the
@@ -112,11 +113,20 @@ async function pageReplay(workers, isolated = true) {
     const ticks0 = new Map(), ticks = new Map();
     for (const p of renderers) workerTicks(p, ticks0);
     const sampler = setInterval(() => { for (const p of renderers) { peak.set(p, Math.max(peak.get(p), rssKiB(p))); workerTicks(p, ticks); } }, 100);
+    // each worker's share of each second (ticks of USER_HZ 100 in that second), the lead first
+    const perSecond = [];
+    let lastTicks = new Map(ticks0);
+    const seconds1 = setInterval(() => {
+      const now = new Map(ticks);
+      perSecond.push([...now].sort((a, b) => a[0] - b[0]).map(([t, n]) => n - (lastTicks.get(t) ?? n)));
+      lastTicks = now;
+    }, 1000);
     const t0 = performance.now();
     await page.setInputFiles('[data-testid="trace-file"]', trace);
     await page.waitForSelector('[data-testid="trace-table"] tr[data-trace="1"]', { timeout: 900_000 });
     const seconds = (performance.now() - t0) / 1000;
     clearInterval(sampler);
+    clearInterval(seconds1);
     const cpu = Math.max(...renderers.map((p) => cpuSeconds(p) - cpu0.get(p)));
     if (await page.evaluate(() => crossOriginIsolated) !== isolated) throw new Error(`the page was ${isolated ? 'not ' : ''}cross-origin isolated`);
     const progress = await page.evaluate(() => window.__progress.length);
@@ -130,7 +140,7 @@ async function pageReplay(workers, isolated = true) {
     // the replay's workers' threads in the order they started (thread ids grow): the lead first
     const workerCpu = [...ticks].sort((a, b) => a[0] - b[0]).map(([t, n]) => (n - (ticks0.get(t) ?? 0)) / 100)
       .filter((c) => c >= 0.5);
-    return { seconds, cpu, workerCpu, progress, rows, peakMiB: peak.get(worker) / 1024, growthMiB: (peak.get(worker) - before.get(worker)) / 1024 };
+    return { seconds, cpu, workerCpu, perSecond, progress, rows, peakMiB: peak.get(worker) / 1024, growthMiB: (peak.get(worker) - before.get(worker)) / 1024 };
   } finally {
     await page.close();
   }
@@ -176,6 +186,7 @@ const last = runs.at(-1);
 console.log(`page (Chromium, workers, five modes, cold): ${m((r) => r.par.seconds).toFixed(1)} s from picking the file to the figures (median), ${last.par.progress} progress updates shown`);
 console.log(`page's CPU time (its renderer, workers included): ${m((r) => r.par.cpu).toFixed(1)} s with its workers, ${m((r) => r.ser.cpu).toFixed(1)} s with one, ${m((r) => r.own.cpu).toFixed(1)} s with workers each reading the file`);
 console.log(`page's workers, each one's CPU in the last round (the lead first; a worker busy the whole replay would show its ${last.par.seconds.toFixed(1)} s): ${last.par.workerCpu.map((c) => `${c.toFixed(1)} s`).join(', ') || 'not read (no /proc)'}`);
+console.log(`page's workers, % of each second busy in the last round (the lead first): ${last.par.perSecond.map((w) => w.join('/')).join(' ') || 'not read (no /proc)'}`);
 console.log(`page, one worker: ${m((r) => r.ser.seconds).toFixed(1)} s; workers each reading the file (not cross-origin isolated): ${m((r) => r.own.seconds).toFixed(1)} s, renderer peak ${m((r) => r.own.peakMiB).toFixed(0)} MiB`);
 console.log(`page's renderer process: peak ${m((r) => r.par.peakMiB).toFixed(0)} MiB resident with its workers, ${m((r) => r.par.growthMiB).toFixed(0)} MiB more than the page before the replay (one worker: ${m((r) => r.ser.peakMiB).toFixed(0)} MiB, ${m((r) => r.ser.growthMiB).toFixed(0)} MiB more)`);
 console.log(`native (vmsim replay, five modes, cold): threads ${m((r) => r.npar.seconds).toFixed(1)} s, peak ${m((r) => r.npar.mib).toFixed(1)} MiB; --jobs 1 ${m((r) => r.nser.seconds).toFixed(1)} s, ${m((r) => r.nser.mib).toFixed(1)} MiB`);
