@@ -326,6 +326,55 @@ def test_body_writer_passes_the_tools_body_whole(vglib, tmp_path):
         assert zlib.decompress(packed, 31) == raw, "igzip" if used else "zlib"
 
 
+def test_body_through_a_pipe_is_the_body_written_to_a_file(vglib, tmp_path):
+    """Into a pipe, the tool hands its buffers' pages over (vmsplice) and fills a buffer
+    again only once the reader has read it; into a file it writes. A 10 MB body (ten times
+    the tool's four buffers) read out of the pipe at full speed, and slowly in pieces of odd
+    sizes, from pipes of 64 KiB and 1 MiB, must be the file's byte for byte: a buffer filled
+    before its bytes were read would show here."""
+    import fcntl
+    import time
+    env = env_for(vglib)
+    prog = [os.path.join(B, "traces", "sequential-scan"), "64", "300"]
+
+    def run(body_fd, stderr):
+        return subprocess.Popen(["valgrind", "--tool=vmtrace", "--body-fd=%d" % body_fd, "--info-fd=2"] + prog,
+                                pass_fds=(body_fd,), env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+
+    def summary(err):
+        return json.loads(next(x for x in err.decode().splitlines() if x.startswith("{")))
+
+    with open(tmp_path / "body", "wb") as fb, open(tmp_path / "info", "wb") as fi:
+        assert run(fb.fileno(), fi).wait() == 0
+    want = (tmp_path / "body").read_bytes()
+    assert len(want) > 8 << 20
+    assert summary((tmp_path / "info").read_bytes())["body_spliced"] is False
+    splices = subprocess.run(["make", "-s", "--no-print-directory", "-C", HW, "vgtool-splices"], capture_output=True,
+                             text=True, check=True).stdout.strip() == "yes"
+    for pipe_size in (None, 1 << 20):
+        for slow in (False, True):
+            r, w = os.pipe()
+            if pipe_size:
+                fcntl.fcntl(r, getattr(fcntl, "F_SETPIPE_SZ", 1031), pipe_size)
+            p = run(w, subprocess.PIPE)
+            os.close(w)
+            got, k = bytearray(), 0
+            with os.fdopen(r, "rb", buffering=0) as f:
+                while True:
+                    chunk = f.read(1 + (k * 7919) % 70_000 if slow else 1 << 20)
+                    if not chunk:
+                        break
+                    got += chunk
+                    k += 1
+                    if slow and k % 40 == 0:
+                        time.sleep(0.002)
+            err = p.stderr.read()
+            assert p.wait() == 0
+            what = "pipe of %s, read %s" % (pipe_size or "64 KiB", "slowly" if slow else "at once")
+            assert bytes(got) == want, what
+            assert summary(err)["body_spliced"] is splices, what
+
+
 def test_counts_survive_discarded_translations(vglib, tmp_path):
     """The tool keeps a plan per group of a translated block and sums the counts of each kind
     from the plans' runs; a plan is freed when valgrind discards its block. A program that

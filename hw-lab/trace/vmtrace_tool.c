@@ -52,9 +52,25 @@ static Bool clo_text = False;       /* lackey's text instead of the body: the te
 /* ---- the recording side: buffer, encoder, distinct pages ---- */
 
 /* Room for one 16-byte copy past the end (a run of fixed records is copied 16 bytes at a time). */
+/* The body goes out in buffers of OUTCAP bytes (16 to spare for put's check). Where the body
+ * descriptor is a pipe, a full buffer's pages go into the pipe themselves (vmsplice), not a
+ * copy, and the tool fills the next of NBUF buffers: the copy into the pipe was a tenth of
+ * the tool's time with igzip reading the other end (hw-lab/README.md). A buffer is filled
+ * again only once its bytes have been read out of the pipe. That holds for a reader that
+ * reads (copies) them, as igzip and hw-lab/run do; one that spliced them on to another
+ * pipe would see them change. Elsewhere (a file), or without VT_SPLICE, it writes. */
 #define OUTCAP (1u << 20)
-static UChar outbuf[OUTCAP + 16];
-static UInt outlen;
+#define NBUF 4
+static UChar outbufs[NBUF][OUTCAP + 4096] __attribute__((aligned(4096)));
+static UChar *outbuf = outbufs[0];
+static UInt outlen, curbuf;
+static ULong sent;                  /* body bytes handed to the descriptor so far */
+static ULong sent_after[NBUF];      /* `sent` once each buffer was last handed over */
+static Int splicing;                /* 0: not tried yet, 1: vmsplice, -1: write */
+#ifdef VT_SPLICE
+/* valgrind's own system call (coregrind/pub_core_syscall.h), for vmsplice and FIONREAD */
+extern SysRes VG_(do_syscall)(UWord, UWord, UWord, UWord, UWord, UWord, UWord, UWord, UWord);
+#endif
 
 static Bool active = True;          /* False in a forked child and after the body ended */
 /* A group whose accesses would bring the total to this takes the slow path: the limit, or 0
@@ -83,6 +99,69 @@ static void write_all(Int fd, const void *p, UInt n)
     }
 }
 
+#ifdef VT_SPLICE
+/* The bytes the pipe holds that its reader has not read; -1 when it cannot say. */
+static Long unread_in_pipe(Int fd)
+{
+    Int n = 0;
+    SysRes r = VG_(do_syscall)(__NR_ioctl, (UWord)fd, VKI_FIONREAD, (UWord)&n, 0, 0, 0, 0, 0);
+    return sr_isError(r) ? -1 : n;
+}
+
+/* p[0..n) into the pipe by vmsplice; False where fd is not a pipe (nothing handed over). */
+static Bool splice_out(Int fd, const UChar *p, UInt n)
+{
+    while (n && !write_failed) {
+        struct vki_iovec v = {(void *)p, n};
+        SysRes r = VG_(do_syscall)(__NR_vmsplice, (UWord)fd, (UWord)&v, 1, 0, 0, 0, 0, 0);
+        if (sr_isError(r) && splicing == 0 && sr_Err(r) != VKI_EPIPE)
+            return False;
+        if (sr_isError(r) || sr_Res(r) == 0) {
+            /* hw-lab/run is gone or the pipe broke: stop recording, let the program end. */
+            write_failed = True;
+            active = False;
+            stop_at = 0;
+            break;
+        }
+        splicing = 1;
+        p += sr_Res(r);
+        n -= (UInt)sr_Res(r);
+        sent += sr_Res(r);
+    }
+    /* The next buffer is filled once the reader has read past its bytes: the pipe then
+     * holds fewer than were handed over since (it reads in order). With NBUF buffers and
+     * a pipe of at most a buffer, that is so at once after a full buffer. */
+    sent_after[curbuf] = sent;
+    UInt next = (curbuf + 1) % NBUF;
+    for (;;) {
+        Long left = unread_in_pipe(fd);
+        if (write_failed || (left >= 0 && (ULong)left <= sent - sent_after[next]))
+            break;
+        if (left < 0 && !sent_after[next]) {
+            splicing = -1;      /* it cannot say: written from a buffer never handed over */
+            break;
+        }
+        VG_(poll)(NULL, 0, 1);
+    }
+    curbuf = next;
+    outbuf = outbufs[next];
+    return True;
+}
+#endif
+
+static void hand_over(Int fd, const UChar *p, UInt n)
+{
+#ifdef VT_SPLICE
+    if (splicing >= 0) {
+        if (splice_out(fd, p, n))
+            return;
+        splicing = -1;
+    }
+#endif
+    write_all(fd, p, n);
+    sent += n;
+}
+
 static void info_line(const HChar *line);
 
 /* Writes the body so far; says the progress about once a second (the buffer fills every
@@ -90,7 +169,7 @@ static void info_line(const HChar *line);
 static void flush_out(void)
 {
     if (outlen)
-        write_all((Int)clo_body_fd, outbuf, outlen);
+        hand_over((Int)clo_body_fd, outbuf, outlen);
     outlen = 0;
     if (clo_text || !active)
         return;
@@ -105,7 +184,7 @@ static void flush_out(void)
 
 static inline void put(UChar b)
 {
-    if (UNLIKELY(outlen == sizeof outbuf))
+    if (UNLIKELY(outlen == OUTCAP + 16))
         flush_out();
     outbuf[outlen++] = b;
 }
@@ -172,10 +251,10 @@ static void write_summary(Int exit_code, Bool have_exit)
     VG_(snprintf)(line, sizeof line,
                   "{\"accesses\":%llu,\"counts\":{\"load\":%llu,\"store\":%llu,\"fetch\":%llu,\"modify\":%llu},"
                   "\"pages\":%llu,\"limit_reached\":%s,\"ended_at_exec\":%s,\"threads\":%u,\"forks\":%u,"
-                  "\"write_failed\":%s,\"exit_code\":",
+                  "\"body_spliced\":%s,\"write_failed\":%s,\"exit_code\":",
                   total, counts[K_LOAD], counts[K_STORE], counts[K_FETCH], counts[K_MODIFY], set_used,
                   limit_reached ? "true" : "false", ended_at_exec ? "true" : "false", threads, forks,
-                  write_failed ? "true" : "false");
+                  splicing > 0 ? "true" : "false", write_failed ? "true" : "false");
     HChar tail[40];
     if (have_exit)
         VG_(snprintf)(tail, sizeof tail, "%d}\n", exit_code);
@@ -416,7 +495,7 @@ static void rec_text(HWord a, HWord ks)
         write_summary(0, False);
         VG_(exit)(0);
     }
-    if (UNLIKELY(outlen + 64 > sizeof outbuf))
+    if (UNLIKELY(outlen + 64 > OUTCAP + 16))
         flush_out();
     UInt kind = (UInt)(ks & 3);
     HChar tmp[24];
