@@ -77,6 +77,10 @@ size_t vmsim_replay_decode(vmsim_replay *r, const uint8_t **p, const uint8_t *en
 void vmsim_replay_batch_seal(vmsim_replay *r, vmsim_replay_batch *b);
 unsigned vmsim_replay_modes_here(const vmsim_replay *r);
 void vmsim_replay_run(vmsim_replay *r, int mode, const vmsim_replay_batch *b);
+/* After the seal, before any mode runs the batch: its runs grouped by page once for every
+ * mode (docs/replay.md, "Runs by page"), which the modes then take a group at a time.
+ * The figures are the same bytes with or without. */
+void vmsim_replay_batch_group(vmsim_replay_batch *b);
 
 /* Pass 1 on threads (the CLI's --jobs; the page's lead worker, for the worker that scans): a piece of the
  * inflated body may be scanned ahead on any thread, before the pieces before it are scanned

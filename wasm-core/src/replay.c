@@ -1874,8 +1874,10 @@ _Static_assert(VMSIM_REPLAY_BATCH <= 65535, "an offset and an index in the batch
 struct vmsim_replay_batch {
     size_t n;
     uint32_t run0, sl1_ways;        /* the runs: w.runs[run0 .. VMSIM_REPLAY_BATCH - 1] */
+    bool grouped;                   /* segs holds this batch's runs by page */
     trace_access a[VMSIM_REPLAY_BATCH];     /* pass 2, as decoded */
     batch_wire w;
+    seg_set segs;                   /* vmsim_replay_batch_group's */
 };
 
 vmsim_replay_batch *vmsim_replay_batch_new(void)
@@ -1896,6 +1898,7 @@ size_t vmsim_replay_batch_size(const vmsim_replay_batch *b)
 void vmsim_replay_batch_clear(vmsim_replay_batch *b)
 {
     b->n = 0;
+    b->grouped = false;
 }
 
 size_t vmsim_replay_decode(vmsim_replay *r, const uint8_t **pp, const uint8_t *end, vmsim_replay_batch *b)
@@ -1931,6 +1934,7 @@ void vmsim_replay_batch_seal(vmsim_replay *r, vmsim_replay_batch *b)
     size_t skip = VMSIM_REPLAY_BATCH - b->n;
     b->run0 = (uint32_t)(skip + compute_runs(b->a, b->w.off, b->w.nxt, b->w.runs + skip, b->n));
     b->sl1_ways = r ? r->sl1_ways : 0;
+    b->grouped = false;
     if (b->sl1_ways) {
         b->w.before = r->sl1;
         sl1_run(r, b->a, b->w.nxt, b->w.runs + b->run0, b->n, b->w.miss);
@@ -1977,7 +1981,17 @@ static batch_in batch_in_at(const unsigned char *runs, size_t nruns, size_t n, u
 
 static batch_in batch_in_of(const vmsim_replay_batch *b)
 {
-    return batch_in_at((const unsigned char *)(b->w.runs + b->run0), VMSIM_REPLAY_BATCH - b->run0, b->n, b->sl1_ways);
+    batch_in in = batch_in_at((const unsigned char *)(b->w.runs + b->run0), VMSIM_REPLAY_BATCH - b->run0, b->n,
+                              b->sl1_ways);
+    if (b->grouped)
+        in.segs = &b->segs;
+    return in;
+}
+
+void vmsim_replay_batch_group(vmsim_replay_batch *b)
+{
+    build_segs(b->w.runs + b->run0, VMSIM_REPLAY_BATCH - b->run0, &b->segs);
+    b->grouped = true;
 }
 
 void vmsim_replay_run(vmsim_replay *r, int mode, const vmsim_replay_batch *b)

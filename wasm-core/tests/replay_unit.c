@@ -630,6 +630,97 @@ static void test_caches_against_plain_lru(void)
     }
 }
 
+/* A program's accesses: fetches stepping through a few pages of code, loads and stores
+ * near the top of the stack and scanning a heap of 40 pages, now and then a random page. */
+static size_t sample_local(trace_access *a, size_t max)
+{
+    uint64_t s = 0x9E3779B97F4A7C15ull, pc = 0x401000, heap = 0;
+    for (size_t n = 0; n < max; n++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        unsigned r = (unsigned)(s >> 24) % 100;
+        if (r < 62) {
+            pc += 1 + (s >> 8) % 7;
+            if (pc >= 0x404000 || (s >> 40) % 64 == 0)
+                pc = 0x401000 + (s >> 16) % 0x3000;
+            a[n] = (trace_access){.addr = pc, .kind = TRACE_FETCH};
+        } else if (r < 85) {
+            a[n] = (trace_access){.addr = 0x7ffd1234ff00ull + (s >> 32) % 192, .kind = (uint8_t)((s >> 50) % 2 ? 0 : 1)};
+        } else if (r < 98) {
+            heap = (heap + 8) % (40 * 4096);
+            a[n] = (trace_access){.addr = 0x555555560000ull + heap, .kind = (uint8_t)((s >> 50) % 4 == 0 ? 3 : 0)};
+        } else {
+            a[n] = (trace_access){.addr = 0x7f0000000000ull + ((s >> 20) % 4096) * 4096 + (s >> 44) % 4096,
+                                  .kind = (uint8_t)((s >> 52) % 2)};
+        }
+    }
+    return max;
+}
+
+/* Pass 2 by batches, as the CLI's threads run it: each batch decoded, sealed, grouped by
+ * page (vmsim_replay_batch_group) where `group` says, and run through every mode. */
+static char *replay_by_batches(const uint8_t *prefix, size_t plen, const buf *body, const char *opts, int group,
+                               size_t *grouped, char *err, size_t errlen)
+{
+    vmsim_replay *r = vmsim_replay_open(prefix, plen, 0, opts, strlen(opts));
+    vmsim_replay_batch *b = vmsim_replay_batch_new();
+    char *text = NULL;
+    if (!vmsim_replay_scan(r, body->b, body->n) && !vmsim_replay_scan_end(r)) {
+        const uint8_t *p = body->b, *end = body->b + body->n;
+        unsigned modes = vmsim_replay_modes_here(r);
+        for (size_t k = 0; !vmsim_replay_status(r); k++) {
+            vmsim_replay_batch_clear(b);
+            vmsim_replay_decode(r, &p, end, b);
+            if (!vmsim_replay_batch_size(b) || vmsim_replay_status(r))
+                break;
+            vmsim_replay_batch_seal(r, b);
+            if (group == 1 || (group == 2 && k % 2)) {
+                vmsim_replay_batch_group(b);
+                ++*grouped;
+            }
+            for (int mode = 0; mode < 6; mode++)
+                if (modes >> mode & 1)
+                    vmsim_replay_run(r, mode, b);
+        }
+        if (!vmsim_replay_status(r))
+            vmsim_replay_finish(r, &text);
+    }
+    snprintf(err, errlen, "%s", vmsim_replay_error(r));
+    vmsim_replay_batch_free(b);
+    vmsim_replay_close(r);
+    return text;
+}
+
+/* The CLI's threads group a batch's runs by page when the decoder is ahead of the modes,
+ * not otherwise: the report is the one-handle replay's whether no batch, every batch or
+ * every other batch is grouped, on random accesses and on a program's, cold and warm. */
+static void test_batches_grouped(void)
+{
+    static trace_access in[140000];
+    static buf body;
+    static uint8_t prefix[4096];
+    const char *opts[] = {"{\"format\":\"json\"}", "{\"format\":\"json\",\"start\":\"warm\"}"};
+    for (int kind = 0; kind < 2; kind++) {
+        size_t n = kind ? sample_local(in, 140000) : sample(in, 100000);
+        encode(&body, in, n);
+        size_t plen = file_prefix(prefix, in, n, 1, "");
+        for (int o = 0; o < 2; o++) {
+            char err[512];
+            char *whole = replay_in_pieces(prefix, plen, &body, body.n, opts[o], err, sizeof err);
+            CHECK(whole != NULL, "one handle: %s", err);
+            for (int group = 0; whole && group < 3; group++) {
+                size_t grouped = 0;
+                char *t = replay_by_batches(prefix, plen, &body, opts[o], group, &grouped, err, sizeof err);
+                CHECK(t && !strcmp(t, whole), "%s accesses, %s, batches grouped %s: %s",
+                      kind ? "a program's" : "random", o ? "warm" : "cold", group == 0 ? "none" : group == 1 ? "all" : "every other",
+                      t ? "another report" : err);
+                CHECK(group == 0 ? grouped == 0 : grouped >= (group == 1 ? 4u : 2u), "%zu batches grouped", grouped);
+                free(t);
+            }
+            free(whole);
+        }
+    }
+}
+
 int main(void)
 {
     test_pieces();
@@ -638,6 +729,7 @@ int main(void)
     test_scan_ahead();
     test_refusals();
     test_caches_against_plain_lru();
+    test_batches_grouped();
     printf("replay unit tests: %d checks, %d failures\n", checks, failures);
     return failures != 0;
 }
