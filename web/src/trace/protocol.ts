@@ -6,7 +6,7 @@ import { ringCounts, ringReader, ringWriter, type Ring, type Rings } from './rin
 
 /** Pieces waiting for the worker that scans pass 1, not scanned ahead, from which the lead
  * scans the next one ahead before handing it over. */
-const SCAN_AHEAD_WAITING = 2;
+const SCAN_AHEAD_WAITING = 3;
 
 export type { ReplayOptions, ReplayProgress, ReplayReport };
 

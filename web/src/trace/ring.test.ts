@@ -31,7 +31,7 @@ describe('ring', () => {
 });
 
 describe('scanAheadWhileBehind', () => {
-  it('scans ahead while two pieces or more wait that the scanning worker must scan itself', () => {
+  it('scans ahead while three pieces or more wait that the scanning worker must scan itself', () => {
     const ring = newRing(1, 8, 8);
     const write = ringWriter(ring);
     const reader = ringReader(ring, 0);
@@ -39,13 +39,14 @@ describe('scanAheadWhileBehind', () => {
     const send = () => { const yes = choose(); write(() => Uint8Array.of(yes ? 1 : 0)); return yes; };
     expect(send()).toBe(false);      // nothing waiting
     expect(send()).toBe(false);      // one plain piece waiting
-    expect(send()).toBe(true);       // two
-    expect(send()).toBe(true);       // still two plain ones (the one scanned ahead does not count)
-    reader.next(); reader.release(); // the worker takes a plain piece: one plain left, and two scanned ahead
+    expect(send()).toBe(false);      // two
+    expect(send()).toBe(true);       // three
+    expect(send()).toBe(true);       // still three plain ones (the one scanned ahead does not count)
+    reader.next(); reader.release(); // the worker takes a plain piece: two plain left, and two scanned ahead
     expect(send()).toBe(false);
-    expect(send()).toBe(true);       // the one just sent is plain: two again
-    for (let i = 0; i < 5; i++) { reader.next(); reader.release(); }
-    expect(ringCounts(ring, 0)).toEqual({ written: 6, taken: 6 });
+    expect(send()).toBe(true);       // the one just sent is plain: three again
+    for (let i = 0; i < 6; i++) { reader.next(); reader.release(); }
+    expect(ringCounts(ring, 0)).toEqual({ written: 7, taken: 7 });
     expect(send()).toBe(false);      // caught up
     // over many laps of the ring its choices stay tied to the right pieces
     let plain = 0;
