@@ -51,8 +51,8 @@ static Bool clo_text = False;       /* lackey's text instead of the body: the te
 
 /* ---- the recording side: buffer, encoder, distinct pages ---- */
 
-/* Room for one 16-byte copy past the end (a run of fixed records is copied 16 bytes at a time). */
-/* The body goes out in buffers of OUTCAP bytes (16 to spare for put's check). Where the body
+/* The body goes out in buffers of OUTCAP bytes, with room for one 16-byte copy past the end
+ * (a run of fixed records is copied 16 bytes at a time; put fills to OUTEND). Where the body
  * descriptor is a pipe, a full buffer's pages go into the pipe themselves (vmsplice), not a
  * copy, and the tool fills the next of NBUF buffers: the copy into the pipe was a tenth of
  * the tool's time with igzip reading the other end (hw-lab/README.md). A buffer is filled
@@ -60,11 +60,12 @@ static Bool clo_text = False;       /* lackey's text instead of the body: the te
  * reads (copies) them, as igzip and hw-lab/run do; one that spliced them on to another
  * pipe would see them change. Elsewhere (a file), or without VT_SPLICE, it writes. */
 #define OUTCAP (1u << 20)
+#define OUTEND (OUTCAP + 16)
 #define NBUF 4
 static UChar outbufs[NBUF][OUTCAP + 4096] __attribute__((aligned(4096)));
 static UChar *outbuf = outbufs[0];
 static UInt outlen, curbuf;
-static ULong sent;                  /* body bytes handed to the descriptor so far */
+static ULong sent;                  /* body bytes spliced into the pipe so far */
 static ULong sent_after[NBUF];      /* `sent` once each buffer was last handed over */
 static Int splicing;                /* 0: not tried yet, 1: vmsplice, -1: write */
 #ifdef VT_SPLICE
@@ -82,16 +83,21 @@ static UInt threads, forks;         /* threads: valgrind announces the first one
 static UInt last_progress_ms;
 static Bool limit_reached, ended_at_exec, write_failed;
 
+/* hw-lab/run is gone or the pipe broke: stop recording, let the program end. */
+static void body_failed(void)
+{
+    write_failed = True;
+    active = False;
+    stop_at = 0;
+}
+
 static void write_all(Int fd, const void *p, UInt n)
 {
     const UChar *b = p;
     while (n && !write_failed) {
         Int w = VG_(write)(fd, b, n);
         if (w <= 0) {
-            /* hw-lab/run is gone or the pipe broke: stop recording, let the program end. */
-            write_failed = True;
-            active = False;
-            stop_at = 0;
+            body_failed();
             return;
         }
         b += w;
@@ -117,10 +123,7 @@ static Bool splice_out(Int fd, const UChar *p, UInt n)
         if (sr_isError(r) && splicing == 0 && sr_Err(r) != VKI_EPIPE)
             return False;
         if (sr_isError(r) || sr_Res(r) == 0) {
-            /* hw-lab/run is gone or the pipe broke: stop recording, let the program end. */
-            write_failed = True;
-            active = False;
-            stop_at = 0;
+            body_failed();
             break;
         }
         splicing = 1;
@@ -158,8 +161,7 @@ static void hand_over(Int fd, const UChar *p, UInt n)
         splicing = -1;
     }
 #endif
-    write_all(fd, p, n);
-    sent += n;
+    write_all(fd, p, n);    /* a copy: the buffer may be filled again at once */
 }
 
 static void info_line(const HChar *line);
@@ -184,7 +186,7 @@ static void flush_out(void)
 
 static inline void put(UChar b)
 {
-    if (UNLIKELY(outlen == OUTCAP + 16))
+    if (UNLIKELY(outlen == OUTEND))
         flush_out();
     outbuf[outlen++] = b;
 }
@@ -495,7 +497,7 @@ static void rec_text(HWord a, HWord ks)
         write_summary(0, False);
         VG_(exit)(0);
     }
-    if (UNLIKELY(outlen + 64 > OUTCAP + 16))
+    if (UNLIKELY(outlen + 64 > OUTEND))
         flush_out();
     UInt kind = (UInt)(ks & 3);
     HChar tmp[24];
