@@ -18,6 +18,7 @@ not partial).
 import argparse
 import json
 import os
+import shutil
 import statistics
 import struct
 import subprocess
@@ -66,6 +67,12 @@ def main():
         sys.exit("trace_vs_lackey: the valgrind tool does not build here:\n" + r.stdout + r.stderr)
     out = os.path.join(tempfile.mkdtemp(prefix="trace-bench-"), "bench.vmtrace")
     print("recorder: %s trace --out %s -- %s" % (RUN, out, " ".join(prog)))
+    # run as a learner types it: its #! line's python3, the first on PATH, whose own start
+    # (a wrapper's, such as pyenv's shim, included) is part of what the recorder costs
+    py = shutil.which("python3") or "python3"
+    starts = sorted(timed([py, "-c", "pass"])[0] for _ in range(5))
+    print("  its python3: %s (%s), starting in %.0f ms (median of 5)" % (
+        py, os.path.realpath(py) if os.path.realpath(py) != py else "itself", starts[2] * 1e3))
     core = " ".join(VG_CORE_OPTIONS)
     print("none:     valgrind --tool=none %s" % " ".join(prog))
     print("none, the recorder's options: valgrind --tool=none %s %s" % (core, " ".join(prog)))
@@ -77,7 +84,7 @@ def main():
     devnull = os.open(os.devnull, os.O_WRONLY)
     tool_env = dict(os.environ, VALGRIND_LIB=TOOLDIR)
     for i in range(a.rounds):
-        t_rec, c_rec = timed([sys.executable, RUN, "trace", "--out", out, "--"] + prog)
+        t_rec, c_rec = timed([RUN, "trace", "--out", out, "--"] + prog)
         t_none, c_none = timed(["valgrind", "--tool=none", "--log-file=/dev/null"] + prog)
         t_same, _ = timed(["valgrind", "--tool=none"] + VG_CORE_OPTIONS + ["--log-file=/dev/null"] + prog)
         t_tool, c_tool = timed(["valgrind", "--tool=vmtrace"] + VG_CORE_OPTIONS +

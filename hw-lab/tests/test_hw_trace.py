@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import zlib
 
 import pytest
 
@@ -173,3 +174,42 @@ def test_unwritable_output(built):
     r = run_cmd(["trace", "--out", "/nonexistent-dir/x.vmtrace", "--", "ls"])
     assert r.returncode == 4
     assert "directory /nonexistent-dir does not exist" in r.stderr
+
+
+@pytest.mark.parametrize("body_bytes,room,command,in_place", [
+    (3 << 20, None, ["prog", "a"], True),           # a large body: the header goes into its room
+    (3 << 20, None, ["prog", "x" * 4000], True),    # a long command line: more room
+    (3 << 20, 40, ["prog"], False),                 # a header that outgrew the room: copied
+    (64 << 10, None, ["prog", "a"], False),         # a small body: copied, no padding
+    (3 << 20, 0, ["prog", "a"], False),             # no room asked (a converted lackey log)
+], ids=["in-place", "long-command", "outgrown", "small", "no-room"])
+def test_header_written_before_the_body_in_place_or_copied(body_bytes, room, command, in_place, tmp_path):
+    """write_trace puts the prefix and header into the room BodyWriter left before a large
+    body (its text padded with spaces to the room, and the body file becomes the trace), and
+    copies the body behind them otherwise. Either way the file reads back as that header and
+    that body, byte for byte, and no temporary file is left."""
+    from hwlab import trace as tracelib
+    from hwlab.tracefile import read_header
+    out = tmp_path / "t.vmtrace"
+    out.write_bytes(b"an earlier trace, replaced")
+    w = tracelib.BodyWriter(str(out), room=tracelib.header_room(command) if room is None else room)
+    raw = os.urandom(body_bytes)            # incompressible: the compressed body is about as large
+    for at in range(0, len(raw), 70_001):
+        w.write(raw[at:at + 70_001])
+    size = w.close()
+    header = {"format": "vmemlab-trace", "program": command[0], "args": command[1:],
+              "body": {"compression": "gzip", "bytes": size}}
+    tracelib.write_trace(str(out), header, w)
+    w.discard()
+    data = out.read_bytes()
+    got, offset = read_header(data)
+    assert got == header
+    assert zlib.decompress(data[offset:], 31) == raw and len(data) - offset == size
+    text_len = offset - 16
+    if in_place:
+        assert text_len == tracelib.header_room(command) and data[16:offset].rstrip(b" ").endswith(b"}")
+        assert text_len > len(json.dumps(header, separators=(",", ":")))
+    else:
+        assert data[16:offset].endswith(b"}"), "a copied trace carries no padding"
+    assert sorted(os.listdir(tmp_path)) == ["t.vmtrace"]
+    assert oct(os.stat(out).st_mode & 0o777) == "0o644"

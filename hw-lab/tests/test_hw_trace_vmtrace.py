@@ -243,9 +243,10 @@ def test_core_options_follow_the_valgrind_installed(help_text, want, tmp_path, m
 
 
 def test_tool_check_is_kept_until_valgrind_or_the_tool_changes(vglib, monkeypatch):
-    """run trace asks valgrind whether it loads the tool (and how its chase option is named)
-    once for each pair of valgrind's files and the tool's, and keeps the answer beside the
-    tool: read back while the key matches, asked again when it does not."""
+    """run trace asks valgrind whether it loads the tool (and how its chase option is named,
+    and its version for the header) once for each pair of valgrind's files and the tool's,
+    and keeps the answer beside the tool: read back while the key matches, asked again when
+    it does not, or when the kept answer lacks the version (a stamp from before it was kept)."""
     from hwlab import trace as tracelib
     d, why = tracelib.vgtool_dir()
     assert d and why is None
@@ -254,19 +255,26 @@ def test_tool_check_is_kept_until_valgrind_or_the_tool_changes(vglib, monkeypatc
         kept = json.load(f)
     assert kept["core_options"] == tracelib.core_options_of(
         subprocess.run(["valgrind", "--help-debug"], capture_output=True, text=True).stdout)
+    assert kept["valgrind"] == subprocess.run(["valgrind", "--version"], capture_output=True, text=True).stdout.strip()
     try:
         # a matching key: the kept answer is used as it is, valgrind is not asked
         with open(stamp, "w") as f:
-            json.dump({"key": kept["key"], "core_options": ["--kept"]}, f)
+            json.dump({"key": kept["key"], "core_options": ["--kept"], "valgrind": "valgrind-kept"}, f)
         monkeypatch.setattr(tracelib, "_core_options", None)
+        monkeypatch.setattr(tracelib, "_known", {})
         assert tracelib.vgtool_dir() == (d, None) and tracelib.vg_core_options() == ["--kept"]
-        # another key (valgrind or the tool changed): asked again, and kept anew
-        with open(stamp, "w") as f:
-            json.dump({"key": kept["key"] + " changed", "core_options": ["--kept"]}, f)
-        monkeypatch.setattr(tracelib, "_core_options", None)
-        assert tracelib.vgtool_dir() == (d, None) and tracelib.vg_core_options() == kept["core_options"]
-        with open(stamp) as f:
-            assert json.load(f) == kept
+        assert tracelib.valgrind_version() == "valgrind-kept"
+        # another key (valgrind or the tool changed), or no version kept: asked again, and kept anew
+        for other in ({"key": kept["key"] + " changed", "core_options": ["--kept"], "valgrind": "valgrind-kept"},
+                      {"key": kept["key"], "core_options": ["--kept"]}):
+            with open(stamp, "w") as f:
+                json.dump(other, f)
+            monkeypatch.setattr(tracelib, "_core_options", None)
+            monkeypatch.setattr(tracelib, "_known", {})
+            assert tracelib.vgtool_dir() == (d, None) and tracelib.vg_core_options() == kept["core_options"]
+            assert tracelib.valgrind_version() == kept["valgrind"]
+            with open(stamp) as f:
+                assert json.load(f) == kept
     finally:
         with open(stamp, "w") as f:
             json.dump(kept, f)

@@ -7,11 +7,11 @@ import subprocess
 import sys
 import tempfile
 
+from . import VERSION  # noqa: F401 (hw-lab's version, named here as before)
 from . import modules as modlib
 from . import probe as probelib
+from .out import check_writable
 
-
-VERSION = "0.1.0"
 SCHEMA_VERSION = 1
 HERE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCHEMA = os.path.join(HERE, "schema", "result.schema.json")
@@ -102,25 +102,6 @@ def parse_args(argv):
     except uploadlib.UploadError as e:
         p.error(str(e))
     return a
-
-
-def check_writable(path):
-    """Fail before minutes of benchmarking, not after."""
-    path = os.path.abspath(path)
-    d = os.path.dirname(path)
-    if os.path.isdir(path):
-        return "--out %s is a directory; give a file name" % path
-    if not os.path.isdir(d):
-        return "cannot write --out %s: directory %s does not exist" % (path, d)
-    if os.path.exists(path) and not os.access(path, os.W_OK):
-        return "cannot write --out %s: the file is not writable" % path
-    try:  # access() says yes to root even on read-only file systems: really try
-        fd, tmp = tempfile.mkstemp(prefix=".hwlab-probe-", dir=d)
-        os.close(fd)
-        os.unlink(tmp)
-    except OSError as e:
-        return "cannot write --out %s: cannot create files in %s (%s)" % (path, d, e.strerror)
-    return None
 
 
 def build(binary):

@@ -28,15 +28,14 @@ import threading
 import time
 import zlib
 
-from . import probe as probelib
-
 MAGIC = b"\x89VMTRC\r\n"
 VERSION = 1
 HEADER_MAX = 65536
 LIMIT_DEFAULT = 2_000_000_000
 LIMIT_MAX = 4_000_000_000
 # Disk space kept free for a trace: its gzip body (0.30-0.39 bytes per access measured,
-# 0.5 assumed) twice, as the body is copied behind the header at the end.
+# 0.5 assumed) twice, as a body that outgrew the room left for its header is copied behind
+# the header at the end (write_trace).
 DISK_BYTES_PER_ACCESS = 1.0
 CHILDREN_RULE = ("the program valgrind started and all its threads; a child made by fork is not "
                  "recorded; an exec ends the trace")
@@ -140,6 +139,7 @@ def parse_args(argv):
 
 def light_probe():
     """The recording machine, in a few fields (no benchmark binary needed)."""
+    from . import probe as probelib
     ci = probelib.parse_cpuinfo(probelib._read("/", "/proc/cpuinfo", ""))
     k = probelib.kernel()
     flags = set(ci.get("flags", "").split())
@@ -194,14 +194,16 @@ def vgtool_dir(fresh_ok=True):
         return None, "no %s/vmtrace-*" % d
     # The tool must match the installed valgrind (a newer valgrind refuses an old tool): asked
     # once for each pair of valgrind's files and the tool's, and kept beside the tool (make
-    # removes it with the tool), with the name of the chase option this valgrind has.
+    # removes it with the tool), with the name of the chase option this valgrind has and its
+    # --version (which the header carries: asked at each recording's end, it took 3 ms).
     stamp = os.path.join(d, ".loads")
     key = valgrind_key(os.path.join(d, sorted(tools)[0]))
     try:
         with open(stamp) as f:
             kept = json.load(f)
-        if kept["key"] == key:
+        if kept["key"] == key and isinstance(kept["valgrind"], str):
             set_core_options(kept["core_options"])
+            _known["valgrind"] = kept["valgrind"]
             return d, None
     except (OSError, ValueError, KeyError, TypeError):
         pass
@@ -217,9 +219,12 @@ def vgtool_dir(fresh_ok=True):
         why = [x for x in (r.stdout + r.stderr).splitlines() if x.strip()]
         return None, "valgrind does not load it: " + (why[-1] if why else "exit %d" % r.returncode)
     set_core_options(core_options_of(r.stdout))
+    version = valgrind_version()
+    if version:
+        _known["valgrind"] = version
     try:
         with open(stamp + ".tmp", "w") as f:
-            json.dump({"key": key, "core_options": vg_core_options()}, f)
+            json.dump({"key": key, "core_options": vg_core_options(), "valgrind": version}, f)
         os.replace(stamp + ".tmp", stamp)
     except OSError:
         pass        # a read-only build folder: asked again next time
@@ -276,7 +281,12 @@ def resolve_program(name):
     return found
 
 
+_known = {}     # valgrind's --version, where the tool's stamp had it (vgtool_dir)
+
+
 def valgrind_version():
+    if "valgrind" in _known:
+        return _known["valgrind"]
     try:
         r = subprocess.run(["valgrind", "--version"], capture_output=True, text=True, timeout=30)
         return r.stdout.strip() or None
@@ -333,14 +343,34 @@ def vg_core_options():
     return list(_core_options)
 
 
+PREFIX_BYTES = 16
+# A body this large is not copied behind its header: the header is written into the room left
+# before the body (BodyWriter's room), its text padded with spaces to fill it (JSON allows
+# them; the prefix's length covers them). The copy took 24 ms of the 23 MB body of
+# python3 -c "sum(range(10**6))", 2 % of the whole recording. A smaller body is copied, so
+# that a small trace carries no padding.
+IN_PLACE_MIN = 1 << 20
+
+
+def header_room(words):
+    """Bytes the header's text can take for this command line: it, and what the other fields
+    take at most (HEADER_RESERVE)."""
+    n = len(json.dumps(header_words(words), ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    return min(HEADER_MAX, n + HEADER_RESERVE)
+
+
 class BodyWriter:
     """Compresses the body as it streams by into a temporary file next to the output: with
-    zlib here (write), or with igzip reading a descriptor (compress_from)."""
+    zlib here (write), or with igzip reading a descriptor (compress_from). With room, the
+    body starts that many bytes (plus the prefix) into the file, and write_trace puts the
+    prefix and the header there: the file becomes the trace without a copy."""
 
-    def __init__(self, out_path):
+    def __init__(self, out_path, room=0):
         d = os.path.dirname(os.path.abspath(out_path))
         fd, self.path = tempfile.mkstemp(prefix=".vmtrace-body-", dir=d)
         self.f = os.fdopen(fd, "wb")
+        self.start = PREFIX_BYTES + room if room else 0
+        self.f.seek(self.start)        # igzip writes from here too: it shares the offset
         # level 1: 3x faster than 6 on trace bodies (375 MB/s), 0.11 instead of 0.09 bytes an
         # access on the python run.
         # wbits 31: a gzip member, mtime 0
@@ -363,7 +393,7 @@ class BodyWriter:
 
     @property
     def compressed(self):
-        return os.fstat(self.f.fileno()).st_size if self.proc else self._compressed
+        return max(0, os.fstat(self.f.fileno()).st_size - self.start) if self.proc else self._compressed
 
     def write(self, chunk):
         self.raw += len(chunk)
@@ -379,7 +409,7 @@ class BodyWriter:
         else:
             self.f.write(self.z.flush())
         self.f.close()
-        return os.path.getsize(self.path)
+        return os.path.getsize(self.path) - self.start
 
     def discard(self):
         if self.proc and self.proc.poll() is None:
@@ -401,8 +431,9 @@ def pump(src, body):
         body.write(chunk)
 
 
-def run_valgrind(args, program, pack_cmd, body):
-    """valgrind | tracepack | gzip; returns (tracepack summary, valgrind status, interrupted)."""
+def run_valgrind(args, program, pack_cmd, body, started=lambda: None):
+    """valgrind | tracepack | gzip; returns (tracepack summary, valgrind status, interrupted).
+    started() is called once valgrind is."""
     r, w = os.pipe()
     # tracepack ignores Ctrl-C: on an interrupt it still ends the body properly.
     pack = subprocess.Popen(pack_cmd, stdin=r, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -417,6 +448,7 @@ def run_valgrind(args, program, pack_cmd, body):
         pack.wait()
         raise Refused("cannot start valgrind: %s" % e)
     os.close(w)
+    started()
     interrupted = False
     try:
         pump(pack.stdout, body)
@@ -488,8 +520,9 @@ def read_vg_log(path):
     return sig, last
 
 
-def run_vmtrace(args, program, tooldir, limit, body):
-    """valgrind --tool=vmtrace | igzip (or zlib here), with progress; returns (summary, status, interrupted)."""
+def run_vmtrace(args, program, tooldir, limit, body, started=lambda: None):
+    """valgrind --tool=vmtrace | igzip (or zlib here), with progress; returns (summary, status, interrupted).
+    started() is called once valgrind and igzip are."""
     rb, wb = os.pipe()
     ri, wi = os.pipe()
     fd, log = tempfile.mkstemp(prefix=".vmtrace-log-", dir=os.path.dirname(os.path.abspath(args.out)))
@@ -515,6 +548,7 @@ def run_vmtrace(args, program, tooldir, limit, body):
     if body.compress_from(rb):
         os.close(rb)
         open_fds = {ri}
+    started()
     progress = Progress()
     accesses, info, interrupted = 0, b"", False
     try:
@@ -601,14 +635,19 @@ def load_validator(box):
 
 
 class ValidatorLoader(threading.Thread):
+    """load_validator in a thread, and the probe's module that light_probe needs at the end."""
+
     def __init__(self):
         super().__init__(daemon=True)
         self.box = []
 
     def run(self):
         load_validator(self.box)
+        from . import probe  # noqa: F401
 
     def get(self):
+        if self.ident is None:
+            self.start()
         self.join()
         if not self.box:
             raise RuntimeError("the trace header's schema could not be loaded")
@@ -616,10 +655,7 @@ class ValidatorLoader(threading.Thread):
 
 
 def validate(header, loader=None):
-    if loader is None:
-        loader = ValidatorLoader()
-        loader.start()
-    validator = loader.get()
+    validator = (loader or ValidatorLoader()).get()
     if validator is None:
         return
     errors = sorted(validator.iter_errors(header), key=str)
@@ -629,16 +665,27 @@ def validate(header, loader=None):
             os.path.relpath(SCHEMA), "/".join(map(str, e.absolute_path)) or "(top)", e.message))
 
 
-def write_trace(out, header, body_path):
+def write_trace(out, header, body):
+    """The trace file: the prefix and header written into the room before a large body (the
+    body file is renamed to out), or the body copied behind them into a new file."""
     text = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     if len(text) > HEADER_MAX:
         raise Refused("the command line is too long for a trace header (%d bytes of at most %d)"
                       % (len(text), HEADER_MAX))
+    room = body.start - PREFIX_BYTES
+    if body.start and len(text) <= room and header["body"]["bytes"] >= IN_PLACE_MIN:
+        text += b" " * (room - len(text))
+        with open(body.path, "r+b") as f:
+            f.write(MAGIC + struct.pack("<HHI", VERSION, 0, len(text)) + text)
+        os.chmod(body.path, 0o644)
+        os.replace(body.path, out)
+        return
     d = os.path.dirname(os.path.abspath(out))
     fd, tmp = tempfile.mkstemp(prefix=".vmtrace-", dir=d)
     try:
-        with os.fdopen(fd, "wb") as f, open(body_path, "rb") as b:
+        with os.fdopen(fd, "wb") as f, open(body.path, "rb") as b:
             f.write(MAGIC + struct.pack("<HHI", VERSION, 0, len(text)) + text)
+            b.seek(body.start)
             shutil.copyfileobj(b, f, 1 << 20)
         os.chmod(tmp, 0o644)
         os.replace(tmp, out)
@@ -649,14 +696,15 @@ def write_trace(out, header, body_path):
 
 
 def record(args, version):
-    from .cli import check_writable
+    from .out import check_writable
     why = check_writable(args.out)
     if why:
         print("hw-lab/run trace: error: " + why, file=sys.stderr)
         return EXIT_OUTPUT
     source = "lackey-log" if args.from_lackey else "valgrind"
+    # started once valgrind is (run_vmtrace, run_valgrind): its imports would hold the
+    # interpreter's lock while this thread gets valgrind going
     loader = ValidatorLoader()
-    loader.start()
     if args.from_lackey:
         if not os.path.isfile(args.from_lackey):
             raise Refused("--from-lackey %s: no such file" % args.from_lackey)
@@ -690,7 +738,9 @@ def record(args, version):
         if not os.path.exists(pack):
             raise Refused("no %s: run make -C hw-lab build/tracepack" % pack)
         pack_cmd = [pack, "--limit", str(args.limit)]
-    body = BodyWriter(args.out)
+    # the header's room before the body, for a program's run (a converted log's command line
+    # is known only at its end)
+    body = BodyWriter(args.out, room=0 if args.from_lackey else header_room(args.command))
     try:
         if args.from_lackey:
             say("converting %s" % args.from_lackey)
@@ -713,7 +763,7 @@ def record(args, version):
         elif tooldir:
             say("recording %s with vmemlab's valgrind tool (at most %s accesses)"
                 % (" ".join(args.command), format(args.limit, ",")))
-            summary, status, interrupted = run_vmtrace(args, program, tooldir, args.limit, body)
+            summary, status, interrupted = run_vmtrace(args, program, tooldir, args.limit, body, loader.start)
             program_name, *prog_args = header_words(args.command)
             if summary.get("ended_at_exec") and is_script(program):
                 summary["exec_hint"] = (" (%s is a script that starts another program: record that "
@@ -721,7 +771,7 @@ def record(args, version):
         else:
             say("recording %s with valgrind lackey (about 50x slower than the program alone; at most %d accesses)"
                 % (" ".join(args.command), args.limit))
-            summary, status, interrupted = run_valgrind(args, program, pack_cmd, body)
+            summary, status, interrupted = run_valgrind(args, program, pack_cmd, body, loader.start)
             program_name, *prog_args = header_words(args.command)
             if summary["accesses"] == 0:
                 raise Refused("valgrind could not run %s (exit status %s)%s" % (
@@ -756,7 +806,7 @@ def record(args, version):
         if reason:
             header["partial_reason"] = reason
         validate(header, loader)
-        write_trace(args.out, header, body.path)
+        write_trace(args.out, header, body)
     finally:
         body.discard()
     n = summary["accesses"]
