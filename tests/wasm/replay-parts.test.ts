@@ -160,16 +160,51 @@ describe('the replay in parts (the page\'s workers)', () => {
     expect(scannedAhead).toBeGreaterThan(joined / 2);
   }, 600_000);
 
+  it('prints the same bytes with batches of pass 2 grouped by page by the lead', async () => {
+    // the page's lead groups a batch's runs by page while the other workers are behind, and
+    // they run those segments instead of building their own; here every batch, every other
+    // one, and (the lead running modes too) every batch; a batch carrying them says so in its
+    // head (wire_head.nsegs, bytes 88 to 91)
+    let taken = 0, withSegs = 0;
+    const open = (head: Uint8Array, size: number, o: ReplayOptions) => {
+      const t = engine.openReplay(head, size, o);
+      const take = t.take!;
+      t.take = (b, copied) => {
+        const v = new DataView(b.buffer, b.byteOffset, 96);
+        if (v.getUint32(0, true) === 2) { taken++; if (v.getUint32(88, true)) withSegs++; }
+        return take.call(t, b, copied);
+      };
+      return t;
+    };
+    const settings: ReplayOptions[] = [{ format: 'json' }, { format: 'csv', tables: 'on-demand', start: 'warm' }];
+    for (const t of traces) for (const o of settings) {
+      const want = serial(t, o);
+      for (const [every, g] of [[1, workerGroups(REPLAY_MODES, 2, true)], [2, workerGroups(REPLAY_MODES, 2, true)],
+        [1, modeGroups(REPLAY_MODES, 2)]] as const) {
+        let i = 0;
+        const got = await replayShared(open, await openAsBlob(t), o, g as ReplayMode[][], undefined, () => i++ % every === 0);
+        expect(got, `${t} ${JSON.stringify(o)} every ${every} ${JSON.stringify(g)}`).toBe(want);
+      }
+    }
+    expect(taken).toBeGreaterThan(10);
+    expect(withSegs).toBeGreaterThan(taken / 2);
+  }, 600_000);
+
   it("hands out batches that fit a slot of the page's rings", async () => {
-    // the page's workers pass each batch through a SharedArrayBuffer ring of SLOT_BYTES slots
+    // the page's workers pass each batch through a SharedArrayBuffer ring of SLOT_BYTES
+    // slots, with its segments or without
     let largest = 0;
     const open = (head: Uint8Array, size: number, o: ReplayOptions) => {
       const t = engine.openReplay(head, size, o);
       const share = t.share;
-      if (share) t.share = (out) => share.call(t, (b) => { largest = Math.max(largest, b.length); out(b); });
+      if (share) t.share = (out, group) => share.call(t, (b) => { largest = Math.max(largest, b.length); out(b); }, group);
       return t;
     };
-    await replayShared(open, await openAsBlob(hopping), { format: 'json' }, modeGroups(REPLAY_MODES, 2));
+    for (const group of [undefined, () => true]) {
+      for (const t of [hopping, ...traces]) {
+        await replayShared(open, await openAsBlob(t), { format: 'json' }, modeGroups(REPLAY_MODES, 2), undefined, group);
+      }
+    }
     expect(largest).toBeGreaterThan(0);
     expect(largest).toBeLessThanOrEqual(SLOT_BYTES);
   }, 120_000);

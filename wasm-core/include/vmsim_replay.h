@@ -110,11 +110,18 @@ size_t vmsim_replay_ahead_bytes(const vmsim_replay_ahead *a);
  * module's memory into another's: a head, then the pages (pass 1), or the runs, the shared
  * L1s and each access's offset in its page (pass 2), not the decoded accesses.
  * batch_bytes: the most one takes; batch_alloc: room for one, aligned, to copy into (freed
- * with batch_free); batch_info: pass << 1 | last. In the WebAssembly module
+ * with batch_free); batch_info: pass << 1 | last, and 8 where it carries its segments. In the WebAssembly module
  * vmsim_replay_share hands each batch to Module.onReplayBatch(pointer, bytes), which
  * returns 0 once it has taken it. */
 typedef int (*vmsim_replay_sink)(void *ctx, const void *batch, size_t bytes);
 int vmsim_replay_share_to(vmsim_replay *r, vmsim_replay_sink sink, void *ctx);
+/* Pass 2 on the shared decoder: asked before each batch goes out, whether the batch carries
+ * its runs grouped by page (the segments vmsim_replay_batch_group builds), which the handles
+ * that take it use instead of building them (where the batch has room for them). Natively
+ * `ask` (NULL: never); in the WebAssembly module vmsim_replay_share asks
+ * Module.onReplayGroup(), when there is one. */
+typedef int (*vmsim_replay_ask)(void *ctx);
+void vmsim_replay_share_group(vmsim_replay *r, vmsim_replay_ask ask, void *ctx);
 int vmsim_replay_share(vmsim_replay *r);
 int vmsim_replay_share_end(vmsim_replay *r);
 int vmsim_replay_take(vmsim_replay *r, const void *batch, size_t bytes);

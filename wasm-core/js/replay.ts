@@ -109,8 +109,10 @@ export interface TraceReplay {
   scanJoined?(piece: Uint8Array, ahead: Uint8Array): void;
   /** The shared decoder (include/vmsim_replay.h): from now on every batch this handle
    * decodes is handed to `out` (a view into the module's memory, valid during the call);
-   * `shareEnd` after each pass's last piece. Absent from a module without it. */
-  share?(out: (batch: Uint8Array) => void): void;
+   * `shareEnd` after each pass's last piece. `group`, asked before each batch of pass 2:
+   * whether it goes out with its runs grouped by page, which the handles that take it then
+   * need not build (vmsim_replay_share_group). Absent from a module without it. */
+  share?(out: (batch: Uint8Array) => void, group?: () => boolean): void;
   shareEnd?(): void;
   /** A batch from another handle's `share` into this one: copied into the module's memory,
    * then `copied()` (the caller may reuse the bytes), then replayed. */
@@ -160,6 +162,8 @@ export interface ReplayModule {
   _vmsim_replay_batch_free?(b: number): void;
   /** Where vmsim_replay_share hands each batch (src/replay.c, js_replay_batch): 0 once taken. */
   onReplayBatch?: (batch: number, bytes: number) => number;
+  /** Whether the next batch goes out with its segments (src/replay.c, js_replay_group). */
+  onReplayGroup?: () => boolean;
   _malloc(n: number): number;
   _free(p: number): void;
   HEAPU8: Uint8Array;
@@ -265,10 +269,11 @@ export function openReplay(mod: ReplayModule, head: Uint8Array, fileSize: number
       mod._vmsim_gunzip_out!(inf.g);
       return { push: inf.push, close() { inf.close(); mod.onInflated = undefined; } };
     } : undefined,
-    share: mod._vmsim_replay_share ? (out) => {
+    share: mod._vmsim_replay_share ? (out, group) => {
       mod.onReplayBatch = (b, bytes) => {
         try { out(mod.HEAPU8.subarray(b, b + bytes)); return 0; } catch (e) { sinkFailed ??= e; return 1; }
       };
+      mod.onReplayGroup = group;
       mod._vmsim_replay_share!(r);
       check('body');
     } : undefined,
@@ -282,7 +287,7 @@ export function openReplay(mod: ReplayModule, head: Uint8Array, fileSize: number
       const info = mod._vmsim_replay_batch_info!(batch);
       mod._vmsim_replay_take!(r, batch, bytes.length);
       check('body');
-      return { pass: (info >> 1) as 1 | 2, last: (info & 1) === 1 };
+      return { pass: ((info >> 1) & 3) as 1 | 2, last: (info & 1) === 1 };
     } : undefined,
     done: () => mod._vmsim_replay_done(r),
     finish: () => takeText(mod._vmsim_replay_finish),
@@ -300,6 +305,7 @@ export function openReplay(mod: ReplayModule, head: Uint8Array, fileSize: number
       if (batch) mod._vmsim_replay_batch_free!(batch);
       if (ahead) mod._vmsim_replay_ahead_free!(ahead);
       if (mod.onReplayBatch) mod.onReplayBatch = undefined;
+      if (mod.onReplayGroup) mod.onReplayGroup = undefined;
       mod._vmsim_replay_close(r);
     },
   };
@@ -474,6 +480,10 @@ export interface LeadLinks {
   /** Asked before each piece goes out: whether the lead scans it ahead first (the page:
    * while the part that scans is behind; replay.md, "The lead scans ahead"). */
   scanAhead?: () => boolean;
+  /** Asked before each batch of pass 2 goes out: whether it carries its runs grouped by
+   * page (the page: while the parts that take them are behind; replay.md, "Segments on the
+   * ring"). */
+  groupBatch?: () => boolean;
 }
 /** Where another part's passes come from: the part that scans pass 1 has `pieces` (from
  * the lead) and `pagesOut` (its pages to the lead and the rest); the others have `pages`. */
@@ -506,7 +516,7 @@ export async function replayLead(open: (head: Uint8Array, size: number, o: Repla
     links.pieces(() => new Uint8Array(0), drain);
     while (!scanned) { take(links.pages.next()); tell(1); }
     r.endScan();
-    r.share((batch) => links.batches(() => batch));
+    r.share((batch) => links.batches(() => batch), links.groupBatch);
     await inflateInEngine(blob, r.bodyOffset, r.inflater(2), () => tell(2), signal);
     r.shareEnd();
   } catch (e) { r.close(); throw e; }
@@ -570,9 +580,10 @@ function queue(): { inbox: Inbox; send: Outbox } {
  * an order the workers could take). Pass 1: each inflated piece is scanned by the second
  * part as soon as it is out, and its pages go to every other part's queue, the lead taking
  * them as it goes (the pieces `scanAhead` picks scanned ahead by the lead and joined);
- * pass 2: the lead's batches to every other part as soon as they are out. */
+ * pass 2: the lead's batches to every other part as soon as they are out (those
+ * `groupBatch` picks with their segments). */
 export async function replayShared(open: (head: Uint8Array, size: number, o: ReplayOptions) => TraceReplay, blob: Blob,
-  options: ReplayOptions, groups: ReplayMode[][], scanAhead?: () => boolean): Promise<string> {
+  options: ReplayOptions, groups: ReplayMode[][], scanAhead?: () => boolean, groupBatch?: () => boolean): Promise<string> {
   const modes = options.modes ?? [...REPLAY_MODES];
   const others: TraceReplay[] = [];
   let lead: Part | undefined;
@@ -598,6 +609,7 @@ export async function replayShared(open: (head: Uint8Array, size: number, o: Rep
         drain?.();
       },
       scanAhead,
+      groupBatch,
       pages: leadPages.inbox,
       batches: (batch) => {
         const b = joinParts(batch());      // a take may grow the module's memory, which the view is of

@@ -267,6 +267,8 @@ struct vmsim_replay {
     uint64_t shared_at;         /* pass 1: the accesses scanned when the last batch of pages went out */
     vmsim_replay_sink sink;
     void *sink_ctx;
+    vmsim_replay_ask group_ask;     /* pass 2: whether a batch goes out with its segments */
+    void *group_ctx;
 };
 
 static int failf(vmsim_replay *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -1847,12 +1849,16 @@ EXPORT int vmsim_replay_feed(vmsim_replay *r, const uint8_t *body, size_t n)
 typedef struct wire_head {
     uint32_t pass, last, n, nruns, sl1_ways, ended;
     uint32_t off[2];
-    uint64_t count, kinds[4], page[2], spare;
+    uint64_t count, kinds[4], page[2];
+    uint32_t nsegs, npages;         /* pass 2: the segments after the rest, and their pages (0: none) */
 } wire_head;
 
 /* What is handed out, in the order handed out, so that it is one span of memory: the head
  * written just before the first page or run (room: before runs[0]; the runs end at
- * runs[VMSIM_REPLAY_BATCH - 1], compute_runs writing them from the end), to the end. */
+ * runs[VMSIM_REPLAY_BATCH - 1], compute_runs writing them from the end), to the end; then
+ * (pass 2, grouped) nsegs run_seg and npages seg_page, written into the decoded accesses
+ * that follow the struct in vmsim_replay_batch (the modes read the wire's arrays, not those),
+ * and only where the whole fits in a batch_wire: what a ring's slot holds. */
 typedef struct batch_wire {
     unsigned char room[sizeof(wire_head)];
     union {
@@ -1875,10 +1881,14 @@ struct vmsim_replay_batch {
     size_t n;
     uint32_t run0, sl1_ways;        /* the runs: w.runs[run0 .. VMSIM_REPLAY_BATCH - 1] */
     bool grouped;                   /* segs holds this batch's runs by page */
-    trace_access a[VMSIM_REPLAY_BATCH];     /* pass 2, as decoded */
     batch_wire w;
+    trace_access a[VMSIM_REPLAY_BATCH];     /* pass 2, as decoded; once sealed, the wire's segments */
     seg_set segs;                   /* vmsim_replay_batch_group's */
 };
+_Static_assert(offsetof(vmsim_replay_batch, a) == offsetof(vmsim_replay_batch, w) + sizeof(batch_wire),
+               "the segments handed out follow the rest of the wire");
+_Static_assert(sizeof(trace_access) * VMSIM_REPLAY_BATCH >= sizeof(run_rec) * VMSIM_REPLAY_BATCH,
+               "the accesses hold the most segments a batch_wire has room for");
 
 vmsim_replay_batch *vmsim_replay_batch_new(void)
 {
@@ -2009,6 +2019,10 @@ void vmsim_replay_run(vmsim_replay *r, int mode, const vmsim_replay_batch *b)
 EM_JS(int, js_replay_batch, (void *ctx, const void *wire, size_t bytes), {
     return Module['onReplayBatch'] ? Module['onReplayBatch'](wire, bytes) : 1;
 });
+/* ... and whether the next batch goes out with its segments (vmsim_replay_share_group). */
+EM_JS(int, js_replay_group, (void *ctx), {
+    return Module['onReplayGroup'] ? (Module['onReplayGroup']() ? 1 : 0) : 0;
+});
 #endif
 
 /* The most a batch handed out takes (pass 2 with a run per access). */
@@ -2033,9 +2047,18 @@ int vmsim_replay_share_to(vmsim_replay *r, vmsim_replay_sink sink, void *ctx)
     return 0;
 }
 
+void vmsim_replay_share_group(vmsim_replay *r, vmsim_replay_ask ask, void *ctx)
+{
+    if (r) {
+        r->group_ask = ask;
+        r->group_ctx = ctx;
+    }
+}
+
 EXPORT int vmsim_replay_share(vmsim_replay *r)
 {
 #ifdef __EMSCRIPTEN__
+    vmsim_replay_share_group(r, js_replay_group, NULL);
     return vmsim_replay_share_to(r, js_replay_batch, NULL);
 #else
     return r ? failf(r, VMSIM_REPLAY_BAD_TRACE, "vmsim_replay_share: natively, use vmsim_replay_share_to") : 0;
@@ -2069,6 +2092,21 @@ static int share_out(vmsim_replay *r, bool last)
         h.sl1_ways = b->sl1_ways;
         at = (unsigned char *)(b->w.runs + b->run0);
         bytes = h.nruns * sizeof(run_rec) + WIRE_TAIL;
+        if (b->n && r->group_ask && r->group_ask(r->group_ctx)) {
+            vmsim_replay_batch_group(b);
+            uint32_t npages = 0;
+            for (uint32_t g = 0; g < b->segs.n; g++)
+                npages += b->segs.seg[g].npages;
+            size_t more = b->segs.n * sizeof(run_seg) + npages * sizeof(seg_page);
+            if (bytes + more <= sizeof(batch_wire) - sizeof(wire_head)) {
+                unsigned char *out = (unsigned char *)b->a;
+                memcpy(out, b->segs.seg, b->segs.n * sizeof(run_seg));
+                memcpy(out + b->segs.n * sizeof(run_seg), b->segs.pg, npages * sizeof(seg_page));
+                h.nsegs = b->segs.n;
+                h.npages = npages;
+                bytes += more;
+            }
+        }
     } else {
         at = (unsigned char *)b->w.pg;
         bytes = b->n * sizeof(trace_page);
@@ -2125,6 +2163,29 @@ EXPORT int vmsim_replay_share_end(vmsim_replay *r)
     return share_out(r, true);
 }
 
+/* The segments a batch brought (after its runs and the rest) into this handle's set,
+ * checked to stay within the batch's runs and their own pages. */
+static int take_segs(vmsim_replay *r, const unsigned char *at, const wire_head *h)
+{
+    seg_set *ss = &r->segs;
+    memcpy(ss->seg, at, h->nsegs * sizeof(run_seg));
+    memcpy(ss->pg, at + h->nsegs * sizeof(run_seg), h->npages * sizeof(seg_page));
+    uint32_t x = 0, pages = 0;
+    for (uint32_t g = 0; g < h->nsegs; g++) {
+        const run_seg *s = &ss->seg[g];
+        if (s->x1 < x || s->x1 > h->nruns || s->npages > SEG_PAGES || (s->npages && s->pg0 != pages) ||
+            (g + 1 == h->nsegs && s->x1 != h->nruns))
+            return failf(r, VMSIM_REPLAY_BAD_TRACE, "vmsim_replay_take: a batch's segment %u does not fit its runs", g);
+        x = s->x1;
+        pages += s->npages;
+    }
+    if (pages != h->npages)
+        return failf(r, VMSIM_REPLAY_BAD_TRACE, "vmsim_replay_take: a batch's segments have %u pages, its head says %u",
+                     pages, h->npages);
+    ss->n = h->nsegs;
+    return 0;
+}
+
 /* A batch another handle's share_out handed out, copied into this module's memory (at an
  * address aligned as malloc's: vmsim_replay_batch_alloc). */
 EXPORT int vmsim_replay_take(vmsim_replay *r, const void *wire, size_t bytes)
@@ -2136,8 +2197,11 @@ EXPORT int vmsim_replay_take(vmsim_replay *r, const void *wire, size_t bytes)
         return failf(r, VMSIM_REPLAY_BAD_TRACE, "vmsim_replay_take: %zu bytes are not a batch", bytes);
     memcpy(&h, wire, sizeof h);
     const unsigned char *body = (const unsigned char *)wire + sizeof h;
-    size_t want = h.pass == 1 ? (size_t)h.n * sizeof(trace_page) : (size_t)h.nruns * sizeof(run_rec) + WIRE_TAIL;
+    size_t want = h.pass == 1 ? (size_t)h.n * sizeof(trace_page)
+                              : (size_t)h.nruns * sizeof(run_rec) + WIRE_TAIL + (size_t)h.nsegs * sizeof(run_seg) +
+                                    (size_t)h.npages * sizeof(seg_page);
     if (h.pass != (uint32_t)r->pass || h.n > VMSIM_REPLAY_BATCH || h.nruns > h.n || (h.n && h.pass == 2 && !h.nruns) ||
+        h.nsegs > SEG_MAX || h.npages > SEG_MAX * SEG_PAGES || (h.pass == 1 && (h.nsegs || h.npages)) ||
         bytes != sizeof h + want)
         return failf(r, VMSIM_REPLAY_BAD_TRACE, "vmsim_replay_take: a batch of pass %u (%zu bytes) in pass %d", h.pass,
                      bytes, r->pass);
@@ -2147,7 +2211,14 @@ EXPORT int vmsim_replay_take(vmsim_replay *r, const void *wire, size_t bytes)
         memcpy(r->dec.kinds, h.kinds, sizeof h.kinds);
     } else {
         batch_in in = batch_in_at(body, h.nruns, h.n, h.sl1_ways);
-        segment(r, &in);
+        if (h.nsegs) {
+            if (take_segs(r, body + h.nruns * sizeof(run_rec) + WIRE_TAIL, &h))
+                return r->status;
+            if (vmsim_replay_modes_here(r))
+                in.segs = &r->segs;
+        } else {
+            segment(r, &in);
+        }
         if (run_built(r, &in, h.sl1_ways))
             return r->status;
     }
@@ -2168,7 +2239,7 @@ EXPORT int vmsim_replay_batch_info(const void *wire)
 {
     wire_head h;
     memcpy(&h, wire, sizeof h);
-    return (int)(h.pass << 1 | (h.last & 1));
+    return (int)(h.pass << 1 | (h.last & 1) | (h.nsegs ? 8 : 0));
 }
 
 /* ---- the report ---- */

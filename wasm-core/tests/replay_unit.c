@@ -332,19 +332,28 @@ static void test_scan_ahead(void)
  * the report, with the taker's counts merged in, is the one-handle report's. */
 static uint8_t *kept;      /* the first batch of pass 2 that give handed on, kept */
 static size_t kept_bytes;
+static uint8_t *kept_segs;  /* the first that carried its segments, kept */
+static size_t kept_segs_bytes, batches_with_segs;
 
 static int give(void *ctx, const void *b, size_t bytes)
 {
     vmsim_replay *taker = ctx;
-    if (!kept && vmsim_replay_batch_info(b) >> 1 == 2 && (kept = malloc(bytes))) {
+    if (!kept && (vmsim_replay_batch_info(b) >> 1 & 3) == 2 && (kept = malloc(bytes))) {
         memcpy(kept, b, bytes);
         kept_bytes = bytes;
+    }
+    if (vmsim_replay_batch_info(b) & 8) {
+        batches_with_segs++;
+        if (!kept_segs && (kept_segs = malloc(bytes))) {
+            memcpy(kept_segs, b, bytes);
+            kept_segs_bytes = bytes;
+        }
     }
     void *copy = vmsim_replay_batch_alloc();
     CHECK(bytes <= vmsim_replay_batch_bytes(), "a batch of %zu bytes, over batch_bytes' %zu", bytes,
           vmsim_replay_batch_bytes());
     memcpy(copy, b, bytes);
-    int info = vmsim_replay_batch_info(copy);
+    int info = vmsim_replay_batch_info(copy) & 7;
     int st = vmsim_replay_take(taker, copy, bytes);
     if (!st && info == (1 << 1 | 1))        /* pass 1's last batch */
         st = vmsim_replay_scan_end(taker);
@@ -352,12 +361,23 @@ static int give(void *ctx, const void *b, size_t bytes)
     return st;
 }
 
+static size_t sample_local(trace_access *a, size_t max);
+
+/* vmsim_replay_share_group's question: *ctx 0 never, 1 every batch, 2 every other */
+static int asked;
+static int group_when(void *ctx)
+{
+    int how = *(const int *)ctx;
+    return how == 1 || (how == 2 && asked++ % 2);
+}
+
 /* Two handles on one body, one replaying lead_part (and writing the report), the other
  * other_part. Not swapped: the lead decodes both passes and shares every batch. Swapped
  * (the page's way, js/replay.ts replayLead): the other scans pass 1 and hands its pages to
- * the lead, which then shares pass 2 from its start. */
+ * the lead, which then shares pass 2 from its start. group: which batches of pass 2 go out
+ * with their segments (group_when). */
 static char *replay_shared(const uint8_t *prefix, size_t plen, const buf *body, size_t piece, const char *lead_part,
-                           const char *other_part, bool swapped, char *err, size_t errlen)
+                           const char *other_part, bool swapped, int group, char *err, size_t errlen)
 {
     char o1[200], o2[200];
     snprintf(o1, sizeof o1, "{\"format\":\"json\",\"start\":\"warm\",\"part\":%s}", lead_part);
@@ -368,6 +388,7 @@ static char *replay_shared(const uint8_t *prefix, size_t plen, const buf *body, 
     /* pass 1 by the lead (sharing it) or by the other (handing its pages to the lead) */
     vmsim_replay *scanner = swapped ? other : lead;
     vmsim_replay_share_to(scanner, give, swapped ? lead : other);
+    vmsim_replay_share_group(lead, group ? group_when : NULL, &group);
     for (size_t at = 0; at < body->n && !vmsim_replay_status(scanner); at += piece)
         vmsim_replay_scan(scanner, body->b + at, at + piece < body->n ? piece : body->n - at);
     if (!vmsim_replay_status(scanner) && !vmsim_replay_share_end(scanner))
@@ -414,13 +435,48 @@ static void test_shared_decoder(void)
     for (int i = 0; whole && i < 2; i++)
         for (size_t piece = 1000; piece <= 100000; piece *= 10) {
             for (int swapped = 0; swapped < 2; swapped++) {
-                char *t = replay_shared(prefix, plen, &body, piece, parts[i][0], parts[i][1], swapped, err, sizeof err);
+                char *t = replay_shared(prefix, plen, &body, piece, parts[i][0], parts[i][1], swapped, 1, err, sizeof err);
                 CHECK(t && !strcmp(t, whole), "shared decoder (lead part %s%s), pieces of %zu: %s", parts[i][0],
                       swapped ? ", pass 1 scanned by the other" : "", piece, t ? "another report" : err);
                 free(t);
             }
         }
     free(whole);
+    free(kept_segs);        /* (of the last, short batch: a full one has a run per access and no room) */
+    kept_segs = NULL;
+    /* a program's accesses: the batches asked for go out with their segments, which the
+     * taker runs instead of its own (cold and warm, every batch, every other, none) */
+    static trace_access prog[140000];
+    static buf pbody;
+    static uint8_t pprefix[4096];
+    const char *popts[] = {"{\"format\":\"json\",\"start\":\"warm\"}"};
+    size_t pplen = 0;
+    for (int kind = 0; kind < 2; kind++) {
+        /* sample's accesses (test_batches_grouped's random ones: a segment's count off changes
+         * the report), then a program's */
+        size_t pn = kind ? sample_local(prog, 140000) : sample(prog, 100000);
+        encode(&pbody, prog, pn);
+        pplen = file_prefix(pprefix, prog, pn, 1, "");
+        char *pwhole = replay_in_pieces(pprefix, pplen, &pbody, pbody.n, popts[0], err, sizeof err);
+        CHECK(pwhole != NULL, "%s accesses: %s", kind ? "a program's" : "random", err);
+        for (int i = 0; pwhole && i < 2; i++)
+            for (int group = 0; group < 3; group++) {
+                batches_with_segs = 0;
+                asked = 0;
+                char *t = replay_shared(pprefix, pplen, &pbody, 65536, parts[i][0], parts[i][1], true, group, err,
+                                        sizeof err);
+                CHECK(t && !strcmp(t, pwhole), "%s accesses shared (lead part %s), segments %s: %s",
+                      kind ? "a program's" : "random", parts[i][0],
+                      group == 0 ? "never" : group == 1 ? "always" : "every other", t ? "another report" : err);
+                /* random: only the last, short batch has room for them (a full one has about a
+                 * run per access) */
+                CHECK(group == 0 ? batches_with_segs == 0 : batches_with_segs >= (!kind ? 1u : group == 1 ? 4u : 2u),
+                      "%s accesses: %zu batches went out with their segments (asked: %s)", kind ? "a program's" : "random",
+                      batches_with_segs, group == 0 ? "never" : group == 1 ? "always" : "every other");
+                free(t);
+            }
+        free(pwhole);
+    }
     /* sharing begins at the start of a pass, never within one */
     vmsim_replay *r = vmsim_replay_open(prefix, plen, 0, opts, strlen(opts));
     vmsim_replay_scan(r, body.b, 1000);
@@ -447,8 +503,37 @@ static void test_shared_decoder(void)
         vmsim_replay_batch_free(copy);
         vmsim_replay_close(r);
     }
+    /* a batch whose segments do not fit its runs is refused */
+    for (int how = 0; kept_segs && how < 2; how++) {
+        r = vmsim_replay_open(pprefix, pplen, 0, popts[0], strlen(popts[0]));
+        if (!vmsim_replay_scan(r, pbody.b, pbody.n))
+            vmsim_replay_scan_end(r);
+        void *copy = vmsim_replay_batch_alloc();
+        memcpy(copy, kept_segs, kept_segs_bytes);
+        if (how == 1) {
+            /* the first segment's end (run_seg.x1, the first word after the rest) far past the
+             * runs: after the head (96 bytes), the runs (16 bytes each) and what follows them
+             * (as long whatever the runs) */
+            uint32_t nruns;
+            memcpy(&nruns, (uint8_t *)copy + 12, 4);
+            size_t at = 96 + (size_t)nruns * 16 + (vmsim_replay_batch_bytes() - 96 - 32768 * 16);
+            uint32_t x1 = 1u << 30;
+            memcpy((uint8_t *)copy + at, &x1, 4);
+        }
+        int st = vmsim_replay_take(r, copy, kept_segs_bytes);
+        if (how == 0)
+            CHECK(st == 0, "a batch with its segments taken: %s", vmsim_replay_error(r));
+        else
+            CHECK(st == VMSIM_REPLAY_BAD_TRACE && strstr(vmsim_replay_error(r), "does not fit its runs"),
+                  "a batch whose segment runs past its runs: got \"%s\"", vmsim_replay_error(r));
+        vmsim_replay_batch_free(copy);
+        vmsim_replay_close(r);
+    }
+    CHECK(kept_segs != NULL, "no batch went out with its segments");
     free(kept);
     kept = NULL;
+    free(kept_segs);
+    kept_segs = NULL;
 }
 
 /* The file as given, with the body (the replay API's errors). */

@@ -7,6 +7,10 @@ import { ringCounts, ringReader, ringWriter, type Ring, type Rings } from './rin
 /** Pieces waiting for the worker that scans pass 1, not scanned ahead, from which the lead
  * scans the next one ahead before handing it over. */
 const SCAN_AHEAD_WAITING = 3;
+/** Batches of pass 2 waiting for the slowest other worker, from which the lead groups the
+ * next one's runs by page before handing it over (as the CLI's decoding thread does; 3
+ * rather than 2: 0.985x the page's time, replay.md, "Segments on the ring"). */
+const GROUP_WAITING = 3;
 
 export type { ReplayOptions, ReplayProgress, ReplayReport };
 
@@ -87,11 +91,27 @@ export function scanAheadWhileBehind(pieces: Ring): () => boolean {
   };
 }
 
+/** The lead's choice for each batch of pass 2 it is about to write to `batches`: group its
+ * runs by page (the segments the other workers would build) while the slowest of them has
+ * GROUP_WAITING batches or more waiting, that is while their modes, not the lead, hold the
+ * replay (replay.md, "Segments on the ring"). */
+export function groupWhileBehind(batches: Ring): () => boolean {
+  return () => {
+    let slowest = Infinity, written = 0;
+    for (let i = 0; i < batches.readers; i++) {
+      const c = ringCounts(batches, i);
+      written = c.written;
+      slowest = Math.min(slowest, c.taken);
+    }
+    return written - slowest >= GROUP_WAITING;
+  };
+}
+
 /** The lead's ends of the rings (ring.ts, newRings). */
 function leadLinks(rings: Rings): LeadLinks {
   return {
     pieces: ringWriter(rings.pieces), pages: ringReader(rings.pages, 0), batches: ringWriter(rings.batches),
-    scanAhead: scanAheadWhileBehind(rings.pieces),
+    scanAhead: scanAheadWhileBehind(rings.pieces), groupBatch: groupWhileBehind(rings.batches),
   };
 }
 

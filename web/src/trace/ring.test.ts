@@ -4,7 +4,7 @@
  * it scans ahead follows the pieces the scanning worker must still scan itself. */
 import { describe, expect, it } from 'vitest';
 import { newRing, ringCounts, ringReader, ringWriter } from './ring';
-import { scanAheadWhileBehind } from './protocol';
+import { groupWhileBehind, scanAheadWhileBehind } from './protocol';
 
 describe('ring', () => {
   it('joins a message given in parts and hands it to every reader in order', () => {
@@ -57,5 +57,27 @@ describe('scanAheadWhileBehind', () => {
     }
     expect(plain).toBeGreaterThan(0);
     expect(plain).toBeLessThan(100);
+  });
+});
+
+describe('groupWhileBehind', () => {
+  it('groups a batch while the slowest other worker has three or more waiting', () => {
+    const ring = newRing(2, 8, 8);
+    const write = ringWriter(ring);
+    const fast = ringReader(ring, 0), slow = ringReader(ring, 1);
+    const choose = groupWhileBehind(ring);
+    const send = () => { const yes = choose(); write(() => Uint8Array.of(yes ? 1 : 0)); return yes; };
+    const take = (r: typeof fast) => { r.next(); r.release(); };
+    expect(send()).toBe(false);      // nothing waiting
+    expect(send()).toBe(false);      // one
+    expect(send()).toBe(false);      // two
+    expect(send()).toBe(true);       // three for both
+    take(fast); take(fast); take(fast); take(fast);
+    expect(send()).toBe(true);       // the fast one caught up, the slow one has four
+    take(slow); take(slow); take(slow);
+    expect(send()).toBe(false);      // the slow one has two left
+    take(fast); take(fast); take(slow); take(slow); take(slow);
+    expect(ringCounts(ring, 1)).toEqual({ written: 6, taken: 6 });
+    expect(send()).toBe(false);      // both caught up
   });
 });
