@@ -169,7 +169,7 @@ typedef struct seg_page {
     uint32_t ops;           /* bit per vm_op of its runs */
 } seg_page;
 typedef struct seg_set {
-    uint32_t n;
+    uint32_t n, npages;             /* the segments, and the pages of all of them */
     run_seg seg[SEG_MAX];
     seg_page pg[SEG_MAX * SEG_PAGES];
 } seg_set;
@@ -1781,6 +1781,7 @@ static void build_segs(const run_rec *runs, size_t nr, seg_set *ss)
         np += n;
     }
     ss->n = ns;
+    ss->npages = np;
 }
 
 /* The runs by page of a batch about to go through this handle's modes (none built: no
@@ -2094,16 +2095,14 @@ static int share_out(vmsim_replay *r, bool last)
         bytes = h.nruns * sizeof(run_rec) + WIRE_TAIL;
         if (b->n && r->group_ask && r->group_ask(r->group_ctx)) {
             vmsim_replay_batch_group(b);
-            uint32_t npages = 0;
-            for (uint32_t g = 0; g < b->segs.n; g++)
-                npages += b->segs.seg[g].npages;
-            size_t more = b->segs.n * sizeof(run_seg) + npages * sizeof(seg_page);
+            const seg_set *ss = &b->segs;
+            size_t more = ss->n * sizeof(run_seg) + ss->npages * sizeof(seg_page);
             if (bytes + more <= sizeof(batch_wire) - sizeof(wire_head)) {
                 unsigned char *out = (unsigned char *)b->a;
-                memcpy(out, b->segs.seg, b->segs.n * sizeof(run_seg));
-                memcpy(out + b->segs.n * sizeof(run_seg), b->segs.pg, npages * sizeof(seg_page));
-                h.nsegs = b->segs.n;
-                h.npages = npages;
+                memcpy(out, ss->seg, ss->n * sizeof(run_seg));
+                memcpy(out + ss->n * sizeof(run_seg), ss->pg, ss->npages * sizeof(seg_page));
+                h.nsegs = ss->n;
+                h.npages = ss->npages;
                 bytes += more;
             }
         }
@@ -2183,6 +2182,7 @@ static int take_segs(vmsim_replay *r, const unsigned char *at, const wire_head *
         return failf(r, VMSIM_REPLAY_BAD_TRACE, "vmsim_replay_take: a batch's segments have %u pages, its head says %u",
                      pages, h->npages);
     ss->n = h->nsegs;
+    ss->npages = h->npages;
     return 0;
 }
 
