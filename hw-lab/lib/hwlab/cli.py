@@ -7,7 +7,7 @@ import subprocess
 import sys
 import tempfile
 
-from . import VERSION  # noqa: F401 (hw-lab's version, named here as before)
+from . import VERSION
 from . import modules as modlib
 from . import probe as probelib
 from .out import check_writable
@@ -234,9 +234,6 @@ def upload_existing(args):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["trace"]:
-        from . import trace
-        return trace.main(argv[1:], VERSION)
     args = parse_args(argv)
     if args.from_file is not None:
         return upload_existing(args)
