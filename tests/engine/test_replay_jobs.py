@@ -10,6 +10,8 @@ import json
 import os
 import pathlib
 import random
+import re
+import shutil
 import subprocess
 import sys
 
@@ -96,6 +98,49 @@ def test_default_jobs_is_threaded_and_the_same(traces):
     serial = run(traces["evicting"], "--jobs", "1")
     default = run(traces["evicting"])
     assert default.returncode == 0 and default.stdout == serial.stdout
+
+
+def traced_priorities(path, logs, *args):
+    """Runs vmsim replay under strace (a log per thread in the folder `logs`, named after
+    the thread's id); the process's pid and [(caller, target, niceness)] of each
+    setpriority call. Skipped where strace is missing or may not trace."""
+    strace = shutil.which("strace")
+    if not strace:
+        pytest.skip("strace is not installed (make setup installs it)")
+    logs.mkdir()
+    p = subprocess.run([strace, "-ff", "-qq", "-o", str(logs / "t"), "-e", "trace=execve,setpriority", VMSIM,
+                        "replay", str(path), "--quiet", *args], capture_output=True, text=True, timeout=600)
+    if p.returncode != 0 and "ptrace" in p.stderr:
+        pytest.skip(f"strace cannot trace here: {p.stderr.strip()[:200]}")
+    assert p.returncode == 0, p.stderr
+    main, calls = None, []
+    for f in logs.iterdir():
+        tid, text = int(f.suffix[1:]), f.read_text()
+        if re.search(r"^execve\(.*\) = 0$", text, re.M):
+            main = tid
+        found = re.findall(r"^setpriority\(PRIO_PROCESS, (\d+), (-?\d+)\) += 0$", text, re.M)
+        assert text.count("setpriority(") == len(found), text        # none refused, none missed
+        calls += [(tid, int(t), int(n)) for t, n in found]
+    assert main is not None
+    return main, calls
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 3])
+def test_mode_threads_run_below_the_decoding_thread(traces, jobs, tmp_path):
+    # Each mode thread lowers its own priority 5 below the process's (cli/replay.c,
+    # WORKER_NICE), so that on a machine with fewer cores than threads the decoding thread,
+    # which every mode waits for, keeps its core: the decoding thread and the others stay
+    # as they were. With --jobs 1 there is no mode thread.
+    main, calls = traced_priorities(traces["evicting"], tmp_path / "strace", "--jobs", str(jobs))
+    base = os.getpriority(os.PRIO_PROCESS, 0)       # the child's, inherited
+    if jobs == 1:
+        assert calls == []
+        return
+    assert len(calls) == jobs, calls
+    assert len({caller for caller, _, _ in calls}) == jobs
+    for caller, target, nice in calls:
+        assert target == caller and caller != main, calls
+        assert nice == base + 5, calls
 
 
 def test_examples_are_there():
