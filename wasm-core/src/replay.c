@@ -338,6 +338,19 @@ static void set_exit_kinds(replay_opts *o, bool all_one)
         o->exit_kind[i] = all_one ? o->cycles_per_exit : k[i];
 }
 
+/* The first key of object o that is not among keys (NULL-ended), or NULL. */
+static const char *unknown_key(const json_value *o, const char *const *keys)
+{
+    for (const json_value *c = o->first_child; c; c = c->next) {
+        int i = 0;
+        while (keys[i] && strcmp(c->key, keys[i]))
+            i++;
+        if (!keys[i])
+            return c->key;
+    }
+    return NULL;
+}
+
 /* {"label", "cycles_per_exit"?, "exit_from"?, "cycles_per_ref"?, "ref_from"?, "in_vm"?}: the
  * learner's machine (vmsim replay --machine, the page's "your machine"). */
 static bool parse_machine(vmsim_replay *r, const json_value *m)
@@ -351,14 +364,10 @@ static bool parse_machine(vmsim_replay *r, const json_value *m)
         failf(r, VMSIM_REPLAY_BAD_TRACE, "option machine must be an object (label, cycles_per_exit, cycles_per_ref)");
         return false;
     }
-    for (const json_value *c = m->first_child; c; c = c->next) {
-        bool known = false;
-        for (int i = 0; keys[i]; i++)
-            known |= !strcmp(c->key, keys[i]);
-        if (!known) {
-            failf(r, VMSIM_REPLAY_BAD_TRACE, "unknown key machine.%.40s", c->key);
-            return false;
-        }
+    const char *unknown = unknown_key(m, keys);
+    if (unknown) {
+        failf(r, VMSIM_REPLAY_BAD_TRACE, "unknown key machine.%.40s", unknown);
+        return false;
     }
     const json_value *v;
     struct { const char *key; char *dst; size_t n; } strs[] = {{"label", o->mine_label, sizeof o->mine_label},
@@ -444,14 +453,10 @@ static bool parse_options(vmsim_replay *r, const char *text, size_t len)
         failf(r, VMSIM_REPLAY_BAD_TRACE, "the replay options must be a JSON object");
         goto out;
     }
-    for (const json_value *c = root->first_child; c; c = c->next) {
-        bool known = false;
-        for (int i = 0; keys[i]; i++)
-            known |= !strcmp(c->key, keys[i]);
-        if (!known) {
-            failf(r, VMSIM_REPLAY_BAD_TRACE, "unknown replay option \"%.40s\"", c->key);
-            goto out;
-        }
+    const char *unknown = unknown_key(root, keys);
+    if (unknown) {
+        failf(r, VMSIM_REPLAY_BAD_TRACE, "unknown replay option \"%.40s\"", unknown);
+        goto out;
     }
     if (!mode_list(r, json_get(root, "modes"), "modes", &o->modes))
         goto out;

@@ -591,6 +591,22 @@ static void test_refusals(void)
     CHECK(vmsim_replay_status(r) == 2 && strstr(vmsim_replay_error(r), "unknown replay option \"speed\""), "%s",
           vmsim_replay_error(r));
     vmsim_replay_close(r);
+    /* every option known but the last, and the machine's keys likewise */
+    static const char *const opts[] = {
+        "{\"format\":\"json\",\"l1\":\"shared\",\"speedy\":1}",
+        "{\"machine\":{\"label\":\"m\",\"in_vm\":true,\"cycles\":1}}",
+        "{\"machine\":{\"label\":\"m\",\"cycles_per_exit\":1000,\"ref_from\":\"probe\"}}",
+    };
+    static const char *const want[] = {"unknown replay option \"speedy\"", "unknown key machine.cycles", NULL};
+    for (int i = 0; i < 3; i++) {
+        r = vmsim_replay_open(file, plen, 0, opts[i], strlen(opts[i]));
+        if (want[i])
+            CHECK(vmsim_replay_status(r) == 2 && strstr(vmsim_replay_error(r), want[i]), "%s: %s", opts[i],
+                  vmsim_replay_error(r));
+        else
+            CHECK(vmsim_replay_status(r) == 0, "%s: %s", opts[i], vmsim_replay_error(r));
+        vmsim_replay_close(r);
+    }
 }
 
 /* ---- the caches against a plain LRU: each set a list of lines, most recent last ---- */
