@@ -17,11 +17,12 @@
 // Prints figures; speed is never asserted.
 //   [PARTS_ROUNDS=3] node web/scripts/bench-parts.mjs [TRACE]
 import http from 'node:http';
-import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
+import { createReadStream, existsSync, statSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { join, resolve } from 'node:path';
 import { launchChromium } from './chromium.mjs';
+import { traceHeader } from './trace-header.mjs';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const trace = resolve(process.argv[2] ?? join(root, 'hw-lab', 'build', 'traces', 'bench-python-10m.vmtrace'));
@@ -34,6 +35,7 @@ for (const [f, how] of [[trace, 'record it with make -C hw-lab bench-traces'], [
   }
 }
 const rounds = Math.max(1, Number(process.env.PARTS_ROUNDS ?? 3));
+const { accesses } = traceHeader(trace);
 
 // only these three files, from loopback
 const files = { '/vmsim.mjs': join(wasmDir, 'vmsim.mjs'), '/vmsim.wasm': join(wasmDir, 'vmsim.wasm'), '/trace': trace };
@@ -115,8 +117,6 @@ for (let round = 0; round < rounds; round++) {
   native = Math.min(native, (performance.now() - t0) / 1000);
 }
 
-const head = readFileSync(trace).subarray(0, 16 + 65536);
-const accesses = JSON.parse(head.subarray(16, 16 + head.readUInt32LE(12)).toString('utf8')).accesses;
 const ns = (s) => `${((s * 1e9) / accesses).toFixed(2)} ns an access`;
 console.log(`trace: ${trace}: ${accesses.toLocaleString('en')} accesses; the module in Chromium, one thread, the minimum of ${rounds} rounds (seconds inside the module's calls)`);
 console.log(`pass 1, the scan: ${best.scan.toFixed(3)} s (${ns(best.scan)})`);

@@ -27,6 +27,7 @@ import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { startClassServer } from './class-server.mjs';
 import { launchChromium } from './chromium.mjs';
+import { traceHeader } from './trace-header.mjs';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const trace = process.argv[2] ?? join(root, 'hw-lab', 'build', 'traces', 'bench-python-1g.vmtrace');
@@ -79,8 +80,7 @@ function isRenderer(pid) {
   try { return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('--type=renderer'); } catch { return false; }
 }
 
-const head = readFileSync(trace).subarray(0, 16 + 65536);
-const header = JSON.parse(head.subarray(16, 16 + head.readUInt32LE(12)).toString('utf8'));
+const header = traceHeader(trace);
 console.log(`trace: ${header.label ?? header.program}: ${header.accesses.toLocaleString('en')} accesses on ${header.pages} pages, ${(statSync(trace).size / 2 ** 20).toFixed(1)} MiB`);
 
 const rounds = Math.max(1, Number(process.env.REPLAY_ROUNDS ?? 3));
