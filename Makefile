@@ -89,8 +89,9 @@ web/server/gen/which-wins.json: web/server/which-wins-table.mjs web/server/gen/g
 # web/dist/traces/ with the app, not committed.
 TRACE_EXAMPLES := hw-lab/build/traces/pointer-chase.vmtrace hw-lab/build/traces/sequential-scan.vmtrace \
 	hw-lab/build/traces/pointer-chase-256m.vmtrace
-TRACE_RECORDER := hw-lab/trace/tracepack.c hw-lab/run hw-lab/lib/hwlab/trace.py hw-lab/lib/hwlab/cli.py \
-	hw-lab/lib/hwlab/probe.py hw-lab/schema/trace.schema.json
+TRACE_RECORDER := hw-lab/trace/tracepack.c hw-lab/trace/vmtrace_tool.c hw-lab/run hw-lab/lib/hwlab/__init__.py \
+	hw-lab/lib/hwlab/trace.py hw-lab/lib/hwlab/out.py hw-lab/lib/hwlab/probe.py hw-lab/schema/trace.schema.json \
+	hw-lab/Makefile
 hw-lab/build/traces/%.vmtrace: hw-lab/trace/examples/%.c $(TRACE_RECORDER)
 	$(MAKE) -C hw-lab build/traces/$*.vmtrace
 	@touch $@
