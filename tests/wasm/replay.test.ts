@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Ajv2020 from 'ajv/dist/2020.js';
 import { loadVmsim, type Vmsim } from '../../wasm-core/js/vmsim';
-import { openReplay, replayBlob, TRACE_HEAD_BYTES, TraceError, type ReplayModule, type ReplayOptions } from '../../wasm-core/js/replay';
+import { openReplay, PASS1_SHARE, progressFraction, replayBlob, TRACE_HEAD_BYTES, TraceError, type ReplayModule, type ReplayOptions } from '../../wasm-core/js/replay';
 
 const root = join(__dirname, '..', '..');
 const vmsim = join(root, 'wasm-core', 'build', 'vmsim');
@@ -151,9 +151,9 @@ open(sys.argv[1], 'wb').write(pack(h, gz))`, path, String(n)]);
       arrayBuffer: () => { whole.push(b.size); return b.arrayBuffer(); },
       stream: () => { streams++; return b.stream(); },
     }) as unknown as Blob;
-    const fractions: number[] = [];
+    const fractions: number[] = [], passes: number[] = [];
     const text = await replayBlob((h, size, o) => openReplay(mod, h, size, o), spy(file, 0), { format: 'table' },
-      (p) => fractions.push(p.fraction));
+      (p) => { fractions.push(p.fraction); passes.push(p.pass); });
     expect(text).toBe(native(path, { format: 'table' }).stdout);
     expect(text).toContain(`${n} accesses`);
     // one read of the head, two streams of the body (one per pass)
@@ -163,9 +163,30 @@ open(sys.argv[1], 'wb').write(pack(h, gz))`, path, String(n)]);
     expect(fractions.length).toBeGreaterThanOrEqual(10);
     expect(fractions[0]).toBeLessThan(0.1);
     expect(fractions.at(-1)).toBe(1);
+    // never back; pass 1 up to its share of the bar (a fifth: about its share of the time), pass 2 the rest
+    expect(fractions.every((f, i) => i === 0 || f >= fractions[i - 1])).toBe(true);
+    expect(fractions.every((f, i) => (passes[i] === 1 ? f <= PASS1_SHARE : f >= PASS1_SHARE))).toBe(true);
+    expect(passes.filter((p) => p === 1).length).toBeGreaterThanOrEqual(3);
     // the engine's memory stays below the body it went through twice (64 MiB): what it holds
     // is the machine and the preset's data caches (about 22 MiB over the modes, whatever the
     // trace), never the accesses
     expect(mod.HEAPU8.length).toBeLessThan(48 << 20);
   }, 300_000);
+});
+
+describe('the replay\'s progress bar', () => {
+  it('gives pass 1 a fifth and pass 2 the rest, from 0 to 1, whatever the counts', () => {
+    expect(PASS1_SHARE).toBe(0.2);
+    const n = 1_000_000;
+    expect(progressFraction(1, 0, n)).toBe(0);
+    expect(progressFraction(1, n / 2, n)).toBeCloseTo(0.1, 12);
+    expect(progressFraction(1, n, n)).toBeCloseTo(0.2, 12);
+    expect(progressFraction(2, 0, n)).toBeCloseTo(0.2, 12);
+    expect(progressFraction(2, n / 2, n)).toBeCloseTo(0.6, 12);
+    expect(progressFraction(2, n, n)).toBe(1);
+    // a trace of no accesses, and a count past the header's (the engine refuses it; the bar stays within 0..1)
+    expect(progressFraction(2, 0, 0)).toBeCloseTo(0.2, 12);
+    expect(progressFraction(2, 2 * n, n)).toBe(1);
+    expect(progressFraction(1, 2 * n, n)).toBeCloseTo(0.2, 12);
+  });
 });
