@@ -1,6 +1,6 @@
 /* "Your program": a trace recorded with hw-lab/run trace (or one of the two examples the
  * build records) replayed through native, EPT, NPT, shadow paging and a flat nested table
- * by the engine in a Web Worker, with a progress bar and a cancel button; the per-mode
+ * by the engine in a Web Worker, with a progress bar, the time left (eta.ts) and a cancel button; the per-mode
  * figures drawn side by side for every trace replayed with the same settings. In the
  * Results tab, traces go to the class server with their report and come back from it. */
 import { useCallback, useEffect, useRef, useState } from 'react';
@@ -8,6 +8,7 @@ import { DEFAULT_TABLES, TABLES, type Tables } from '../model/compare';
 import { Trans, useTranslation } from 'react-i18next';
 import type { T } from '../i18n';
 import { modeBars } from './chart';
+import { timeLeft, type TimeLeft } from './eta';
 import { explainReplay, type Reason } from './explain';
 import { machineFromResult, overheadOn, type MachineCost } from './machine';
 import { lastClass } from '../results/store';
@@ -54,6 +55,8 @@ interface Entry {
   settings: Settings;
   status: 'queued' | 'running' | 'done' | 'error' | 'cancelled';
   progress?: ReplayProgress;
+  startedAt?: number;                 // performance.now() when it started running
+  left?: TimeLeft | null;             // how long it has left, from its progress so far
   report?: ReplayReport;
   error?: { stage: FailStage; message: string };
   shared?: string;                    // the class it was shared with
@@ -101,11 +104,15 @@ export function TracePanel({ where, runner = workerRunner, exampleUrl = (n) => `
     const next = entries.find((e) => e.status === 'queued' && e.blob);
     if (!next) return;
     const id = next.id;
-    update(id, (e) => ({ ...e, status: 'running', progress: undefined, error: undefined }));
+    const startedAt = performance.now();
+    update(id, (e) => ({ ...e, status: 'running', progress: undefined, left: null, startedAt, error: undefined }));
     const options: ReplayOptions = replayOptions(next.settings);
     const job = runner(next.blob!, options, (m: FromWorker) => {
       if (m.type === 'header') update(id, (e) => ({ ...e, header: m.header }));
-      else if (m.type === 'progress') update(id, (e) => ({ ...e, progress: m.progress }));
+      else if (m.type === 'progress') {
+        const now = performance.now();
+        update(id, (e) => ({ ...e, progress: m.progress, left: timeLeft(m.progress.fraction, now - (e.startedAt ?? now)) }));
+      }
       else {
         running.current = null;
         if (m.type === 'done') update(id, (e) => ({ ...e, status: 'done', report: m.report }));
@@ -256,6 +263,7 @@ export function TracePanel({ where, runner = workerRunner, exampleUrl = (n) => `
           <span>{t('running', { label: labelOf(t, busy), pass: busy.progress?.pass ?? 1 })}</span>
           <progress max={1} value={busy.progress?.fraction ?? 0} aria-label={t('progressLabel')} />
           <span className="num">{Math.floor(100 * (busy.progress?.fraction ?? 0))} %</span>
+          {busy.left && <span className="muted small" data-testid="trace-left">{t(`left.${busy.left.unit}`, { n: busy.left.n.toLocaleString(lang) })}</span>}
           <button type="button" onClick={() => cancel(busy.id)} data-testid="trace-cancel">{t('cancel')}</button>
         </div>
       )}

@@ -146,10 +146,34 @@ describe('the Your program panel', () => {
     const bar = screen.getByTestId('trace-progress');
     expect(bar.textContent).toContain('pass 2 of 2');
     expect(bar.querySelector('progress')!.getAttribute('value')).toBe('0.62');
+    expect(screen.queryByTestId('trace-left')).toBeNull();      // too early to say (under 2 s)
     fireEvent.click(screen.getByTestId('trace-cancel'));
     expect(cancelled).toHaveBeenCalled();
     expect(screen.queryByTestId('trace-progress')).toBeNull();
     expect(screen.getByTestId('trace-list').querySelector('li')!.getAttribute('data-status')).toBe('cancelled');
+  });
+
+  it('says how long a replay has left once it has run a while', async () => {
+    let told: ((m: FromWorker) => void) | null = null;
+    let now = 1_000;
+    const clock = vi.spyOn(performance, 'now').mockImplementation(() => now);
+    try {
+      const stuck: Runner = (_b, _o, onMessage) => { told = onMessage; return { cancel: () => {} }; };
+      render(<TracePanel where="compare" runner={stuck} />);
+      drop([fileOf(small)]);
+      await waitFor(() => expect(told).not.toBeNull());
+      now += 1_000;
+      act(() => told!({ type: 'progress', progress: { pass: 1, fraction: 0.1, done: 100, accesses: 4000 } }));
+      expect(screen.queryByTestId('trace-left')).toBeNull();
+      now += 5_000;       // 6 s for 0.3 of the bar: 14 s to go, said as 15
+      act(() => told!({ type: 'progress', progress: { pass: 2, fraction: 0.3, done: 500, accesses: 4000 } }));
+      expect(screen.getByTestId('trace-left').textContent).toBe('about 15 s left');
+      now += 114_000;     // 2 min for 0.6: 1.33 min to go
+      act(() => told!({ type: 'progress', progress: { pass: 2, fraction: 0.6, done: 2000, accesses: 4000 } }));
+      expect(screen.getByTestId('trace-left').textContent).toBe('about 1 min left');
+    } finally {
+      clock.mockRestore();
+    }
   });
 
   it('marks a partial trace as partial', async () => {
