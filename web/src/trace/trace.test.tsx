@@ -146,6 +146,15 @@ describe('the Your program panel', () => {
     const bar = screen.getByTestId('trace-progress');
     expect(bar.textContent).toContain('pass 2 of 2');
     expect(bar.querySelector('progress')!.getAttribute('value')).toBe('0.62');
+    // a screen reader hears the one live region, and only at each tenth of the bar
+    const said = within(bar).getByRole('status');
+    expect(said.textContent).toMatch(/pass 2 of 2 · 60 %$/);
+    act(() => told!({ type: 'progress', progress: { pass: 2, fraction: 0.68, done: 200, accesses: 4000 } }));
+    expect(bar.querySelector('progress')!.getAttribute('value')).toBe('0.68');
+    expect(within(bar).getByRole('status').textContent).toMatch(/· 60 %$/);
+    act(() => told!({ type: 'progress', progress: { pass: 2, fraction: 0.71, done: 300, accesses: 4000 } }));
+    expect(within(bar).getByRole('status').textContent).toMatch(/· 70 %$/);
+    expect(within(bar).getAllByRole('status')).toHaveLength(1);
     expect(screen.queryByTestId('trace-left')).toBeNull();      // too early to say (under 2 s)
     fireEvent.click(screen.getByTestId('trace-cancel'));
     expect(cancelled).toHaveBeenCalled();
