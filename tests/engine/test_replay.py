@@ -126,9 +126,9 @@ def scenario(mode, maps, ram, preset, host_4k, accesses, on_demand=False, agile_
     return s
 
 
-def expected(accesses, mode, preset="x86-server", guest_2m=False, huge_min=1, host_4k=False, warm=False,
-             on_demand=False, agile_sw=0):
-    pages, maps, ram = layout(accesses, guest_2m, huge_min)
+def steps(accesses, pages, warm):
+    """vmsim run's steps for a trace: the warm-up (each page once for each kind its accesses
+    use, a modify counting as a read and a write; none when cold), then the accesses."""
     seen = {}
     for k, a in accesses:
         seen.setdefault(a >> 12, set()).add(OPS[k] if k != 3 else "write")
@@ -137,6 +137,13 @@ def expected(accesses, mode, preset="x86-server", guest_2m=False, huge_min=1, ho
     warmup = [{"gva": hex(p << 12), "op": op, "user": True}
               for p in pages for op in ("fetch", "read", "write") if op in seen[p]] if warm else []
     run = [{"gva": hex(a), "op": OPS[k], "user": True} for k, a in accesses]
+    return warmup, run
+
+
+def expected(accesses, mode, preset="x86-server", guest_2m=False, huge_min=1, host_4k=False, warm=False,
+             on_demand=False, agile_sw=0):
+    pages, maps, ram = layout(accesses, guest_2m, huge_min)
+    warmup, run = steps(accesses, pages, warm)
     assert len(warmup) + len(run) <= 4096
     s = scenario(mode, maps, ram, preset, host_4k, warmup + run, on_demand, agile_sw)
     p = subprocess.run([VMSIM, "run", "-"], input=json.dumps(s), capture_output=True, text=True, timeout=120)
@@ -339,14 +346,7 @@ def by_where(accesses, preset, warm=False):
     """vmsim run's steps through the caches: each reference's entry hpa in order, then the
     access's own hpa; the warm-up's references warm the caches and are not counted."""
     pages, maps, ram = layout(accesses, False, 1)
-    seen = {}
-    for k, a in accesses:
-        seen.setdefault(a >> 12, set()).add(OPS[k] if k != 3 else "write")
-        if k == 3:
-            seen[a >> 12].add("read")
-    warmup = [{"gva": hex(p << 12), "op": op, "user": True}
-              for p in pages for op in ("fetch", "read", "write") if op in seen[p]] if warm else []
-    run = [{"gva": hex(a), "op": OPS[k], "user": True} for k, a in accesses]
+    warmup, run = steps(accesses, pages, warm)
     out = {}
     for mode in MODES:
         s = scenario(mode, maps, ram, preset, False, warmup + run)
