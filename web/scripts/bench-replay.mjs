@@ -205,11 +205,12 @@ try {
   await server.close();
 }
 const m = (f) => median(runs.map(f));
+const procRead = existsSync('/proc/self/task');
 const last = runs.at(-1);
 console.log(`page (Chromium, workers, five modes, cold): ${m((r) => r.par.seconds).toFixed(1)} s from picking the file to the figures (median), ${last.par.progress} progress updates shown`);
 console.log(`page's CPU time (its renderer, workers included): ${m((r) => r.par.cpu).toFixed(1)} s with its workers, ${m((r) => r.ser.cpu).toFixed(1)} s with one, ${m((r) => r.own.cpu).toFixed(1)} s with workers each reading the file`);
-console.log(`page's workers, each one's CPU in the last round (the lead first; a worker busy the whole replay would show its ${last.par.seconds.toFixed(1)} s): ${last.par.workerCpu.map((c) => `${c.toFixed(1)} s`).join(', ') || 'not read (no /proc)'}`);
-console.log(`page's workers, % of each second busy in the last round (the lead first): ${last.par.perSecond.map((w) => w.join('/')).join(' ') || 'not read (no /proc)'}`);
+console.log(`page's workers, each one's CPU in the last round (the lead first; a worker busy the whole replay would show its ${last.par.seconds.toFixed(1)} s): ${last.par.workerCpu.map((c) => `${c.toFixed(1)} s`).join(', ') || (procRead ? 'none busy 0.5 s or more (a short replay)' : 'not read (no /proc)')}`);
+console.log(`page's workers, % of each second busy in the last round (the lead first): ${last.par.perSecond.map((w) => w.join('/')).join(' ') || (procRead ? 'none (the replay took under a second)' : 'not read (no /proc)')}`);
 console.log(`page, one worker: ${m((r) => r.ser.seconds).toFixed(1)} s; workers each reading the file (not cross-origin isolated): ${m((r) => r.own.seconds).toFixed(1)} s, renderer peak ${m((r) => r.own.peakMiB).toFixed(0)} MiB`);
 console.log(`page's renderer process: peak ${m((r) => r.par.peakMiB).toFixed(0)} MiB resident with its workers, ${m((r) => r.par.growthMiB).toFixed(0)} MiB more than the page before the replay (one worker: ${m((r) => r.ser.peakMiB).toFixed(0)} MiB, ${m((r) => r.ser.growthMiB).toFixed(0)} MiB more)`);
 console.log(`native (vmsim replay, five modes, cold): threads ${m((r) => r.npar.seconds).toFixed(1)} s, peak ${m((r) => r.npar.mib).toFixed(1)} MiB; --jobs 1 ${m((r) => r.nser.seconds).toFixed(1)} s, ${m((r) => r.nser.mib).toFixed(1)} MiB`);
