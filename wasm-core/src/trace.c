@@ -300,6 +300,19 @@ static size_t fail(trace_decoder *d, const char *fmt, ...)
 #define CODE_CONTROL 31u
 #define MAX_RECORD 21u      /* tag + two 10-byte varints */
 
+/* The counts per kind packed in one word by the scans' hot loops (16 bits a kind, at most
+ * 65,535 records between two calls) added to kinds; how many they were in all. */
+static inline uint64_t add_packed(uint64_t kinds[4], uint64_t packed)
+{
+    uint64_t all = 0;
+    for (int k = 0; k < 4; k++) {
+        uint64_t c = packed >> (16 * k) & 0xFFFF;
+        kinds[k] += c;
+        all += c;
+    }
+    return all;
+}
+
 /* A record of one byte: an access on its stream's page, the offset's step in the tag. */
 static inline bool one_byte(uint8_t tag)
 {
@@ -583,11 +596,7 @@ size_t trace_scan(trace_decoder *d, const uint8_t **pp, const uint8_t *end, trac
                         break;
                 }
             out:
-                for (int k = 0; k < 4; k++) {
-                    uint64_t c = packed >> (16 * k) & 0xFFFF;
-                    d->kinds[k] += c;
-                    done += c;
-                }
+                done += add_packed(d->kinds, packed);
                 packed = 0;
                 if (q <= stop && !full)
                     break;      /* a record the loop does not take */
@@ -743,13 +752,11 @@ void trace_scan_ahead(trace_ahead *a, const uint8_t *piece, size_t n)
             if (np == TRACE_AHEAD_PAGES)
                 goto done;      /* no room for another page */
         }
-        for (int k = 0; k < 4; k++)
-            kinds[k] += packed >> (16 * k) & 0xFFFF;
+        add_packed(kinds, packed);
         packed = 0;
     }
 done:
-    for (int k = 0; k < 4; k++)
-        kinds[k] += packed >> (16 * k) & 0xFFFF;
+    add_packed(kinds, packed);
     a->stop = (size_t)(q - piece);
     a->npages = np;
     for (int k = 0; k < 4; k++) {
