@@ -173,7 +173,7 @@ const workers = typeof navigator !== 'undefined' && navigator.hardwareConcurrenc
 console.log(`${rounds} rounds, each in turn: the page with its workers (${Math.min(5, workers)} here, one decoder shared), the page with one worker, the page's workers each reading the file, the CLI on threads, the CLI with --jobs 1; load average at the start ${loadavg()[0].toFixed(1)}`);
 const runs = [];
 let same = true;
-const scaling = process.env.REPLAY_SCALING === undefined ? cpus().length > 2 : process.env.REPLAY_SCALING === '1';
+const scaling = process.env.REPLAY_SCALING === undefined ? workers > 2 : process.env.REPLAY_SCALING === '1';
 try {
   for (let i = 0; i < rounds; i++) {
     const par = await pageReplay();
@@ -186,8 +186,8 @@ try {
     console.log(`round ${i + 1}: page ${par.seconds.toFixed(1)} s (one worker ${ser.seconds.toFixed(1)} s, workers each reading the file ${own.seconds.toFixed(1)} s), CPU ${par.cpu.toFixed(1)} s (${ser.cpu.toFixed(1)}, ${own.cpu.toFixed(1)}), native ${npar.seconds.toFixed(1)} s (--jobs 1 ${nser.seconds.toFixed(1)} s); renderer peak ${par.peakMiB.toFixed(0)} MiB (one worker ${ser.peakMiB.toFixed(0)} MiB)`);
   }
   if (scaling) {
-    const most = Math.min(6, cpus().length);
-    console.log(`how the replay grows with processors (one round, k = 1 to ${most}, in turn; this machine has ${cpus().length}):`);
+    const most = Math.min(6, workers);
+    console.log(`how the replay grows with processors (one round, k = 1 to ${most}, in turn; this machine has ${workers}):`);
     let one, nOne;
     for (let k = 1; k <= most; k++) {
       const pg = await pageReplay(k);
@@ -198,7 +198,7 @@ try {
       console.log(`  ${k} processor${k > 1 ? 's' : ' '}: page ${pg.seconds.toFixed(1)} s (${(pg.seconds / one.seconds).toFixed(2)} of one worker's; CPU ${pg.cpu.toFixed(1)} s, peak ${pg.peakMiB.toFixed(0)} MiB), native --jobs ${k} ${nt.seconds.toFixed(1)} s (${(nt.seconds / nOne.seconds).toFixed(2)} of --jobs 1's)`);
     }
   } else {
-    console.log(`how the replay grows with processors: the rounds above are 1 and ${Math.min(5, cpus().length)}, all this machine has (REPLAY_SCALING=1 runs the sweep anyway)`);
+    console.log(`how the replay grows with processors: the rounds above are 1 and ${Math.min(5, workers)}, all this machine has (REPLAY_SCALING=1 runs the sweep anyway)`);
   }
 } finally {
   await browser.close();

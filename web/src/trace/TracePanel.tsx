@@ -210,6 +210,8 @@ export function TracePanel({ where, runner = workerRunner, exampleUrl = (n) => `
   const fair = entries.filter((e) => e.status === 'done' && e.report && same(settingsOf(e.report), settings));
   const stale = entries.filter((e) => e.status === 'done' && e.report && !same(settingsOf(e.report), settings));
   const busy = entries.find((e) => e.status === 'running');
+  const busyText = busy ? t('running', { label: labelOf(t, busy), pass: busy.progress?.pass ?? 1 }) : '';
+  const busyFraction = busy?.progress?.fraction ?? 0;
 
   return (
     <section className="trace-panel" data-testid="trace-panel" aria-labelledby={`trace-heading-${where}`}>
@@ -261,12 +263,10 @@ export function TracePanel({ where, runner = workerRunner, exampleUrl = (n) => `
         <div className="trace-progress" data-testid="trace-progress" data-workers={busy.progress?.workers}
           data-shared={busy.progress?.shared}>
           {/* what a screen reader says: at each tenth of the bar, not at each of its ten updates a second */}
-          <span className="sr-only" role="status" data-testid="trace-said">
-            {t('running', { label: labelOf(t, busy), pass: busy.progress?.pass ?? 1 })} · {10 * Math.floor(10 * (busy.progress?.fraction ?? 0))} %
-          </span>
-          <span aria-hidden="true">{t('running', { label: labelOf(t, busy), pass: busy.progress?.pass ?? 1 })}</span>
-          <progress max={1} value={busy.progress?.fraction ?? 0} aria-label={t('progressLabel')} />
-          <span className="num">{Math.floor(100 * (busy.progress?.fraction ?? 0))} %</span>
+          <span className="sr-only" role="status" data-testid="trace-said">{busyText} · {10 * Math.floor(10 * busyFraction)} %</span>
+          <span aria-hidden="true">{busyText}</span>
+          <progress max={1} value={busyFraction} aria-label={t('progressLabel')} />
+          <span className="num">{Math.floor(100 * busyFraction)} %</span>
           {busy.left && <span className="muted small" data-testid="trace-left">{t(`left.${busy.left.unit}`, { n: busy.left.n.toLocaleString(lang) })}</span>}
           <button type="button" onClick={() => cancel(busy.id)} data-testid="trace-cancel">{t('cancel')}</button>
         </div>
