@@ -32,7 +32,6 @@ system-deps:
 	$(PYTHON) -c "import ensurepip, venv" >/dev/null 2>&1 || missing="$$missing python3-venv"; \
 	command -v valgrind >/dev/null || missing="$$missing valgrind"; \
 	command -v igzip >/dev/null || missing="$$missing isal"; \
-	command -v strace >/dev/null || missing="$$missing strace"; \
 	[ -e /usr/include/zlib.h ] || missing="$$missing zlib1g-dev"; \
 	[ -e /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ] || missing="$$missing fonts-wqy-microhei"; \
 	command -v cc >/dev/null || missing="$$missing gcc make"; \

@@ -575,6 +575,9 @@ def test_bad_options(short):
     for args, needle in [(["--modes", "ept,bogus"], "bogus is not a mode"),
                          (["--preset", "arm"], "--preset must be one of"),
                          (["--huge-min", "0"], "--huge-min needs a number from 1 to 512"),
+                         (["--jobs", "0"], "--jobs needs a number of threads from 1 to 64"),
+                         (["--chunk-batches", "65"], "--chunk-batches needs a number from 1 to 64"),
+                         (["--chunk-batches", "2x"], "--chunk-batches needs a number from 1 to 64"),
                          (["--frobnicate", "1"], "unknown option --frobnicate")]:
         p = subprocess.run([VMSIM, "replay", str(path), *args], capture_output=True, text=True)
         assert p.returncode == 2 and needle in p.stderr, p.stderr

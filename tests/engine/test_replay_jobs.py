@@ -2,16 +2,15 @@
 them one after another (`--jobs 1`), in every format and with every setting: on the
 example traces (recorded from programs of ours by make build), on a trace that evicts
 TLB entries again and again (more pages in turn than the TLB holds; checked here from the
-report: more TLB misses than pages), long enough to go round the ring of batches several
-times, and on a trace with one access. A refused body stops the threads with the serial
+report: more TLB misses than pages), long enough to be cut into tens of chunks that the
+threads share (pass 2 in chunks, docs/replay.md), and on a trace with one access (one chunk:
+the one-thread pass 2). A refused body stops the threads with the serial
 replay's message. The serial replay itself is checked against `vmsim run` access by
 access in test_replay.py, so the threaded one is too."""
 import json
 import os
 import pathlib
 import random
-import re
-import shutil
 import subprocess
 import sys
 
@@ -43,8 +42,8 @@ def run(path, *args):
 
 def evicting(n=400_000, pages=3000, seed=7):
     """Loads and fetches over `pages` pages in a random walk: far more than the TLB holds,
-    so entries are evicted and walked again all the time; 400,000 accesses are more than
-    the ring of batches holds (8 x 32,768)."""
+    so entries are evicted and walked again all the time; 400,000 accesses, 1.4 MB of
+    body: about 20 chunks of 64 KiB, 13 batches of 32,768 accesses in all."""
     rnd = random.Random(seed)
     base = 0x7F00_0000_0000
     out = []
@@ -66,7 +65,15 @@ def traces(tmp_path_factory):
     write_trace(ev, evicting())
     one = d / "one.vmtrace"
     write_trace(one, [(KIND["load"], 0x400123)])
-    return {"examples": found, "evicting": ev, "one": one}
+    dense = d / "dense.vmtrace"
+    write_trace(dense, dense_loads())
+    return {"examples": found, "evicting": ev, "one": one, "dense": dense}
+
+
+def dense_loads(n=600_000):
+    """Loads 8 bytes apart round one page and its neighbour: a byte of body each, so a chunk
+    of 64 KiB holds two batches of 32,768 accesses or a little more."""
+    return [(KIND["load"], 0x7F00_0000_1000 + (i * 8) % 8192) for i in range(n)]
 
 
 def test_the_evicting_trace_evicts(traces):
@@ -79,7 +86,7 @@ def test_the_evicting_trace_evicts(traces):
 
 @pytest.mark.parametrize("args", SETTINGS, ids=lambda a: " ".join(a))
 def test_threads_print_the_serial_bytes(traces, args):
-    paths = traces["examples"] + [traces["evicting"], traces["one"]]
+    paths = traces["examples"] + [traces["evicting"], traces["one"], traces["dense"]]
     assert traces["evicting"] in paths
     if args not in (SETTINGS[0], SETTINGS[6]):
         # the 256 MiB example (seconds a replay) in two settings only: the threads' path
@@ -94,53 +101,26 @@ def test_threads_print_the_serial_bytes(traces, args):
             assert threaded.stdout == serial.stdout, f"{path.name} {args} --jobs {jobs}"
 
 
+@pytest.mark.parametrize("batches", ["1", "3"])
+def test_chunks_in_rounds_print_the_serial_bytes(traces, batches):
+    # --chunk-batches: a thread decodes that many batches of a chunk before it runs them,
+    # and the rest of the chunk in further rounds (with the default, 2, only a chunk a
+    # little over 65,536 accesses takes two); the dense trace's chunks hold 2 batches or
+    # a little more, the evicting trace's one
+    for path in [traces["dense"], traces["evicting"]] + traces["examples"][:1]:
+        serial = run(path, "--format", "json", "--jobs", "1")
+        assert serial.returncode == 0, serial.stderr
+        for jobs in ("2", "3"):
+            p = run(path, "--format", "json", "--jobs", jobs, "--chunk-batches", batches)
+            assert p.returncode == 0 and p.stdout == serial.stdout, f"{path.name} --jobs {jobs} --chunk-batches {batches}"
+    rep = json.loads(run(traces["dense"], "--format", "json", "--jobs", "1").stdout)
+    assert rep["trace"]["accesses"] == 600_000 and rep["trace"]["pages"] == 2
+
+
 def test_default_jobs_is_threaded_and_the_same(traces):
     serial = run(traces["evicting"], "--jobs", "1")
     default = run(traces["evicting"])
     assert default.returncode == 0 and default.stdout == serial.stdout
-
-
-def traced_priorities(path, logs, *args):
-    """Runs vmsim replay under strace (a log per thread in the folder `logs`, named after
-    the thread's id); the process's pid and [(caller, target, niceness)] of each
-    setpriority call. Skipped where strace is missing or may not trace."""
-    strace = shutil.which("strace")
-    if not strace:
-        pytest.skip("strace is not installed (make setup installs it)")
-    logs.mkdir()
-    p = subprocess.run([strace, "-ff", "-qq", "-o", str(logs / "t"), "-e", "trace=execve,setpriority", VMSIM,
-                        "replay", str(path), "--quiet", *args], capture_output=True, text=True, timeout=600)
-    if p.returncode != 0 and any(w in p.stderr.lower() for w in ("ptrace", "operation not permitted")):
-        pytest.skip(f"strace cannot trace here: {p.stderr.strip()[:200]}")
-    assert p.returncode == 0, p.stderr
-    main, calls = None, []
-    for f in logs.iterdir():
-        tid, text = int(f.suffix[1:]), f.read_text()
-        if re.search(r"^execve\(.*\) = 0$", text, re.M):
-            main = tid
-        found = re.findall(r"^setpriority\(PRIO_PROCESS, (\d+), (-?\d+)\) += 0$", text, re.M)
-        assert text.count("setpriority(") == len(found), text        # none refused, none missed
-        calls += [(tid, int(t), int(n)) for t, n in found]
-    assert main is not None
-    return main, calls
-
-
-@pytest.mark.parametrize("jobs", [1, 2, 3])
-def test_mode_threads_run_below_the_decoding_thread(traces, jobs, tmp_path):
-    # Each mode thread lowers its own priority 5 below the process's (cli/replay.c,
-    # WORKER_NICE), so that on a machine with fewer cores than threads the decoding thread,
-    # which every mode waits for, keeps its core: the decoding thread and the others stay
-    # as they were. With --jobs 1 there is no mode thread.
-    main, calls = traced_priorities(traces["evicting"], tmp_path / "strace", "--jobs", str(jobs))
-    base = os.getpriority(os.PRIO_PROCESS, 0)       # the child's, inherited
-    if jobs == 1:
-        assert calls == []
-        return
-    assert len(calls) == jobs, calls
-    assert len({caller for caller, _, _ in calls}) == jobs
-    for caller, target, nice in calls:
-        assert target == caller and caller != main, calls
-        assert nice == base + 5, calls
 
 
 def test_examples_are_there():

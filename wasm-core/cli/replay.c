@@ -2,7 +2,6 @@
  * mode (docs/replay.md). The body is inflated with zlib in pieces and fed to the engine
  * twice; nothing is held but the pieces. Exit status: 0 ok, 1 I/O error, 2 a refused
  * trace or option (one line on stderr). */
-#define _GNU_SOURCE     /* syscall(SYS_gettid): a worker thread's own priority */
 #include "vmsim_replay.h"
 #include "replay_cli.h"
 #include "../src/json.h"
@@ -14,10 +13,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#ifdef __linux__
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#endif
 #include <zlib.h>
 
 #define IN_CHUNK (256u << 10)
@@ -30,14 +25,15 @@ static void replay_usage(FILE *f)
                "                   [--tables built|on-demand] [--machine HW-LAB-RESULT.json]\n"
                "                   [--format table|json|csv] [--cycles-per-access C] [--cycles-per-ref C]\n"
                "                   [--cycles-per-exit C] [--refill-trap C] [--agile-switch-level 0-4] [--jobs N] [--quiet]\n"
-               "                   [--l1 shared|per-mode] [--l1-leave-at N]\n"
+               "                   [--l1 shared|per-mode] [--l1-leave-at N] [--chunk-batches N]\n"
                "  replays a trace recorded with hw-lab/run trace through every mode and prints a row per mode\n"
                "  (references per access, TLB misses, walks, exits by kind, modelled cycles); see\n"
-               "  wasm-core/docs/replay.md. --jobs N: the modes on N threads (default: the processors;\n"
-               "  1: one mode after another), the same figures; --l1 per-mode: each mode keeps its own L1\n"
+               "  wasm-core/docs/replay.md. --jobs N: the replay on N threads (default: the processors;\n"
+               "  1: all on one), the same figures; --l1 per-mode: each mode keeps its own L1\n"
                "  data and instruction caches instead of sharing them where the modes agree (the same figures,\n"
                "  slower); --l1-leave-at N: each mode leaves the shared L1s before its Nth access (a check:\n"
-               "  the same figures)\n");
+               "  the same figures); --chunk-batches N: with --jobs, the batches of 32,768 accesses a thread\n"
+               "  decodes before it runs them (default 2; a check: the same figures)\n");
 }
 
 typedef int (*feed_fn)(void *ctx, vmsim_replay *, const uint8_t *, size_t);
@@ -328,158 +324,321 @@ static int pass(FILE *f, const char *name, vmsim_replay *r, feed_fn feed, void *
 }
 
 
-/* ---- --jobs: pass 2 on threads ----
- * This thread inflates and decodes the body once, into a ring of batches; the workers take
- * (mode, batch) pairs: each mode goes through the batches in order, and a free worker
- * takes the mode furthest behind that no other worker holds, so that the modes share the
- * processors whatever each one costs. A batch is reused once every mode is past it. */
-#define RING 8
-#define WORKER_NICE 5       /* the workers' niceness over the decoding thread's */
+/* ---- --jobs: pass 2 in chunks ----
+ * Pass 1 noted where its decoder stood near each piece's start (vmsim_replay_chunked), so
+ * pass 2 cuts the body there into chunks that any thread can decode. Chunk k goes to
+ * thread k mod T, which does all of its work where its bytes are in its cache: decodes it
+ * into batches and finds their runs; then, in the chunks' order, runs the shared L1s
+ * through them (each chunk starts where the chunk before left them); groups their runs by
+ * page; and runs each mode over them once the chunk before has been through that mode.
+ * So the threads share all of the work but the shared L1s' order, and one chunk's modes
+ * run beside the next one's decoding (docs/replay.md, "Pass 2 in chunks"). The body is
+ * inflated in order, chunk by chunk, into a ring of slots, by whichever thread would
+ * otherwise wait: no thread of its own, which would take a processor from the others. */
+#define CHUNK_SLOTS(threads) ((threads) + 2)
+#define MAX_CHUNK_THREADS 64
+#define MAX_CHUNK_BATCHES 64
+#define CHUNK_BATCHES 2         /* a thread's batches (3 MiB): a chunk of more accesses goes in rounds
+                                 * (--chunk-batches: 1 to 64, a check: the same figures) */
 
-typedef struct pool {
+typedef struct chunk_pool {
     vmsim_replay *r;
-    pthread_mutex_t mu;
-    pthread_cond_t wake;            /* a batch published, a mode released, the end */
-    vmsim_replay_batch *slot[RING];
-    uint64_t published;             /* batches ready: 0 .. published-1 */
-    uint64_t next[6];               /* per mode, the next batch it runs */
-    bool busy[6];
+    inflater z;                     /* z.rc, z.msg: a refusal, of chunk failed_at */
+    size_t nchunks;
+    int threads;
+    size_t batches;                 /* each thread's */
     unsigned modes;
-    bool ended;                     /* no batch will be published after `published` */
-    bool stop;                      /* the body was refused: the workers stop where they are */
-    vmsim_replay_batch *filling;    /* the batch this thread decodes into (slot published % RING) */
-} pool;
+    bool progress;
+    pthread_mutex_t mu;
+    pthread_cond_t *wake;           /* each thread's: its chunk inflated, its turn, the end */
+    int nslots;
+    unsigned char **slot;
+    size_t *slot_chunk;             /* the chunk in each slot, SIZE_MAX: free */
+    size_t inflated;                /* chunks inflated (the next one to inflate) */
+    bool inflating;                 /* a thread is inflating it */
+    size_t failed_at;               /* the chunk the body could not give (SIZE_MAX: none) */
+    size_t sl1_done;                /* chunks through the shared L1s (and checked) */
+    size_t mode_done[6];            /* per mode, the chunks it has run */
+    bool stop;
+    int rc;                         /* 1 (I/O) / 2 (refused): the first in the chunks' order */
+    double total, shown;
+} chunk_pool;
 
-static uint64_t slowest(const pool *p)
+typedef struct chunk_worker {
+    chunk_pool *p;
+    int id;
+    pthread_t tid;
+    vmsim_replay_cursor *c;
+    vmsim_replay_batch **b;         /* the batches of its chunk */
+    size_t nb, cap;
+} chunk_worker;
+
+/* Everyone stops (mutex held); rc: the first status stays. */
+static void cp_stop(chunk_pool *p, int rc)
 {
-    uint64_t m = UINT64_MAX;
-    for (int k = 0; k < 6; k++)
-        if (p->modes >> k & 1 && p->next[k] < m)
-            m = p->next[k];
-    return m;
+    if (!p->stop)
+        p->rc = rc;
+    p->stop = true;
+    for (int i = 0; i < p->threads; i++)
+        pthread_cond_broadcast(&p->wake[i]);
 }
 
-static void *worker(void *arg)
+/* The thread of chunk k told that something it may wait for moved (mutex held). */
+static void cp_tell(chunk_pool *p, size_t k)
 {
-    pool *p = arg;
-#ifdef __linux__
-    /* Below the decoding thread, which every mode waits for: on a machine with fewer cores
-     * than threads it then keeps its core, and the modes take what is left (on 2 cores,
-     * the billion-access replay 0.89x the wall time, docs/replay.md). Best effort: a
-     * refusal leaves the thread as it was. */
-    errno = 0;
-    int nice = getpriority(PRIO_PROCESS, 0);
-    if (!errno)
-        setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice + WORKER_NICE);
-#endif
-    pthread_mutex_lock(&p->mu);
-    while (!p->stop) {
-        int pick = -1;
-        for (int k = 0; k < 6; k++)
-            if (p->modes >> k & 1 && !p->busy[k] && p->next[k] < p->published && (pick < 0 || p->next[k] < p->next[pick]))
-                pick = k;
-        if (pick < 0) {
-            bool all_done = p->ended;
-            for (int k = 0; k < 6 && all_done; k++)
-                all_done = !(p->modes >> k & 1) || p->next[k] == p->published;
-            if (all_done)
-                break;
-            pthread_cond_wait(&p->wake, &p->mu);
-            continue;
-        }
-        p->busy[pick] = true;
-        vmsim_replay_batch *b = p->slot[p->next[pick] % RING];
-        pthread_mutex_unlock(&p->mu);
-        vmsim_replay_run(p->r, pick, b);
-        pthread_mutex_lock(&p->mu);
-        p->next[pick]++;
-        p->busy[pick] = false;
-        pthread_cond_broadcast(&p->wake);
+    if (k < p->nchunks)
+        pthread_cond_signal(&p->wake[k % (size_t)p->threads]);
+}
+
+static const char changed_msg[] = "vmsim replay: %s: the trace's body differed between the two passes (was the file "
+                                  "changed while it was replayed?)%s\n";
+
+/* Inflates the next chunk into its slot if nobody is and the slot is free (mutex held,
+ * released meanwhile); after the last chunk, checks that the stream ends there. false:
+ * nothing to do. */
+static bool cp_inflate(chunk_pool *p)
+{
+    size_t k = p->inflated;
+    int s = (int)(k % (size_t)p->nslots);
+    if (p->stop || p->inflating || k > p->nchunks || p->failed_at != SIZE_MAX ||
+        (k < p->nchunks && p->slot_chunk[s] != SIZE_MAX))
+        return false;
+    p->inflating = true;
+    pthread_mutex_unlock(&p->mu);
+    inflater *z = &p->z;
+    size_t want = k < p->nchunks ? (size_t)vmsim_replay_chunk_bytes(p->r, k) : 1, got = 0;
+    unsigned char extra;
+    while (got < want) {
+        size_t n = inflate_piece(z, k < p->nchunks ? p->slot[s] + got : &extra, want - got);
+        if (!n)
+            break;
+        got += n;
     }
+    bool bad = k < p->nchunks ? got < want : got > 0;
+    if (bad && !z->rc)
+        inflater_fail(z, 2, changed_msg, "");
+    pthread_mutex_lock(&p->mu);
+    p->inflating = false;
+    p->inflated = k + 1;
+    if (bad || z->rc) {
+        p->failed_at = k;
+        for (int i = 0; i < p->threads; i++)
+            pthread_cond_broadcast(&p->wake[i]);
+    } else if (k < p->nchunks) {
+        p->slot_chunk[s] = k;
+        cp_tell(p, k);
+    }
+    return true;
+}
+
+/* Waits (mutex held) for something to move, inflating meanwhile where it can. */
+static void cp_wait(chunk_pool *p, chunk_worker *w)
+{
+    if (!cp_inflate(p))
+        pthread_cond_wait(&p->wake[w->id], &p->mu);
+}
+
+/* Waits (mutex held) until the chunk before k is through the shared L1s; false: stopped. */
+static bool cp_turn(chunk_pool *p, chunk_worker *w, size_t k)
+{
+    while (!p->stop && p->sl1_done != k)
+        cp_wait(p, w);
+    return !p->stop;
+}
+
+/* The next batches of chunk k, from *q on, decoded into w's batches (at most p->batches),
+ * their runs found; true when the chunk is done (the cursor stopped short of the end, or
+ * went past what pass 1 counted: cursor_end refuses either). */
+static bool chunk_decode(chunk_worker *w, const uint8_t **q, const uint8_t *end)
+{
+    vmsim_replay *r = w->p->r;
+    w->nb = 0;
+    vmsim_replay_batch_clear(w->b[0]);
+    for (;;) {
+        const uint8_t *before = *q;
+        size_t got = vmsim_replay_decode_chunk(r, w->c, q, end, w->b[w->nb]);
+        if (vmsim_replay_batch_size(w->b[w->nb]) == VMSIM_REPLAY_BATCH) {
+            vmsim_replay_batch_runs(w->b[w->nb]);
+            if (++w->nb == w->p->batches)
+                return *q == end && !vmsim_replay_cursor_carry(w->c);
+            vmsim_replay_batch_clear(w->b[w->nb]);
+        } else if (*q == before && !got) {
+            break;
+        }
+    }
+    if (vmsim_replay_batch_size(w->b[w->nb]))
+        vmsim_replay_batch_runs(w->b[w->nb++]);
+    return true;
+}
+
+static void *chunk_thread(void *arg)
+{
+    chunk_worker *w = arg;
+    chunk_pool *p = w->p;
+    vmsim_replay *r = p->r;
+    pthread_mutex_lock(&p->mu);
+    for (size_t k = (size_t)w->id; k < p->nchunks && !p->stop; k += (size_t)p->threads) {
+        int s = (int)(k % (size_t)p->nslots);
+        while (!p->stop && p->slot_chunk[s] != k && p->failed_at > k)
+            cp_wait(p, w);
+        if (p->stop)
+            break;
+        if (p->slot_chunk[s] != k) {
+            /* what the body could not give: said after every chunk before */
+            if (cp_turn(p, w, k)) {
+                fputs(p->z.msg, stderr);
+                cp_stop(p, p->z.rc);
+            }
+            break;
+        }
+        pthread_mutex_unlock(&p->mu);
+        const uint8_t *q = p->slot[s], *end = q + (size_t)vmsim_replay_chunk_bytes(r, k);
+        vmsim_replay_cursor_at(r, w->c, k);
+        /* a chunk in rounds of at most p->batches batches (mostly one: 64 KiB of body hold
+         * 65,536 accesses at most but where a chunk ends a little after it, or where a trace
+         * so long that pass 1 noted its chunks further apart); the turns taken in its first
+         * round and given on in its last */
+        for (bool first = true, last = false; !last; first = false) {
+            last = chunk_decode(w, &q, end);
+            pthread_mutex_lock(&p->mu);
+            if (last)
+                p->slot_chunk[s] = SIZE_MAX;
+            /* in the chunks' order: what decoding found, and the shared L1s */
+            if (first && !cp_turn(p, w, k))
+                goto out;
+            pthread_mutex_unlock(&p->mu);
+            bool bad = last && vmsim_replay_cursor_end(r, w->c) != 0;
+            if (bad)
+                fprintf(stderr, "vmsim replay: %s: %s\n", p->z.name, vmsim_replay_error(r));
+            for (size_t i = 0; !bad && i < w->nb; i++)
+                vmsim_replay_batch_sl1(r, w->b[i]);
+            double done = vmsim_replay_done(r);
+            if (last && !bad && p->progress && p->total > 0 && done - p->shown >= p->total / 10) {
+                p->shown = done;
+                fprintf(stderr, "vmsim replay: pass 2: %.0f%%\n", 100.0 * done / p->total);
+            }
+            pthread_mutex_lock(&p->mu);
+            if (bad) {
+                cp_stop(p, 2);
+                goto out;
+            }
+            if (last) {
+                p->sl1_done = k + 1;
+                cp_tell(p, k + 1);
+            }
+            pthread_mutex_unlock(&p->mu);
+            for (size_t i = 0; i < w->nb; i++)
+                vmsim_replay_batch_group(w->b[i]);
+            pthread_mutex_lock(&p->mu);
+            /* each mode, once it has run the chunk before */
+            for (int m = 0; m < 6; m++) {
+                if (!(p->modes >> m & 1))
+                    continue;
+                while (first && !p->stop && p->mode_done[m] != k)
+                    cp_wait(p, w);
+                if (p->stop)
+                    goto out;
+                pthread_mutex_unlock(&p->mu);
+                for (size_t i = 0; i < w->nb; i++)
+                    vmsim_replay_run(r, m, w->b[i]);
+                pthread_mutex_lock(&p->mu);
+                if (last) {
+                    p->mode_done[m] = k + 1;
+                    cp_tell(p, k + 1);
+                }
+            }
+            pthread_mutex_unlock(&p->mu);
+        }
+        pthread_mutex_lock(&p->mu);
+    }
+out:
+    /* the last thread through checks the stream's end */
+    while (!p->stop && p->inflated <= p->nchunks && cp_inflate(p))
+        ;
     pthread_mutex_unlock(&p->mu);
     return NULL;
 }
 
-/* Grouping a batch's runs by page (vmsim_replay_batch_group) costs this thread about a
- * sixth of its time and saves the modes more than that: it is done while the slowest mode
- * is this many batches behind or more, when the modes, not this thread, hold the replay
- * (docs/replay.md, "Runs by page on threads"). */
-#define GROUP_AHEAD 2
-
-/* The batch being filled is handed to the workers; waits for the next slot to be free. */
-static void publish(pool *p)
+/* Pass 2 on `jobs` threads, in the chunks pass 1 noted. */
+static int chunked_pass(FILE *f, const char *name, vmsim_replay *r, int jobs, int batches, bool progress)
 {
-    vmsim_replay_batch_seal(p->r, p->filling);
-    pthread_mutex_lock(&p->mu);
-    uint64_t ahead = p->published - slowest(p);
-    pthread_mutex_unlock(&p->mu);
-    if (ahead >= GROUP_AHEAD)
-        vmsim_replay_batch_group(p->filling);
-    pthread_mutex_lock(&p->mu);
-    p->published++;
-    pthread_cond_broadcast(&p->wake);
-    while (p->published - slowest(p) >= RING)
-        pthread_cond_wait(&p->wake, &p->mu);
-    p->filling = p->slot[p->published % RING];
-    pthread_mutex_unlock(&p->mu);
-    vmsim_replay_batch_clear(p->filling);
-}
-
-static int decode_piece(void *ctx, vmsim_replay *r, const uint8_t *q, size_t n)
-{
-    pool *p = ctx;
-    const uint8_t *end = q + n;
-    for (;;) {
-        const uint8_t *before = q;
-        size_t got = vmsim_replay_decode(r, &q, end, p->filling);
-        if (vmsim_replay_status(r))
-            return vmsim_replay_status(r);
-        if (vmsim_replay_batch_size(p->filling) == VMSIM_REPLAY_BATCH)
-            publish(p);
-        else if (q == before && !got)
-            return 0;
+    chunk_pool p = {.r = r, .nchunks = vmsim_replay_chunks(r), .modes = vmsim_replay_modes_here(r), .batches = (size_t)batches,
+                    .progress = progress, .failed_at = SIZE_MAX, .total = vmsim_replay_accesses(r)};
+    p.z = (inflater){.f = f, .name = name};
+    if (fseek(f, (long)vmsim_replay_body_offset(r), SEEK_SET) != 0) {
+        fprintf(stderr, "vmsim replay: cannot seek in %s: %s\n", name, strerror(errno));
+        return 1;
     }
-}
-
-/* Pass 2 with `jobs` workers (at most one per mode). */
-static int threaded_pass(FILE *f, const char *name, vmsim_replay *r, int jobs, bool progress)
-{
-    pool p = {.r = r, .modes = vmsim_replay_modes_here(r)};
-    int nmodes = __builtin_popcount(p.modes);
-    if (jobs > nmodes)
-        jobs = nmodes;
-    pthread_t tid[6];
-    int started = 0, rc = 1;
+    if (jobs > MAX_CHUNK_THREADS)
+        jobs = MAX_CHUNK_THREADS;
+    p.threads = (size_t)jobs > p.nchunks ? (int)p.nchunks : jobs;
+    p.nslots = CHUNK_SLOTS(p.threads);
+    size_t biggest = 1;
+    for (size_t k = 0; k < p.nchunks; k++)
+        if ((size_t)vmsim_replay_chunk_bytes(r, k) > biggest)
+            biggest = (size_t)vmsim_replay_chunk_bytes(r, k);
+    chunk_worker w[MAX_CHUNK_THREADS] = {0};
+    pthread_cond_t wake[MAX_CHUNK_THREADS];
+    int started = 0, made = 0, rc = 1;
+    p.wake = wake;
+    p.z.in = malloc(IN_CHUNK);
+    p.slot = calloc((size_t)p.nslots, sizeof *p.slot);
+    p.slot_chunk = malloc((size_t)p.nslots * sizeof *p.slot_chunk);
+    bool ok = p.z.in && p.slot && p.slot_chunk && inflateInit2(&p.z.zs, 16 + MAX_WBITS) == Z_OK;
+    for (; ok && made < p.nslots; made++) {
+        p.slot_chunk[made] = SIZE_MAX;
+        ok = (p.slot[made] = malloc(biggest)) != NULL;
+    }
+    for (int i = 0; ok && i < p.threads; i++) {
+        ok = (w[i].c = vmsim_replay_cursor_new()) != NULL && (w[i].b = calloc(p.batches, sizeof *w[i].b)) != NULL;
+        for (; ok && w[i].cap < p.batches; w[i].cap++)
+            ok = (w[i].b[w[i].cap] = vmsim_replay_batch_new()) != NULL;
+    }
+    if (!ok) {
+        fprintf(stderr, "vmsim replay: out of memory\n");
+        goto out;
+    }
+    inflateValidate(&p.z.zs, 0);        /* pass 1 checked the CRC-32 */
     pthread_mutex_init(&p.mu, NULL);
-    pthread_cond_init(&p.wake, NULL);
-    for (int i = 0; i < RING; i++)
-        if (!(p.slot[i] = vmsim_replay_batch_new())) {
-            fprintf(stderr, "vmsim replay: out of memory\n");
-            goto out;
-        }
-    p.filling = p.slot[0];
-    for (; started < jobs; started++)
-        if (pthread_create(&tid[started], NULL, worker, &p)) {
-            fprintf(stderr, "vmsim replay: cannot start a thread: %s\n", strerror(errno));
-            break;
-        }
-    rc = started ? pass(f, name, r, decode_piece, &p, 2, progress, true, 0, false) : 1;
-    pthread_mutex_lock(&p.mu);
-    if (!rc && vmsim_replay_batch_size(p.filling)) {
-        vmsim_replay_batch_seal(r, p.filling);
-        p.published++;
+    for (int i = 0; i < p.threads; i++) {
+        pthread_cond_init(&wake[i], NULL);
+        w[i].p = &p;
+        w[i].id = i;
     }
-    p.stop = rc != 0;
-    p.ended = true;
-    pthread_cond_broadcast(&p.wake);
-    pthread_mutex_unlock(&p.mu);
-out:
-    for (int i = 0; i < started; i++)
-        pthread_join(tid[i], NULL);
-    for (int i = 0; i < RING; i++)
-        vmsim_replay_batch_free(p.slot[i]);
+    for (started = 1; started < p.threads; started++)
+        if (pthread_create(&w[started].tid, NULL, chunk_thread, &w[started]))
+            break;
+    if (started < p.threads) {
+        pthread_mutex_lock(&p.mu);
+        cp_stop(&p, 1);
+        pthread_mutex_unlock(&p.mu);
+        fprintf(stderr, "vmsim replay: cannot start a thread: %s\n", strerror(errno));
+    }
+    chunk_thread(&w[0]);
+    for (int i = 1; i < started; i++)
+        pthread_join(w[i].tid, NULL);
+    if (!p.stop && p.failed_at == p.nchunks) {      /* the stream went on after the last chunk */
+        fputs(p.z.msg, stderr);
+        p.rc = p.z.rc;
+    }
+    rc = p.rc;
     pthread_mutex_destroy(&p.mu);
-    pthread_cond_destroy(&p.wake);
+    for (int i = 0; i < p.threads; i++)
+        pthread_cond_destroy(&wake[i]);
+out:
+    if (p.z.zs.state)
+        inflateEnd(&p.z.zs);
+    free(p.z.in);
+    for (int i = 0; i < made; i++)
+        free(p.slot[i]);
+    free(p.slot);
+    free(p.slot_chunk);
+    for (int i = 0; i < MAX_CHUNK_THREADS; i++) {
+        vmsim_replay_cursor_free(w[i].c);
+        for (size_t j = 0; j < w[i].cap; j++)
+            vmsim_replay_batch_free(w[i].b[j]);
+        free(w[i].b);
+    }
     return rc;
 }
 
@@ -551,7 +710,7 @@ int replay_main(int argc, char **argv)
     const char *file = NULL;
     bool progress = true, format_set = false;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    int jobs = cpus > 0 ? (int)(cpus < 64 ? cpus : 64) : 1;
+    int jobs = cpus > 0 ? (int)(cpus < 64 ? cpus : 64) : 1, chunk_batches = CHUNK_BATCHES;
     strbuf o;
     sb_init(&o);
     sb_putc(&o, '{');
@@ -585,6 +744,15 @@ int replay_main(int argc, char **argv)
                 fprintf(stderr, "vmsim replay: --jobs needs a number of threads from 1 to 64 (got %s)\n", v ? v : "nothing");
             else
                 jobs = (int)j;
+        } else if (!strcmp(f, "--chunk-batches")) {
+            char *end;
+            long j = v ? strtol(v, &end, 10) : 0;
+            ok = v && !*end && end != v && j >= 1 && j <= MAX_CHUNK_BATCHES;
+            if (!ok)
+                fprintf(stderr, "vmsim replay: --chunk-batches needs a number from 1 to %d (got %s)\n", MAX_CHUNK_BATCHES,
+                        v ? v : "nothing");
+            else
+                chunk_batches = (int)j;
         } else if (!strcmp(f, "--modes")) {
             ok = v != NULL;
             sb_puts(&o, o.len > 1 ? ",\"modes\":[" : "\"modes\":[");
@@ -662,12 +830,16 @@ int replay_main(int argc, char **argv)
     if (vmsim_replay_status(r)) {
         fprintf(stderr, "vmsim replay: %s: %s\n", file, vmsim_replay_error(r));
         rc = 2;
+    } else if (jobs > 1 && vmsim_replay_chunked(r)) {
+        fprintf(stderr, "vmsim replay: %s: %s\n", file, vmsim_replay_error(r));
+        rc = 2;
     } else if (!(rc = pass(fp, file, r, NULL, NULL, 1, progress, jobs > 1, jobs - 1, true))) {
         if (vmsim_replay_scan_end(r)) {
             fprintf(stderr, "vmsim replay: %s: %s\n", file, vmsim_replay_error(r));
             rc = 2;
-        } else if (!(rc = jobs > 1 ? threaded_pass(fp, file, r, jobs, progress)
-                                   : pass(fp, file, r, feed_piece, NULL, 2, progress, false, 0, false))) {
+        } else if (!(rc = jobs > 1 && vmsim_replay_chunks(r) > 1
+                              ? chunked_pass(fp, file, r, jobs, chunk_batches, progress)
+                              : pass(fp, file, r, feed_piece, NULL, 2, progress, false, 0, false))) {
             char *text;
             if (vmsim_replay_finish(r, &text)) {
                 fprintf(stderr, "vmsim replay: %s: %s\n", file, vmsim_replay_error(r));

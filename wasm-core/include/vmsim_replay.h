@@ -8,6 +8,7 @@
 #define VMSIM_REPLAY_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #define VMSIM_REPLAY_OK 0
@@ -81,6 +82,31 @@ void vmsim_replay_run(vmsim_replay *r, int mode, const vmsim_replay_batch *b);
  * mode (docs/replay.md, "Runs by page"), which the modes then take a group at a time.
  * The figures are the same bytes with or without. */
 void vmsim_replay_batch_group(vmsim_replay_batch *b);
+/* The seal in two: the runs (any thread), then the shared L1s (the batches in order). */
+void vmsim_replay_batch_runs(vmsim_replay_batch *b);
+void vmsim_replay_batch_sl1(vmsim_replay *r, vmsim_replay_batch *b);
+
+/* Pass 2 in chunks (the CLI's --jobs: docs/replay.md, "Pass 2 in chunks"): chunked, asked
+ * before pass 1's first piece, makes vmsim_replay_scan_joined note where its decoder stands
+ * at a record boundary near each piece's start. After scan_end the body is that many
+ * chunks, each of chunk_bytes inflated bytes holding chunk_accesses accesses, in order; any
+ * thread may decode one (a cursor at its start, decode_chunk as vmsim_replay_decode, the
+ * handle only read), and cursor_end, called for the chunks in order, refuses what decoding
+ * it found wrong, or a chunk that did not end where the next one starts (the file changed
+ * between the passes). chunks: 0 when not noted (then vmsim_replay_decode as before). */
+int vmsim_replay_chunked(vmsim_replay *r);
+size_t vmsim_replay_chunks(const vmsim_replay *r);
+double vmsim_replay_chunk_bytes(const vmsim_replay *r, size_t k);
+double vmsim_replay_chunk_accesses(const vmsim_replay *r, size_t k);
+typedef struct vmsim_replay_cursor vmsim_replay_cursor;
+vmsim_replay_cursor *vmsim_replay_cursor_new(void);
+void vmsim_replay_cursor_free(vmsim_replay_cursor *c);
+void vmsim_replay_cursor_at(const vmsim_replay *r, vmsim_replay_cursor *c, size_t k);
+size_t vmsim_replay_decode_chunk(const vmsim_replay *r, vmsim_replay_cursor *c, const uint8_t **p, const uint8_t *end,
+                                 vmsim_replay_batch *b);
+int vmsim_replay_cursor_end(vmsim_replay *r, const vmsim_replay_cursor *c);
+/* Whether the cursor holds part of a record that the bytes after it complete. */
+bool vmsim_replay_cursor_carry(const vmsim_replay_cursor *c);
 
 /* Pass 1 on threads (the CLI's --jobs; the page's lead worker, for the worker that scans): a piece of the
  * inflated body may be scanned ahead on any thread, before the pieces before it are scanned

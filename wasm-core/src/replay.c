@@ -225,6 +225,13 @@ typedef struct page_set {
     uint8_t recent_kinds[RECENT];
 } page_set;
 
+/* A point of the body where pass 2 may start decoding: a record boundary, and the decoder's
+ * state there (replay.md, "Pass 2 in chunks"). */
+typedef struct replay_mark {
+    uint64_t consumed, count, page[2];
+    uint32_t off[2];
+} replay_mark;
+
 struct vmsim_replay {
     int status;
     char err[512];
@@ -269,6 +276,13 @@ struct vmsim_replay {
     void *sink_ctx;
     vmsim_replay_ask group_ask;     /* pass 2: whether a batch goes out with its segments */
     void *group_ctx;
+    /* pass 2 in chunks (vmsim_replay_chunked): where pass 1's decoder stood at a record
+     * boundary near each piece's start */
+    bool marking;
+    replay_mark *marks;
+    size_t nmarks, cap_marks;
+    uint64_t mark_apart;            /* the least bytes between two marks */
+    uint64_t body_bytes;            /* the inflated body's length, from pass 1 */
 };
 
 static int failf(vmsim_replay *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -932,12 +946,38 @@ static int add_pages(vmsim_replay *r, const trace_page *pages, size_t n, trace_p
 static int share_pages(vmsim_replay *r, const trace_page *pages, size_t n);
 static int share_out(vmsim_replay *r, bool last);
 
+static bool add_mark(vmsim_replay *r);
+static int scan_piece(vmsim_replay *r, const uint8_t *body, size_t n);
+
+/* Where pass 2 in chunks may start: at most MARK_STEP bytes apart where pass 1 scans in
+ * order (and where it scans ahead, at each 65,534 bytes: trace_scan_ahead), at least
+ * MARK_APART. */
+#define MARK_STEP (64u << 10)
+#define MARK_APART (16u << 10)
+
 EXPORT int vmsim_replay_scan(vmsim_replay *r, const uint8_t *body, size_t n)
 {
     if (!r || r->status)
         return vmsim_replay_status(r);
     if (r->pass != 1)
         return failf(r, VMSIM_REPLAY_BAD_TRACE, "vmsim_replay_scan after the first pass ended");
+    if (!r->marking)
+        return scan_piece(r, body, n);
+    for (size_t at = 0; at < n;) {
+        size_t k = n - at < MARK_STEP ? n - at : MARK_STEP;
+        if (scan_piece(r, body + at, k))
+            return r->status;
+        /* a record across the boundary: finished first (at most MAX_RECORD bytes) */
+        for (at += k; r->dec.ncarry && at < n; at++)
+            if (scan_piece(r, body + at, 1))
+                return r->status;
+        add_mark(r);
+    }
+    return 0;
+}
+
+static int scan_piece(vmsim_replay *r, const uint8_t *body, size_t n)
+{
     const uint8_t *p = body, *end = body + n;
     trace_page *pages = (trace_page *)r->batch;
     size_t max = sizeof r->batch / sizeof *pages;
@@ -965,6 +1005,48 @@ EXPORT int vmsim_replay_scan(vmsim_replay *r, const uint8_t *body, size_t n)
 struct vmsim_replay_ahead {
     trace_ahead t;
 };
+
+/* A mark for pass 2 in chunks, at least mark_apart bytes after the last. At most MAX_MARKS
+ * (3 MiB): then every other one goes and the marks are twice as far apart, so that memory
+ * does not grow with the trace's length (chunks of 64 KiB up to about 4 GB of body). */
+#define MAX_MARKS 65536u
+static bool note_mark(vmsim_replay *r, replay_mark m)
+{
+    if (r->nmarks && m.consumed < r->marks[r->nmarks - 1].consumed + r->mark_apart)
+        return false;
+    if (r->nmarks == MAX_MARKS) {
+        for (size_t i = 0; i < MAX_MARKS / 2; i++)
+            r->marks[i] = r->marks[2 * i];
+        r->nmarks = MAX_MARKS / 2;
+        r->mark_apart *= 2;
+        return note_mark(r, m);
+    }
+    if (r->nmarks == r->cap_marks) {
+        size_t cap = r->cap_marks ? 2 * r->cap_marks : 1024;
+        replay_mark *g = realloc(r->marks, cap * sizeof *g);
+        if (!g) {
+            failf(r, VMSIM_REPLAY_NO_MEMORY, "out of memory noting where pass 2 may start");
+            return false;
+        }
+        r->marks = g;
+        r->cap_marks = cap;
+    }
+    r->marks[r->nmarks++] = m;
+    return true;
+}
+
+/* Where pass 1's decoder stands, as a mark for pass 2 in chunks, when it is on a record
+ * boundary: true when noted. */
+static bool add_mark(vmsim_replay *r)
+{
+    const trace_decoder *d = &r->dec;
+    if (!r->marking || r->status || r->pass != 1 || d->ncarry || d->ended || d->failed)
+        return false;
+    replay_mark m = {.consumed = d->consumed, .count = d->count};
+    memcpy(m.page, d->page, sizeof m.page);
+    memcpy(m.off, d->off, sizeof m.off);
+    return note_mark(r, m);
+}
 
 EXPORT vmsim_replay_ahead *vmsim_replay_ahead_new(void)
 {
@@ -995,12 +1077,15 @@ EXPORT void vmsim_replay_scan_ahead(vmsim_replay_ahead *a, const uint8_t *piece,
  * and at the point it would have anyway); the bytes after it scanned here. */
 EXPORT int vmsim_replay_scan_joined(vmsim_replay *r, const uint8_t *piece, size_t n, const vmsim_replay_ahead *a)
 {
+    bool marked = r && add_mark(r);
     if (!r || r->status || r->pass != 1 || !a || a->t.stop > n || a->t.stop <= a->t.start ||
         a->t.npages > TRACE_AHEAD_PAGES)
         return vmsim_replay_scan(r, piece, n);
     const trace_ahead *t = &a->t;
     if (vmsim_replay_scan(r, piece, t->start))
         return r->status;
+    if (!marked)
+        add_mark(r);
     trace_decoder next;
     trace_page *pages = (trace_page *)r->batch;
     size_t np = 0;
@@ -1011,6 +1096,16 @@ EXPORT int vmsim_replay_scan_joined(vmsim_replay *r, const uint8_t *piece, size_
         ok = pages[i].page < TRACE_USER_PAGES;
     if (!ok)
         return vmsim_replay_scan(r, piece + t->start, n - t->start);
+    for (size_t i = 0; r->marking && i < t->nmarks && t->marks[i].at <= t->stop; i++) {
+        const struct trace_ahead_mark *e = &t->marks[i];
+        replay_mark m = {.consumed = r->dec.consumed + (e->at - t->start), .count = r->dec.count + e->count};
+        for (int s = 0; s < 2; s++) {
+            m.page[s] = r->dec.page[s] + e->page[s];
+            m.off[s] = (uint32_t)((int64_t)r->dec.off[s] + e->off[s]);
+        }
+        if (e->at + r->mark_apart <= n)
+            note_mark(r, m);
+    }
     r->dec = next;
     size_t kept = 0;
     if (add_pages(r, pages, np, r->share ? pages : NULL, &kept) || (r->share && share_pages(r, pages, kept)))
@@ -1038,6 +1133,7 @@ EXPORT int vmsim_replay_scan_end(vmsim_replay *r)
                      "touches %u", (unsigned long long)r->h.pages, r->ps.used);
     memcpy(r->end_page, r->dec.page, sizeof r->end_page);
     memcpy(r->end_off, r->dec.off, sizeof r->end_off);
+    r->body_bytes = r->dec.consumed;
     if (build_machines(r))
         return r->status;
     if (r->o.warm)
@@ -1944,18 +2040,136 @@ size_t vmsim_replay_decode(vmsim_replay *r, const uint8_t **pp, const uint8_t *e
     return b->n - start;
 }
 
-void vmsim_replay_batch_seal(vmsim_replay *r, vmsim_replay_batch *b)
+void vmsim_replay_batch_runs(vmsim_replay_batch *b)
 {
     /* the runs end at the array's end, whatever n: what follows them is handed out with them */
     size_t skip = VMSIM_REPLAY_BATCH - b->n;
     b->run0 = (uint32_t)(skip + compute_runs(b->a, b->w.off, b->w.nxt, b->w.runs + skip, b->n));
-    b->sl1_ways = r ? r->sl1_ways : 0;
+    b->sl1_ways = 0;
     b->grouped = false;
+}
+
+void vmsim_replay_batch_sl1(vmsim_replay *r, vmsim_replay_batch *b)
+{
+    b->sl1_ways = r ? r->sl1_ways : 0;
     if (b->sl1_ways) {
         b->w.before = r->sl1;
         sl1_run(r, b->a, b->w.nxt, b->w.runs + b->run0, b->n, b->w.miss);
         b->w.after = r->sl1;
     }
+}
+
+void vmsim_replay_batch_seal(vmsim_replay *r, vmsim_replay_batch *b)
+{
+    vmsim_replay_batch_runs(b);
+    vmsim_replay_batch_sl1(r, b);
+}
+
+/* ---- pass 2 in chunks ---- */
+
+struct vmsim_replay_cursor {
+    trace_decoder dec;
+    size_t chunk;
+    bool overrun;
+};
+
+int vmsim_replay_chunked(vmsim_replay *r)
+{
+    if (!r || r->status)
+        return vmsim_replay_status(r);
+    if (r->pass != 1 || r->dec.consumed || r->dec.ncarry)
+        return failf(r, VMSIM_REPLAY_BAD_TRACE, "vmsim_replay_chunked after the first piece");
+    r->marking = true;
+    r->mark_apart = MARK_APART;
+    return 0;
+}
+
+size_t vmsim_replay_chunks(const vmsim_replay *r)
+{
+    return r && r->pass == 2 && !r->status ? r->nmarks : 0;
+}
+
+double vmsim_replay_chunk_bytes(const vmsim_replay *r, size_t k)
+{
+    if (!r || k >= r->nmarks)
+        return 0;
+    return (double)((k + 1 < r->nmarks ? r->marks[k + 1].consumed : r->body_bytes) - r->marks[k].consumed);
+}
+
+double vmsim_replay_chunk_accesses(const vmsim_replay *r, size_t k)
+{
+    if (!r || k >= r->nmarks)
+        return 0;
+    return (double)((k + 1 < r->nmarks ? r->marks[k + 1].count : r->h.accesses) - r->marks[k].count);
+}
+
+vmsim_replay_cursor *vmsim_replay_cursor_new(void)
+{
+    return calloc(1, sizeof(vmsim_replay_cursor));
+}
+
+void vmsim_replay_cursor_free(vmsim_replay_cursor *c)
+{
+    free(c);
+}
+
+void vmsim_replay_cursor_at(const vmsim_replay *r, vmsim_replay_cursor *c, size_t k)
+{
+    trace_decoder_init(&c->dec);
+    c->chunk = k;
+    c->overrun = false;
+    if (!r || k >= r->nmarks)
+        return;
+    const replay_mark *m = &r->marks[k];
+    c->dec.consumed = m->consumed;
+    c->dec.count = m->count;
+    memcpy(c->dec.page, m->page, sizeof m->page);
+    memcpy(c->dec.off, m->off, sizeof m->off);
+}
+
+size_t vmsim_replay_decode_chunk(const vmsim_replay *r, vmsim_replay_cursor *c, const uint8_t **pp, const uint8_t *end,
+                                 vmsim_replay_batch *b)
+{
+    const uint8_t *p = *pp;
+    size_t start = b->n;
+    while ((p < end || c->dec.ncarry) && b->n < VMSIM_REPLAY_BATCH && !c->dec.failed && !c->overrun) {
+        const uint8_t *before = p;
+        size_t got = trace_decode(&c->dec, &p, end, b->a + b->n, VMSIM_REPLAY_BATCH - b->n);
+        b->n += got;
+        c->overrun = c->dec.count > r->h.accesses;
+        if (p == before && !got)
+            break;
+    }
+    *pp = p;
+    return b->n - start;
+}
+
+bool vmsim_replay_cursor_carry(const vmsim_replay_cursor *c)
+{
+    return c->dec.ncarry != 0;
+}
+
+int vmsim_replay_cursor_end(vmsim_replay *r, const vmsim_replay_cursor *c)
+{
+    if (!r || r->status)
+        return vmsim_replay_status(r);
+    if (c->dec.failed)
+        return failf(r, VMSIM_REPLAY_BAD_TRACE, "%s", c->dec.err);
+    if (c->overrun)
+        return failf(r, VMSIM_REPLAY_BAD_TRACE, "the trace is corrupt: its body holds more than the %llu accesses its "
+                     "header announces", (unsigned long long)r->h.accesses);
+    size_t k = c->chunk;
+    if (k + 1 < r->nmarks) {
+        const replay_mark *m = &r->marks[k + 1];
+        if (c->dec.ncarry || c->dec.ended || c->dec.consumed != m->consumed || c->dec.count != m->count ||
+            memcmp(c->dec.page, m->page, sizeof m->page) || memcmp(c->dec.off, m->off, sizeof m->off))
+            return failf(r, VMSIM_REPLAY_BAD_TRACE, "the trace's body differed between the two passes (was the file "
+                         "changed while it was replayed?)");
+        r->dec.count = c->dec.count;
+    } else {
+        r->dec = c->dec;
+    }
+    return 0;
 }
 
 unsigned vmsim_replay_modes_here(const vmsim_replay *r)
@@ -2712,6 +2926,7 @@ EXPORT void vmsim_replay_close(vmsim_replay *r)
         free(r->mres[mode]);
     }
     trace_header_free(&r->h);
+    free(r->marks);
     free(r->ps.keys);
     free(r->ps.kinds);
     free(r->pages);

@@ -687,7 +687,7 @@ void trace_scan_ahead(trace_ahead *a, const uint8_t *piece, size_t n)
     memset(a->recent, 0, sizeof a->recent);
     memset(a->recent_kinds, 0, sizeof a->recent_kinds);
     bool moved[2] = {false, false};
-    size_t np = 0;
+    size_t np = 0, nm = 0;
     /* a record may start at last (with MAX_RECORD bytes from it); none where the piece is shorter */
     const uint8_t *last = end - q >= (ptrdiff_t)MAX_RECORD ? end - MAX_RECORD : NULL;
     while (last && q <= last) {
@@ -754,11 +754,16 @@ void trace_scan_ahead(trace_ahead *a, const uint8_t *piece, size_t n)
         }
         add_packed(kinds, packed);
         packed = 0;
+        if (nm < TRACE_AHEAD_MARKS)
+            a->marks[nm++] = (struct trace_ahead_mark){.at = (size_t)(q - piece),
+                                                       .count = kinds[0] + kinds[1] + kinds[2] + kinds[3],
+                                                       .page = {pg[0], pg[1]}, .off = {(int32_t)of[0], (int32_t)of[1]}};
     }
 done:
     add_packed(kinds, packed);
     a->stop = (size_t)(q - piece);
     a->npages = np;
+    a->nmarks = nm;
     for (int k = 0; k < 4; k++) {
         a->kinds[k] = kinds[k];
         a->count += kinds[k];

@@ -94,6 +94,7 @@ size_t trace_scan(trace_decoder *d, const uint8_t **p, const uint8_t *end, trace
 #define TRACE_AHEAD_SYNC 64u
 #define TRACE_AHEAD_PAGES 2048u
 #define TRACE_AHEAD_RECENT 4096u
+#define TRACE_AHEAD_MARKS 64u
 #define TRACE_AHEAD_HEAD 0x80u      /* a page entry: the stream's page at start (entry.page: the stream) */
 #define TRACE_AHEAD_FETCH 0x40u     /* a page entry of the fetch stream */
 typedef struct trace_ahead {
@@ -110,6 +111,16 @@ typedef struct trace_ahead {
      * program goes back to the same few hundred pages all the time) */
     uint64_t recent[TRACE_AHEAD_RECENT];
     uint8_t recent_kinds[TRACE_AHEAD_RECENT];
+    /* where the scan stood at record boundaries on its way, every 65,534 bytes or so (the
+     * points where it adds up its counts), counted from start as at stop: where pass 2 may
+     * start decoding (replay.md, "Pass 2 in chunks"). Not among the bytes another module
+     * copies (vmsim_replay_ahead_bytes). */
+    size_t nmarks;
+    struct trace_ahead_mark {
+        size_t at;
+        uint64_t count, page[2];
+        int32_t off[2];
+    } marks[TRACE_AHEAD_MARKS];
 } trace_ahead;
 
 void trace_scan_ahead(trace_ahead *a, const uint8_t *piece, size_t n);

@@ -822,6 +822,147 @@ static void test_batches_grouped(void)
     }
 }
 
+/* Pass 2 in chunks, as the CLI's threads run it, in one thread: pass 1 in pieces of
+ * `piece` (the first and every other one scanned ahead and joined, the others scanned in order), noting
+ * where pass 2 may start; pass 2 decodes the chunks in an order of its own (the last
+ * first, then the others from the first), each with its own cursor into its own batches,
+ * then takes them in order: cursor_end, the shared L1s, the runs grouped by page in every
+ * other chunk, every mode. change: pass 2 reads the body with the byte there altered
+ * (SIZE_MAX: none). *nchunks: the chunks pass 1 noted. */
+static char *replay_in_chunks(const uint8_t *prefix, size_t plen, const buf *body, size_t piece, const char *opts,
+                              size_t change, size_t *nchunks, char *err, size_t errlen)
+{
+    vmsim_replay *r = vmsim_replay_open(prefix, plen, 0, opts, strlen(opts));
+    vmsim_replay_ahead *a = vmsim_replay_ahead_new();
+    char *text = NULL;
+    *nchunks = 0;
+    vmsim_replay_chunked(r);
+    for (size_t at = 0, i = 0; at < body->n && !vmsim_replay_status(r); at += piece, i++) {
+        size_t k = at + piece < body->n ? piece : body->n - at;
+        if (i % 2 == 0)
+            vmsim_replay_scan_ahead(a, body->b + at, k);
+        vmsim_replay_scan_joined(r, body->b + at, k, i % 2 == 0 ? a : NULL);
+    }
+    if (!vmsim_replay_status(r))
+        vmsim_replay_scan_end(r);
+    size_t n = vmsim_replay_chunks(r);
+    *nchunks = n;
+    uint8_t *b2 = malloc(body->n);
+    size_t *start = calloc(n + 1, sizeof *start), *nb = calloc(n + 1, sizeof *nb);
+    vmsim_replay_cursor **c = calloc(n + 1, sizeof *c);
+    vmsim_replay_batch ***bs = calloc(n + 1, sizeof *bs);
+    double accesses = 0;
+    memcpy(b2, body->b, body->n);
+    if (change < body->n)
+        b2[change] ^= 0x28;
+    for (size_t k = 0; k < n; k++) {
+        start[k + 1] = start[k] + (size_t)vmsim_replay_chunk_bytes(r, k);
+        accesses += vmsim_replay_chunk_accesses(r, k);
+    }
+    CHECK(!n || (start[n] == body->n && accesses == vmsim_replay_accesses(r)),
+          "the chunks hold the body: %zu bytes of %zu, %.0f accesses of %.0f", start[n], body->n, accesses,
+          vmsim_replay_accesses(r));
+    for (size_t i = 0; i < n && !vmsim_replay_status(r); i++) {
+        size_t k = i == 0 ? n - 1 : i - 1, room = (size_t)vmsim_replay_chunk_accesses(r, k) / VMSIM_REPLAY_BATCH + 2;
+        c[k] = vmsim_replay_cursor_new();
+        bs[k] = calloc(room, sizeof **bs);
+        vmsim_replay_cursor_at(r, c[k], k);
+        const uint8_t *p = b2 + start[k], *end = b2 + start[k + 1];
+        for (bs[k][0] = vmsim_replay_batch_new(); nb[k] < room;) {
+            const uint8_t *before = p;
+            size_t got = vmsim_replay_decode_chunk(r, c[k], &p, end, bs[k][nb[k]]);
+            if (vmsim_replay_batch_size(bs[k][nb[k]]) == VMSIM_REPLAY_BATCH) {
+                if (++nb[k] < room)
+                    bs[k][nb[k]] = vmsim_replay_batch_new();
+            } else if (p == before && !got) {
+                if (vmsim_replay_batch_size(bs[k][nb[k]]))
+                    nb[k]++;
+                break;
+            }
+        }
+        for (size_t j = 0; j < nb[k]; j++)
+            vmsim_replay_batch_runs(bs[k][j]);
+    }
+    unsigned modes = vmsim_replay_modes_here(r);
+    for (size_t k = 0; k < n && !vmsim_replay_status(r); k++) {
+        if (vmsim_replay_cursor_end(r, c[k]))
+            break;
+        for (size_t j = 0; j < nb[k]; j++) {
+            vmsim_replay_batch_sl1(r, bs[k][j]);
+            if (k % 2)
+                vmsim_replay_batch_group(bs[k][j]);
+            for (int mode = 0; mode < 6; mode++)
+                if (modes >> mode & 1)
+                    vmsim_replay_run(r, mode, bs[k][j]);
+        }
+    }
+    if (!vmsim_replay_status(r))
+        vmsim_replay_finish(r, &text);
+    snprintf(err, errlen, "%s", vmsim_replay_error(r));
+    for (size_t k = 0; k < n; k++) {
+        vmsim_replay_cursor_free(c[k]);
+        for (size_t j = 0; bs[k] && j <= nb[k]; j++)
+            vmsim_replay_batch_free(bs[k][j]);
+        free(bs[k]);
+    }
+    free(bs);
+    free(c);
+    free(start);
+    free(nb);
+    free(b2);
+    vmsim_replay_ahead_free(a);
+    vmsim_replay_close(r);
+    return text;
+}
+
+/* The report in chunks is the one-handle replay's, with pieces of any size (chunks at the
+ * pieces' starts, and within a piece every 65,534 bytes or so where it was scanned ahead),
+ * cold and warm, on random accesses and on a program's; a body that differs in pass 2 is
+ * refused; chunked only before the first piece. */
+static void test_chunks(void)
+{
+    static trace_access in[300000];
+    static buf body;
+    static uint8_t prefix[4096];
+    const char *opts[] = {"{\"format\":\"json\"}", "{\"format\":\"json\",\"start\":\"warm\",\"guest_pages\":\"2m\"}"};
+    for (int kind = 0; kind < 2; kind++) {
+        size_t n = kind ? sample_local(in, 300000) : sample(in, 150000);
+        encode(&body, in, n);
+        size_t plen = file_prefix(prefix, in, n, 1, "");
+        size_t pieces[] = {body.n, 1u << 20, 100003, 20000, 4097, 333};
+        for (int o = 0; o < 2; o++) {
+            char err[512];
+            char *whole = replay_in_pieces(prefix, plen, &body, body.n, opts[o], err, sizeof err);
+            CHECK(whole != NULL, "one handle: %s", err);
+            for (size_t i = 0; whole && i < sizeof pieces / sizeof *pieces; i++) {
+                size_t chunks;
+                char *t = replay_in_chunks(prefix, plen, &body, pieces[i], opts[o], SIZE_MAX, &chunks, err, sizeof err);
+                CHECK(t && !strcmp(t, whole), "%s accesses, pieces of %zu, %zu chunks: %s", kind ? "a program's" : "random",
+                      pieces[i], chunks, t ? "another report" : err);
+                /* chunks 16 KiB apart or more, and within a piece, scanned ahead or in order */
+                CHECK(chunks >= body.n / 90000 && chunks > 1 && chunks <= body.n / (16u << 10) + 1,
+                      "%zu chunks for %zu bytes in pieces of %zu", chunks, body.n, pieces[i]);
+                free(t);
+            }
+            free(whole);
+        }
+        for (size_t at = body.n / 3; at < body.n; at += body.n / 3) {
+            size_t chunks;
+            char err[512];
+            char *t = replay_in_chunks(prefix, plen, &body, 20000, opts[0], at, &chunks, err, sizeof err);
+            CHECK(!t && (strstr(err, "differed between the two passes") || strstr(err, "corrupt")),
+                  "a body changed at byte %zu of %zu for pass 2: %s", at, body.n, t ? "replayed" : err);
+            free(t);
+        }
+    }
+    vmsim_replay *r = vmsim_replay_open(prefix, file_prefix(prefix, in, 10, 1, ""), 0, "{}", 2);
+    encode(&body, in, 10);
+    vmsim_replay_scan(r, body.b, 3);
+    CHECK(vmsim_replay_chunked(r) != 0 && strstr(vmsim_replay_error(r), "after the first piece"),
+          "chunked after a piece: %s", vmsim_replay_error(r));
+    vmsim_replay_close(r);
+}
+
 int main(void)
 {
     test_pieces();
@@ -831,6 +972,7 @@ int main(void)
     test_refusals();
     test_caches_against_plain_lru();
     test_batches_grouped();
+    test_chunks();
     printf("replay unit tests: %d checks, %d failures\n", checks, failures);
     return failures != 0;
 }
