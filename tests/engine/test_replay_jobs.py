@@ -11,6 +11,9 @@ import json
 import os
 import pathlib
 import random
+import re
+import shutil
+import signal
 import subprocess
 import sys
 
@@ -121,6 +124,65 @@ def test_default_jobs_is_threaded_and_the_same(traces):
     serial = run(traces["evicting"], "--jobs", "1")
     default = run(traces["evicting"])
     assert default.returncode == 0 and default.stdout == serial.stdout
+
+
+@pytest.fixture(scope="module")
+def long_trace(tmp_path_factory):
+    path = tmp_path_factory.mktemp("long") / "evicting-1.5m.vmtrace"
+    write_trace(path, evicting(n=1_500_000))        # 4.5 MB: many reads of the file a pass
+    return path
+
+
+def refused_when_changed(path, jobs, change):
+    """Runs the replay of `path` and, once pass 2 is under way (the process stopped
+    meanwhile), changes the file near its end: bytes pass 1 read and pass 2 has not yet.
+    The exit status, stdout and the last line on stderr."""
+    size = path.stat().st_size
+    p = subprocess.Popen([VMSIM, "replay", str(path), "--jobs", jobs], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    seen = False
+    try:
+        for line in p.stderr:
+            if "pass 2:" in line:
+                seen = True
+                os.kill(p.pid, signal.SIGSTOP)
+                with open(path, "r+b") as f:
+                    at = size * 85 // 100
+                    if change == "truncate":
+                        f.truncate(at)
+                    else:
+                        f.seek(at)
+                        b = f.read(64)
+                        f.seek(at)
+                        f.write(bytes(x ^ 0x5A for x in b))
+                os.kill(p.pid, signal.SIGCONT)
+                break
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert seen, "pass 2 never said how far it was"
+    return p.returncode, out, err.strip().splitlines()[-1] if err.strip() else ""
+
+
+@pytest.mark.parametrize("change", ["bytes", "truncate"])
+def test_a_body_changed_between_the_passes_is_refused_alike(long_trace, change, tmp_path):
+    # The replay reads the file twice; a body changed in between must be refused, not
+    # replayed into figures, and with the same words on one thread as in chunks on several
+    # (the refusal said in the chunks' order: the first chunk that fails, decoding or
+    # inflating, whichever thread found it)
+    said = {}
+    for jobs in ("1", "2", "3"):
+        path = tmp_path / jobs / "changing.vmtrace"     # the same name: it is in the words
+        path.parent.mkdir()
+        shutil.copy(long_trace, path)
+        rc, out, last = refused_when_changed(path, jobs, change)
+        assert rc == 2 and out == "", (jobs, rc, last)
+        said[jobs] = last
+    want = {"bytes": r"the trace is corrupt", "truncate": r"the trace is truncated: its compressed body ends"}[change]
+    assert re.search(want, said["1"]), said
+    said = {j: line.replace(str(tmp_path / j), "DIR") for j, line in said.items()}
+    assert said["2"] == said["1"] and said["3"] == said["1"], said
 
 
 def test_examples_are_there():
