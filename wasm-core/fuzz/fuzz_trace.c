@@ -2,7 +2,7 @@
  * would come out of gzip) must be replayed or refused with a one-line error through both
  * passes, never a crash, leak or UB. The body is fed in pieces whose size the input picks.
  * Pass 1 with its pieces scanned ahead and joined (the CLI's threads) must give the same
- * report, or refuse it too. */
+ * report, or refuse it too, and so must pass 2 in chunks. */
 #include "vmsim_replay.h"
 
 #include <stdbool.h>
@@ -11,7 +11,45 @@
 #include <stdlib.h>
 #include <string.h>
 
-static vmsim_replay *replay(const uint8_t *data, size_t size, size_t piece, bool ahead, char **out)
+/* Pass 2 in chunks, as the CLI's threads: each chunk decoded with its own cursor, the last
+ * first, then taken in order. */
+static void chunked_pass2(vmsim_replay *r, const uint8_t *body)
+{
+    size_t n = vmsim_replay_chunks(r), at = 0;
+    vmsim_replay_cursor **c = calloc(n + 1, sizeof *c);
+    vmsim_replay_batch **b = calloc(n + 1, sizeof *b);
+    size_t *start = calloc(n + 1, sizeof *start);
+    for (size_t k = 0; k < n; k++) {
+        start[k] = at;
+        at += (size_t)vmsim_replay_chunk_bytes(r, k);
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t k = i ? i - 1 : n - 1;
+        const uint8_t *p = body + start[k], *end = p + (size_t)vmsim_replay_chunk_bytes(r, k);
+        c[k] = vmsim_replay_cursor_new();
+        b[k] = vmsim_replay_batch_new();
+        vmsim_replay_cursor_at(r, c[k], k);
+        vmsim_replay_decode_chunk(r, c[k], &p, end, b[k]);     /* a fuzzer's body: one batch at most */
+        vmsim_replay_batch_runs(b[k]);
+    }
+    unsigned modes = vmsim_replay_modes_here(r);
+    for (size_t k = 0; k < n && !vmsim_replay_cursor_end(r, c[k]); k++) {
+        vmsim_replay_batch_sl1(r, b[k]);
+        vmsim_replay_batch_group(b[k]);
+        for (int m = 0; m < 6; m++)
+            if (modes >> m & 1)
+                vmsim_replay_run(r, m, b[k]);
+    }
+    for (size_t k = 0; k < n; k++) {
+        vmsim_replay_cursor_free(c[k]);
+        vmsim_replay_batch_free(b[k]);
+    }
+    free(c);
+    free(b);
+    free(start);
+}
+
+static vmsim_replay *replay(const uint8_t *data, size_t size, size_t piece, bool ahead, bool chunked, char **out)
 {
     static const char opts[] = "{\"modes\":[\"native\",\"ept\",\"shadow\",\"flat\"],\"start\":\"warm\"}";
     vmsim_replay *r = vmsim_replay_open(data, size, 0, opts, sizeof opts - 1);
@@ -19,7 +57,13 @@ static vmsim_replay *replay(const uint8_t *data, size_t size, size_t piece, bool
         return NULL;
     size_t off = (size_t)vmsim_replay_body_offset(r);
     vmsim_replay_ahead *a = ahead ? vmsim_replay_ahead_new() : NULL;
+    if (chunked)
+        vmsim_replay_chunked(r);
     for (int pass = 1; pass <= 2 && !vmsim_replay_status(r); pass++) {
+        if (pass == 2 && chunked && vmsim_replay_chunks(r)) {
+            chunked_pass2(r, data + off);
+            break;
+        }
         for (size_t at = off; at < size; at += piece) {
             size_t k = size - at < piece ? size - at : piece;
             int st;
@@ -47,14 +91,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     size_t piece = size ? 1 + data[size - 1] % 64 : 1, big = size > 1 ? 64 + data[size - 2] * 4u : 64;
     char *out = NULL, *out2 = NULL, *out3 = NULL;
-    vmsim_replay *r = replay(data, size, piece, false, &out);
+    vmsim_replay *r = replay(data, size, piece, false, false, &out);
     if (!r)
         return 0;
     /* pieces long enough to be scanned ahead, and the same pieces scanned in order */
-    vmsim_replay *r2 = replay(data, size, big, true, &out2), *r3 = replay(data, size, big, false, &out3);
+    vmsim_replay *r2 = replay(data, size, big, true, false, &out2), *r3 = replay(data, size, big, false, false, &out3);
     /* (which of two faults in one body is named may differ, as with pieces of other sizes) */
     if (!r2 || !r3 || vmsim_replay_status(r2) != vmsim_replay_status(r3) || !out2 != !out3 || (out2 && strcmp(out2, out3)))
         __builtin_trap();
+    /* and pass 2 in chunks (the CLI's threads) */
+    char *out4 = NULL;
+    vmsim_replay *r4 = replay(data, size, big, true, true, &out4);
+    if (!r4 || vmsim_replay_status(r4) != vmsim_replay_status(r3) || !out4 != !out3 || (out4 && strcmp(out4, out3)))
+        __builtin_trap();
+    vmsim_replay_free_text(out4);
+    vmsim_replay_close(r4);
     vmsim_replay_free_text(out);
     vmsim_replay_free_text(out2);
     vmsim_replay_free_text(out3);
