@@ -362,14 +362,19 @@ typedef struct chunk_worker {
     size_t nb, cap;
 } chunk_worker;
 
-/* Everyone stops (mutex held); rc: the first status stays. */
+/* Every thread told (mutex held), and with cp_stop, stops; rc: the first status stays. */
+static void cp_wake_all(chunk_pool *p)
+{
+    for (int i = 0; i < p->threads; i++)
+        pthread_cond_broadcast(&p->wake[i]);
+}
+
 static void cp_stop(chunk_pool *p, int rc)
 {
     if (!p->stop)
         p->rc = rc;
     p->stop = true;
-    for (int i = 0; i < p->threads; i++)
-        pthread_cond_broadcast(&p->wake[i]);
+    cp_wake_all(p);
 }
 
 /* The thread of chunk k told that something it may wait for moved (mutex held). */
@@ -411,8 +416,7 @@ static bool cp_inflate(chunk_pool *p)
     p->inflated = k + 1;
     if (bad || z->rc) {
         p->failed_at = k;
-        for (int i = 0; i < p->threads; i++)
-            pthread_cond_broadcast(&p->wake[i]);
+        cp_wake_all(p);
     } else if (k < p->nchunks) {
         p->slot_chunk[s] = k;
         cp_tell(p, k);
@@ -563,9 +567,10 @@ static int chunked_pass(FILE *f, const char *name, vmsim_replay *r, int jobs, in
     p.threads = (size_t)jobs > p.nchunks ? (int)p.nchunks : jobs;
     p.nslots = CHUNK_SLOTS(p.threads);
     size_t biggest = 1;
-    for (size_t k = 0; k < p.nchunks; k++)
-        if ((size_t)vmsim_replay_chunk_bytes(r, k) > biggest)
-            biggest = (size_t)vmsim_replay_chunk_bytes(r, k);
+    for (size_t k = 0; k < p.nchunks; k++) {
+        size_t bytes = (size_t)vmsim_replay_chunk_bytes(r, k);
+        biggest = bytes > biggest ? bytes : biggest;
+    }
     chunk_worker w[MAX_CHUNK_THREADS] = {0};
     pthread_cond_t wake[MAX_CHUNK_THREADS];
     int started = 0, made = 0, rc = 1;
@@ -629,6 +634,17 @@ out:
         free(w[i].b);
     }
     return rc;
+}
+
+/* A whole number from lo to hi into *out; false (and *out as it was) otherwise. */
+static bool int_flag(const char *v, long lo, long hi, int *out)
+{
+    char *end;
+    long j = v ? strtol(v, &end, 10) : 0;
+    if (!v || *end || end == v || j < lo || j > hi)
+        return false;
+    *out = (int)j;
+    return true;
 }
 
 static bool add_number(strbuf *o, const char *key, const char *flag, const char *v, double lo, double hi)
@@ -726,22 +742,14 @@ int replay_main(int argc, char **argv)
         i++;
         bool ok;
         if (!strcmp(f, "--jobs")) {
-            char *end;
-            long j = v ? strtol(v, &end, 10) : 0;
-            ok = v && !*end && end != v && j >= 1 && j <= 64;
+            ok = int_flag(v, 1, MAX_CHUNK_THREADS, &jobs);
             if (!ok)
                 fprintf(stderr, "vmsim replay: --jobs needs a number of threads from 1 to 64 (got %s)\n", v ? v : "nothing");
-            else
-                jobs = (int)j;
         } else if (!strcmp(f, "--chunk-batches")) {
-            char *end;
-            long j = v ? strtol(v, &end, 10) : 0;
-            ok = v && !*end && end != v && j >= 1 && j <= MAX_CHUNK_BATCHES;
+            ok = int_flag(v, 1, MAX_CHUNK_BATCHES, &chunk_batches);
             if (!ok)
                 fprintf(stderr, "vmsim replay: --chunk-batches needs a number from 1 to %d (got %s)\n", MAX_CHUNK_BATCHES,
                         v ? v : "nothing");
-            else
-                chunk_batches = (int)j;
         } else if (!strcmp(f, "--modes")) {
             ok = v != NULL;
             sb_puts(&o, o.len > 1 ? ",\"modes\":[" : "\"modes\":[");

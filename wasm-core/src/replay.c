@@ -902,12 +902,22 @@ static int decoder_failed(vmsim_replay *r)
 }
 
 /* More accesses than the header announced: refused as soon as it shows. */
+static int fail_overrun(vmsim_replay *r)
+{
+    return failf(r, VMSIM_REPLAY_BAD_TRACE, "the trace is corrupt: its body holds more than the %llu accesses its "
+                                            "header announces", (unsigned long long)r->h.accesses);
+}
+
 static int check_overrun(vmsim_replay *r)
 {
-    if (r->dec.count > r->h.accesses)
-        return failf(r, VMSIM_REPLAY_BAD_TRACE, "the trace is corrupt: its body holds more than the %llu accesses its "
-                                                "header announces", (unsigned long long)r->h.accesses);
-    return 0;
+    return r->dec.count > r->h.accesses ? fail_overrun(r) : 0;
+}
+
+/* Pass 2 decoded other accesses than pass 1 scanned. */
+static int fail_changed(vmsim_replay *r)
+{
+    return failf(r, VMSIM_REPLAY_BAD_TRACE, "the trace's body differed between the two passes (was the file changed "
+                                            "while it was replayed?)");
 }
 
 /* Pages from pass 1 into the set, with what each needs: read, write, fetch (from the
@@ -1937,10 +1947,11 @@ EXPORT int vmsim_replay_feed(vmsim_replay *r, const uint8_t *body, size_t n)
     return 0;
 }
 
-/* ---- pass 2 on threads (the CLI's --jobs): the body decoded once into batches, each
- * mode run over every batch in order by whichever thread is free; a mode's state is its
- * own (machine, caches, memo, counters, scratch result), so two modes run at once never
- * touch the same memory. ---- */
+/* ---- pass 2 by batches (the CLI's threads, in chunks below; the page's shared decoder):
+ * the body decoded into batches, each sealed (its runs, then the shared L1s in the
+ * batches' order), maybe grouped by page, and run through each mode, a mode's batches in
+ * order; a mode's state is its own (machine, caches, memo, counters, scratch result), so
+ * two modes run at once on different threads never touch the same memory. ---- */
 
 /* A batch as the page's shared decoder hands it to another module (vmsim_replay_share):
  * this head, then pass 1's pages, or pass 2's runs, the shared L1s before and after the
@@ -2013,6 +2024,25 @@ void vmsim_replay_batch_clear(vmsim_replay_batch *b)
     b->grouped = false;
 }
 
+/* Accesses decoded with d into the room left in b, from *pp on (a record split between
+ * pieces carried over), until b is full, the piece is used up, d fails or has decoded more
+ * than `most` accesses. */
+static size_t decode_batch(trace_decoder *d, uint64_t most, const uint8_t **pp, const uint8_t *end,
+                           vmsim_replay_batch *b)
+{
+    const uint8_t *p = *pp;
+    size_t start = b->n;
+    while ((p < end || d->ncarry) && b->n < VMSIM_REPLAY_BATCH) {
+        const uint8_t *before = p;
+        size_t got = trace_decode(d, &p, end, b->a + b->n, VMSIM_REPLAY_BATCH - b->n);
+        b->n += got;
+        if (d->failed || d->count > most || (p == before && !got))
+            break;
+    }
+    *pp = p;
+    return b->n - start;
+}
+
 size_t vmsim_replay_decode(vmsim_replay *r, const uint8_t **pp, const uint8_t *end, vmsim_replay_batch *b)
 {
     if (!r || r->status)
@@ -2021,23 +2051,12 @@ size_t vmsim_replay_decode(vmsim_replay *r, const uint8_t **pp, const uint8_t *e
         failf(r, VMSIM_REPLAY_BAD_TRACE, "vmsim_replay_decode before vmsim_replay_scan_end");
         return 0;
     }
-    const uint8_t *p = *pp;
-    size_t start = b->n;
-    while ((p < end || r->dec.ncarry) && b->n < VMSIM_REPLAY_BATCH) {
-        const uint8_t *before = p;
-        size_t got = trace_decode(&r->dec, &p, end, b->a + b->n, VMSIM_REPLAY_BATCH - b->n);
-        b->n += got;
-        if (r->dec.failed) {
-            decoder_failed(r);
-            break;
-        }
-        if (check_overrun(r))
-            break;
-        if (p == before && !got)
-            break;
-    }
-    *pp = p;
-    return b->n - start;
+    size_t got = decode_batch(&r->dec, r->h.accesses, pp, end, b);
+    if (r->dec.failed)
+        decoder_failed(r);
+    else
+        check_overrun(r);
+    return got;
 }
 
 void vmsim_replay_batch_runs(vmsim_replay_batch *b)
@@ -2130,18 +2149,11 @@ void vmsim_replay_cursor_at(const vmsim_replay *r, vmsim_replay_cursor *c, size_
 size_t vmsim_replay_decode_chunk(const vmsim_replay *r, vmsim_replay_cursor *c, const uint8_t **pp, const uint8_t *end,
                                  vmsim_replay_batch *b)
 {
-    const uint8_t *p = *pp;
-    size_t start = b->n;
-    while ((p < end || c->dec.ncarry) && b->n < VMSIM_REPLAY_BATCH && !c->dec.failed && !c->overrun) {
-        const uint8_t *before = p;
-        size_t got = trace_decode(&c->dec, &p, end, b->a + b->n, VMSIM_REPLAY_BATCH - b->n);
-        b->n += got;
-        c->overrun = c->dec.count > r->h.accesses;
-        if (p == before && !got)
-            break;
-    }
-    *pp = p;
-    return b->n - start;
+    if (c->dec.failed || c->overrun)
+        return 0;
+    size_t got = decode_batch(&c->dec, r->h.accesses, pp, end, b);
+    c->overrun = c->dec.count > r->h.accesses;
+    return got;
 }
 
 bool vmsim_replay_cursor_carry(const vmsim_replay_cursor *c)
@@ -2156,15 +2168,13 @@ int vmsim_replay_cursor_end(vmsim_replay *r, const vmsim_replay_cursor *c)
     if (c->dec.failed)
         return failf(r, VMSIM_REPLAY_BAD_TRACE, "%s", c->dec.err);
     if (c->overrun)
-        return failf(r, VMSIM_REPLAY_BAD_TRACE, "the trace is corrupt: its body holds more than the %llu accesses its "
-                     "header announces", (unsigned long long)r->h.accesses);
+        return fail_overrun(r);
     size_t k = c->chunk;
     if (k + 1 < r->nmarks) {
         const replay_mark *m = &r->marks[k + 1];
         if (c->dec.ncarry || c->dec.ended || c->dec.consumed != m->consumed || c->dec.count != m->count ||
             memcmp(c->dec.page, m->page, sizeof m->page) || memcmp(c->dec.off, m->off, sizeof m->off))
-            return failf(r, VMSIM_REPLAY_BAD_TRACE, "the trace's body differed between the two passes (was the file "
-                         "changed while it was replayed?)");
+            return fail_changed(r);
         r->dec.count = c->dec.count;
     } else {
         r->dec = c->dec;
@@ -2779,8 +2789,7 @@ EXPORT int vmsim_replay_counts(vmsim_replay *r, char **out)
     if (!trace_decoder_finish(&r->dec))
         return decoder_failed(r);
     if (r->dec.count != r->h.accesses)
-        return failf(r, VMSIM_REPLAY_BAD_TRACE, "the trace's body differed between the two passes (was the file changed "
-                                                "while it was replayed?)");
+        return fail_changed(r);
     collect_counts(r);
     strbuf sb;
     sb_init(&sb);
@@ -2885,8 +2894,7 @@ EXPORT int vmsim_replay_finish(vmsim_replay *r, char **out)
         return decoder_failed(r);
     if (r->dec.count != r->h.accesses || memcmp(r->dec.page, r->end_page, sizeof r->end_page) ||
         memcmp(r->dec.off, r->end_off, sizeof r->end_off))
-        return failf(r, VMSIM_REPLAY_BAD_TRACE, "the trace's body differed between the two passes (was the file changed "
-                                                "while it was replayed?)");
+        return fail_changed(r);
     collect_counts(r);
     for (int mode = 0; mode < N_REPLAY_MODES; mode++)
         if ((r->o.modes >> mode & 1) && !r->have[mode])
