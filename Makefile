@@ -62,7 +62,7 @@ WEB_INPUTS := $(shell find web/index.html web/vite.config.ts web/src lessons was
 	! -name '*.test.ts' ! -name '*.test.tsx' 2>/dev/null)
 
 build: setup
-	$(MAKE) -C wasm-core native wasm
+	$(MAKE) -C wasm-core native wasm mt
 	$(MAKE) -C public guest guest-pae
 	$(MAKE) web/dist/.built
 	$(MAKE) web/server/gen/grade.mjs web/server/gen/which-wins.json
@@ -102,10 +102,14 @@ $(VALIDATORS) &: web/scripts/gen-validator.mjs wasm-core/schema/scenario.schema.
 	node web/scripts/gen-validator.mjs >/dev/null
 
 # vite empties web/dist; the brotli/gzip copies the server sends are made right after.
-web/dist/.built: $(WEB_INPUTS) $(VALIDATORS) wasm-core/build/wasm/vmsim.mjs node_modules/.package-lock.json web/scripts/compress.mjs \
-		$(TRACE_EXAMPLES)
+# The threaded replay's module goes in as it is (web/dist/engine/): vite would bundle the
+# module into the worker that loads it, and its threads load it again by its own URL.
+MT_FILES := $(addprefix wasm-core/build/wasm-mt/vmsim-mt.,mjs worker.js wasm)
+web/dist/.built: $(WEB_INPUTS) $(VALIDATORS) wasm-core/build/wasm/vmsim.mjs wasm-core/build/wasm-mt/vmsim-mt.mjs \
+		node_modules/.package-lock.json web/scripts/compress.mjs $(TRACE_EXAMPLES)
 	npx vite build --config web/vite.config.ts --logLevel warn
 	mkdir -p web/dist/traces && cp $(TRACE_EXAMPLES) web/dist/traces/
+	mkdir -p web/dist/engine && cp $(MT_FILES) web/dist/engine/
 	node web/scripts/compress.mjs web/dist
 	@touch $@
 

@@ -13,7 +13,14 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifndef VMSIM_GUNZIP
 #include <zlib.h>
+#endif
+
+/* Where the replay's refusals and progress lines go: stderr in the CLI; in the page's
+ * threaded module (replay_mt.c) a buffer of the replay's own, and progress to the page. */
+static FILE *rp_err;
+static void (*rp_progress)(int pass, double done, double total);
 
 #define IN_CHUNK (256u << 10)
 #define OUT_CHUNK (1u << 20)
@@ -34,6 +41,17 @@ static void replay_usage(FILE *f)
                "  slower); --l1-leave-at N: each mode leaves the shared L1s before its Nth access (a check:\n"
                "  the same figures); --chunk-batches N: with --jobs, the batches of 32,768 accesses a thread\n"
                "  decodes before it runs them (default 2; a check: the same figures)\n");
+}
+
+/* The CLI's progress: a line at each tenth of a pass (shown: where the last one was). */
+static void say_progress(int pass, double done, double total, double *shown)
+{
+    if (rp_progress) {
+        rp_progress(pass, done, total);
+    } else if (total > 0 && done - *shown >= total / 10) {
+        *shown = done;
+        fprintf(rp_err, "vmsim replay: pass %d: %.0f%%\n", pass, 100.0 * done / total);
+    }
 }
 
 typedef int (*feed_fn)(void *ctx, vmsim_replay *, const uint8_t *, size_t);
@@ -57,12 +75,23 @@ typedef struct inflater {
     FILE *f;
     const char *name;
     bool check;                     /* verify the gzip stream's CRC-32 */
+#ifdef VMSIM_GUNZIP
+    /* the module's own reader (src/gunzip.c), whose pieces go to a sink: into the piece
+     * being made, what does not fit kept for the next */
+    vmsim_gunzip *g;
+    unsigned char *in_at;
+    unsigned char *out, *spill;
+    size_t cap, n, spill_len, spill_at, spill_cap;
+    bool oom;
+#else
     z_stream zs;
+#endif
     unsigned char *in;
     size_t in_left;                 /* bytes of in not yet given to inflate */
     bool at_end;                    /* the gzip stream ended: no more pieces */
     int rc;                         /* 0, or 1 (I/O) / 2 (refused) with msg */
-    char msg[256];
+    bool gz;                        /* the refusal is the gzip stream's */
+    char msg[320];
     /* on threads: a ring of pieces between the inflating and the consumer */
     bool threaded;
     pthread_mutex_t mu;
@@ -81,10 +110,125 @@ typedef struct inflater {
     bool stop;                      /* the consumer refused a piece: the thread stops */
 } inflater;
 
+static int rp_stage;
+
 static void inflater_fail(inflater *z, int rc, const char *fmt, const char *detail)
 {
     z->rc = rc;
+    z->gz = rc == 2;
     snprintf(z->msg, sizeof z->msg, fmt, z->name, detail);
+}
+
+/* The inflater's refusal, said (its status). */
+static int say_inflater(const inflater *z)
+{
+    fputs(z->msg, rp_err);
+    rp_stage = z->gz ? 3 : 2;
+    return z->rc;
+}
+
+#ifdef VMSIM_GUNZIP
+#define GZ_PUSH 4096u       /* compressed bytes pushed at a time: about 256 KiB out on a program's trace */
+
+static int gz_sink(void *ctx, const uint8_t *p, size_t n)
+{
+    inflater *z = ctx;
+    size_t k = z->cap - z->n < n ? z->cap - z->n : n;
+    memcpy(z->out + z->n, p, k);
+    z->n += k;
+    if (k < n) {
+        size_t more = n - k;
+        if (z->spill_len + more > z->spill_cap) {
+            size_t cap = (z->spill_len + more) * 2;
+            unsigned char *q = realloc(z->spill, cap);
+            if (!q) {
+                z->oom = true;
+                return 1;
+            }
+            z->spill = q;
+            z->spill_cap = cap;
+        }
+        memcpy(z->spill + z->spill_len, p + k, more);
+        z->spill_len += more;
+    }
+    return 0;
+}
+
+static bool zin_init(inflater *z, bool check)
+{
+    z->g = vmsim_gunzip_new(NULL, check ? 1 : 2);
+    return z->g && !vmsim_gunzip_out_to(z->g, gz_sink, z);
+}
+
+static void zin_end(inflater *z)
+{
+    vmsim_gunzip_free(z->g);
+    free(z->spill);
+}
+
+/* The next piece of the body into out (at most cap bytes): its length, 0 at the end or on
+ * a refusal (z->rc), in gunzip.c's words (the page's). */
+static size_t inflate_piece(inflater *z, unsigned char *out, size_t cap)
+{
+    size_t n = 0;
+    while (n < cap) {
+        if (z->spill_at < z->spill_len) {
+            size_t k = z->spill_len - z->spill_at < cap - n ? z->spill_len - z->spill_at : cap - n;
+            memcpy(out + n, z->spill + z->spill_at, k);
+            n += k;
+            if ((z->spill_at += k) == z->spill_len)
+                z->spill_at = z->spill_len = 0;
+            continue;
+        }
+        if (z->rc || z->at_end)
+            break;
+        bool final = false;
+        if (!z->in_left) {
+            size_t got = fread(z->in, 1, IN_CHUNK, z->f);
+            if (ferror(z->f)) {
+                inflater_fail(z, 1, "vmsim replay: cannot read %s: %s\n", strerror(errno));
+                break;
+            }
+            z->in_at = z->in;
+            z->in_left = got;
+            final = got == 0;
+        }
+        size_t k = z->in_left < GZ_PUSH ? z->in_left : GZ_PUSH;
+        z->out = out;
+        z->cap = cap;
+        z->n = n;
+        int s = vmsim_gunzip_push(z->g, z->in_at, k, final);
+        n = z->n;
+        z->in_at += k;
+        z->in_left -= k;
+        if (s || z->oom) {
+            inflater_fail(z, z->oom || s == VMSIM_REPLAY_NO_MEMORY ? 1 : 2, "vmsim replay: %s: %s\n",
+                          z->oom || s == VMSIM_REPLAY_NO_MEMORY ? "out of memory" : vmsim_gunzip_error(z->g));
+            break;
+        }
+        if (vmsim_gunzip_done(z->g)) {
+            z->at_end = true;
+            if (z->in_left || fgetc(z->f) != EOF)
+                inflater_fail(z, 2, "vmsim replay: %s: %s\n",
+                              "the trace body is not valid gzip data (data after the end of the gzip member): the file is corrupt");
+        }
+    }
+    return n;
+}
+#else
+static bool zin_init(inflater *z, bool check)
+{
+    if (inflateInit2(&z->zs, 16 + MAX_WBITS) != Z_OK)
+        return false;
+    if (!check)
+        inflateValidate(&z->zs, 0);
+    return true;
+}
+
+static void zin_end(inflater *z)
+{
+    if (z->zs.state)
+        inflateEnd(&z->zs);
 }
 
 /* The next piece of the body into out (at most cap bytes): its length, 0 at the end or on
@@ -127,6 +271,8 @@ static size_t inflate_piece(inflater *z, unsigned char *out, size_t cap)
     }
     return 0;
 }
+
+#endif
 
 /* On threads, the next piece is inflated by a thread that would otherwise wait (mutex
  * held, released meanwhile), if there is room for it and nobody is: no thread of its own,
@@ -194,8 +340,7 @@ static void *scanner_thread(void *arg)
 /* What pass() set up: zlib's state (where it was), the buffers, the scans ahead. */
 static void inflater_free(inflater *z, int made, int ahead)
 {
-    if (z->zs.state)
-        inflateEnd(&z->zs);
+    zin_end(z);
     free(z->in);
     for (int i = 0; i < made; i++)
         free(z->piece[i]);
@@ -212,7 +357,7 @@ static int pass(FILE *f, const char *name, vmsim_replay *r, feed_fn feed, void *
                 bool threaded, int scanners, bool check)
 {
     if (fseek(f, (long)vmsim_replay_body_offset(r), SEEK_SET) != 0) {
-        fprintf(stderr, "vmsim replay: cannot seek in %s: %s\n", name, strerror(errno));
+        fprintf(rp_err, "vmsim replay: cannot seek in %s: %s\n", name, strerror(errno));
         return 1;
     }
     if (!threaded || scanners < 0)
@@ -226,9 +371,7 @@ static int pass(FILE *f, const char *name, vmsim_replay *r, feed_fn feed, void *
         ;
     for (; scanners && ahead < PIECES && (z.ahead[ahead] = vmsim_replay_ahead_new()); ahead++)
         ;
-    bool ok = z.in && made == nbuf && (!scanners || ahead == PIECES) && inflateInit2(&z.zs, 16 + MAX_WBITS) == Z_OK;
-    if (ok && !check)
-        inflateValidate(&z.zs, 0);
+    bool ok = z.in && made == nbuf && (!scanners || ahead == PIECES) && zin_init(&z, check);
     if (ok && threaded) {
         pthread_mutex_init(&z.mu, NULL);
         pthread_cond_init(&z.moved, NULL);
@@ -238,7 +381,7 @@ static int pass(FILE *f, const char *name, vmsim_replay *r, feed_fn feed, void *
     }
     if (!ok) {
         inflater_free(&z, made, ahead);
-        fprintf(stderr, "vmsim replay: out of memory\n");
+        fprintf(rp_err, "vmsim replay: out of memory\n");
         return 1;
     }
     int rc = 0;
@@ -275,14 +418,12 @@ static int pass(FILE *f, const char *name, vmsim_replay *r, feed_fn feed, void *
             p = z.piece[0];
         }
         if (!n) {
-            if (z.rc) {     /* every piece before the refusal was fed */
-                fputs(z.msg, stderr);
-                rc = z.rc;
-            }
+            if (z.rc)       /* every piece before the refusal was fed */
+                rc = say_inflater(&z);
             break;
         }
         if (feed ? feed(ctx, r, p, n) : vmsim_replay_scan_joined(r, p, n, joined)) {
-            fprintf(stderr, "vmsim replay: %s: %s\n", name, vmsim_replay_error(r));
+            fprintf(rp_err, "vmsim replay: %s: %s\n", name, vmsim_replay_error(r));
             rc = 2;
             break;
         }
@@ -292,11 +433,8 @@ static int pass(FILE *f, const char *name, vmsim_replay *r, feed_fn feed, void *
             pthread_cond_broadcast(&z.moved);
             pthread_mutex_unlock(&z.mu);
         }
-        double done = vmsim_replay_done(r);
-        if (progress && total > 0 && done - shown >= total / 10) {
-            shown = done;
-            fprintf(stderr, "vmsim replay: pass %d: %.0f%%\n", number, 100.0 * done / total);
-        }
+        if (progress)
+            say_progress(number, vmsim_replay_done(r), total, &shown);
     }
     if (threaded) {
         pthread_mutex_lock(&z.mu);
@@ -409,8 +547,10 @@ static bool cp_inflate(chunk_pool *p)
         got += n;
     }
     bool bad = k < p->nchunks ? got < want : got > 0;
-    if (bad && !z->rc)
+    if (bad && !z->rc) {
         inflater_fail(z, 2, changed_msg, "");
+        z->gz = false;
+    }
     pthread_mutex_lock(&p->mu);
     p->inflating = false;
     p->inflated = k + 1;
@@ -478,10 +618,8 @@ static void *chunk_thread(void *arg)
             break;
         if (p->slot_chunk[s] != k) {
             /* what the body could not give: said after every chunk before */
-            if (cp_turn(p, w, k)) {
-                fputs(p->z.msg, stderr);
-                cp_stop(p, p->z.rc);
-            }
+            if (cp_turn(p, w, k))
+                cp_stop(p, say_inflater(&p->z));
             break;
         }
         pthread_mutex_unlock(&p->mu);
@@ -502,14 +640,11 @@ static void *chunk_thread(void *arg)
             pthread_mutex_unlock(&p->mu);
             bool bad = last && vmsim_replay_cursor_end(r, w->c) != 0;
             if (bad)
-                fprintf(stderr, "vmsim replay: %s: %s\n", p->z.name, vmsim_replay_error(r));
+                fprintf(rp_err, "vmsim replay: %s: %s\n", p->z.name, vmsim_replay_error(r));
             for (size_t i = 0; !bad && i < w->nb; i++)
                 vmsim_replay_batch_sl1(r, w->b[i]);
-            double done = vmsim_replay_done(r);
-            if (last && !bad && p->progress && p->total > 0 && done - p->shown >= p->total / 10) {
-                p->shown = done;
-                fprintf(stderr, "vmsim replay: pass 2: %.0f%%\n", 100.0 * done / p->total);
-            }
+            if (last && !bad && p->progress)
+                say_progress(2, vmsim_replay_done(r), p->total, &p->shown);
             pthread_mutex_lock(&p->mu);
             if (bad) {
                 cp_stop(p, 2);
@@ -559,7 +694,7 @@ static int chunked_pass(FILE *f, const char *name, vmsim_replay *r, int jobs, in
                     .progress = progress, .failed_at = SIZE_MAX, .total = vmsim_replay_accesses(r)};
     p.z = (inflater){.f = f, .name = name};
     if (fseek(f, (long)vmsim_replay_body_offset(r), SEEK_SET) != 0) {
-        fprintf(stderr, "vmsim replay: cannot seek in %s: %s\n", name, strerror(errno));
+        fprintf(rp_err, "vmsim replay: cannot seek in %s: %s\n", name, strerror(errno));
         return 1;
     }
     if (jobs > MAX_CHUNK_THREADS)
@@ -578,7 +713,7 @@ static int chunked_pass(FILE *f, const char *name, vmsim_replay *r, int jobs, in
     p.z.in = malloc(IN_CHUNK);
     p.slot = calloc((size_t)p.nslots, sizeof *p.slot);
     p.slot_chunk = malloc((size_t)p.nslots * sizeof *p.slot_chunk);
-    bool ok = p.z.in && p.slot && p.slot_chunk && inflateInit2(&p.z.zs, 16 + MAX_WBITS) == Z_OK;
+    bool ok = p.z.in && p.slot && p.slot_chunk && zin_init(&p.z, false);     /* pass 1 checked the CRC-32 */
     for (; ok && made < p.nslots; made++) {
         p.slot_chunk[made] = SIZE_MAX;
         ok = (p.slot[made] = malloc(biggest)) != NULL;
@@ -589,10 +724,9 @@ static int chunked_pass(FILE *f, const char *name, vmsim_replay *r, int jobs, in
             ok = (w[i].b[w[i].cap] = vmsim_replay_batch_new()) != NULL;
     }
     if (!ok) {
-        fprintf(stderr, "vmsim replay: out of memory\n");
+        fprintf(rp_err, "vmsim replay: out of memory\n");
         goto out;
     }
-    inflateValidate(&p.z.zs, 0);        /* pass 1 checked the CRC-32 */
     pthread_mutex_init(&p.mu, NULL);
     for (int i = 0; i < p.threads; i++) {
         pthread_cond_init(&wake[i], NULL);
@@ -606,22 +740,19 @@ static int chunked_pass(FILE *f, const char *name, vmsim_replay *r, int jobs, in
         pthread_mutex_lock(&p.mu);
         cp_stop(&p, 1);
         pthread_mutex_unlock(&p.mu);
-        fprintf(stderr, "vmsim replay: cannot start a thread: %s\n", strerror(errno));
+        fprintf(rp_err, "vmsim replay: cannot start a thread: %s\n", strerror(errno));
     }
     chunk_thread(&w[0]);
     for (int i = 1; i < started; i++)
         pthread_join(w[i].tid, NULL);
-    if (!p.stop && p.failed_at == p.nchunks) {      /* the stream went on after the last chunk */
-        fputs(p.z.msg, stderr);
-        p.rc = p.z.rc;
-    }
+    if (!p.stop && p.failed_at == p.nchunks)        /* the stream went on after the last chunk */
+        p.rc = say_inflater(&p.z);
     rc = p.rc;
     pthread_mutex_destroy(&p.mu);
     for (int i = 0; i < p.threads; i++)
         pthread_cond_destroy(&wake[i]);
 out:
-    if (p.z.zs.state)
-        inflateEnd(&p.z.zs);
+    zin_end(&p.z);
     free(p.z.in);
     for (int i = 0; i < made; i++)
         free(p.slot[i]);
@@ -705,6 +836,52 @@ static bool add_machine(strbuf *o, const char *path)
     return ok;
 }
 
+/* The replay of an open trace file (size: its bytes) with the options' JSON: the report to
+ * out, refusals to rp_err; 0, 1 (I/O, memory) or 2 (refused). rp_stage says which part
+ * refused: 1 the header, 2 the body, 3 its gzip stream. */
+static int replay_stream(FILE *fp, const char *file, double size, const char *opts, int jobs, int chunk_batches,
+                         bool progress, FILE *out)
+{
+    int rc;
+    rp_stage = 0;
+    size_t cap = 16 + 65536;
+    uint8_t *head = malloc(cap);
+    size_t n = head ? fread(head, 1, cap, fp) : 0;
+    vmsim_replay *r = head && opts ? vmsim_replay_open(head, n, size, opts, strlen(opts)) : NULL;
+    free(head);
+    if (!r) {
+        fprintf(rp_err, "vmsim replay: out of memory\n");
+        return 1;
+    }
+    if (vmsim_replay_status(r)) {
+        fprintf(rp_err, "vmsim replay: %s: %s\n", file, vmsim_replay_error(r));
+        rp_stage = 1;
+        rc = 2;
+    } else if (jobs > 1 && vmsim_replay_chunked(r)) {
+        fprintf(rp_err, "vmsim replay: %s: %s\n", file, vmsim_replay_error(r));
+        rc = 2;
+    } else if (!(rc = pass(fp, file, r, NULL, NULL, 1, progress, jobs > 1, jobs - 1, true))) {
+        if (vmsim_replay_scan_end(r)) {
+            fprintf(rp_err, "vmsim replay: %s: %s\n", file, vmsim_replay_error(r));
+            rc = 2;
+        } else if (!(rc = jobs > 1 && vmsim_replay_chunks(r) > 1
+                              ? chunked_pass(fp, file, r, jobs, chunk_batches, progress)
+                              : pass(fp, file, r, feed_piece, NULL, 2, progress, false, 0, false))) {
+            char *text;
+            if (vmsim_replay_finish(r, &text)) {
+                fprintf(rp_err, "vmsim replay: %s: %s\n", file, vmsim_replay_error(r));
+                rc = 2;
+            } else {
+                fputs(text, out);
+                rc = 0;
+            }
+            vmsim_replay_free_text(text);
+        }
+    }
+    vmsim_replay_close(r);
+    return rc;
+}
+
 int replay_main(int argc, char **argv)
 {
     static const char *const presets[] = {"x86-server", "sunway-1621", NULL}, *const gp[] = {"4k", "2m", NULL},
@@ -720,6 +897,7 @@ int replay_main(int argc, char **argv)
     sb_init(&o);
     sb_putc(&o, '{');
     int rc = 2;
+    rp_err = stderr;
     for (int i = 2; i < argc; i++) {
         const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
@@ -813,44 +991,112 @@ int replay_main(int argc, char **argv)
     }
     struct stat sbuf;
     double size = fstat(fileno(fp), &sbuf) == 0 ? (double)sbuf.st_size : 0;
-    size_t cap = 16 + 65536;
-    uint8_t *head = malloc(cap);
-    size_t n = head ? fread(head, 1, cap, fp) : 0;
-    vmsim_replay *r = head && opts ? vmsim_replay_open(head, n, size, opts, strlen(opts)) : NULL;
-    free(head);
-    if (!r) {
-        fprintf(stderr, "vmsim replay: out of memory\n");
-        fclose(fp);
-        rc = 1;
-        goto out;
-    }
-    if (vmsim_replay_status(r)) {
-        fprintf(stderr, "vmsim replay: %s: %s\n", file, vmsim_replay_error(r));
-        rc = 2;
-    } else if (jobs > 1 && vmsim_replay_chunked(r)) {
-        fprintf(stderr, "vmsim replay: %s: %s\n", file, vmsim_replay_error(r));
-        rc = 2;
-    } else if (!(rc = pass(fp, file, r, NULL, NULL, 1, progress, jobs > 1, jobs - 1, true))) {
-        if (vmsim_replay_scan_end(r)) {
-            fprintf(stderr, "vmsim replay: %s: %s\n", file, vmsim_replay_error(r));
-            rc = 2;
-        } else if (!(rc = jobs > 1 && vmsim_replay_chunks(r) > 1
-                              ? chunked_pass(fp, file, r, jobs, chunk_batches, progress)
-                              : pass(fp, file, r, feed_piece, NULL, 2, progress, false, 0, false))) {
-            char *text;
-            if (vmsim_replay_finish(r, &text)) {
-                fprintf(stderr, "vmsim replay: %s: %s\n", file, vmsim_replay_error(r));
-                rc = 2;
-            } else {
-                fputs(text, stdout);
-                rc = 0;
-            }
-            vmsim_replay_free_text(text);
-        }
-    }
-    vmsim_replay_close(r);
+    rc = replay_stream(fp, file, size, opts, jobs, chunk_batches, progress, stdout);
     fclose(fp);
 out:
     sb_free(&o);
     return rc;
 }
+
+#ifdef __EMSCRIPTEN__
+/* ---- the page's threaded replay (vmsim-mt.mjs: this file built with -pthread) ----
+ * The trace's bytes in the module's memory, replayed as `vmsim replay --jobs N` replays a
+ * file (the same passes, threads and chunks), on a thread of its own: the page's worker
+ * starts it and returns to its event loop (where the module starts the threads), polls
+ * the progress and takes the report or the refusal at the end (web/src/trace/mt.ts). One
+ * replay at a time in a module. */
+#include <emscripten.h>
+#include <stdatomic.h>
+
+static struct {
+    const uint8_t *bytes;
+    size_t len;
+    char *opts;
+    int jobs, batches;
+    pthread_t tid;
+    bool started;
+    atomic_int finished;
+    atomic_int pass;
+    _Atomic double done, total;
+    int rc, stage;
+    char *text, *err;
+    size_t text_len, err_len;
+} mt;
+
+static void mt_progress(int pass, double done, double total)
+{
+    atomic_store(&mt.total, total);
+    atomic_store(&mt.done, done);
+    atomic_store(&mt.pass, pass);
+}
+
+static void *mt_thread(void *arg)
+{
+    (void)arg;
+    FILE *fp = fmemopen((void *)mt.bytes, mt.len, "rb");
+    FILE *out = open_memstream(&mt.text, &mt.text_len);
+    rp_err = open_memstream(&mt.err, &mt.err_len);
+    rp_progress = mt_progress;
+    if (!fp || !out || !rp_err)
+        mt.rc = 1;
+    else
+        mt.rc = replay_stream(fp, "trace", (double)mt.len, mt.opts, mt.jobs, mt.batches, true, out);
+    mt.stage = rp_stage;
+    if (fp)
+        fclose(fp);
+    if (out)
+        fclose(out);
+    if (rp_err)
+        fclose(rp_err);
+    atomic_store(&mt.finished, 1);
+    return NULL;
+}
+
+/* Starts the replay of len bytes at bytes (the whole file, kept by the caller until
+ * vmsim_mt_free) with the options' JSON on `jobs` threads (chunk_batches: 0 the default).
+ * 0: started; 1: one is running, or no thread could be started. */
+EMSCRIPTEN_KEEPALIVE int vmsim_mt_start(const uint8_t *bytes, size_t len, const char *opts, int jobs, int chunk_batches)
+{
+    if (mt.started)
+        return 1;
+    mt.bytes = bytes;
+    mt.len = len;
+    mt.opts = strdup(opts);
+    mt.jobs = jobs < 1 ? 1 : jobs > MAX_CHUNK_THREADS ? MAX_CHUNK_THREADS : jobs;
+    mt.batches = chunk_batches >= 1 && chunk_batches <= MAX_CHUNK_BATCHES ? chunk_batches : CHUNK_BATCHES;
+    atomic_store(&mt.finished, 0);
+    atomic_store(&mt.pass, 1);
+    atomic_store(&mt.done, 0);
+    atomic_store(&mt.total, 0);
+    if (!mt.opts || pthread_create(&mt.tid, NULL, mt_thread, NULL)) {
+        free(mt.opts);
+        mt.opts = NULL;
+        return 1;
+    }
+    mt.started = true;
+    return 0;
+}
+
+EMSCRIPTEN_KEEPALIVE int vmsim_mt_finished(void) { return atomic_load(&mt.finished); }
+EMSCRIPTEN_KEEPALIVE int vmsim_mt_pass(void) { return atomic_load(&mt.pass); }
+EMSCRIPTEN_KEEPALIVE double vmsim_mt_done(void) { return atomic_load(&mt.done); }
+EMSCRIPTEN_KEEPALIVE double vmsim_mt_total(void) { return atomic_load(&mt.total); }
+/* Once finished: 0, 1 (memory) or 2 (refused); which part refused (1 the header, 2 the
+ * body); the report; the refusal's lines. */
+EMSCRIPTEN_KEEPALIVE int vmsim_mt_status(void) { return mt.rc; }
+EMSCRIPTEN_KEEPALIVE int vmsim_mt_stage(void) { return mt.stage; }
+EMSCRIPTEN_KEEPALIVE const char *vmsim_mt_text(void) { return mt.text ? mt.text : ""; }
+EMSCRIPTEN_KEEPALIVE const char *vmsim_mt_error(void) { return mt.err ? mt.err : ""; }
+
+/* After vmsim_mt_finished: the replay's thread joined and what it kept freed; another may start. */
+EMSCRIPTEN_KEEPALIVE void vmsim_mt_free(void)
+{
+    if (!mt.started)
+        return;
+    pthread_join(mt.tid, NULL);
+    free(mt.opts);
+    free(mt.text);
+    free(mt.err);
+    memset(&mt, 0, sizeof mt);
+}
+#endif

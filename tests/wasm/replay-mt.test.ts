@@ -1,0 +1,151 @@
+/* The page's replay on threads (vmsim-mt: cli/replay.c's passes built with -pthread, one
+ * WebAssembly memory shared by the threads; wasm-core/js/replay-mt.ts drives it as the
+ * page's worker does) against the native CLI's --jobs 1 and the one-worker replay
+ * (replayBlob, src/gunzip.c through the page's own calls): the same report, byte for byte,
+ * on 1, 2 and 3 threads and in rounds of 1 and 3 batches, for the example traces, a trace
+ * that evicts TLB entries all the time, a trace of one-byte records that makes many chunks,
+ * and every setting; the same refusal, in the same words and stage, for the same damaged
+ * trace, whichever thread found it. */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, openAsBlob, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadVmsim, type Vmsim } from '../../wasm-core/js/vmsim';
+import { replayBlob, TraceError, type ReplayOptions, type ReplayProgress } from '../../wasm-core/js/replay';
+import { refusalWords, replayThreaded, type MtModule } from '../../wasm-core/js/replay-mt';
+
+const root = join(__dirname, '..', '..');
+const vmsim = join(root, 'wasm-core', 'build', 'vmsim');
+const examples = join(root, 'hw-lab', 'build', 'traces');
+const mtDir = join(root, 'wasm-core', 'build', 'wasm-mt', 'node');
+let engine: Vmsim;
+let mt: MtModule;
+let work: string;
+const traces: string[] = [];
+
+function python(code: string, path: string) {
+  execFileSync('python3', ['-c', `import sys, random; sys.path.insert(0, ${JSON.stringify(join(root, 'hw-lab', 'lib'))})
+from hwlab.tracefile import write_trace
+${code}`, path]);
+}
+
+beforeAll(async () => {
+  engine = await loadVmsim({ wasmBinary: readFileSync(join(root, 'wasm-core', 'build', 'wasm', 'vmsim.wasm')) });
+  const create = createRequire(import.meta.url)(join(mtDir, 'vmsim-mt.cjs')) as (o: object) => Promise<MtModule>;
+  mt = await create({ wasmBinary: readFileSync(join(mtDir, 'vmsim-mt.wasm')) });
+  work = mkdtempSync(join(tmpdir(), 'vmemlab-replay-mt-'));
+  for (const e of ['pointer-chase', 'sequential-scan']) if (existsSync(join(examples, `${e}.vmtrace`))) traces.push(join(examples, `${e}.vmtrace`));
+  // 60,000 accesses over 3,000 pages in a random walk: TLB entries evicted and walked again
+  const evicting = join(work, 'evicting.vmtrace');
+  python(`r = random.Random(3); acc = []; page = 0
+for i in range(60000):
+    if i % 7 == 0: page = r.randrange(3000)
+    acc.append((i % 4, 0x7f0000000000 + page * 4096 + r.randrange(4096)))
+write_trace(sys.argv[1], acc)`, evicting);
+  traces.push(evicting);
+  // 400,000 loads a line apart on 2 pages: one-byte records, so the body's 64 KiB chunks
+  // hold about 2 batches each and the threads take many chunks in turn
+  const dense = join(work, 'dense.vmtrace');
+  python('write_trace(sys.argv[1], [(0, 0x7f0000000000 + (i % 128) * 64) for i in range(400000)])', dense);
+  traces.push(dense);
+});
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+function cli(path: string, o: ReplayOptions) {
+  const args = ['replay', path, '--quiet', '--jobs', '1', '--format', o.format ?? 'json'];
+  if (o.modes) args.push('--modes', o.modes.join(','));
+  if (o.start) args.push('--start', o.start);
+  if (o.guest_pages) args.push('--guest-pages', o.guest_pages);
+  if (o.tables) args.push('--tables', o.tables);
+  if (o.preset) args.push('--preset', o.preset);
+  return spawnSync(vmsim, args, { encoding: 'utf8' });
+}
+
+async function threaded(path: string, o: ReplayOptions, jobs: number, chunkBatches = 0, onProgress?: (p: ReplayProgress) => void) {
+  try {
+    return { ok: true, text: await replayThreaded(mt, await openAsBlob(path), o, { jobs, chunkBatches, onProgress }) };
+  } catch (e) {
+    if (!(e instanceof TraceError)) throw e;
+    return { ok: false, text: e.message, stage: e.stage };
+  }
+}
+
+async function oneWorker(path: string, o: ReplayOptions) {
+  try {
+    return { ok: true, text: await replayBlob(engine.openReplay, await openAsBlob(path), o) };
+  } catch (e) {
+    if (!(e instanceof TraceError)) throw e;
+    return { ok: false, text: e.message, stage: e.stage };
+  }
+}
+
+describe('the page\'s replay on threads (vmsim-mt)', () => {
+  it('gives the CLI\'s bytes on 1, 2 and 3 threads, for every trace and setting', async () => {
+    expect(traces.length).toBeGreaterThanOrEqual(3);
+    const settings: ReplayOptions[] = [
+      { format: 'json' }, { format: 'table' }, { format: 'csv', start: 'warm', guest_pages: '2m' },
+      { format: 'json', modes: ['ept', 'shadow'], tables: 'on-demand' }, { format: 'json', preset: 'sunway-1621' },
+    ];
+    for (const t of traces) for (const o of settings) {
+      const n = cli(t, o);
+      expect(n.status, n.stderr).toBe(0);
+      for (const jobs of [1, 2, 3]) {
+        const w = await threaded(t, o, jobs);
+        expect(w.ok, `${t} ${JSON.stringify(o)} jobs ${jobs}: ${w.text}`).toBe(true);
+        expect(w.text, `${t} ${JSON.stringify(o)} jobs ${jobs}`).toBe(n.stdout);
+      }
+    }
+  }, 300_000);
+
+  it('gives the same bytes in rounds of 1 and 3 batches, and its progress climbs through both passes to the end', async () => {
+    const dense = traces.at(-1)!;
+    const n = cli(dense, { format: 'json' });
+    for (const batches of [1, 3]) expect((await threaded(dense, { format: 'json' }, 2, batches)).text).toBe(n.stdout);
+    const seen: ReplayProgress[] = [];
+    const big = join(examples, 'pointer-chase-256m.vmtrace');
+    const path = existsSync(big) ? big : dense;
+    const w = await threaded(path, { format: 'json' }, 2, 0, (p) => seen.push(p));
+    expect(w.ok).toBe(true);
+    expect(w.text).toBe(cli(path, { format: 'json' }).stdout);
+    expect(seen.length).toBeGreaterThan(0);
+    for (let i = 1; i < seen.length; i++) expect(seen[i].fraction).toBeGreaterThanOrEqual(seen[i - 1].fraction);
+    expect(seen.at(-1)!.pass).toBe(2);
+    expect(seen.at(-1)!.fraction).toBeGreaterThan(0.9);
+    if (path === big) expect(new Set(seen.map((p) => p.pass))).toEqual(new Set([1, 2]));
+  }, 300_000);
+
+  it('refuses a damaged trace in the one-worker replay\'s words and stage, on 1 and 2 threads', async () => {
+    const good = readFileSync(traces.at(-1)!);
+    const hlen = good.readUInt32LE(12);
+    const body = 16 + hlen;
+    const flip = (at: number) => { const b = Buffer.from(good); b[at] ^= 0xff; return b; };
+    const damaged: [string, Buffer][] = [
+      ['cut short', good.subarray(0, good.length - 7)],
+      ['cut in half', good.subarray(0, body + Math.floor((good.length - body) / 2))],
+      ['data after', Buffer.concat([good, Buffer.from('more')])],
+      ['version', (() => { const b = Buffer.from(good); b.writeUInt16LE(9, 8); return b; })()],
+      ['header', (() => { const b = Buffer.from(good); b[16 + 3] = 0x7b; return b; })()],
+      ['not a trace', Buffer.from('hello, this is not a trace at all')],
+      ['deflate', flip(body + 40)],
+      ['crc', flip(good.length - 6)],
+    ];
+    for (const [what, bytes] of damaged) {
+      const f = join(work, `${what}.vmtrace`);
+      writeFileSync(f, bytes);
+      const one = await oneWorker(f, {});
+      expect(one.ok, what).toBe(false);
+      for (const jobs of [1, 2]) {
+        const w = await threaded(f, {}, jobs);
+        expect({ ok: w.ok, text: w.text, stage: w.stage }, `${what}, ${jobs} threads`).toEqual({ ok: false, text: one.text, stage: one.stage });
+      }
+    }
+  }, 120_000);
+
+  it('takes a refusal\'s words from the module\'s line', () => {
+    expect(refusalWords('vmsim replay: trace: the trace is cut short\n')).toBe('the trace is cut short');
+    expect(refusalWords('vmsim replay: out of memory\n')).toBe('out of memory');
+    expect(refusalWords('')).toBe('the replay failed');
+  });
+});

@@ -1,0 +1,115 @@
+/* The page's replay on threads: the threaded build of `vmsim replay` (vmsim-mt.mjs, built
+ * with -pthread from cli/replay.c: docs/replay.md, "The page on threads") in one
+ * WebAssembly memory shared by its threads. The file's compressed bytes go into that
+ * memory whole; the module replays them on a thread of its own, which starts the others,
+ * while this side polls the progress and returns to its event loop (where the module
+ * starts its threads). The same figures, byte for byte, as the one-worker replay and the
+ * CLI (tests/wasm/replay-mt.test.ts). */
+import { progressFraction, TraceError, type ReplayOptions, type ReplayProgress } from './replay';
+
+/** What the threaded module exports (wasm-core/Makefile, MT_FNS). */
+export interface MtModule {
+  _malloc(n: number): number;
+  _free(p: number): void;
+  _vmsim_mt_start(bytes: number, len: number, opts: number, jobs: number, chunkBatches: number): number;
+  _vmsim_mt_finished(): number;
+  _vmsim_mt_pass(): number;
+  _vmsim_mt_done(): number;
+  _vmsim_mt_total(): number;
+  _vmsim_mt_status(): number;
+  _vmsim_mt_stage(): number;
+  _vmsim_mt_text(): number;
+  _vmsim_mt_error(): number;
+  _vmsim_mt_free(): void;
+  wasmMemory: WebAssembly.Memory;
+  UTF8ToString(p: number): string;
+  stringToUTF8(s: string, p: number, max: number): void;
+  lengthBytesUTF8(s: string): number;
+}
+
+/** The most compressed bytes the page holds in the module's memory at once (with the
+ * module, its modes and the trace's tables within the 2 GiB a module may grow to); a
+ * larger file is replayed by the workers that stream it (web/src/trace/runner.ts). */
+export const MT_MAX_FILE_BYTES = 1 << 30;
+
+/** How often the progress is read. */
+const POLL_MS = 50;
+
+/** A refusal's line as the module writes it ("vmsim replay: trace: ..."), as the page says
+ * it: the engine's words alone. */
+export function refusalWords(text: string): string {
+  const line = text.split('\n').find((l) => l.trim() !== '') ?? '';
+  return line.replace(/^vmsim replay: (trace: )?/, '') || 'the replay failed';
+}
+
+export interface MtRun {
+  /** The threads the replay runs on (the module starts them). */
+  jobs: number;
+  /** chunk batches (a check: the same figures); 0 the default */
+  chunkBatches?: number;
+  onProgress?: (p: ReplayProgress) => void;
+  signal?: AbortSignal;
+}
+
+/** Reads the whole file into the module's memory, piece by piece as it is read. */
+async function readInto(mod: MtModule, blob: Blob, at: number, signal?: AbortSignal) {
+  const reader = blob.stream().getReader();
+  let off = 0;
+  try {
+    for (;;) {
+      if (signal?.aborted) throw new DOMException('the replay was cancelled', 'AbortError');
+      const step = await reader.read();
+      if (step.done) break;
+      const n = Math.min(step.value.length, blob.size - off);
+      new Uint8Array(mod.wasmMemory.buffer, at + off, n).set(step.value.subarray(0, n));  // the memory may have grown
+      off += n;
+    }
+  } finally {
+    reader.releaseLock();
+  }
+  if (off !== blob.size) throw new Error(`the file gave ${off} of its ${blob.size} bytes: was it changed while it was read?`);
+}
+
+/** Replays a trace file on `jobs` threads; returns the report text in options.format. A
+ * refusal is a TraceError with the one-worker replay's stage and words. */
+export async function replayThreaded(mod: MtModule, blob: Blob, options: ReplayOptions, run: MtRun): Promise<string> {
+  if (blob.size > MT_MAX_FILE_BYTES) throw new Error(`the threaded replay holds at most ${MT_MAX_FILE_BYTES} bytes of a file`);
+  const text = JSON.stringify(options);
+  const optLen = mod.lengthBytesUTF8(text) + 1;
+  const bytes = mod._malloc(Math.max(1, blob.size));
+  const opts = mod._malloc(optLen);
+  let started = false;
+  try {
+    if (!bytes || !opts) throw new Error('vmsim: out of WebAssembly memory');
+    mod.stringToUTF8(text, opts, optLen);
+    await readInto(mod, blob, bytes, run.signal);
+    if (mod._vmsim_mt_start(bytes, blob.size, opts, Math.max(1, Math.floor(run.jobs)), run.chunkBatches ?? 0)) {
+      throw new Error('vmsim: the threaded replay could not start a thread');
+    }
+    started = true;
+    await new Promise<void>((resolve, reject) => {
+      const tick = () => {
+        if (run.signal?.aborted) { reject(new DOMException('the replay was cancelled', 'AbortError')); return; }
+        const pass = mod._vmsim_mt_pass() === 2 ? 2 : 1;
+        const done = mod._vmsim_mt_done(), accesses = mod._vmsim_mt_total();
+        if (accesses > 0) run.onProgress?.({ pass, done, accesses, fraction: progressFraction(pass, done, accesses) });
+        if (mod._vmsim_mt_finished()) resolve();
+        else setTimeout(tick, POLL_MS);
+      };
+      tick();
+    });
+    const status = mod._vmsim_mt_status();
+    if (status === 0) return mod.UTF8ToString(mod._vmsim_mt_text());
+    const words = refusalWords(mod.UTF8ToString(mod._vmsim_mt_error()));
+    if (status !== 2) throw new Error(`vmsim: ${words}`);
+    const stage = mod._vmsim_mt_stage();
+    throw new TraceError(words, stage === 1 ? 'header' : stage === 3 ? 'gzip' : 'body');
+  } finally {
+    // a cancelled replay's threads run on: the page terminates the worker that holds them
+    if (started && mod._vmsim_mt_finished()) mod._vmsim_mt_free();
+    if (!started || mod._vmsim_mt_finished()) {
+      if (bytes) mod._free(bytes);
+      if (opts) mod._free(opts);
+    }
+  }
+}
