@@ -1,10 +1,11 @@
 /* The "Your program" panel's replay in both browsers (Debian's Chromium and Firefox ESR,
  * tests/browser/browsers.ts) against the real class server: the page is cross-origin
- * isolated there, so its workers share one decoder through a SharedArrayBuffer (on this
- * machine's processors: one worker when the browser reports one, and then the File is
- * read by that worker alone); the pointer-chase example, whose 2,121 pages evict TLB
- * entries all the time, comes out with the native CLI's counts, and the page shows no
- * error. */
+ * isolated there, so it replays on threads (the threaded module, vmsim-mt, loaded from the
+ * server's engine/ in one worker, on as many threads as the browser reports processors, at
+ * most 8), and with ?replay=workers its workers share one decoder through a
+ * SharedArrayBuffer (one worker when the browser reports one processor); either way the
+ * pointer-chase example, whose 2,121 pages evict TLB entries all the time, comes out with
+ * the native CLI's counts, and the page shows no error. */
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -18,12 +19,12 @@ for (const browser of BROWSERS) {
   describe(`the trace replay in ${browser}`, () => {
     const app = appIn(browser);
 
-    it('is cross-origin isolated and replays the example on a shared decoder with the CLI\'s counts', async () => {
+    for (const asked of ['threads', 'workers'] as const) it(`is cross-origin isolated and replays the example ${asked === 'threads' ? 'on threads' : 'in workers on a shared decoder'} with the CLI's counts`, async () => {
       const cli = JSON.parse(execFileSync(vmsim, ['replay', chase, '--quiet', '--format', 'json'], { encoding: 'utf8' })) as
         { modes: { mode: string; tlb_misses: number; exits: number; refs_by_where: Record<string, number>; ref_cycles: number }[]; trace: { pages: number } };
       for (const m of cli.modes) expect(m.tlb_misses, m.mode).toBeGreaterThan(10 * cli.trace.pages);     // it evicts
       const tab = await app.open();
-      await tab.goto(app.url + '?view=compare&example=ept-4k');
+      await tab.goto(app.url + `?view=compare&example=ept-4k${asked === 'workers' ? '&replay=workers' : ''}`);
       expect(await tab.evaluate(() => crossOriginIsolated)).toBe(true);
       const cores = await tab.evaluate(() => navigator.hardwareConcurrency);
       await tab.waitFor('[data-testid="trace-panel"]');
@@ -31,9 +32,10 @@ for (const browser of BROWSERS) {
       await tab.waitFor('[data-testid="trace-list"] li[data-status="done"]', 120_000);
       const how = await tab.evaluate(() => {
         const li = document.querySelector('[data-testid="trace-list"] li[data-status="done"]')!;
-        return { workers: li.getAttribute('data-workers'), shared: li.getAttribute('data-shared') };
+        return { workers: li.getAttribute('data-workers'), shared: li.getAttribute('data-shared'), threads: li.getAttribute('data-threads') };
       });
-      expect(how).toEqual(cores > 1 ? { workers: String(Math.min(cores, 5) + (cores > 5 ? 1 : 0)), shared: 'true' } : { workers: '1', shared: 'false' });
+      expect(how).toEqual(asked === 'threads' ? { workers: String(Math.min(cores, 8)), shared: 'true', threads: 'true' }
+        : cores > 1 ? { workers: String(Math.min(cores, 5) + (cores > 5 ? 1 : 0)), shared: 'true', threads: null } : { workers: '1', shared: 'false', threads: null });
       const got = await tab.evaluate(() => [...document.querySelectorAll('[data-testid="trace-where"] tr[data-trace="1"]')].map((tr) => ({
         mode: tr.getAttribute('data-mode'),
         cells: [...tr.querySelectorAll('td[data-field]')].map((td) => Number(td.textContent!.replace(/[^0-9]/g, ''))),

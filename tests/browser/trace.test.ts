@@ -109,11 +109,12 @@ describe('Your program, in Chromium', () => {
     await page.close();
   }, 180_000);
 
-  it('is cross-origin isolated, and its workers share one decoder: a trace with TLB evictions to the CLI\'s counts, with 2 workers and 8 (the lead decoding only, as with 2); without the headers each worker reads the file', async () => {
+  it('is cross-origin isolated, and replays on threads: a trace with TLB evictions to the CLI\'s counts on 2 threads and 8; with ?replay=workers its workers share one decoder (2 workers and 8, the lead decoding only); without the headers each worker reads the file', async () => {
     const cli = JSON.parse(execFileSync(vmsim, ['replay', long, '--quiet', '--format', 'json'], { encoding: 'utf8' })) as
       { modes: { mode: string; tlb_misses: number; exits: number; refs_by_where: Record<string, number>; ref_cycles: number }[]; trace: { pages: number } };
     for (const m of cli.modes) expect(m.tlb_misses, m.mode).toBeGreaterThan(2 * cli.trace.pages);     // it evicts
-    for (const [cores, isolated] of [[2, true], [8, true], [2, false]] as const) {
+    const ways = [[2, true, 'threads'], [8, true, 'threads'], [2, true, 'workers'], [8, true, 'workers'], [2, false, 'threads']] as const;
+    for (const [cores, isolated, asked] of ways) {
       const page = await session.browser.newPage();
       // another host's headers: the page is not cross-origin isolated
       if (!isolated) await page.route('**/*', async (route) => {
@@ -126,7 +127,7 @@ describe('Your program, in Chromium', () => {
       page.on('console', (m) => { if (m.type() === 'error') problems.push(m.text()); });
       page.on('pageerror', (e) => problems.push(e.message));
       await page.addInitScript((n) => { Object.defineProperty(navigator, 'hardwareConcurrency', { get: () => n }); }, cores);
-      await page.goto(session.url + '?view=compare&example=ept-4k');
+      await page.goto(session.url + `?view=compare&example=ept-4k${asked === 'workers' ? '&replay=workers' : ''}`);
       expect(await page.evaluate(() => crossOriginIsolated)).toBe(isolated);
       await page.waitForSelector('[data-testid="trace-panel"]');
       await page.evaluate(() => {
@@ -134,12 +135,16 @@ describe('Your program, in Chromium', () => {
         w.how = new Set();
         setInterval(() => {
           const p = document.querySelector('[data-testid="trace-progress"]');
-          if (p?.getAttribute('data-workers')) w.how.add(`${p.getAttribute('data-workers')} ${p.getAttribute('data-shared')}`);
+          if (p?.getAttribute('data-workers')) w.how.add(`${p.getAttribute('data-workers')} ${p.getAttribute('data-shared')} ${p.getAttribute('data-threads') ?? 'no-threads'}`);
         }, 20);
       });
       await page.setInputFiles('[data-testid="trace-file"]', long);
       await page.waitForSelector('[data-testid="trace-where"] tr[data-trace="1"]', { timeout: 150_000 });
-      expect([...await page.evaluate(() => [...(window as unknown as { how: Set<string> }).how])]).toEqual([`${cores > 5 ? 6 : cores} ${isolated}`]);
+      // on threads: one worker, as many threads as processors (at most 8); in workers, at most
+      // a lead and one per mode; not isolated, the workers each read the file
+      const onThreads = isolated && asked === 'threads';
+      expect([...await page.evaluate(() => [...(window as unknown as { how: Set<string> }).how])], `${cores} ${isolated} ${asked}`)
+        .toEqual([onThreads ? `${Math.min(cores, 8)} true true` : `${cores > 5 ? 6 : cores} ${isolated} no-threads`]);
       const got = await page.$$eval('[data-testid="trace-where"] tr[data-trace="1"]', (trs) => trs.map((tr) => ({
         mode: tr.getAttribute('data-mode'),
         cells: [...tr.querySelectorAll('td[data-field]')].map((td) => Number(td.textContent!.replace(/[^0-9]/g, ''))),
@@ -150,7 +155,7 @@ describe('Your program, in Chromium', () => {
       expect(problems).toEqual([]);
       await page.close();
     }
-  }, 400_000);
+  }, 600_000);
 
   it('shares a trace with a class, which then shows it to everyone', async () => {
     const created = await (await fetch(`${session.url}api/classes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'trace lab' }) })).json();

@@ -334,9 +334,11 @@ export interface ReplayProgress {
   fraction: number;
   done: number;
   accesses: number;
-  /** The page's workers on it, and whether they shared one decoder (web/src/trace/runner.ts). */
+  /** The page's workers on it, and whether they shared one decoder (web/src/trace/runner.ts);
+   * with `threads`, the threads of the threaded module (replay-mt.ts) in `workers`. */
   workers?: number;
   shared?: boolean;
+  threads?: boolean;
 }
 
 /** Opens the replay on a Blob (a File in the page, fs.openAsBlob in Node). */

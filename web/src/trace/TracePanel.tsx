@@ -261,7 +261,7 @@ export function TracePanel({ where, runner = workerRunner, exampleUrl = (n) => `
       </p>
       {busy && (
         <div className="trace-progress" data-testid="trace-progress" data-workers={busy.progress?.workers}
-          data-shared={busy.progress?.shared}>
+          data-shared={busy.progress?.shared} data-threads={busy.progress?.threads}>
           {/* what a screen reader says: at each tenth of the bar, not at each of its ten updates a second */}
           <span className="sr-only" role="status" data-testid="trace-said">{busyText} · {10 * Math.floor(10 * busyFraction)} %</span>
           <span aria-hidden="true">{busyText}</span>
@@ -275,7 +275,7 @@ export function TracePanel({ where, runner = workerRunner, exampleUrl = (n) => `
       {entries.length > 0 && (
         <ul className="trace-list" data-testid="trace-list">
           {entries.map((e) => (
-            <li key={e.id} data-status={e.status} data-source={e.source} data-workers={e.progress?.workers} data-shared={e.progress?.shared}>
+            <li key={e.id} data-status={e.status} data-source={e.source} data-workers={e.progress?.workers} data-shared={e.progress?.shared} data-threads={e.progress?.threads}>
               <strong>{labelOf(t, e)}</strong>
               {e.header && <span className="muted small"> · {t('facts', { accesses: e.header.accesses.toLocaleString(lang), pages: e.header.pages.toLocaleString(lang) })}</span>}
               {e.header?.partial && <span className="partial small"> · {t('partial')} <span lang="en">{e.header.partial_reason}</span></span>}

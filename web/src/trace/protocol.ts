@@ -40,13 +40,13 @@ export type FromPart = FromWorker | { type: 'counts'; text: string } | { type: '
 
 type Open = (head: Uint8Array, size: number, o: ReplayOptions) => TraceReplay;
 
-function failed(e: unknown): FromWorker {
+export function failed(e: unknown): FromWorker {
   if (e instanceof TraceError) return { type: 'error', stage: e.stage, message: e.message };
   return { type: 'error', stage: 'other', message: e instanceof Error ? e.message : String(e) };
 }
 
 /** Progress at most every 100 ms, and the last. */
-function throttled(post: (m: FromWorker) => void) {
+export function throttled(post: (m: FromWorker) => void) {
   let last = 0;
   return (p: ReplayProgress) => {
     const now = Date.now();

@@ -1,4 +1,10 @@
-/* Starting a replay: in Web Workers in the page (replay.worker.ts), one per group of modes
+/* Starting a replay. When the page is cross-origin isolated (the class server's is): in one
+ * worker that runs the threaded build of `vmsim replay` (replay-mt.worker.ts), on as many
+ * threads as the machine has processors, in one shared WebAssembly memory, as the CLI's
+ * --jobs does (wasm-core/docs/replay.md, "The page on threads"); where that module cannot
+ * be loaded, or for a file over MT_MAX_FILE_BYTES, or with ?replay=workers in the page's
+ * address (the way the page replayed before, kept to compare): in Web Workers in the page
+ * (replay.worker.ts), one per group of modes
  * (as many groups as the machine has processors, navigator.hardwareConcurrency, at most
  * one per mode); the first merges the others' counts and writes the report, and the page
  * sees one progress bar for all. When the page is cross-origin isolated the first (the
@@ -10,6 +16,8 @@ import { modeGroups, REPLAY_MODES, TRACE_HEAD_BYTES, type ReplayMode } from '../
 import { readHeader } from './format.mjs';
 import type { FromPart, FromWorker, ReplayOptions, ToWorker } from './protocol';
 import { canShare, newRings } from './ring';
+import { MT_MAX_FILE_BYTES } from '../../../wasm-core/js/replay-mt';
+import type { FromThreads, ToThreads } from './replay-mt.worker';
 
 export interface Running {
   /** Stops the replay at once (the workers are terminated). */
@@ -51,6 +59,15 @@ export function workerGroups(modes: readonly ReplayMode[], n: number, shared: bo
   return [[], ...modeGroups(modes, n - 1)];
 }
 
+/** The threads for the threaded replay: the processors, at most 8 (the module's pool). */
+export const MT_THREADS = 8;
+
+/** Whether the page replays on threads: cross-origin isolated, a file the module may hold,
+ * and not asked for its workers (?replay=workers). */
+export function replaysOnThreads(size: number, search = typeof location !== 'undefined' ? location.search : ''): boolean {
+  return canShare() && size <= MT_MAX_FILE_BYTES && new URLSearchParams(search).get('replay') !== 'workers';
+}
+
 export const workerRunner: Runner = (blob, options, onMessage) => {
   const workers: Worker[] = [];
   let over = false;
@@ -58,6 +75,36 @@ export const workerRunner: Runner = (blob, options, onMessage) => {
     if (over) return;
     over = true;
     for (const w of workers) w.terminate();
+  };
+  const inWorkers = () => {
+    void pagesOf(blob).then((pages) => {
+      if (over) return;
+      const modes = options.modes ?? REPLAY_MODES;
+      start(workerGroups(modes, workersWithin(pages, replayWorkers()), canShare()));
+    });
+  };
+  const onThreads = () => {
+    const jobs = Math.min(MT_THREADS, replayWorkers());
+    const worker = new Worker(new URL('./replay-mt.worker.ts', import.meta.url), { type: 'module', name: 'vmemlab-replay' });
+    workers.push(worker);
+    worker.onmessage = (e: MessageEvent<FromThreads>) => {
+      if (over) return;
+      const m = e.data;
+      if (m.type === 'unavailable') {       // a server without the threaded module: the workers
+        worker.terminate();
+        workers.length = 0;
+        inWorkers();
+        return;
+      }
+      onMessage(m);
+      if (m.type === 'done' || m.type === 'error') stop();
+    };
+    worker.onerror = (e) => {
+      if (over) return;
+      onMessage({ type: 'error', stage: 'other', message: e.message || 'the replay worker failed to start' });
+      stop();
+    };
+    worker.postMessage({ type: 'replay', blob, options, jobs } satisfies ToThreads);
   };
   const start = (groups: ReplayMode[][]) => {
     const ring = groups.length > 1 && canShare() ? newRings(groups.length - 1) : undefined;
@@ -101,10 +148,7 @@ export const workerRunner: Runner = (blob, options, onMessage) => {
       worker.postMessage({ type: 'replay', blob, options, part: groups[i], lead: i === 0, ...(ring ? { rings: ring, reader: i - 1 } : {}) } satisfies ToWorker);
     });
   };
-  void pagesOf(blob).then((pages) => {
-    if (over) return;
-    const modes = options.modes ?? REPLAY_MODES;
-    start(workerGroups(modes, workersWithin(pages, replayWorkers()), canShare()));
-  });
+  if (replaysOnThreads(blob.size)) onThreads();
+  else inWorkers();
   return { cancel: stop };
 };

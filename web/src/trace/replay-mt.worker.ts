@@ -1,0 +1,53 @@
+/* The replay on threads, when the page is cross-origin isolated (runner.ts): this worker
+ * loads the threaded build of `vmsim replay` (vmsim-mt.mjs, which the class server serves
+ * as it was built, at engine/ beside the app's assets: vite would bundle it into this
+ * worker, and its threads load it again by its own URL), reads the File into the module's
+ * memory and replays it on the threads the page asks for (wasm-core/js/replay-mt.ts). Where
+ * the module cannot be loaded (a server without it), it says 'unavailable' and the page
+ * replays with its workers instead. */
+import { replayThreaded, type MtModule } from '../../../wasm-core/js/replay-mt';
+import type { ReplayOptions, ReplayReport } from '../../../wasm-core/js/replay';
+import { readHeader, TraceFormatError } from './format.mjs';
+import { failed, throttled, type FromWorker } from './protocol';
+
+export type ToThreads = { type: 'replay'; blob: Blob; options: ReplayOptions; jobs: number };
+export type FromThreads = FromWorker | { type: 'unavailable'; message: string };
+
+/** Where the module is, from this worker's own script (assets/ in the built app). */
+const ENGINE = '../engine/vmsim-mt.mjs';
+/** The module is ready once its threads have loaded it too; a module not ready by then is
+ * taken as unavailable (the page's workers replay instead of nothing happening). */
+const READY_MS = 20_000;
+const post = (m: FromThreads) => (self as unknown as Worker).postMessage(m);
+
+self.onmessage = async (e: MessageEvent<ToThreads>) => {
+  const { blob, options, jobs } = e.data;
+  let mod: MtModule;
+  try {
+    const url = new URL(ENGINE, import.meta.url).href;
+    const create = (await import(/* @vite-ignore */ url) as { default: (o: object) => Promise<MtModule> }).default;
+    let late: ReturnType<typeof setTimeout> | undefined;
+    mod = await Promise.race([create({}), new Promise<never>((_, reject) => {
+      late = setTimeout(() => reject(new Error(`the threaded module was not ready after ${READY_MS / 1000} s`)), READY_MS);
+    })]);
+    clearTimeout(late);
+  } catch (err) {
+    post({ type: 'unavailable', message: (err as Error)?.message ?? String(err) });
+    return;
+  }
+  try {
+    const head = new Uint8Array(await blob.slice(0, 16 + 65536).arrayBuffer());
+    try {
+      post({ type: 'header', header: readHeader(head, blob.size).header });
+    } catch (err) {
+      if (!(err instanceof TraceFormatError)) throw err;     // the engine's own check gives the message
+    }
+    const say = throttled(post);
+    const text = await replayThreaded(mod, blob, { ...options, format: 'json' }, {
+      jobs, onProgress: (p) => say({ ...p, workers: jobs, shared: true, threads: true }),
+    });
+    post({ type: 'done', report: JSON.parse(text) as ReplayReport });
+  } catch (err) {
+    post(failed(err));
+  }
+};
