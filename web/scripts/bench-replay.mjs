@@ -1,23 +1,25 @@
 // The page's replay at scale, as a learner meets it: the real class server and headless
 // Chromium; a whole program's trace (hw-lab/build/traces/bench-python-1g.vmtrace, about a
 // billion accesses, recorded by `make -C hw-lab bench-traces`) is picked in the Compare
-// view's "Your program" panel and replayed through the five modes by the page's workers,
-// (replay.worker.ts; one per group of modes, as many as navigator.hardwareConcurrency
-// says): the server's page is cross-origin isolated, so one worker decodes the File and
-// hands its batches to the others through shared memory; the same page without the
-// isolating header (as another host may serve it) has each worker stream the File itself. Measured: the seconds from picking the file to the
+// view's "Your program" panel and replayed through the five modes. The server's page is
+// cross-origin isolated, so it replays on threads (replay-mt.worker.ts: the threaded module
+// vmsim-mt, as many threads as navigator.hardwareConcurrency says); with ?replay=workers it
+// replays in its workers (replay.worker.ts, one per group of modes, one decoding the File
+// and handing its batches to the others through shared memory), and the same page without
+// the isolating header (as another host may serve it) has each worker stream the File
+// itself. Measured: the seconds from picking the file to the
 // table of figures, the progress updates the page showed, the peak resident memory of the
 // page's renderer process (where the workers run) and its growth over the page before the
-// replay, sampled from /proc every 100 ms, and how busy each of the page's workers was each
-// second (its thread's CPU ticks, /proc/PID/task). Each round, in turn: the page with its workers,
-// the page told it has one processor (one worker, the modes one after another), the page's
-// workers each streaming the File (not isolated), the native CLI on threads and with
-// --jobs 1; the ratios page/native, parallel/serial (page, and native) are medians of the
-// per-round ratios. The page's figures must equal the CLI's.
+// replay, sampled from /proc every 100 ms, and how busy each of the page's workers and
+// threads was each second (its thread's CPU ticks, /proc/PID/task). Each round, in turn: the
+// page on threads, the page told it has one processor (one thread), the page in its workers
+// (?replay=workers), its workers each streaming the File (not isolated), the native CLI on
+// threads and with --jobs 1; the ratios page/native, parallel/serial (page, and native) are
+// medians of the per-round ratios. The page's figures must equal the CLI's.
 // Then, on a machine with more than 2 processors (or with REPLAY_SCALING=1; 0 leaves it
 // out), how the replay grows with processors: one round, in turn for each count k from 1
-// to the processors (at most 6, one mode each and the lead), the page told it has k and the
-// CLI with --jobs k, each against its one-worker / --jobs 1 time of the same round.
+// to the processors (at most 8), the page told it has k (k threads) and the CLI with
+// --jobs k, each against its one-thread / --jobs 1 time of the same round.
 // Prints one line per figure; speed is printed, never asserted.
 //   [REPLAY_ROUNDS=3] [REPLAY_SCALING=0|1] node web/scripts/bench-replay.mjs [TRACE]
 import { spawnSync } from 'node:child_process';
@@ -88,8 +90,9 @@ const server = await startClassServer();
 const browser = await launchChromium();
 
 /** One replay in a fresh page; workers: what navigator.hardwareConcurrency says there (undefined: the machine's);
- * isolated false: the page served without Cross-Origin-Embedder-Policy (each worker streams the File). */
-async function pageReplay(workers, isolated = true) {
+ * isolated false: the page served without Cross-Origin-Embedder-Policy (each worker streams the File);
+ * inWorkers: the page asked for its workers (?replay=workers) instead of its threads. */
+async function pageReplay(workers, isolated = true, inWorkers = false) {
   const page = await browser.newPage();
   try {
     if (!isolated) await page.route('**/*', async (route) => {
@@ -99,13 +102,15 @@ async function pageReplay(workers, isolated = true) {
       await route.fulfill({ response: r, headers });
     });
     if (workers) await page.addInitScript((n) => { Object.defineProperty(Navigator.prototype, 'hardwareConcurrency', { get: () => n }); }, workers);
-    await page.goto(server.url + '?view=compare&example=ept-4k');
+    await page.goto(server.url + `?view=compare&example=ept-4k${inWorkers ? '&replay=workers' : ''}`);
     await page.waitForSelector('[data-testid="trace-panel"]');
     await page.evaluate(() => {
       const w = window;
       w.__progress = [];
       setInterval(() => {
-        const v = document.querySelector('[data-testid="trace-progress"] progress')?.getAttribute('value');
+        const p = document.querySelector('[data-testid="trace-progress"]');
+        if (p) w.__how = `${p.getAttribute('data-workers')} ${p.getAttribute('data-threads') === 'true' ? 'threads' : 'workers'}`;
+        const v = p?.querySelector('progress')?.getAttribute('value');
         if (v !== null && v !== undefined && w.__progress.at(-1) !== v) w.__progress.push(v);
       }, 50);
     });
@@ -137,6 +142,7 @@ async function pageReplay(workers, isolated = true) {
     const cpu = Math.max(...renderers.map((p) => cpuSeconds(p) - cpu0.get(p)));
     if (await page.evaluate(() => crossOriginIsolated) !== isolated) throw new Error(`the page was ${isolated ? 'not ' : ''}cross-origin isolated`);
     const progress = await page.evaluate(() => window.__progress.length);
+    const how = await page.evaluate(() => window.__how ?? '?');
     const rows = await page.$$eval('[data-testid="trace-table"] tr[data-trace="1"]', (trs) => trs.map((tr) => ({
       mode: tr.getAttribute('data-mode'), refs: tr.querySelector('[data-field="refs_per_access"]').textContent,
       overhead: tr.querySelector('[data-field="overhead_pct"]').textContent,
@@ -147,7 +153,7 @@ async function pageReplay(workers, isolated = true) {
     // the replay's workers' threads in the order they started (thread ids grow): the lead first
     const workerCpu = [...ticks].sort((a, b) => a[0] - b[0]).map(([t, n]) => (n - (ticks0.get(t) ?? 0)) / 100)
       .filter((c) => c >= 0.5);
-    return { seconds, cpu, workerCpu, perSecond, progress, rows, peakMiB: peak.get(worker) / 1024, growthMiB: (peak.get(worker) - before.get(worker)) / 1024 };
+    return { seconds, cpu, workerCpu, perSecond, progress, how, rows, peakMiB: peak.get(worker) / 1024, growthMiB: (peak.get(worker) - before.get(worker)) / 1024 };
   } finally {
     await page.close();
   }
@@ -170,7 +176,7 @@ function nativeReplay(jobs) {
 
 const median = (a) => { const b = [...a].sort((x, y) => x - y); return b.length % 2 ? b[(b.length - 1) / 2] : (b[b.length / 2 - 1] + b[b.length / 2]) / 2; };
 const workers = typeof navigator !== 'undefined' && navigator.hardwareConcurrency ? navigator.hardwareConcurrency : cpus().length;
-console.log(`${rounds} rounds, each in turn: the page with its workers (${Math.min(5, workers)} here, one decoder shared), the page with one worker, the page's workers each reading the file, the CLI on threads, the CLI with --jobs 1; load average at the start ${loadavg()[0].toFixed(1)}`);
+console.log(`${rounds} rounds, each in turn: the page on threads (${Math.min(8, workers)} here), the page on one thread, the page in its workers (${Math.min(5, workers)} here, one decoder shared; ?replay=workers), the page's workers each reading the file (not isolated), the CLI on threads, the CLI with --jobs 1; load average at the start ${loadavg()[0].toFixed(1)}`);
 const runs = [];
 let same = true;
 const scaling = process.env.REPLAY_SCALING === undefined ? workers > 2 : process.env.REPLAY_SCALING === '1';
@@ -178,15 +184,17 @@ try {
   for (let i = 0; i < rounds; i++) {
     const par = await pageReplay();
     const ser = await pageReplay(1);
+    const wrk = await pageReplay(undefined, true, true);
     const own = await pageReplay(undefined, false);
     const npar = nativeReplay();
     const nser = nativeReplay(1);
-    same &&= [par, ser, own, npar].every((r) => JSON.stringify(r.rows) === JSON.stringify(nser.rows));
-    runs.push({ par, ser, own, npar, nser });
-    console.log(`round ${i + 1}: page ${par.seconds.toFixed(1)} s (one worker ${ser.seconds.toFixed(1)} s, workers each reading the file ${own.seconds.toFixed(1)} s), CPU ${par.cpu.toFixed(1)} s (${ser.cpu.toFixed(1)}, ${own.cpu.toFixed(1)}), native ${npar.seconds.toFixed(1)} s (--jobs 1 ${nser.seconds.toFixed(1)} s); renderer peak ${par.peakMiB.toFixed(0)} MiB (one worker ${ser.peakMiB.toFixed(0)} MiB)`);
+    same &&= [par, ser, wrk, own, npar].every((r) => JSON.stringify(r.rows) === JSON.stringify(nser.rows));
+    if (!par.how.endsWith('threads') || !wrk.how.endsWith('workers')) throw new Error(`the page replayed on ${par.how} and ${wrk.how}: not on threads and in workers as asked`);
+    runs.push({ par, ser, wrk, own, npar, nser });
+    console.log(`round ${i + 1}: page on threads ${par.seconds.toFixed(1)} s (${par.how}; one thread ${ser.seconds.toFixed(1)} s; in workers ${wrk.seconds.toFixed(1)} s, ${wrk.how}; workers each reading the file ${own.seconds.toFixed(1)} s), CPU ${par.cpu.toFixed(1)} s (${ser.cpu.toFixed(1)}, ${wrk.cpu.toFixed(1)}, ${own.cpu.toFixed(1)}), native ${npar.seconds.toFixed(1)} s (--jobs 1 ${nser.seconds.toFixed(1)} s); renderer peak ${par.peakMiB.toFixed(0)} MiB (one thread ${ser.peakMiB.toFixed(0)} MiB, in workers ${wrk.peakMiB.toFixed(0)} MiB)`);
   }
   if (scaling) {
-    const most = Math.min(6, workers);
+    const most = Math.min(8, workers);
     console.log(`how the replay grows with processors (one round, k = 1 to ${most}, in turn; this machine has ${workers}):`);
     let one, nOne;
     for (let k = 1; k <= most; k++) {
@@ -195,10 +203,10 @@ try {
       same &&= [pg, nt].every((r) => JSON.stringify(r.rows) === JSON.stringify(runs[0].nser.rows));
       one ??= pg;
       nOne ??= nt;
-      console.log(`  ${k} processor${k > 1 ? 's' : ' '}: page ${pg.seconds.toFixed(1)} s (${(pg.seconds / one.seconds).toFixed(2)} of one worker's; CPU ${pg.cpu.toFixed(1)} s, peak ${pg.peakMiB.toFixed(0)} MiB), native --jobs ${k} ${nt.seconds.toFixed(1)} s (${(nt.seconds / nOne.seconds).toFixed(2)} of --jobs 1's)`);
+      console.log(`  ${k} processor${k > 1 ? 's' : ' '}: page ${pg.seconds.toFixed(1)} s (${(pg.seconds / one.seconds).toFixed(2)} of one thread's; CPU ${pg.cpu.toFixed(1)} s, peak ${pg.peakMiB.toFixed(0)} MiB), native --jobs ${k} ${nt.seconds.toFixed(1)} s (${(nt.seconds / nOne.seconds).toFixed(2)} of --jobs 1's)`);
     }
   } else {
-    console.log(`how the replay grows with processors: the rounds above are 1 and ${Math.min(5, workers)}, all this machine has (REPLAY_SCALING=1 runs the sweep anyway)`);
+    console.log(`how the replay grows with processors: the rounds above are 1 and ${Math.min(8, workers)}, all this machine has (REPLAY_SCALING=1 runs the sweep anyway)`);
   }
 } finally {
   await browser.close();
@@ -207,14 +215,14 @@ try {
 const m = (f) => median(runs.map(f));
 const procRead = existsSync('/proc/self/task');
 const last = runs.at(-1);
-console.log(`page (Chromium, workers, five modes, cold): ${m((r) => r.par.seconds).toFixed(1)} s from picking the file to the figures (median), ${last.par.progress} progress updates shown`);
-console.log(`page's CPU time (its renderer, workers included): ${m((r) => r.par.cpu).toFixed(1)} s with its workers, ${m((r) => r.ser.cpu).toFixed(1)} s with one, ${m((r) => r.own.cpu).toFixed(1)} s with workers each reading the file`);
-console.log(`page's workers, each one's CPU in the last round (the lead first; a worker busy the whole replay would show its ${last.par.seconds.toFixed(1)} s): ${last.par.workerCpu.map((c) => `${c.toFixed(1)} s`).join(', ') || (procRead ? 'none busy 0.5 s or more (a short replay)' : 'not read (no /proc)')}`);
-console.log(`page's workers, % of each second busy in the last round (the lead first): ${last.par.perSecond.map((w) => w.join('/')).join(' ') || (procRead ? 'none (the replay took under a second)' : 'not read (no /proc)')}`);
-console.log(`page, one worker: ${m((r) => r.ser.seconds).toFixed(1)} s; workers each reading the file (not cross-origin isolated): ${m((r) => r.own.seconds).toFixed(1)} s, renderer peak ${m((r) => r.own.peakMiB).toFixed(0)} MiB`);
-console.log(`page's renderer process: peak ${m((r) => r.par.peakMiB).toFixed(0)} MiB resident with its workers, ${m((r) => r.par.growthMiB).toFixed(0)} MiB more than the page before the replay (one worker: ${m((r) => r.ser.peakMiB).toFixed(0)} MiB, ${m((r) => r.ser.growthMiB).toFixed(0)} MiB more)`);
+console.log(`page (Chromium, on threads, five modes, cold): ${m((r) => r.par.seconds).toFixed(1)} s from picking the file to the figures (median), ${last.par.progress} progress updates shown`);
+console.log(`page's CPU time (its renderer, workers and threads included): ${m((r) => r.par.cpu).toFixed(1)} s on threads, ${m((r) => r.ser.cpu).toFixed(1)} s on one, ${m((r) => r.wrk.cpu).toFixed(1)} s in workers, ${m((r) => r.own.cpu).toFixed(1)} s with workers each reading the file`);
+console.log(`page's threads (the worker, then the module's threads), each one's CPU in the last round (a thread busy the whole replay would show its ${last.par.seconds.toFixed(1)} s): ${last.par.workerCpu.map((c) => `${c.toFixed(1)} s`).join(', ') || (procRead ? 'none busy 0.5 s or more (a short replay)' : 'not read (no /proc)')}`);
+console.log(`page's threads, % of each second busy in the last round: ${last.par.perSecond.map((w) => w.join('/')).join(' ') || (procRead ? 'none (the replay took under a second)' : 'not read (no /proc)')}`);
+console.log(`page, one thread: ${m((r) => r.ser.seconds).toFixed(1)} s; in workers (?replay=workers): ${m((r) => r.wrk.seconds).toFixed(1)} s, renderer peak ${m((r) => r.wrk.peakMiB).toFixed(0)} MiB; workers each reading the file (not cross-origin isolated): ${m((r) => r.own.seconds).toFixed(1)} s, renderer peak ${m((r) => r.own.peakMiB).toFixed(0)} MiB`);
+console.log(`page's renderer process: peak ${m((r) => r.par.peakMiB).toFixed(0)} MiB resident on threads, ${m((r) => r.par.growthMiB).toFixed(0)} MiB more than the page before the replay (one thread: ${m((r) => r.ser.peakMiB).toFixed(0)} MiB, ${m((r) => r.ser.growthMiB).toFixed(0)} MiB more)`);
 console.log(`native (vmsim replay, five modes, cold): threads ${m((r) => r.npar.seconds).toFixed(1)} s, peak ${m((r) => r.npar.mib).toFixed(1)} MiB; --jobs 1 ${m((r) => r.nser.seconds).toFixed(1)} s, ${m((r) => r.nser.mib).toFixed(1)} MiB`);
-console.log(`page / native: ${m((r) => r.par.seconds / r.npar.seconds).toFixed(2)}x (one after another: ${m((r) => r.ser.seconds / r.nser.seconds).toFixed(2)}x)`);
-console.log(`parallel / serial: page ${m((r) => r.par.seconds / r.ser.seconds).toFixed(2)} (workers each reading the file ${m((r) => r.own.seconds / r.ser.seconds).toFixed(2)}), native ${m((r) => r.npar.seconds / r.nser.seconds).toFixed(2)} (medians of ${rounds} paired rounds; load average at the end ${loadavg()[0].toFixed(1)})`);
+console.log(`page / native: ${m((r) => r.par.seconds / r.npar.seconds).toFixed(2)}x (one thread / --jobs 1: ${m((r) => r.ser.seconds / r.nser.seconds).toFixed(2)}x)`);
+console.log(`parallel / serial: page ${m((r) => r.par.seconds / r.ser.seconds).toFixed(2)} (on threads / one thread; in workers ${m((r) => r.wrk.seconds / r.ser.seconds).toFixed(2)}, workers each reading the file ${m((r) => r.own.seconds / r.ser.seconds).toFixed(2)}, each against one thread), native ${m((r) => r.npar.seconds / r.nser.seconds).toFixed(2)} (medians of ${rounds} paired rounds; load average at the end ${loadavg()[0].toFixed(1)})`);
 console.log(`the page's figures ${same ? 'equal' : 'DIFFER FROM'} the CLI's`);
 if (!same) process.exit(1);
