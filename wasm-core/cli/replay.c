@@ -18,7 +18,8 @@
 #endif
 
 /* Where the replay's refusals and progress lines go: stderr in the CLI; in the page's
- * threaded module (replay_mt.c) a buffer of the replay's own, and progress to the page. */
+ * threaded module (vmsim-mt, at the end of this file) a buffer of the replay's own, and progress
+ * the page reads. */
 static FILE *rp_err;
 static void (*rp_progress)(int pass, double done, double total);
 
