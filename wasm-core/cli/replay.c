@@ -499,6 +499,12 @@ typedef struct chunk_worker {
     vmsim_replay_cursor *c;
     vmsim_replay_batch **b;         /* the batches of its chunk */
     size_t nb, cap;
+    /* its next chunk's first round, decoded while it waited for a mode's turn */
+    vmsim_replay_batch **ab;
+    size_t anb, acap;
+    size_t ahead;                   /* that chunk (SIZE_MAX: none) */
+    const uint8_t *ahead_q;         /* where its decoding stopped */
+    bool ahead_last;                /* it was all of the chunk */
 } chunk_worker;
 
 /* Every thread told (mutex held), and with cp_stop, stops; rc: the first status stays. */
@@ -580,29 +586,55 @@ static bool cp_turn(chunk_pool *p, chunk_worker *w, size_t k)
     return !p->stop;
 }
 
-/* The next batches of chunk k, from *q on, decoded into w's batches (at most p->batches),
- * their runs found; true when the chunk is done (the cursor stopped short of the end, or
- * went past what pass 1 counted: cursor_end refuses either). */
-static bool chunk_decode(chunk_worker *w, const uint8_t **q, const uint8_t *end)
+/* The next batches of a chunk, from *q on, decoded with w's cursor into b (at most
+ * p->batches; *nb of them), their runs found; true when the chunk is done (the cursor
+ * stopped short of the end, or went past what pass 1 counted: cursor_end refuses either). */
+static bool chunk_decode(chunk_worker *w, vmsim_replay_batch **b, size_t *nb, const uint8_t **q, const uint8_t *end)
 {
     vmsim_replay *r = w->p->r;
-    w->nb = 0;
-    vmsim_replay_batch_clear(w->b[0]);
+    size_t n = 0;
+    vmsim_replay_batch_clear(b[0]);
     for (;;) {
         const uint8_t *before = *q;
-        size_t got = vmsim_replay_decode_chunk(r, w->c, q, end, w->b[w->nb]);
-        if (vmsim_replay_batch_size(w->b[w->nb]) == VMSIM_REPLAY_BATCH) {
-            vmsim_replay_batch_runs(w->b[w->nb]);
-            if (++w->nb == w->p->batches)
+        size_t got = vmsim_replay_decode_chunk(r, w->c, q, end, b[n]);
+        if (vmsim_replay_batch_size(b[n]) == VMSIM_REPLAY_BATCH) {
+            vmsim_replay_batch_runs(b[n]);
+            if (++n == w->p->batches) {
+                *nb = n;
                 return *q == end && !vmsim_replay_cursor_carry(w->c);
-            vmsim_replay_batch_clear(w->b[w->nb]);
+            }
+            vmsim_replay_batch_clear(b[n]);
         } else if (*q == before && !got) {
             break;
         }
     }
-    if (vmsim_replay_batch_size(w->b[w->nb]))
-        vmsim_replay_batch_runs(w->b[w->nb++]);
+    if (vmsim_replay_batch_size(b[n]))
+        vmsim_replay_batch_runs(b[n++]);
+    *nb = n;
     return true;
+}
+
+/* Waits (mutex held) for a mode's turn in chunk k, which this thread has decoded to its
+ * end (its cursor is free): inflates the next chunk where it can; else decodes its own next
+ * chunk's first round, once inflated, so that the wait is not lost (a thread held up, in the
+ * page by the browser's own threads, then holds the other up less); else sleeps. */
+static void cp_wait_ahead(chunk_pool *p, chunk_worker *w, size_t k)
+{
+    size_t next = k + (size_t)p->threads;
+    int s = (int)(next % (size_t)p->nslots);
+    if (cp_inflate(p))
+        return;
+    if (w->ahead != SIZE_MAX || next >= p->nchunks || p->slot_chunk[s] != next) {
+        pthread_cond_wait(&p->wake[w->id], &p->mu);
+        return;
+    }
+    w->ahead = next;
+    pthread_mutex_unlock(&p->mu);
+    const uint8_t *q = p->slot[s], *end = q + (size_t)vmsim_replay_chunk_bytes(p->r, next);
+    vmsim_replay_cursor_at(p->r, w->c, next);
+    w->ahead_last = chunk_decode(w, w->ab, &w->anb, &q, end);
+    w->ahead_q = q;
+    pthread_mutex_lock(&p->mu);
 }
 
 static void *chunk_thread(void *arg)
@@ -625,13 +657,25 @@ static void *chunk_thread(void *arg)
         }
         pthread_mutex_unlock(&p->mu);
         const uint8_t *q = p->slot[s], *end = q + (size_t)vmsim_replay_chunk_bytes(r, k);
-        vmsim_replay_cursor_at(r, w->c, k);
+        bool ahead = w->ahead == k;         /* its first round decoded while it waited */
+        if (!ahead)
+            vmsim_replay_cursor_at(r, w->c, k);
         /* a chunk in rounds of at most p->batches batches (mostly one: 64 KiB of body hold
          * 65,536 accesses at most but where a chunk ends a little after it, or where a trace
          * so long that pass 1 noted its chunks further apart); the turns taken in its first
          * round and given on in its last */
         for (bool first = true, last = false; !last; first = false) {
-            last = chunk_decode(w, &q, end);
+            if (first && ahead) {
+                vmsim_replay_batch **t = w->b;
+                w->b = w->ab;
+                w->ab = t;
+                w->nb = w->anb;
+                last = w->ahead_last;
+                q = w->ahead_q;
+                w->ahead = SIZE_MAX;
+            } else {
+                last = chunk_decode(w, w->b, &w->nb, &q, end);
+            }
             pthread_mutex_lock(&p->mu);
             if (last)
                 p->slot_chunk[s] = SIZE_MAX;
@@ -663,8 +707,12 @@ static void *chunk_thread(void *arg)
             for (int m = 0; m < 6; m++) {
                 if (!(p->modes >> m & 1))
                     continue;
-                while (first && !p->stop && p->mode_done[m] != k)
-                    cp_wait(p, w);
+                while (first && !p->stop && p->mode_done[m] != k) {
+                    if (last)       /* its cursor checked: free to decode the next chunk */
+                        cp_wait_ahead(p, w, k);
+                    else
+                        cp_wait(p, w);
+                }
                 if (p->stop)
                     goto out;
                 pthread_mutex_unlock(&p->mu);
@@ -720,9 +768,13 @@ static int chunked_pass(FILE *f, const char *name, vmsim_replay *r, int jobs, in
         ok = (p.slot[made] = malloc(biggest)) != NULL;
     }
     for (int i = 0; ok && i < p.threads; i++) {
-        ok = (w[i].c = vmsim_replay_cursor_new()) != NULL && (w[i].b = calloc(p.batches, sizeof *w[i].b)) != NULL;
+        w[i].ahead = SIZE_MAX;
+        ok = (w[i].c = vmsim_replay_cursor_new()) != NULL && (w[i].b = calloc(p.batches, sizeof *w[i].b)) != NULL &&
+             (w[i].ab = calloc(p.batches, sizeof *w[i].ab)) != NULL;
         for (; ok && w[i].cap < p.batches; w[i].cap++)
             ok = (w[i].b[w[i].cap] = vmsim_replay_batch_new()) != NULL;
+        for (; ok && w[i].acap < p.batches; w[i].acap++)
+            ok = (w[i].ab[w[i].acap] = vmsim_replay_batch_new()) != NULL;
     }
     if (!ok) {
         fprintf(rp_err, "vmsim replay: out of memory\n");
@@ -763,7 +815,10 @@ out:
         vmsim_replay_cursor_free(w[i].c);
         for (size_t j = 0; j < w[i].cap; j++)
             vmsim_replay_batch_free(w[i].b[j]);
+        for (size_t j = 0; j < w[i].acap; j++)
+            vmsim_replay_batch_free(w[i].ab[j]);
         free(w[i].b);
+        free(w[i].ab);
     }
     return rc;
 }
