@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadVmsim, type Vmsim } from '../../wasm-core/js/vmsim';
 import { replayBlob, TraceError, type ReplayOptions, type ReplayProgress } from '../../wasm-core/js/replay';
 import { refusalWords, replayThreaded, type MtModule } from '../../wasm-core/js/replay-mt';
+import { serialArgs } from './cli-args';
 
 const root = join(__dirname, '..', '..');
 const vmsim = join(root, 'wasm-core', 'build', 'vmsim');
@@ -54,13 +55,7 @@ write_trace(sys.argv[1], acc)`, evicting);
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 function cli(path: string, o: ReplayOptions) {
-  const args = ['replay', path, '--quiet', '--jobs', '1', '--format', o.format ?? 'json'];
-  if (o.modes) args.push('--modes', o.modes.join(','));
-  if (o.start) args.push('--start', o.start);
-  if (o.guest_pages) args.push('--guest-pages', o.guest_pages);
-  if (o.tables) args.push('--tables', o.tables);
-  if (o.preset) args.push('--preset', o.preset);
-  return spawnSync(vmsim, args, { encoding: 'utf8' });
+  return spawnSync(vmsim, serialArgs(path, o), { encoding: 'utf8' });
 }
 
 async function threaded(path: string, o: ReplayOptions, jobs: number, chunkBatches = 0, onProgress?: (p: ReplayProgress) => void) {

@@ -16,6 +16,7 @@ import { loadVmsim, type Vmsim } from '../../wasm-core/js/vmsim';
 import { modeGroups, replayInParts, replayPart, replayShared, REPLAY_MODES, TraceError, type ReplayMode, type ReplayOptions } from '../../wasm-core/js/replay';
 import { workerGroups, workersWithin } from '../../web/src/trace/runner';
 import { SLOT_BYTES } from '../../web/src/trace/ring';
+import { serialArgs } from './cli-args';
 
 const root = join(__dirname, '..', '..');
 const vmsim = join(root, 'wasm-core', 'build', 'vmsim');
@@ -50,12 +51,7 @@ write_trace(sys.argv[1], [(i % 4, 0x7f0000000000 + r.randrange(5000) * 4096 + r.
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 function serial(path: string, o: ReplayOptions) {
-  const args = ['replay', path, '--quiet', '--jobs', '1', '--format', o.format ?? 'json'];
-  if (o.modes) args.push('--modes', o.modes.join(','));
-  if (o.start) args.push('--start', o.start);
-  if (o.guest_pages) args.push('--guest-pages', o.guest_pages);
-  if (o.tables) args.push('--tables', o.tables);
-  const p = spawnSync(vmsim, args, { encoding: 'utf8' });
+  const p = spawnSync(vmsim, serialArgs(path, o), { encoding: 'utf8' });
   expect(p.status, p.stderr).toBe(0);
   return p.stdout;
 }

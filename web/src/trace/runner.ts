@@ -76,6 +76,14 @@ export const workerRunner: Runner = (blob, options, onMessage) => {
     over = true;
     for (const w of workers) w.terminate();
   };
+  // a worker that cannot start (or dies) ends the replay in words
+  const watch = (worker: Worker) => {
+    worker.onerror = (e) => {
+      if (over) return;
+      onMessage({ type: 'error', stage: 'other', message: e.message || 'the replay worker failed to start' });
+      stop();
+    };
+  };
   const inWorkers = () => {
     void pagesOf(blob).then((pages) => {
       if (over) return;
@@ -99,11 +107,7 @@ export const workerRunner: Runner = (blob, options, onMessage) => {
       onMessage(m);
       if (m.type === 'done' || m.type === 'error') stop();
     };
-    worker.onerror = (e) => {
-      if (over) return;
-      onMessage({ type: 'error', stage: 'other', message: e.message || 'the replay worker failed to start' });
-      stop();
-    };
+    watch(worker);
     worker.postMessage({ type: 'replay', blob, options, jobs } satisfies ToThreads);
   };
   const start = (groups: ReplayMode[][]) => {
@@ -140,11 +144,7 @@ export const workerRunner: Runner = (blob, options, onMessage) => {
           if (m.type === 'done' || m.type === 'error') stop();
         }
       };
-      worker.onerror = (e) => {
-        if (over) return;
-        onMessage({ type: 'error', stage: 'other', message: e.message || 'the replay worker failed to start' });
-        stop();
-      };
+      watch(worker);
       worker.postMessage({ type: 'replay', blob, options, part: groups[i], lead: i === 0, ...(ring ? { rings: ring, reader: i - 1 } : {}) } satisfies ToWorker);
     });
   };

@@ -1,0 +1,13 @@
+/* The native CLI's arguments for a one-thread replay (--jobs 1) with the page's options:
+ * what the WebAssembly replays are held to (replay-parts.test.ts, replay-mt.test.ts). */
+import type { ReplayOptions } from '../../wasm-core/js/replay';
+
+export function serialArgs(path: string, o: ReplayOptions): string[] {
+  const args = ['replay', path, '--quiet', '--jobs', '1', '--format', o.format ?? 'json'];
+  if (o.modes) args.push('--modes', o.modes.join(','));
+  if (o.start) args.push('--start', o.start);
+  if (o.guest_pages) args.push('--guest-pages', o.guest_pages);
+  if (o.tables) args.push('--tables', o.tables);
+  if (o.preset) args.push('--preset', o.preset);
+  return args;
+}
