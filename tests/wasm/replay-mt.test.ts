@@ -126,11 +126,20 @@ describe('the page\'s replay on threads (vmsim-mt)', () => {
       ['deflate', flip(body + 40)],
       ['crc', flip(good.length - 6)],
     ];
+    // bytes after the gzip member that the header counts in the body (so that the header
+    // does not refuse the file first): the reader's own refusal
+    const junk = join(work, 'junk.vmtrace');
+    python(`from hwlab import tracefile as t
+a = [(i % 4, 0x7f0000000000 + (i % 300) * 4096 + i % 4096) for i in range(50000)]
+gz = t.gzip_bytes(t.encode_body(a)) + b'junk'
+open(sys.argv[1], 'wb').write(t.pack(t.make_header(a, len(gz)), gz))`, junk);
+    damaged.push(['data after the gzip member', readFileSync(junk)]);
     for (const [what, bytes] of damaged) {
       const f = join(work, `${what}.vmtrace`);
       writeFileSync(f, bytes);
       const one = await oneWorker(f, {});
       expect(one.ok, what).toBe(false);
+      if (what === 'data after the gzip member') expect(one.text, what).toMatch(/data after the end of the gzip member/);
       for (const jobs of [1, 2]) {
         const w = await threaded(f, {}, jobs);
         expect({ ok: w.ok, text: w.text, stage: w.stage }, `${what}, ${jobs} threads`).toEqual({ ok: false, text: one.text, stage: one.stage });

@@ -202,16 +202,20 @@ static size_t inflate_piece(inflater *z, unsigned char *out, size_t cap)
         n = z->n;
         z->in_at += k;
         z->in_left -= k;
+        if (!s && vmsim_gunzip_done(z->g)) {
+            z->at_end = true;
+            /* bytes after the gzip member not yet given to the reader (it refuses those it was
+             * given itself): given to it, to be refused in its words */
+            unsigned char extra;
+            if (z->in_left)
+                s = vmsim_gunzip_push(z->g, z->in_at, z->in_left, 0);
+            else if (fread(&extra, 1, 1, z->f) == 1)
+                s = vmsim_gunzip_push(z->g, &extra, 1, 0);
+        }
         if (s || z->oom) {
             inflater_fail(z, z->oom || s == VMSIM_REPLAY_NO_MEMORY ? 1 : 2, "vmsim replay: %s: %s\n",
                           z->oom || s == VMSIM_REPLAY_NO_MEMORY ? "out of memory" : vmsim_gunzip_error(z->g));
             break;
-        }
-        if (vmsim_gunzip_done(z->g)) {
-            z->at_end = true;
-            if (z->in_left || fgetc(z->f) != EOF)
-                inflater_fail(z, 2, "vmsim replay: %s: %s\n",
-                              "the trace body is not valid gzip data (data after the end of the gzip member): the file is corrupt");
         }
     }
     return n;
@@ -622,12 +626,12 @@ static void cp_wait_ahead(chunk_pool *p, chunk_worker *w, size_t k)
 {
     size_t next = k + (size_t)p->threads;
     int s = (int)(next % (size_t)p->nslots);
-    if (cp_inflate(p))
-        return;
     if (w->ahead != SIZE_MAX || next >= p->nchunks || p->slot_chunk[s] != next) {
-        pthread_cond_wait(&p->wake[w->id], &p->mu);
+        cp_wait(p, w);
         return;
     }
+    if (cp_inflate(p))
+        return;
     w->ahead = next;
     pthread_mutex_unlock(&p->mu);
     const uint8_t *q = p->slot[s], *end = q + (size_t)vmsim_replay_chunk_bytes(p->r, next);

@@ -1,6 +1,6 @@
 /* What the page and the replay worker (replay.worker.ts) say to each other, and the replay
  * itself as a function, so that tests run it without a Worker (jsdom has none). */
-import { replayBlob, replayFollower, replayLead, replayPart, TraceError, type FollowerLinks, type LeadLinks, type Part, type ReplayMode, type ReplayOptions, type ReplayProgress, type ReplayReport, type TraceReplay } from '../../../wasm-core/js/replay';
+import { replayBlob, replayFollower, replayLead, replayPart, TRACE_HEAD_BYTES, TraceError, type FollowerLinks, type LeadLinks, type Part, type ReplayMode, type ReplayOptions, type ReplayProgress, type ReplayReport, type TraceReplay } from '../../../wasm-core/js/replay';
 import { readHeader, TraceFormatError, type TraceHeader } from './format.mjs';
 import { ringCounts, ringReader, ringWriter, type Ring, type Rings } from './ring';
 
@@ -54,18 +54,23 @@ export function throttled(post: (m: FromWorker) => void) {
   };
 }
 
+/** Says the file's header (to show what is being replayed) from its first bytes; a file
+ * that is not a trace says nothing here: the engine's own check gives the message. */
+export async function postHeader(blob: Blob, post: (m: FromWorker) => void): Promise<void> {
+  const head = new Uint8Array(await blob.slice(0, TRACE_HEAD_BYTES).arrayBuffer());
+  try {
+    post({ type: 'header', header: readHeader(head, blob.size).header });
+  } catch (e) {
+    if (!(e instanceof TraceFormatError)) throw e;
+  }
+}
+
 /** The replay as the worker runs it: the header first (to show what is being replayed),
  * then both passes through the engine, progress as it goes. */
 export async function runReplay(open: Open, blob: Blob, options: ReplayOptions, post: (m: FromWorker) => void,
   signal?: AbortSignal): Promise<void> {
   try {
-    const head = new Uint8Array(await blob.slice(0, 16 + 65536).arrayBuffer());
-    try {
-      post({ type: 'header', header: readHeader(head, blob.size).header });
-    } catch (e) {
-      // the engine's own check below gives the message; this one only names the file earlier
-      if (!(e instanceof TraceFormatError)) throw e;
-    }
+    await postHeader(blob, post);
     const text = await replayBlob(open, blob, { ...options, format: 'json' }, throttled(post), signal);
     post({ type: 'done', report: JSON.parse(text) as ReplayReport });
   } catch (e) {
@@ -128,14 +133,7 @@ function followerLinks(rings: Rings, reader: number): FollowerLinks {
 export async function runPart(open: Open, blob: Blob, options: ReplayOptions, part: ReplayMode[], lead: boolean,
   post: (m: FromPart) => void, others: () => Promise<string[]>, shared?: { rings: Rings; reader: number }): Promise<void> {
   try {
-    if (lead) {
-      const head = new Uint8Array(await blob.slice(0, 16 + 65536).arrayBuffer());
-      try {
-        post({ type: 'header', header: readHeader(head, blob.size).header });
-      } catch (e) {
-        if (!(e instanceof TraceFormatError)) throw e;
-      }
-    }
+    if (lead) await postHeader(blob, post);
     const o: ReplayOptions = { ...options, format: 'json' };
     const r: Part = !shared ? await replayPart(open, blob, o, part, throttled(post))
       : lead ? await replayLead(open, blob, o, part, leadLinks(shared.rings), throttled(post))

@@ -7,8 +7,7 @@
  * replays with its workers instead. */
 import { replayThreaded, type MtModule } from '../../../wasm-core/js/replay-mt';
 import type { ReplayOptions, ReplayReport } from '../../../wasm-core/js/replay';
-import { readHeader, TraceFormatError } from './format.mjs';
-import { failed, throttled, type FromWorker } from './protocol';
+import { failed, postHeader, throttled, type FromWorker } from './protocol';
 
 export type ToThreads = { type: 'replay'; blob: Blob; options: ReplayOptions; jobs: number };
 export type FromThreads = FromWorker | { type: 'unavailable'; message: string };
@@ -36,12 +35,7 @@ self.onmessage = async (e: MessageEvent<ToThreads>) => {
     return;
   }
   try {
-    const head = new Uint8Array(await blob.slice(0, 16 + 65536).arrayBuffer());
-    try {
-      post({ type: 'header', header: readHeader(head, blob.size).header });
-    } catch (err) {
-      if (!(err instanceof TraceFormatError)) throw err;     // the engine's own check gives the message
-    }
+    await postHeader(blob, post);
     const say = throttled(post);
     const text = await replayThreaded(mod, blob, { ...options, format: 'json' }, {
       jobs, onProgress: (p) => say({ ...p, workers: jobs, shared: true, threads: true }),
