@@ -147,6 +147,18 @@ open(sys.argv[1], 'wb').write(t.pack(t.make_header(a, len(gz)), gz))`, junk);
     }
   }, 120_000);
 
+  it('gives back the file\'s bytes after each replay: the module does not grow replay after replay', async () => {
+    const big = join(examples, 'pointer-chase-256m.vmtrace');
+    const path = existsSync(big) ? big : traces.at(-1)!;
+    await threaded(path, { format: 'csv' }, 2);
+    const after = mt.wasmMemory.buffer.byteLength;
+    // the file read into the module 8 times more: each copy freed, the memory as it was
+    const oks: boolean[] = [];
+    for (let i = 0; i < 8; i++) oks.push((await threaded(path, { format: 'csv' }, 2)).ok);
+    expect(oks).toEqual(Array(8).fill(true));
+    expect(mt.wasmMemory.buffer.byteLength).toBe(after);
+  }, 120_000);
+
   it('takes a refusal\'s words from the module\'s line', () => {
     expect(refusalWords('vmsim replay: trace: the trace is cut short\n')).toBe('the trace is cut short');
     expect(refusalWords('vmsim replay: out of memory\n')).toBe('out of memory');

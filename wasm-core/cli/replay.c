@@ -1063,7 +1063,7 @@ out:
  * The trace's bytes in the module's memory, replayed as `vmsim replay --jobs N` replays a
  * file (the same passes, threads and chunks), on a thread of its own: the page's worker
  * starts it and returns to its event loop (where the module starts the threads), polls
- * the progress and takes the report or the refusal at the end (web/src/trace/mt.ts). One
+ * the progress and takes the report or the refusal at the end (js/replay-mt.ts). One
  * replay at a time in a module. */
 #include <emscripten.h>
 #include <stdatomic.h>

@@ -105,9 +105,11 @@ export async function replayThreaded(mod: MtModule, blob: Blob, options: ReplayO
     const stage = mod._vmsim_mt_stage();
     throw new TraceError(words, stage === 1 ? 'header' : stage === 3 ? 'gzip' : 'body');
   } finally {
-    // a cancelled replay's threads run on: the page terminates the worker that holds them
-    if (started && mod._vmsim_mt_finished()) mod._vmsim_mt_free();
-    if (!started || mod._vmsim_mt_finished()) {
+    // a cancelled replay's threads run on, reading the bytes: the page terminates the worker
+    // that holds them. (Asked once: vmsim_mt_free clears what vmsim_mt_finished reads.)
+    const over = !started || mod._vmsim_mt_finished();
+    if (started && over) mod._vmsim_mt_free();
+    if (over) {
       if (bytes) mod._free(bytes);
       if (opts) mod._free(opts);
     }
