@@ -94,6 +94,37 @@ describe('the page\'s replay on threads (vmsim-mt)', () => {
     }
   }, 300_000);
 
+  it('is told of its end by the replay\'s thread (Atomics.waitAsync woken, not timed out); without waitAsync it looks every 50 ms: the same bytes', async () => {
+    const big = join(examples, 'pointer-chase-256m.vmtrace');
+    const path = existsSync(big) ? big : traces.at(-1)!;
+    const want = cli(path, { format: 'json' }).stdout;
+    const A = Atomics as unknown as { waitAsync?: (...a: unknown[]) => { async: boolean; value: unknown } };
+    const real = A.waitAsync!;
+    const outcomes: string[] = [];
+    A.waitAsync = (...a: unknown[]) => {
+      const w = real.apply(Atomics, a);
+      if (w.async) void (w.value as Promise<string>).then((v) => outcomes.push(v));
+      else outcomes.push(String(w.value));
+      return w;
+    };
+    try {
+      expect((await threaded(path, { format: 'json' }, 2)).text).toBe(want);
+    } finally {
+      A.waitAsync = real;
+    }
+    await new Promise((r) => setTimeout(r, 0));
+    expect(outcomes.length).toBeGreaterThan(0);
+    expect(outcomes.at(-1), outcomes.join(' ')).not.toBe('timed-out');
+    delete A.waitAsync;
+    try {
+      const seen: ReplayProgress[] = [];
+      expect((await threaded(path, { format: 'json' }, 2, 0, (p) => seen.push(p))).text).toBe(want);
+      expect(seen.at(-1)!.fraction).toBe(1);
+    } finally {
+      A.waitAsync = real;
+    }
+  }, 120_000);
+
   it('gives the same bytes in rounds of 1 and 3 batches, and its progress climbs through both passes to the end', async () => {
     const dense = traces.at(-1)!;
     const n = cli(dense, { format: 'json' });

@@ -7,6 +7,7 @@
 #include "../src/json.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1066,6 +1067,7 @@ out:
  * the progress and takes the report or the refusal at the end (js/replay-mt.ts). One
  * replay at a time in a module. */
 #include <emscripten.h>
+#include <emscripten/threading.h>
 #include <stdatomic.h>
 
 static struct {
@@ -1109,6 +1111,7 @@ static void *mt_thread(void *arg)
     if (rp_err)
         fclose(rp_err);
     atomic_store(&mt.finished, 1);
+    emscripten_futex_wake(&mt.finished, INT_MAX);      /* the page's worker, if it waits there */
     return NULL;
 }
 
@@ -1138,6 +1141,9 @@ EMSCRIPTEN_KEEPALIVE int vmsim_mt_start(const uint8_t *bytes, size_t len, const 
 }
 
 EMSCRIPTEN_KEEPALIVE int vmsim_mt_finished(void) { return atomic_load(&mt.finished); }
+/* Where that flag is (an int32 the replay's thread notifies when it sets it, for the
+ * page's Atomics.waitAsync). */
+EMSCRIPTEN_KEEPALIVE const atomic_int *vmsim_mt_finished_at(void) { return &mt.finished; }
 EMSCRIPTEN_KEEPALIVE int vmsim_mt_pass(void) { return atomic_load(&mt.pass); }
 EMSCRIPTEN_KEEPALIVE double vmsim_mt_done(void) { return atomic_load(&mt.done); }
 EMSCRIPTEN_KEEPALIVE double vmsim_mt_total(void) { return atomic_load(&mt.total); }

@@ -13,6 +13,7 @@ export interface MtModule {
   _free(p: number): void;
   _vmsim_mt_start(bytes: number, len: number, opts: number, jobs: number, chunkBatches: number): number;
   _vmsim_mt_finished(): number;
+  _vmsim_mt_finished_at(): number;
   _vmsim_mt_pass(): number;
   _vmsim_mt_done(): number;
   _vmsim_mt_total(): number;
@@ -32,8 +33,14 @@ export interface MtModule {
  * larger file is replayed by the workers that stream it (web/src/trace/runner.ts). */
 export const MT_MAX_FILE_BYTES = 1 << 30;
 
-/** How often the progress is read. */
-const POLL_MS = 50;
+/** How often the progress is read and said (the page draws it as often: each drawing takes
+ * a processor from the threads for a while, docs/replay.md, "The progress drawn less
+ * often"). The end is seen at once where the worker can wait for it (Atomics.waitAsync: the
+ * replay's thread notifies it); elsewhere it is looked for every POLL_BARE_MS. */
+const POLL_MS = 250;
+const POLL_BARE_MS = 50;
+
+type WaitAsync = (a: Int32Array, i: number, v: number, ms: number) => { async: false; value: string } | { async: true; value: Promise<string> };
 
 /** A refusal's line as the module writes it ("vmsim replay: trace: ..."), as the page says
  * it: the engine's words alone. */
@@ -47,6 +54,7 @@ export interface MtRun {
   jobs: number;
   /** chunk batches (a check: the same figures); 0 the default */
   chunkBatches?: number;
+  /** Called every POLL_MS while the replay runs, and at its end. */
   onProgress?: (p: ReplayProgress) => void;
   signal?: AbortSignal;
 }
@@ -87,14 +95,26 @@ export async function replayThreaded(mod: MtModule, blob: Blob, options: ReplayO
       throw new Error('vmsim: the threaded replay could not start a thread');
     }
     started = true;
+    const waitAsync = (Atomics as unknown as { waitAsync?: WaitAsync }).waitAsync;
+    const at = mod._vmsim_mt_finished_at() >> 2;
+    let said = 0;
     await new Promise<void>((resolve, reject) => {
       const tick = () => {
         if (run.signal?.aborted) { reject(new DOMException('the replay was cancelled', 'AbortError')); return; }
+        const over = mod._vmsim_mt_finished() !== 0, now = Date.now();
         const pass = mod._vmsim_mt_pass() === 2 ? 2 : 1;
         const done = mod._vmsim_mt_done(), accesses = mod._vmsim_mt_total();
-        if (accesses > 0) run.onProgress?.({ pass, done, accesses, fraction: progressFraction(pass, done, accesses) });
-        if (mod._vmsim_mt_finished()) resolve();
-        else setTimeout(tick, POLL_MS);
+        if (accesses > 0 && (over || now - said >= POLL_MS - POLL_BARE_MS / 2)) {
+          said = now;
+          run.onProgress?.({ pass, done, accesses, fraction: progressFraction(pass, done, accesses) });
+        }
+        if (over) { resolve(); return; }
+        // until the first progress is said, looked for every POLL_BARE_MS (a short pass 1 is seen)
+        if (!waitAsync) { setTimeout(tick, POLL_BARE_MS); return; }
+        // the memory may have grown: a view of it as it is now
+        const w = waitAsync(new Int32Array(mod.wasmMemory.buffer), at, 0, said ? POLL_MS : POLL_BARE_MS);
+        if (w.async) void w.value.then(tick);
+        else setTimeout(tick, 0);
       };
       tick();
     });

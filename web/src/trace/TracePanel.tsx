@@ -262,7 +262,7 @@ export function TracePanel({ where, runner = workerRunner, exampleUrl = (n) => `
       {busy && (
         <div className="trace-progress" data-testid="trace-progress" data-workers={busy.progress?.workers}
           data-shared={busy.progress?.shared} data-threads={busy.progress?.threads}>
-          {/* what a screen reader says: at each tenth of the bar, not at each of its ten updates a second */}
+          {/* what a screen reader says: at each tenth of the bar, not at each of its updates (4 a second) */}
           <span className="sr-only" role="status" data-testid="trace-said">{busyText} · {10 * Math.floor(10 * busyFraction)} %</span>
           <span aria-hidden="true">{busyText}</span>
           <progress max={1} value={busyFraction} aria-label={t('progressLabel')} />
