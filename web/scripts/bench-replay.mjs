@@ -10,8 +10,10 @@
 // itself. Measured: the seconds from picking the file to the
 // table of figures, the progress updates the page showed, the peak resident memory of the
 // page's renderer process (where the workers run) and its growth over the page before the
-// replay, sampled from /proc every 100 ms, and how busy each of the page's workers and
-// threads was each second (its thread's CPU ticks, /proc/PID/task). Each round, in turn: the
+// replay (the kernel's own high-water mark, VmHWM, reset before the replay through
+// /proc/PID/clear_refs: nothing sampled), and how busy each of the page's workers and
+// threads was each second (its thread's CPU ticks, /proc/PID/task, read 4 times a second: a
+// sampler reading them 10 times a second took a processor from the replay's threads too). Each round, in turn: the
 // page on threads, the page told it has one processor (one thread), the page in its workers
 // (?replay=workers), its workers each streaming the File (not isolated), the native CLI on
 // threads and with --jobs 1; the ratios page/native, parallel/serial (page, and native) are
@@ -23,7 +25,7 @@
 // Prints one line per figure; speed is printed, never asserted.
 //   [REPLAY_ROUNDS=3] [REPLAY_SCALING=0|1] node web/scripts/bench-replay.mjs [TRACE]
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
@@ -54,8 +56,13 @@ function descendants(pid) {
   walk(pid);
   return out;
 }
-function rssKiB(pid) {
-  try { return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0); } catch { return 0; }
+function rssKiB(pid, field = 'VmRSS') {
+  try { return Number(new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0); } catch { return 0; }
+}
+/** Starts a process's peak resident memory (VmHWM) again from what it holds now; false where
+ * the kernel would not (then the peak is sampled). */
+function resetPeak(pid) {
+  try { writeFileSync(`/proc/${pid}/clear_refs`, '5'); return rssKiB(pid, 'VmHWM') <= rssKiB(pid) + 1024; } catch { return false; }
 }
 /** The CPU ticks (user + system, USER_HZ 100) in a /proc stat line, after the name in parentheses. */
 function statTicks(stat) {
@@ -120,13 +127,14 @@ async function pageReplay(workers, isolated = true, inWorkers = false) {
       }).observe(document.body, { subtree: true, childList: true, attributes: true });
     });
     const renderers = descendants(process.pid).filter(isRenderer);
+    const hwm = renderers.every(resetPeak);
     const before = new Map(renderers.map((p) => [p, rssKiB(p)]));
     const peak = new Map(before);
     const cpu0 = new Map(renderers.map((p) => [p, cpuSeconds(p)]));
     // each worker's thread, read until it ends (a worker's thread goes when the replay is over)
     const ticks0 = new Map(), ticks = new Map();
     for (const p of renderers) workerTicks(p, ticks0);
-    const sampler = setInterval(() => { for (const p of renderers) { peak.set(p, Math.max(peak.get(p), rssKiB(p))); workerTicks(p, ticks); } }, 100);
+    const sampler = setInterval(() => { for (const p of renderers) { if (!hwm) peak.set(p, Math.max(peak.get(p), rssKiB(p))); workerTicks(p, ticks); } }, 250);
     // each worker's share of each second (ticks of USER_HZ 100 in that second), the lead first
     const perSecond = [];
     let lastTicks = new Map(ticks0);
@@ -141,6 +149,7 @@ async function pageReplay(workers, isolated = true, inWorkers = false) {
     const seconds = await page.evaluate(() => (window.__t1 - window.__t0) / 1000);
     clearInterval(sampler);
     clearInterval(seconds1);
+    if (hwm) for (const p of renderers) peak.set(p, Math.max(before.get(p), rssKiB(p, 'VmHWM')));
     const cpu = Math.max(...renderers.map((p) => cpuSeconds(p) - cpu0.get(p)));
     if (await page.evaluate(() => crossOriginIsolated) !== isolated) throw new Error(`the page was ${isolated ? 'not ' : ''}cross-origin isolated`);
     const progress = await page.evaluate(() => window.__progress.length);
