@@ -3,7 +3,7 @@
  * by the engine in a Web Worker, with a progress bar, the time left (eta.ts) and a cancel button; the per-mode
  * figures drawn side by side for every trace replayed with the same settings. In the
  * Results tab, traces go to the class server with their report and come back from it. */
-import { useCallback, useEffect, useRef, useState } from 'react';
+import { memo, useCallback, useEffect, useRef, useState } from 'react';
 import { DEFAULT_TABLES, TABLES, type Tables } from '../model/compare';
 import { Trans, useTranslation } from 'react-i18next';
 import type { T } from '../i18n';
@@ -333,7 +333,16 @@ function Say({ t, k, values, raw }: { t: T; k: string; values?: Record<string, u
   return <>{before}<span lang="en">{raw}</span>{after}</>;
 }
 
-function TraceCharts({ entries, t, lang, settings, mine }: { entries: Entry[]; t: T; lang: string; settings: Settings; mine: MachineCost | null }) {
+type ChartsProps = { entries: Entry[]; t: T; lang: string; settings: Settings; mine: MachineCost | null };
+
+/** The finished replays' charts, table and reasons: drawn again only when those replays or
+ * the settings change, not at each progress update of a replay running beside them (the
+ * charts' D3 drawing at every update took the main thread, and with it a processor from the
+ * replay's threads). */
+const TraceCharts = memo(TraceChartsNow, (a: ChartsProps, b: ChartsProps) => a.t === b.t && a.lang === b.lang && a.settings === b.settings &&
+  a.mine === b.mine && a.entries.length === b.entries.length && a.entries.every((e, i) => e === b.entries[i]));
+
+function TraceChartsNow({ entries, t, lang, settings, mine }: ChartsProps) {
   const refs = useRef<Record<Metric, SVGSVGElement | null>>({ refs_per_access: null, tlb_miss_pct: null, exits_per_1k: null, overhead_pct: null });
   const names = entries.map((e, i) => `${i + 1}. ${labelOf(t, e)}`);
   const short = names.map((n) => (n.length > 24 ? n.slice(0, 23) + '…' : n));

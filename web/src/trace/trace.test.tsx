@@ -162,6 +162,32 @@ describe('the Your program panel', () => {
     expect(screen.getByTestId('trace-list').querySelector('li')!.getAttribute('data-status')).toBe('cancelled');
   });
 
+  it('does not draw the finished replays\' charts again at each progress update of the next one', async () => {
+    let told: ((m: FromWorker) => void) | null = null;
+    let calls = 0;
+    const firstThenStuck: Runner = (b, o, onMessage) => {
+      if (calls++ === 0) return inThread(b, o, onMessage);
+      told = onMessage;
+      return { cancel: () => {} };
+    };
+    render(<TracePanel where="compare" runner={firstThenStuck} />);
+    drop([fileOf(small)]);
+    await done(1);
+    const charts = screen.getByTestId('trace-charts');
+    const drawn = [...charts.querySelectorAll('svg > title')];
+    expect(drawn.length).toBeGreaterThan(0);
+    drop([fileOf(small, 'again.vmtrace')]);
+    await waitFor(() => expect(told).not.toBeNull());
+    for (const fraction of [0.2, 0.4, 0.6]) {
+      act(() => told!({ type: 'progress', progress: { pass: 2, fraction, done: 100, accesses: 4000 } }));
+      expect(screen.getByTestId('trace-progress').querySelector('progress')!.getAttribute('value')).toBe(String(fraction));
+    }
+    // the same elements: modeBars removes and draws every element of a chart it draws
+    const now = screen.getByTestId('trace-charts').querySelectorAll('svg > title');
+    expect(now.length).toBe(drawn.length);
+    drawn.forEach((el, i) => expect(el === now[i], `chart ${i} drawn again`).toBe(true));
+  }, 60_000);
+
   it('says how long a replay has left once it has run a while', async () => {
     let told: ((m: FromWorker) => void) | null = null;
     let now = 1_000;
