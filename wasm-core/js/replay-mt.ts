@@ -33,10 +33,11 @@ export interface MtModule {
  * larger file is replayed by the workers that stream it (web/src/trace/runner.ts). */
 export const MT_MAX_FILE_BYTES = 1 << 30;
 
-/** How often the progress is read and said (the page draws it as often: each drawing takes
- * a processor from the threads for a while, docs/replay.md, "The progress drawn less
- * often"). The end is seen at once where the worker can wait for it (Atomics.waitAsync: the
- * replay's thread notifies it); elsewhere it is looked for every POLL_BARE_MS. */
+/** How often the progress is read and said unless the caller says (MtRun.progressMs: the
+ * page passes its PROGRESS_MS, as often as it draws it; each drawing takes a processor from
+ * the threads for a while, docs/replay.md, "The progress drawn less often"). The end is seen
+ * at once where the worker can wait for it (Atomics.waitAsync: the replay's thread notifies
+ * it); elsewhere, and until the first progress is said, it is looked for every POLL_BARE_MS. */
 const POLL_MS = 250;
 const POLL_BARE_MS = 50;
 
@@ -54,8 +55,10 @@ export interface MtRun {
   jobs: number;
   /** chunk batches (a check: the same figures); 0 the default */
   chunkBatches?: number;
-  /** Called every POLL_MS while the replay runs, and at its end. */
+  /** Called every progressMs while the replay runs, and at its end. */
   onProgress?: (p: ReplayProgress) => void;
+  /** default POLL_MS */
+  progressMs?: number;
   signal?: AbortSignal;
 }
 
@@ -97,6 +100,7 @@ export async function replayThreaded(mod: MtModule, blob: Blob, options: ReplayO
     started = true;
     const waitAsync = (Atomics as unknown as { waitAsync?: WaitAsync }).waitAsync;
     const at = mod._vmsim_mt_finished_at() >> 2;
+    const every = run.progressMs ?? POLL_MS;
     let said = 0;
     await new Promise<void>((resolve, reject) => {
       const tick = () => {
@@ -104,15 +108,15 @@ export async function replayThreaded(mod: MtModule, blob: Blob, options: ReplayO
         const over = mod._vmsim_mt_finished() !== 0, now = Date.now();
         const pass = mod._vmsim_mt_pass() === 2 ? 2 : 1;
         const done = mod._vmsim_mt_done(), accesses = mod._vmsim_mt_total();
-        if (accesses > 0 && (over || now - said >= POLL_MS - POLL_BARE_MS / 2)) {
+        if (accesses > 0 && (over || now - said >= every - POLL_BARE_MS / 2)) {
           said = now;
           run.onProgress?.({ pass, done, accesses, fraction: progressFraction(pass, done, accesses) });
         }
         if (over) { resolve(); return; }
-        // until the first progress is said, looked for every POLL_BARE_MS (a short pass 1 is seen)
         if (!waitAsync) { setTimeout(tick, POLL_BARE_MS); return; }
-        // the memory may have grown: a view of it as it is now
-        const w = waitAsync(new Int32Array(mod.wasmMemory.buffer), at, 0, said ? POLL_MS : POLL_BARE_MS);
+        // the memory may have grown: a view of it as it is now; every POLL_BARE_MS until the
+        // first progress is said (a short pass 1 is seen)
+        const w = waitAsync(new Int32Array(mod.wasmMemory.buffer), at, 0, said ? every : POLL_BARE_MS);
         if (w.async) void w.value.then(tick);
         else setTimeout(tick, 0);
       };

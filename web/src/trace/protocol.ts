@@ -47,7 +47,7 @@ export function failed(e: unknown): FromWorker {
 
 /** How often the page draws a replay's progress. Each drawing wakes the browser's own
  * threads (the page's, the compositors'), which take a processor from the replay's: on 2
- * processors the replay on threads took 0.96x the time with the bar drawn 4 times a second
+ * processors the replay on threads took 0.97x the time with the bar drawn 4 times a second
  * rather than 10 (wasm-core/docs/replay.md, "The progress drawn less often"). */
 export const PROGRESS_MS = 250;
 

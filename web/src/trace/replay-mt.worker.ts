@@ -7,7 +7,7 @@
  * replays with its workers instead. */
 import { replayThreaded, type MtModule } from '../../../wasm-core/js/replay-mt';
 import type { ReplayOptions, ReplayReport } from '../../../wasm-core/js/replay';
-import { failed, postHeader, type FromWorker } from './protocol';
+import { failed, postHeader, PROGRESS_MS, type FromWorker } from './protocol';
 
 export type ToThreads = { type: 'replay'; blob: Blob; options: ReplayOptions; jobs: number };
 export type FromThreads = FromWorker | { type: 'unavailable'; message: string };
@@ -36,9 +36,10 @@ self.onmessage = async (e: MessageEvent<ToThreads>) => {
   }
   try {
     await postHeader(blob, post);
-    // replayThreaded says the progress as often as the workers' replay does (PROGRESS_MS)
+    // replayThreaded says the progress every PROGRESS_MS, as the workers' replay does
     const text = await replayThreaded(mod, blob, { ...options, format: 'json' }, {
-      jobs, onProgress: (p) => post({ type: 'progress', progress: { ...p, workers: jobs, shared: true, threads: true } }),
+      jobs, progressMs: PROGRESS_MS,
+      onProgress: (p) => post({ type: 'progress', progress: { ...p, workers: jobs, shared: true, threads: true } }),
     });
     post({ type: 'done', report: JSON.parse(text) as ReplayReport });
   } catch (err) {
