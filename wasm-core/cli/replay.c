@@ -26,6 +26,7 @@ static void (*rp_progress)(int pass, double done, double total);
 
 #define IN_CHUNK (256u << 10)
 #define OUT_CHUNK (1u << 20)
+#define RING_PIECE (256u << 10)       /* a piece of the threaded pass 1's ring (its 8 within a processor's L2) */
 
 static void replay_usage(FILE *f)
 {
@@ -101,8 +102,10 @@ typedef struct inflater {
     unsigned char *piece[PIECES];
     size_t len[PIECES];
     uint64_t made, taken;
-    /* pass 1: pieces after the next one scanned ahead (vmsim_replay_scan_ahead) by the
-     * scanning threads, and by this one while the next is being scanned ahead */
+    /* pass 1: this thread scans the pieces in order; the scanning threads inflate them and,
+     * when the ring is full, scan the newest ahead (vmsim_replay_scan_ahead), which this one
+     * then joins: the fewer scanned ahead, the less work (a scan ahead costs more than the
+     * scan in order, and the join), docs/replay.md, "Pass 1 in order where it can" */
     int scanners;
     pthread_t sid[MAX_SCANNERS];
     uint8_t state[PIECES];          /* PIECE_INFLATED .. */
@@ -290,7 +293,7 @@ static bool inflate_here(inflater *z)
         return false;
     z->inflating = true;
     pthread_mutex_unlock(&z->mu);
-    size_t n = inflate_piece(z, z->piece[z->made % PIECES], OUT_CHUNK);
+    size_t n = inflate_piece(z, z->piece[z->made % PIECES], RING_PIECE);
     pthread_mutex_lock(&z->mu);
     z->inflating = false;
     if (n) {
@@ -304,11 +307,11 @@ static bool inflate_here(inflater *z)
     return true;
 }
 
-/* The first inflated piece after the next one that nobody scans yet (mutex held), marked
- * as being scanned ahead; -1 none. */
+/* The newest inflated piece after the next one that nobody scans yet (mutex held), marked
+ * as being scanned ahead (the one this thread, scanning in order, reaches last); -1 none. */
 static int claim_ahead(inflater *z)
 {
-    for (uint64_t k = z->taken + 1; k < z->made; k++)
+    for (uint64_t k = z->made; k-- > z->taken + 1;)
         if (z->state[k % PIECES] == PIECE_INFLATED) {
             z->state[k % PIECES] = PIECE_AHEAD;
             return (int)(k % PIECES);
@@ -331,12 +334,14 @@ static void *scanner_thread(void *arg)
     inflater *z = arg;
     pthread_mutex_lock(&z->mu);
     while (!z->stop) {
+        if (inflate_here(z))
+            continue;
         int i = claim_ahead(z);
         if (i >= 0)
             scan_ahead(z, i);
         else if (z->finished)
             break;
-        else if (!inflate_here(z))
+        else
             pthread_cond_wait(&z->moved, &z->mu);
     }
     pthread_mutex_unlock(&z->mu);
@@ -373,7 +378,7 @@ static int pass(FILE *f, const char *name, vmsim_replay *r, feed_fn feed, void *
     inflater z = {.f = f, .name = name, .check = check, .threaded = threaded};
     int nbuf = threaded ? PIECES : 1, made = 0, ahead = 0;
     z.in = malloc(IN_CHUNK);
-    for (; made < nbuf && (z.piece[made] = malloc(OUT_CHUNK)); made++)
+    for (; made < nbuf && (z.piece[made] = malloc(threaded ? RING_PIECE : OUT_CHUNK)); made++)
         ;
     for (; scanners && ahead < PIECES && (z.ahead[ahead] = vmsim_replay_ahead_new()); ahead++)
         ;
@@ -409,12 +414,16 @@ static int pass(FILE *f, const char *name, vmsim_replay *r, feed_fn feed, void *
                 } else if (z.state[i] == PIECE_SCANNED_AHEAD) {
                     joined = z.ahead[i];
                     break;
-                } else if ((i = claim_ahead(&z)) >= 0) {
-                    scan_ahead(&z, i);      /* the next piece is being scanned ahead: another meanwhile */
+                }
+                /* the next piece is not inflated yet, or being scanned ahead: inflate, or
+                 * else scan another ahead meanwhile */
+                if (inflate_here(&z))
+                    continue;
+                if (z.taken < z.made && (i = claim_ahead(&z)) >= 0) {
+                    scan_ahead(&z, i);
                     continue;
                 }
-                if (!inflate_here(&z))
-                    pthread_cond_wait(&z.moved, &z.mu);
+                pthread_cond_wait(&z.moved, &z.mu);
             }
             n = z.taken < z.made ? z.len[z.taken % PIECES] : 0;
             p = z.piece[z.taken % PIECES];

@@ -959,11 +959,12 @@ static int share_out(vmsim_replay *r, bool last);
 static bool add_mark(vmsim_replay *r);
 static int scan_piece(vmsim_replay *r, const uint8_t *body, size_t n);
 
-/* Where pass 2 in chunks may start: at most MARK_STEP bytes apart where pass 1 scans in
- * order (and where it scans ahead, at each 65,534 bytes: trace_scan_ahead), at least
- * MARK_APART. */
+/* Where pass 2 in chunks may start: MARK_STEP bytes after the last where pass 1 scans in
+ * order (MARK_LEAST on where the last was noted further back), at each 65,534 bytes where
+ * it scans ahead (trace_scan_ahead), at least MARK_APART apart. */
 #define MARK_STEP (64u << 10)
 #define MARK_APART (16u << 10)
+#define MARK_LEAST (4u << 10)
 
 EXPORT int vmsim_replay_scan(vmsim_replay *r, const uint8_t *body, size_t n)
 {
@@ -974,7 +975,13 @@ EXPORT int vmsim_replay_scan(vmsim_replay *r, const uint8_t *body, size_t n)
     if (!r->marking)
         return scan_piece(r, body, n);
     for (size_t at = 0; at < n;) {
-        size_t k = n - at < MARK_STEP ? n - at : MARK_STEP;
+        /* the next mark MARK_STEP after the last (which a scan ahead joined may have noted
+         * anywhere before here), so that the chunks are alike: a chunk twice as long holds
+         * the other threads up (docs/replay.md, "Pass 1 in order where it can") */
+        uint64_t since = r->dec.consumed - (r->nmarks ? r->marks[r->nmarks - 1].consumed : 0);
+        size_t k = since + MARK_LEAST < MARK_STEP ? (size_t)(MARK_STEP - since) : MARK_LEAST;
+        if (k > n - at)
+            k = n - at;
         if (scan_piece(r, body + at, k))
             return r->status;
         /* a record across the boundary: finished first (at most MAX_RECORD bytes) */

@@ -828,9 +828,10 @@ static void test_batches_grouped(void)
  * first, then the others from the first), each with its own cursor into its own batches,
  * then takes them in order: cursor_end, the shared L1s, the runs grouped by page in every
  * other chunk, every mode. change: pass 2 reads the body with the byte there altered
- * (SIZE_MAX: none). *nchunks: the chunks pass 1 noted. */
+ * (SIZE_MAX: none). *nchunks: the chunks pass 1 noted; *longest: the most bytes of one but
+ * the last. */
 static char *replay_in_chunks(const uint8_t *prefix, size_t plen, const buf *body, size_t piece, const char *opts,
-                              size_t change, size_t *nchunks, char *err, size_t errlen)
+                              size_t change, size_t *nchunks, size_t *longest, char *err, size_t errlen)
 {
     vmsim_replay *r = vmsim_replay_open(prefix, plen, 0, opts, strlen(opts));
     vmsim_replay_ahead *a = vmsim_replay_ahead_new();
@@ -855,8 +856,11 @@ static char *replay_in_chunks(const uint8_t *prefix, size_t plen, const buf *bod
     memcpy(b2, body->b, body->n);
     if (change < body->n)
         b2[change] ^= 0x28;
+    *longest = 0;
     for (size_t k = 0; k < n; k++) {
         start[k + 1] = start[k] + (size_t)vmsim_replay_chunk_bytes(r, k);
+        if (k + 1 < n && start[k + 1] - start[k] > *longest)
+            *longest = start[k + 1] - start[k];
         accesses += vmsim_replay_chunk_accesses(r, k);
     }
     CHECK(!n || (start[n] == body->n && accesses == vmsim_replay_accesses(r)),
@@ -935,21 +939,26 @@ static void test_chunks(void)
             char *whole = replay_in_pieces(prefix, plen, &body, body.n, opts[o], err, sizeof err);
             CHECK(whole != NULL, "one handle: %s", err);
             for (size_t i = 0; whole && i < sizeof pieces / sizeof *pieces; i++) {
-                size_t chunks;
-                char *t = replay_in_chunks(prefix, plen, &body, pieces[i], opts[o], SIZE_MAX, &chunks, err, sizeof err);
+                size_t chunks, longest;
+                char *t = replay_in_chunks(prefix, plen, &body, pieces[i], opts[o], SIZE_MAX, &chunks, &longest, err, sizeof err);
                 CHECK(t && !strcmp(t, whole), "%s accesses, pieces of %zu, %zu chunks: %s", kind ? "a program's" : "random",
                       pieces[i], chunks, t ? "another report" : err);
                 /* chunks 16 KiB apart or more, and within a piece, scanned ahead or in order */
                 CHECK(chunks >= body.n / 90000 && chunks > 1 && chunks <= body.n / (16u << 10) + 1,
                       "%zu chunks for %zu bytes in pieces of %zu", chunks, body.n, pieces[i]);
+                /* and alike: a mark 64 KiB after the last wherever a scan ahead's last one was
+                 * (chunks of 100 KiB and more where a piece was scanned ahead, before: a thread
+                 * given one held the others up) */
+                CHECK(pieces[i] < (64u << 10) || longest <= (68u << 10) + 512,
+                      "a chunk of %zu bytes in pieces of %zu", longest, pieces[i]);
                 free(t);
             }
             free(whole);
         }
         for (size_t at = body.n / 3; at < body.n; at += body.n / 3) {
-            size_t chunks;
+            size_t chunks, longest;
             char err[512];
-            char *t = replay_in_chunks(prefix, plen, &body, 20000, opts[0], at, &chunks, err, sizeof err);
+            char *t = replay_in_chunks(prefix, plen, &body, 20000, opts[0], at, &chunks, &longest, err, sizeof err);
             CHECK(!t && (strstr(err, "differed between the two passes") || strstr(err, "corrupt")),
                   "a body changed at byte %zu of %zu for pass 2: %s", at, body.n, t ? "replayed" : err);
             free(t);

@@ -3,7 +3,7 @@
  * by the engine in a Web Worker, with a progress bar, the time left (eta.ts) and a cancel button; the per-mode
  * figures drawn side by side for every trace replayed with the same settings. In the
  * Results tab, traces go to the class server with their report and come back from it. */
-import { memo, useCallback, useEffect, useRef, useState } from 'react';
+import { memo, useCallback, useEffect, useRef, useState, useSyncExternalStore } from 'react';
 import { DEFAULT_TABLES, TABLES, type Tables } from '../model/compare';
 import { Trans, useTranslation } from 'react-i18next';
 import type { T } from '../i18n';
@@ -54,9 +54,9 @@ interface Entry {
   header?: TraceHeader;
   settings: Settings;
   status: 'queued' | 'running' | 'done' | 'error' | 'cancelled';
+  /** how it runs (workers, shared, threads) and its pass, from its first progress and when
+   * its pass changes: the rest of each update goes to the running replay's Live store */
   progress?: ReplayProgress;
-  startedAt?: number;                 // performance.now() when it started running
-  left?: TimeLeft | null;             // how long it has left, from its progress so far
   report?: ReplayReport;
   error?: { stage: FailStage; message: string };
   shared?: string;                    // the class it was shared with
@@ -72,6 +72,22 @@ export interface TracePanelProps {
 }
 
 let nextId = 1;
+
+/** The running replay's progress and time left: kept out of the entries, so that each
+ * update (4 a second) draws the progress bar alone, not the whole panel (its rendering on
+ * the main thread, and the frames after it, take a processor from the replay's threads:
+ * docs/replay.md, "The progress drawn less often"). */
+type Live = { progress?: ReplayProgress; left?: TimeLeft | null };
+function liveStore() {
+  let now: Live = {};
+  const told = new Set<() => void>();
+  return {
+    get: () => now,
+    set: (v: Live) => { now = v; told.forEach((f) => f()); },
+    subscribe: (f: () => void) => { told.add(f); return () => { told.delete(f); }; },
+  };
+}
+type LiveStore = ReturnType<typeof liveStore>;
 
 export function TracePanel({ where, runner = workerRunner, exampleUrl = (n) => `traces/${n}.vmtrace` }: TracePanelProps) {
   const { t, i18n } = useTranslation('trace');
@@ -93,6 +109,7 @@ export function TracePanel({ where, runner = workerRunner, exampleUrl = (n) => `
   const [over, setOver] = useState(false);
   const [note, setNote] = useState<{ key: string; values?: Record<string, unknown>; raw?: string } | null>(null);
   const running = useRef<{ id: number; job: Running } | null>(null);
+  const [live] = useState(liveStore);
   const [classCode, setClassCode] = useState<string | null>(null);
   const [server, setServer] = useState(false);
 
@@ -105,22 +122,30 @@ export function TracePanel({ where, runner = workerRunner, exampleUrl = (n) => `
     if (!next) return;
     const id = next.id;
     const startedAt = performance.now();
-    update(id, (e) => ({ ...e, status: 'running', progress: undefined, left: null, startedAt, error: undefined }));
+    live.set({ left: null });
+    update(id, (e) => ({ ...e, status: 'running', progress: undefined, error: undefined }));
     const options: ReplayOptions = replayOptions(next.settings);
+    let how = '';
     const job = runner(next.blob!, options, (m: FromWorker) => {
       if (m.type === 'header') update(id, (e) => ({ ...e, header: m.header }));
       else if (m.type === 'progress') {
-        const now = performance.now();
-        update(id, (e) => ({ ...e, progress: m.progress, left: timeLeft(m.progress.fraction, now - (e.startedAt ?? now)) }));
+        const p = m.progress, now = performance.now();
+        live.set({ progress: p, left: timeLeft(p.fraction, now - startedAt) });
+        const said = `${p.pass} ${p.workers} ${p.shared} ${p.threads}`;
+        if (said !== how) {
+          how = said;
+          update(id, (e) => ({ ...e, progress: p }));
+        }
       }
       else {
         running.current = null;
+        live.set({});
         if (m.type === 'done') update(id, (e) => ({ ...e, status: 'done', report: m.report }));
         else update(id, (e) => ({ ...e, status: 'error', error: { stage: m.stage, message: m.message } }));
       }
     });
     running.current = { id, job };
-  }, [entries, runner]);
+  }, [entries, runner, live]);
   useEffect(() => () => { running.current?.job.cancel(); running.current = null; }, []);
 
   const add = (name: string, blob: Blob, source: Entry['source'], extra: Partial<Entry> = {}) =>
@@ -210,8 +235,6 @@ export function TracePanel({ where, runner = workerRunner, exampleUrl = (n) => `
   const fair = entries.filter((e) => e.status === 'done' && e.report && same(settingsOf(e.report), settings));
   const stale = entries.filter((e) => e.status === 'done' && e.report && !same(settingsOf(e.report), settings));
   const busy = entries.find((e) => e.status === 'running');
-  const busyText = busy ? t('running', { label: labelOf(t, busy), pass: busy.progress?.pass ?? 1 }) : '';
-  const busyFraction = busy?.progress?.fraction ?? 0;
 
   return (
     <section className="trace-panel" data-testid="trace-panel" aria-labelledby={`trace-heading-${where}`}>
@@ -259,18 +282,7 @@ export function TracePanel({ where, runner = workerRunner, exampleUrl = (n) => `
         })}</span>}
         {mineError && <span className="error"><Say t={t} k="mine.refused" raw={mineError} /></span>}
       </p>
-      {busy && (
-        <div className="trace-progress" data-testid="trace-progress" data-workers={busy.progress?.workers}
-          data-shared={busy.progress?.shared} data-threads={busy.progress?.threads}>
-          {/* what a screen reader says: at each tenth of the bar, not at each of its updates (4 a second) */}
-          <span className="sr-only" role="status" data-testid="trace-said">{busyText} · {10 * Math.floor(10 * busyFraction)} %</span>
-          <span aria-hidden="true">{busyText}</span>
-          <progress max={1} value={busyFraction} aria-label={t('progressLabel')} />
-          <span className="num">{Math.floor(100 * busyFraction)} %</span>
-          {busy.left && <span className="muted small" data-testid="trace-left">{t(`left.${busy.left.unit}`, { n: busy.left.n.toLocaleString(lang) })}</span>}
-          <button type="button" onClick={() => cancel(busy.id)} data-testid="trace-cancel">{t('cancel')}</button>
-        </div>
-      )}
+      {busy && <TraceProgress live={live} label={labelOf(t, busy)} how={busy.progress} t={t} lang={lang} onCancel={() => cancel(busy.id)} />}
       {note && <p className={note.key === 'msg.shared' ? 'okmsg' : 'error'} role={note.key === 'msg.shared' ? 'status' : 'alert'}><Say t={t} k={note.key} values={note.values} raw={note.raw} /></p>}
       {entries.length > 0 && (
         <ul className="trace-list" data-testid="trace-list">
@@ -302,6 +314,27 @@ export function TracePanel({ where, runner = workerRunner, exampleUrl = (n) => `
       {stale.length > 0 && fair.length === 0 && <p className="muted">{t('noneWithThese')}</p>}
       {where === 'results' && server && !classCode && <p className="muted small">{t('joinToShare')}</p>}
     </section>
+  );
+}
+
+/** The running replay's bar: the only part of the panel drawn again at each progress update. */
+function TraceProgress({ live, label, how, t, lang, onCancel }: {
+  live: LiveStore; label: string; how?: ReplayProgress; t: T; lang: string; onCancel: () => void;
+}) {
+  const { progress, left } = useSyncExternalStore(live.subscribe, live.get);
+  const text = t('running', { label, pass: progress?.pass ?? how?.pass ?? 1 });
+  const fraction = progress?.fraction ?? 0;
+  return (
+    <div className="trace-progress" data-testid="trace-progress" data-workers={how?.workers}
+      data-shared={how?.shared} data-threads={how?.threads}>
+      {/* what a screen reader says: at each tenth of the bar, not at each of its updates (4 a second) */}
+      <span className="sr-only" role="status" data-testid="trace-said">{text} · {10 * Math.floor(10 * fraction)} %</span>
+      <span aria-hidden="true">{text}</span>
+      <progress max={1} value={fraction} aria-label={t('progressLabel')} />
+      <span className="num">{Math.floor(100 * fraction)} %</span>
+      {left && <span className="muted small" data-testid="trace-left">{t(`left.${left.unit}`, { n: left.n.toLocaleString(lang) })}</span>}
+      <button type="button" onClick={onCancel} data-testid="trace-cancel">{t('cancel')}</button>
+    </div>
   );
 }
 

@@ -188,6 +188,35 @@ describe('the Your program panel', () => {
     drawn.forEach((el, i) => expect(el === now[i], `chart ${i} drawn again`).toBe(true));
   }, 60_000);
 
+  it('draws only the progress bar again at each progress update, not the whole panel', async () => {
+    let told: ((m: FromWorker) => void) | null = null;
+    const stuck: Runner = (_b, _o, onMessage) => { told = onMessage; return { cancel: () => {} }; };
+    render(<TracePanel where="compare" runner={stuck} />);
+    drop([fileOf(small)]);
+    await waitFor(() => expect(told).not.toBeNull());
+    const how = { workers: 2, shared: true, threads: true };
+    act(() => told!({ type: 'progress', progress: { pass: 1, fraction: 0.1, done: 100, accesses: 4000, ...how } }));
+    // each update translates the bar's own words (its pass, the cancel button, its label): a
+    // handful; the whole panel (its settings, the list) takes some dozens
+    const said = vi.spyOn(i18n, 't');
+    try {
+      for (const fraction of [0.2, 0.4, 0.6]) {
+        act(() => told!({ type: 'progress', progress: { pass: 2, fraction, done: 100, accesses: 4000, ...how } }));
+        expect(screen.getByTestId('trace-progress').querySelector('progress')!.getAttribute('value')).toBe(String(fraction));
+      }
+      const first = said.mock.calls.length;      // the first in pass 2 draws the list too (its pass changed)
+      said.mockClear();
+      for (const fraction of [0.7, 0.8, 0.9]) act(() => told!({ type: 'progress', progress: { pass: 2, fraction, done: 100, accesses: 4000, ...how } }));
+      expect(said.mock.calls.length, `${first} translations for 3 updates, one of them a new pass`).toBeLessThanOrEqual(3 * 6);
+      expect(first).toBeGreaterThan(said.mock.calls.length);
+    } finally {
+      said.mockRestore();
+    }
+    expect(screen.getByTestId('trace-progress').textContent).toContain('pass 2 of 2');
+    expect(screen.getByTestId('trace-progress').getAttribute('data-threads')).toBe('true');
+    expect(screen.getByTestId('trace-list').querySelector('li')!.getAttribute('data-threads')).toBe('true');
+  });
+
   it('says how long a replay has left once it has run a while', async () => {
     let told: ((m: FromWorker) => void) | null = null;
     let now = 1_000;
