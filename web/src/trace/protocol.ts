@@ -50,6 +50,16 @@ export function failed(e: unknown): FromWorker {
  * processors the replay on threads took 0.97x the time with the bar drawn 4 times a second
  * rather than 10 (wasm-core/docs/replay.md, "The progress drawn less often"). */
 export const PROGRESS_MS = 250;
+/** ... and while the replay's threads take every processor the page has: each drawing then
+ * takes one from them, where a processor to spare draws it for nothing (twice a second
+ * rather than 4: 0.98x the time on 2 processors, docs/replay.md, "The bar drawn twice a
+ * second on every processor"). */
+export const PROGRESS_BUSY_MS = 500;
+
+/** How often a replay on `threads` of the page's `processors` says its progress. */
+export function progressEvery(threads: number, processors: number): number {
+  return threads >= processors ? PROGRESS_BUSY_MS : PROGRESS_MS;
+}
 
 /** Progress at most every PROGRESS_MS, and the last. */
 export function throttled(post: (m: FromWorker) => void) {

@@ -9,7 +9,8 @@ import { replayThreaded, type MtModule } from '../../../wasm-core/js/replay-mt';
 import type { ReplayOptions, ReplayReport } from '../../../wasm-core/js/replay';
 import { failed, postHeader, PROGRESS_MS, type FromWorker } from './protocol';
 
-export type ToThreads = { type: 'replay'; blob: Blob; options: ReplayOptions; jobs: number };
+/** progressMs: how often the progress is said (progressEvery) */
+export type ToThreads = { type: 'replay'; blob: Blob; options: ReplayOptions; jobs: number; progressMs?: number };
 export type FromThreads = FromWorker | { type: 'unavailable'; message: string };
 
 /** Where the module is, from this worker's own script (assets/ in the built app). */
@@ -20,7 +21,7 @@ const READY_MS = 20_000;
 const post = (m: FromThreads) => (self as unknown as Worker).postMessage(m);
 
 self.onmessage = async (e: MessageEvent<ToThreads>) => {
-  const { blob, options, jobs } = e.data;
+  const { blob, options, jobs, progressMs = PROGRESS_MS } = e.data;
   let mod: MtModule;
   try {
     const url = new URL(ENGINE, import.meta.url).href;
@@ -36,9 +37,8 @@ self.onmessage = async (e: MessageEvent<ToThreads>) => {
   }
   try {
     await postHeader(blob, post);
-    // replayThreaded says the progress every PROGRESS_MS, as the workers' replay does
     const text = await replayThreaded(mod, blob, { ...options, format: 'json' }, {
-      jobs, progressMs: PROGRESS_MS,
+      jobs, progressMs,
       onProgress: (p) => post({ type: 'progress', progress: { ...p, workers: jobs, shared: true, threads: true } }),
     });
     post({ type: 'done', report: JSON.parse(text) as ReplayReport });

@@ -14,7 +14,7 @@
  * runner of their own that calls runReplay in the same thread. */
 import { modeGroups, REPLAY_MODES, TRACE_HEAD_BYTES, type ReplayMode } from '../../../wasm-core/js/replay';
 import { readHeader } from './format.mjs';
-import type { FromPart, FromWorker, ReplayOptions, ToWorker } from './protocol';
+import { progressEvery, type FromPart, type FromWorker, type ReplayOptions, type ToWorker } from './protocol';
 import { canShare, newRings } from './ring';
 import { MT_MAX_FILE_BYTES } from '../../../wasm-core/js/replay-mt';
 import type { FromThreads, ToThreads } from './replay-mt.worker';
@@ -108,7 +108,7 @@ export const workerRunner: Runner = (blob, options, onMessage) => {
       if (m.type === 'done' || m.type === 'error') stop();
     };
     watch(worker);
-    worker.postMessage({ type: 'replay', blob, options, jobs } satisfies ToThreads);
+    worker.postMessage({ type: 'replay', blob, options, jobs, progressMs: progressEvery(jobs, replayWorkers()) } satisfies ToThreads);
   };
   const start = (groups: ReplayMode[][]) => {
     const ring = groups.length > 1 && canShare() ? newRings(groups.length - 1) : undefined;
