@@ -2,12 +2,12 @@
  * draw it: twice a second while the replay's threads take every processor the page has
  * (each drawing then takes one from them), 4 times a second where a processor is to spare. */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { PROGRESS_BUSY_MS, PROGRESS_MS, progressEvery } from './protocol';
+import { PROGRESS_BUSY_MS, PROGRESS_MS, progressEvery, type FromWorker } from './protocol';
 import { workerRunner } from './runner';
 import type { ToThreads } from './replay-mt.worker';
 
 describe('the progress rate', () => {
-  afterEach(() => { vi.unstubAllGlobals(); });
+  afterEach(() => { vi.unstubAllGlobals(); vi.restoreAllMocks(); });
 
   it('is halved when the replay takes every processor', () => {
     expect(progressEvery(2, 2)).toBe(PROGRESS_BUSY_MS);
@@ -34,4 +34,37 @@ describe('the progress rate', () => {
       expect(posted[0]).toMatchObject({ type: 'replay', jobs: threads, progressMs: every });
     });
   }
+
+  it('is the workers\' too: their updates make one bar, drawn as often, a new pass at once', async () => {
+    const made: { onmessage: ((e: { data: unknown }) => void) | null }[] = [];
+    class FakeWorker {
+      onmessage: ((e: { data: unknown }) => void) | null = null;
+      onerror: unknown = null;
+      constructor() { made.push(this); }
+      postMessage() {}
+      terminate() {}
+    }
+    let now = 0;
+    vi.spyOn(performance, 'now').mockImplementation(() => now);
+    vi.stubGlobal('Worker', FakeWorker);
+    vi.stubGlobal('crossOriginIsolated', false);
+    vi.stubGlobal('navigator', { hardwareConcurrency: 2 });
+    const told: FromWorker[] = [];
+    const run = workerRunner(new Blob([new Uint8Array(64)]), {}, (m) => told.push(m));
+    await vi.waitFor(() => expect(made).toHaveLength(2));
+    const say = (i: number, pass: 1 | 2, fraction: number) =>
+      made[i].onmessage!({ data: { type: 'progress', progress: { pass, fraction, done: 1, accesses: 10 } } });
+    // each worker every 250 ms for 2 s, 16 updates: the bar at 0, 500 and 1000 ms, at 1260
+    // (the second worker's pass 2: the bar's pass is the one furthest behind) and at 1750
+    for (let t = 0; t < 2000; t += 250) {
+      now = t;
+      say(0, t < 1000 ? 1 : 2, t / 4000);
+      now = t + 10;
+      say(1, t < 1250 ? 1 : 2, t / 4000);
+    }
+    run.cancel();
+    const bar = told.filter((m) => m.type === 'progress').map((m) => m.type === 'progress' && m.progress);
+    expect(bar.map((p) => p && p.pass)).toEqual([1, 1, 1, 2, 2]);
+    expect(bar.every((p) => p && p.workers === 2)).toBe(true);
+  });
 });

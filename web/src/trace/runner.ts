@@ -14,7 +14,7 @@
  * runner of their own that calls runReplay in the same thread. */
 import { modeGroups, REPLAY_MODES, TRACE_HEAD_BYTES, type ReplayMode } from '../../../wasm-core/js/replay';
 import { readHeader } from './format.mjs';
-import { progressEvery, type FromPart, type FromWorker, type ReplayOptions, type ToWorker } from './protocol';
+import { PROGRESS_MS, progressEvery, type FromPart, type FromWorker, type ReplayOptions, type ToWorker } from './protocol';
 import { canShare, newRings } from './ring';
 import { MT_MAX_FILE_BYTES } from '../../../wasm-core/js/replay-mt';
 import type { FromThreads, ToThreads } from './replay-mt.worker';
@@ -117,6 +117,10 @@ export const workerRunner: Runner = (blob, options, onMessage) => {
     const pass = groups.map(() => 1);
     const counts: (string | undefined)[] = groups.map(() => undefined);
     let leadReady = false;
+    // one bar for all of them, drawn as often as the threaded replay's (each worker says its
+    // progress every PROGRESS_MS; a new pass is said at once)
+    const every = progressEvery(groups.length, replayWorkers());
+    let said = -Infinity, saidPass = 0;
     const maybeMerge = () => {
       if (leadReady && counts.slice(1).every((c) => c !== undefined)) {
         workers[0].postMessage({ type: 'merge', counts: counts.slice(1) as string[] } satisfies ToWorker);
@@ -130,8 +134,12 @@ export const workerRunner: Runner = (blob, options, onMessage) => {
           // one bar: the mean of the workers' fractions, the pass of the one furthest behind
           fraction[i] = m.progress.fraction;
           pass[i] = m.progress.pass;
+          const now = performance.now(), p = Math.min(...pass) as 1 | 2;
+          if (p === saidPass && now - said < every - PROGRESS_MS / 10) return;
+          said = now;
+          saidPass = p;
           const f = fraction.reduce((a, b) => a + b, 0) / fraction.length;
-          onMessage({ type: 'progress', progress: { ...m.progress, pass: Math.min(...pass) as 1 | 2, fraction: f, workers: workers.length, shared: !!ring } });
+          onMessage({ type: 'progress', progress: { ...m.progress, pass: p, fraction: f, workers: workers.length, shared: !!ring } });
         } else if (m.type === 'counts') {
           counts[i] = m.text;
           fraction[i] = 1;
