@@ -74,9 +74,8 @@ export interface TracePanelProps {
 let nextId = 1;
 
 /** The running replay's progress and time left: kept out of the entries, so that each
- * update (4 a second) draws the progress bar alone, not the whole panel (its rendering on
- * the main thread, and the frames after it, take a processor from the replay's threads:
- * docs/replay.md, "The progress drawn less often"). */
+ * update (2 to 4 a second, protocol.ts progressEvery) draws the progress bar alone, not the
+ * whole panel (docs/replay.md, "The bar drawn twice a second on every processor"). */
 type Live = { progress?: ReplayProgress; left?: TimeLeft | null };
 function liveStore() {
   let now: Live = {};
@@ -167,11 +166,11 @@ export function TracePanel({ where, runner = workerRunner, exampleUrl = (n) => `
   };
 
   const cancel = (id: number) => {
-    if (running.current?.id === id) { running.current.job.cancel(); running.current = null; }
+    if (running.current?.id === id) { running.current.job.cancel(); running.current = null; live.set({}); }
     update(id, (e) => ({ ...e, status: 'cancelled', progress: undefined }));
   };
   const remove = (id: number) => {
-    if (running.current?.id === id) { running.current.job.cancel(); running.current = null; }
+    if (running.current?.id === id) { running.current.job.cancel(); running.current = null; live.set({}); }
     setEntries((all) => all.filter((e) => e.id !== id));
   };
   const again = () => setEntries((all) => all.map((e) => (e.blob && (e.status !== 'done' || !same(e.settings, settings)) && e.status !== 'running'
@@ -327,7 +326,7 @@ function TraceProgress({ live, label, how, t, lang, onCancel }: {
   return (
     <div className="trace-progress" data-testid="trace-progress" data-workers={how?.workers}
       data-shared={how?.shared} data-threads={how?.threads}>
-      {/* what a screen reader says: at each tenth of the bar, not at each of its updates (4 a second) */}
+      {/* what a screen reader says: at each tenth of the bar, not at each of its updates (2 to 4 a second) */}
       <span className="sr-only" role="status" data-testid="trace-said">{text} · {10 * Math.floor(10 * fraction)} %</span>
       <span aria-hidden="true">{text}</span>
       <progress max={1} value={fraction} aria-label={t('progressLabel')} />
