@@ -419,7 +419,7 @@ static int pass(FILE *f, const char *name, vmsim_replay *r, feed_fn feed, void *
                  * else scan another ahead meanwhile */
                 if (inflate_here(&z))
                     continue;
-                if (z.taken < z.made && (i = claim_ahead(&z)) >= 0) {
+                if ((i = claim_ahead(&z)) >= 0) {
                     scan_ahead(&z, i);
                     continue;
                 }

@@ -321,7 +321,7 @@ function TraceProgress({ live, label, how, t, lang, onCancel }: {
   live: LiveStore; label: string; how?: ReplayProgress; t: T; lang: string; onCancel: () => void;
 }) {
   const { progress, left } = useSyncExternalStore(live.subscribe, live.get);
-  const text = t('running', { label, pass: progress?.pass ?? how?.pass ?? 1 });
+  const text = t('running', { label, pass: progress?.pass ?? 1 });
   const fraction = progress?.fraction ?? 0;
   return (
     <div className="trace-progress" data-testid="trace-progress" data-workers={how?.workers}
