@@ -581,6 +581,8 @@ static bool cp_inflate(chunk_pool *p)
     } else if (k < p->nchunks) {
         p->slot_chunk[s] = k;
         cp_tell(p, k);
+        /* the next one is for its thread to inflate, which may sleep for want of it: told */
+        cp_tell(p, k + 1);
     }
     return true;
 }
@@ -691,8 +693,13 @@ static void *chunk_thread(void *arg)
                 last = chunk_decode(w, w->b, &w->nb, &q, end);
             }
             pthread_mutex_lock(&p->mu);
-            if (last)
+            if (last) {
                 p->slot_chunk[s] = SIZE_MAX;
+                /* the next chunk to inflate goes into this slot: its thread, which may sleep
+                 * for want of the slot, told */
+                if (!p->inflating && p->inflated % (size_t)p->nslots == (size_t)s)
+                    cp_tell(p, p->inflated);
+            }
             /* in the chunks' order: what decoding found, and the shared L1s */
             if (first && !cp_turn(p, w, k))
                 goto out;
