@@ -74,7 +74,7 @@ export interface TracePanelProps {
 let nextId = 1;
 
 /** The running replay's progress and time left: kept out of the entries, so that each
- * update (2 to 4 a second, protocol.ts progressEvery) draws the progress bar alone, not the
+ * update (1 to 4 a second, protocol.ts progressEvery) draws the progress bar alone, not the
  * whole panel (docs/replay.md, "The bar drawn twice a second on every processor"). */
 type Live = { progress?: ReplayProgress; left?: TimeLeft | null };
 function liveStore() {
@@ -326,7 +326,7 @@ function TraceProgress({ live, label, how, t, lang, onCancel }: {
   return (
     <div className="trace-progress" data-testid="trace-progress" data-workers={how?.workers}
       data-shared={how?.shared} data-threads={how?.threads}>
-      {/* what a screen reader says: at each tenth of the bar, not at each of its updates (2 to 4 a second) */}
+      {/* what a screen reader says: at each tenth of the bar, not at each of its updates (1 to 4 a second) */}
       <span className="sr-only" role="status" data-testid="trace-said">{text} · {10 * Math.floor(10 * fraction)} %</span>
       <span aria-hidden="true">{text}</span>
       <progress max={1} value={fraction} aria-label={t('progressLabel')} />
