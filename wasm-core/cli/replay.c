@@ -468,8 +468,9 @@ static int pass(FILE *f, const char *name, vmsim_replay *r, feed_fn feed, void *
 
 /* ---- --jobs: pass 2 in chunks ----
  * Pass 1 noted where its decoder stood near each piece's start (vmsim_replay_chunked), so
- * pass 2 cuts the body there into chunks that any thread can decode. Chunk k goes to
- * thread k mod T, which does all of its work where its bytes are in its cache: decodes it
+ * pass 2 cuts the body there into chunks that any thread can decode. Each goes, in order, to
+ * whichever thread is free first (a thread on a slower or shared processor takes fewer),
+ * which does all of its work where its bytes are in its cache: decodes it
  * into batches and finds their runs; then, in the chunks' order, runs the shared L1s
  * through them (each chunk starts where the chunk before left them); groups their runs by
  * page; and runs each mode over them once the chunk before has been through that mode.
@@ -478,6 +479,7 @@ static int pass(FILE *f, const char *name, vmsim_replay *r, feed_fn feed, void *
  * inflated in order, chunk by chunk, into a ring of slots, by whichever thread would
  * otherwise wait: no thread of its own, which would take a processor from the others. */
 #define CHUNK_SLOTS(threads) ((threads) + 2)
+#define OWNERS(threads) (4 * (threads) + 4)     /* more than the chunks taken and not done: 2 a thread */
 #define MAX_CHUNK_THREADS 64
 #define MAX_CHUNK_BATCHES 64
 #define CHUNK_BATCHES 2         /* a thread's batches (3 MiB): a chunk of more accesses goes in rounds
@@ -499,6 +501,8 @@ typedef struct chunk_pool {
     size_t inflated;                /* chunks inflated (the next one to inflate) */
     bool inflating;                 /* a thread is inflating it */
     size_t failed_at;               /* the chunk the body could not give (SIZE_MAX: none) */
+    size_t claimed;                 /* chunks taken by a thread (the next one to take) */
+    int *owner;                     /* the thread that took chunk k, at k % OWNERS(threads) */
     size_t sl1_done;                /* chunks through the shared L1s (and checked) */
     size_t mode_done[6];            /* per mode, the chunks it has run */
     bool stop;
@@ -536,11 +540,22 @@ static void cp_stop(chunk_pool *p, int rc)
     cp_wake_all(p);
 }
 
-/* The thread of chunk k told that something it may wait for moved (mutex held). */
+/* The thread that took chunk k told that something it may wait for moved (mutex held);
+ * nobody when no thread has taken it yet (it looks before it waits). */
 static void cp_tell(chunk_pool *p, size_t k)
 {
-    if (k < p->nchunks)
-        pthread_cond_signal(&p->wake[k % (size_t)p->threads]);
+    if (k < p->claimed)
+        pthread_cond_signal(&p->wake[p->owner[k % (size_t)OWNERS(p->threads)]]);
+}
+
+/* The next chunk taken by thread w (mutex held): chunks go to whichever thread is free
+ * first, so a thread that runs slower (its processor shared, or a slower core) takes fewer
+ * of them instead of holding the others up at every turn. */
+static size_t cp_claim(chunk_pool *p, chunk_worker *w)
+{
+    size_t k = p->claimed++;
+    p->owner[k % (size_t)OWNERS(p->threads)] = w->id;
+    return k;
 }
 
 static const char changed_msg[] = "vmsim replay: %s: the trace's body differed between the two passes (was the file "
@@ -630,13 +645,13 @@ static bool chunk_decode(chunk_worker *w, vmsim_replay_batch **b, size_t *nb, co
     return true;
 }
 
-/* Waits (mutex held) for a mode's turn in chunk k, which this thread has decoded to its
- * end (its cursor is free): inflates the next chunk where it can; else decodes its own next
- * chunk's first round, once inflated, so that the wait is not lost (a thread held up, in the
- * page by the browser's own threads, then holds the other up less); else sleeps. */
-static void cp_wait_ahead(chunk_pool *p, chunk_worker *w, size_t k)
+/* Waits (mutex held) for a mode's turn in a chunk this thread has decoded to its end (its
+ * cursor is free): inflates the next chunk where it can; else takes the next chunk, once
+ * inflated, and decodes its first round, so that the wait is not lost (a thread held up, in
+ * the page by the browser's own threads, then holds the other up less); else sleeps. */
+static void cp_wait_ahead(chunk_pool *p, chunk_worker *w)
 {
-    size_t next = k + (size_t)p->threads;
+    size_t next = p->claimed;
     int s = (int)(next % (size_t)p->nslots);
     if (w->ahead != SIZE_MAX || next >= p->nchunks || p->slot_chunk[s] != next) {
         cp_wait(p, w);
@@ -644,7 +659,7 @@ static void cp_wait_ahead(chunk_pool *p, chunk_worker *w, size_t k)
     }
     if (cp_inflate(p))
         return;
-    w->ahead = next;
+    w->ahead = cp_claim(p, w);
     pthread_mutex_unlock(&p->mu);
     const uint8_t *q = p->slot[s], *end = q + (size_t)vmsim_replay_chunk_bytes(p->r, next);
     vmsim_replay_cursor_at(p->r, w->c, next);
@@ -659,7 +674,8 @@ static void *chunk_thread(void *arg)
     chunk_pool *p = w->p;
     vmsim_replay *r = p->r;
     pthread_mutex_lock(&p->mu);
-    for (size_t k = (size_t)w->id; k < p->nchunks && !p->stop; k += (size_t)p->threads) {
+    while (!p->stop && (w->ahead != SIZE_MAX || p->claimed < p->nchunks)) {
+        size_t k = w->ahead != SIZE_MAX ? w->ahead : cp_claim(p, w);
         int s = (int)(k % (size_t)p->nslots);
         while (!p->stop && p->slot_chunk[s] != k && p->failed_at > k)
             cp_wait(p, w);
@@ -730,7 +746,7 @@ static void *chunk_thread(void *arg)
                     continue;
                 while (first && !p->stop && p->mode_done[m] != k) {
                     if (last)       /* its cursor checked: free to decode the next chunk */
-                        cp_wait_ahead(p, w, k);
+                        cp_wait_ahead(p, w);
                     else
                         cp_wait(p, w);
                 }
@@ -783,7 +799,8 @@ static int chunked_pass(FILE *f, const char *name, vmsim_replay *r, int jobs, in
     p.z.in = malloc(IN_CHUNK);
     p.slot = calloc((size_t)p.nslots, sizeof *p.slot);
     p.slot_chunk = malloc((size_t)p.nslots * sizeof *p.slot_chunk);
-    bool ok = p.z.in && p.slot && p.slot_chunk && zin_init(&p.z, false);     /* pass 1 checked the CRC-32 */
+    p.owner = calloc((size_t)OWNERS(p.threads), sizeof *p.owner);
+    bool ok = p.z.in && p.slot && p.slot_chunk && p.owner && zin_init(&p.z, false);     /* pass 1 checked the CRC-32 */
     for (; ok && made < p.nslots; made++) {
         p.slot_chunk[made] = SIZE_MAX;
         ok = (p.slot[made] = malloc(biggest)) != NULL;
@@ -832,6 +849,7 @@ out:
         free(p.slot[i]);
     free(p.slot);
     free(p.slot_chunk);
+    free(p.owner);
     for (int i = 0; i < MAX_CHUNK_THREADS; i++) {
         vmsim_replay_cursor_free(w[i].c);
         for (size_t j = 0; j < w[i].cap; j++)
