@@ -596,8 +596,8 @@ static bool cp_inflate(chunk_pool *p)
     } else if (k < p->nchunks) {
         p->slot_chunk[s] = k;
         cp_tell(p, k);
-        /* the next one is for its thread to inflate, which may sleep for want of it: told */
-        cp_tell(p, k + 1);
+        /* the next one to inflate is for its thread, which may sleep for want of it: told */
+        cp_tell(p, p->inflated);
     }
     return true;
 }

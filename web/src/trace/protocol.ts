@@ -53,8 +53,8 @@ export const PROGRESS_MS = 250;
 /** ... and while the replay's threads take every processor the page has: each drawing then
  * takes one from them, where a processor to spare draws it for nothing (once a second
  * rather than 4 times: on 2 processors twice a second took 0.98x the time of 4, once a
- * second 0.985x that of twice, docs/replay.md, "The bar drawn once a second on every
- * processor"). */
+ * second 0.985x that of twice, docs/replay.md, "The bar drawn twice a second on every
+ * processor" and "Chunks to the thread free first"). */
 export const PROGRESS_BUSY_MS = 1000;
 
 /** How often a replay on `threads` of the page's `processors` says its progress. */
