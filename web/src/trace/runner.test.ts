@@ -3,7 +3,8 @@
  * (each drawing then takes one from them), 4 times a second where a processor is to spare. */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { PROGRESS_BUSY_MS, PROGRESS_MS, progressEvery, type FromWorker } from './protocol';
-import { workerRunner } from './runner';
+import { readFileSync } from 'node:fs';
+import { MT_THREADS, workerRunner } from './runner';
 import type { ToThreads } from './replay-mt.worker';
 
 describe('the progress rate', () => {
@@ -66,5 +67,15 @@ describe('the progress rate', () => {
     const bar = told.filter((m) => m.type === 'progress').map((m) => m.type === 'progress' && m.progress);
     expect(bar.map((p) => p && p.pass)).toEqual([1, 1, 2]);
     expect(bar.every((p) => p && p.workers === 2)).toBe(true);
+  });
+});
+
+describe('the threads asked of the threaded module', () => {
+  it('are at most the pool it starts with: MT_THREADS the same in wasm-core/Makefile', () => {
+    // a replay asking for more than the pool would wait for threads the module never starts
+    const make = readFileSync(new URL('../../../wasm-core/Makefile', import.meta.url), 'utf8');
+    const pool = /^MT_THREADS := (\d+)$/m.exec(make)?.[1];
+    expect(pool, 'MT_THREADS in wasm-core/Makefile').toBeDefined();
+    expect(MT_THREADS).toBe(Number(pool));
   });
 });

@@ -59,7 +59,8 @@ export function workerGroups(modes: readonly ReplayMode[], n: number, shared: bo
   return [[], ...modeGroups(modes, n - 1)];
 }
 
-/** The threads for the threaded replay: the processors, at most 8 (the module's pool). */
+/** The threads for the threaded replay: the processors, at most 8 (the module's pool,
+ * MT_THREADS in wasm-core/Makefile: runner.test.ts checks that the two agree). */
 export const MT_THREADS = 8;
 
 /** Whether the page replays on threads: cross-origin isolated, a file the module may hold,
