@@ -4,14 +4,17 @@
  * worker, and its threads load it again by its own URL), reads the File into the module's
  * memory and replays it on the threads the page asks for (wasm-core/js/replay-mt.ts). Where
  * the module cannot be loaded (a server without it), it says 'unavailable' and the page
- * replays with its workers instead. */
+ * replays with its workers instead. Once the module is ready it says 'ready': the page
+ * watches for that from its own thread (runner.ts, MT_READY_MS), as Firefox ESR now and then
+ * never gets this worker's module ready and blocks its event loop meanwhile (its timers,
+ * READY_MS's too, never fire). */
 import { replayThreaded, type MtModule } from '../../../wasm-core/js/replay-mt';
 import type { ReplayOptions, ReplayReport } from '../../../wasm-core/js/replay';
 import { failed, postHeader, PROGRESS_MS, type FromWorker } from './protocol';
 
 /** progressMs: how often the progress is said (progressEvery) */
 export type ToThreads = { type: 'replay'; blob: Blob; options: ReplayOptions; jobs: number; progressMs?: number };
-export type FromThreads = FromWorker | { type: 'unavailable'; message: string };
+export type FromThreads = FromWorker | { type: 'unavailable'; message: string } | { type: 'ready' };
 
 /** Where the module is, from this worker's own script (assets/ in the built app). */
 const ENGINE = '../engine/vmsim-mt.mjs';
@@ -31,6 +34,7 @@ self.onmessage = async (e: MessageEvent<ToThreads>) => {
       late = setTimeout(() => reject(new Error(`the threaded module was not ready after ${READY_MS / 1000} s`)), READY_MS);
     })]);
     clearTimeout(late);
+    post({ type: 'ready' });
   } catch (err) {
     post({ type: 'unavailable', message: (err as Error)?.message ?? String(err) });
     return;

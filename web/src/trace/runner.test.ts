@@ -4,7 +4,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { PROGRESS_BUSY_MS, PROGRESS_MS, progressEvery, type FromWorker } from './protocol';
 import { readFileSync } from 'node:fs';
-import { MT_THREADS, workerRunner } from './runner';
+import { MT_READY_MS, MT_THREADS, workerRunner } from './runner';
 import type { ToThreads } from './replay-mt.worker';
 
 describe('the progress rate', () => {
@@ -77,5 +77,64 @@ describe('the threads asked of the threaded module', () => {
     const pool = /^MT_THREADS := (\d+)$/m.exec(make)?.[1];
     expect(pool, 'MT_THREADS in wasm-core/Makefile').toBeDefined();
     expect(MT_THREADS).toBe(Number(pool));
+  });
+});
+
+describe('the threaded replay\'s worker', () => {
+  afterEach(() => { vi.unstubAllGlobals(); vi.restoreAllMocks(); vi.useRealTimers(); });
+
+  /** Workers that say nothing (a Firefox worker blocked while its module starts), noted as made. */
+  function silentWorkers() {
+    const made: { url: string; posted: unknown[]; terminated: boolean; onmessage: ((e: { data: unknown }) => void) | null }[] = [];
+    class FakeWorker {
+      onmessage: ((e: { data: unknown }) => void) | null = null;
+      onerror: unknown = null;
+      posted: unknown[] = [];
+      terminated = false;
+      url: string;
+      constructor(url: URL | string) { this.url = String(url); made.push(this); }
+      postMessage(m: unknown) { this.posted.push(m); }
+      terminate() { this.terminated = true; }
+    }
+    vi.stubGlobal('Worker', FakeWorker);
+    vi.stubGlobal('crossOriginIsolated', true);
+    vi.stubGlobal('navigator', { hardwareConcurrency: 2 });
+    return made;
+  }
+
+  it('is given up when its module is not ready in time: another tried once, then the workers', async () => {
+    vi.useFakeTimers();
+    const made = silentWorkers();
+    const told: FromWorker[] = [];
+    const run = workerRunner(new Blob([new Uint8Array(64)]), {}, (m) => told.push(m));
+    expect(made.map((w) => w.url.includes('replay-mt.worker'))).toEqual([true]);
+    vi.advanceTimersByTime(MT_READY_MS - 1);
+    expect(made).toHaveLength(1);
+    vi.advanceTimersByTime(1);
+    expect(made[0].terminated).toBe(true);
+    expect(made.map((w) => w.url.includes('replay-mt.worker'))).toEqual([true, true]);
+    expect(made[1].posted).toEqual([expect.objectContaining({ type: 'replay', jobs: 2 })]);
+    vi.advanceTimersByTime(MT_READY_MS);
+    expect(made[1].terminated).toBe(true);
+    vi.useRealTimers();
+    // the workers, one a group of modes, each told the whole replay (the file's pages read first)
+    await vi.waitFor(() => expect(made.length).toBeGreaterThan(2));
+    expect(made.slice(2).every((w) => w.url.includes('replay.worker') && !w.url.includes('replay-mt'))).toBe(true);
+    expect(made.slice(2).every((w) => (w.posted[0] as { type: string }).type === 'replay')).toBe(true);
+    expect(told).toEqual([]);
+    run.cancel();
+  });
+
+  it('is kept once its module is ready, however long the replay then takes', () => {
+    vi.useFakeTimers();
+    const made = silentWorkers();
+    const run = workerRunner(new Blob([new Uint8Array(64)]), {}, () => {});
+    vi.advanceTimersByTime(MT_READY_MS / 2);
+    made[0].onmessage!({ data: { type: 'ready' } });
+    vi.advanceTimersByTime(10 * MT_READY_MS);
+    expect(made).toHaveLength(1);
+    expect(made[0].terminated).toBe(false);
+    run.cancel();
+    expect(made[0].terminated).toBe(true);
   });
 });

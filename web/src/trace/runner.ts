@@ -59,6 +59,13 @@ export function workerGroups(modes: readonly ReplayMode[], n: number, shared: bo
   return [[], ...modeGroups(modes, n - 1)];
 }
 
+/** How long the threaded replay's worker may take to get its module ready (it takes about
+ * 0.1 s) before the page, from its own thread, gives up on that worker: Firefox ESR now and
+ * then blocks the worker while its module starts, for good (1 run in 8 to 15 of the
+ * pointer-chase example, docs/replay.md, "The threaded module's start in Firefox"). The page
+ * then starts another such worker, once, and after that replays in its workers. */
+export const MT_READY_MS = 5_000;
+
 /** The threads for the threaded replay: the processors, at most 8 (the module's pool,
  * MT_THREADS in wasm-core/Makefile: runner.test.ts checks that the two agree). */
 export const MT_THREADS = 8;
@@ -92,16 +99,29 @@ export const workerRunner: Runner = (blob, options, onMessage) => {
       start(workerGroups(modes, workersWithin(pages, replayWorkers()), canShare()));
     });
   };
-  const onThreads = () => {
+  const onThreads = (attempt = 1) => {
     const jobs = Math.min(MT_THREADS, replayWorkers());
     const worker = new Worker(new URL('./replay-mt.worker.ts', import.meta.url), { type: 'module', name: 'vmemlab-replay' });
     workers.push(worker);
+    const giveUp = () => {
+      worker.terminate();
+      workers.length = 0;
+    };
+    // its module not ready in time: that worker given up, another tried once, then the workers
+    let late: ReturnType<typeof setTimeout> | undefined = setTimeout(() => {
+      late = undefined;
+      if (over) return;
+      giveUp();
+      if (attempt < 2) onThreads(attempt + 1);
+      else inWorkers();
+    }, MT_READY_MS);
     worker.onmessage = (e: MessageEvent<FromThreads>) => {
       if (over) return;
       const m = e.data;
+      clearTimeout(late);
+      if (m.type === 'ready') return;
       if (m.type === 'unavailable') {       // a server without the threaded module: the workers
-        worker.terminate();
-        workers.length = 0;
+        giveUp();
         inWorkers();
         return;
       }
