@@ -4,20 +4,21 @@
  * worker, and its threads load it again by its own URL), reads the File into the module's
  * memory and replays it on the threads the page asks for (wasm-core/js/replay-mt.ts). Where
  * the module cannot be loaded (a server without it), it says 'unavailable' and the page
- * replays with its workers instead. Once the module is ready it says 'ready': the page
- * watches for that from its own thread (runner.ts, MT_READY_MS), as Firefox ESR now and then
- * never gets this worker's module ready and blocks its event loop meanwhile (its timers,
- * READY_MS's too, never fire). */
+ * replays with its workers instead. It says 'loaded' once it has the module's script and
+ * .wasm, and 'ready' once the module is: the page watches for those from its own thread
+ * (runner.ts, MT_LOAD_MS, MT_READY_MS), as Firefox ESR now and then never gets this worker's
+ * module ready and blocks its event loop meanwhile (its timers, READY_MS's too, never fire). */
 import { replayThreaded, type MtModule } from '../../../wasm-core/js/replay-mt';
 import type { ReplayOptions, ReplayReport } from '../../../wasm-core/js/replay';
 import { failed, postHeader, PROGRESS_MS, type FromWorker } from './protocol';
 
 /** progressMs: how often the progress is said (progressEvery) */
 export type ToThreads = { type: 'replay'; blob: Blob; options: ReplayOptions; jobs: number; progressMs?: number };
-export type FromThreads = FromWorker | { type: 'unavailable'; message: string } | { type: 'ready' };
+export type FromThreads = FromWorker | { type: 'unavailable'; message: string } | { type: 'loaded' } | { type: 'ready' };
 
 /** Where the module is, from this worker's own script (assets/ in the built app). */
 const ENGINE = '../engine/vmsim-mt.mjs';
+const WASM = 'vmsim-mt.wasm';
 /** The module is ready once its threads have loaded it too; a module not ready by then is
  * taken as unavailable (the page's workers replay instead of nothing happening). */
 const READY_MS = 20_000;
@@ -27,10 +28,16 @@ self.onmessage = async (e: MessageEvent<ToThreads>) => {
   const { blob, options, jobs, progressMs = PROGRESS_MS } = e.data;
   let mod: MtModule;
   try {
-    const url = new URL(ENGINE, import.meta.url).href;
-    const create = (await import(/* @vite-ignore */ url) as { default: (o: object) => Promise<MtModule> }).default;
+    const url = new URL(ENGINE, import.meta.url);
+    const create = (await import(/* @vite-ignore */ url.href) as { default: (o: object) => Promise<MtModule> }).default;
+    // its .wasm fetched here, not by the module, so that the network's time is over before
+    // the page starts to watch the module's start (runner.ts, MT_READY_MS)
+    const got = await fetch(new URL(WASM, url));
+    if (!got.ok) throw new Error(`HTTP ${got.status} for ${WASM}`);
+    const wasmBinary = await got.arrayBuffer();
+    post({ type: 'loaded' });
     let late: ReturnType<typeof setTimeout> | undefined;
-    mod = await Promise.race([create({}), new Promise<never>((_, reject) => {
+    mod = await Promise.race([create({ wasmBinary }), new Promise<never>((_, reject) => {
       late = setTimeout(() => reject(new Error(`the threaded module was not ready after ${READY_MS / 1000} s`)), READY_MS);
     })]);
     clearTimeout(late);

@@ -4,7 +4,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { PROGRESS_BUSY_MS, PROGRESS_MS, progressEvery, type FromWorker } from './protocol';
 import { readFileSync } from 'node:fs';
-import { MT_READY_MS, MT_THREADS, workerRunner } from './runner';
+import { MT_LOAD_MS, MT_READY_MS, MT_THREADS, workerRunner } from './runner';
 import type { ToThreads } from './replay-mt.worker';
 
 describe('the progress rate', () => {
@@ -102,18 +102,21 @@ describe('the threaded replay\'s worker', () => {
     return made;
   }
 
-  it('is given up when its module is not ready in time: another tried once, then the workers', async () => {
+  it('is given up when its module is not ready in time once loaded: another tried once, then the workers', async () => {
     vi.useFakeTimers();
     const made = silentWorkers();
     const told: FromWorker[] = [];
     const run = workerRunner(new Blob([new Uint8Array(64)]), {}, (m) => told.push(m));
     expect(made.map((w) => w.url.includes('replay-mt.worker'))).toEqual([true]);
+    vi.advanceTimersByTime(MT_READY_MS);         // its files still coming: kept
+    made[0].onmessage!({ data: { type: 'loaded' } });
     vi.advanceTimersByTime(MT_READY_MS - 1);
     expect(made).toHaveLength(1);
     vi.advanceTimersByTime(1);
     expect(made[0].terminated).toBe(true);
     expect(made.map((w) => w.url.includes('replay-mt.worker'))).toEqual([true, true]);
     expect(made[1].posted).toEqual([expect.objectContaining({ type: 'replay', jobs: 2 })]);
+    made[1].onmessage!({ data: { type: 'loaded' } });
     vi.advanceTimersByTime(MT_READY_MS);
     expect(made[1].terminated).toBe(true);
     vi.useRealTimers();
@@ -125,10 +128,23 @@ describe('the threaded replay\'s worker', () => {
     run.cancel();
   });
 
+  it('is given up when its module\'s files do not come in time', () => {
+    vi.useFakeTimers();
+    const made = silentWorkers();
+    const run = workerRunner(new Blob([new Uint8Array(64)]), {}, () => {});
+    vi.advanceTimersByTime(MT_LOAD_MS - 1);
+    expect(made).toHaveLength(1);
+    vi.advanceTimersByTime(1);
+    expect(made[0].terminated).toBe(true);
+    expect(made).toHaveLength(2);
+    run.cancel();
+  });
+
   it('is kept once its module is ready, however long the replay then takes', () => {
     vi.useFakeTimers();
     const made = silentWorkers();
     const run = workerRunner(new Blob([new Uint8Array(64)]), {}, () => {});
+    made[0].onmessage!({ data: { type: 'loaded' } });
     vi.advanceTimersByTime(MT_READY_MS / 2);
     made[0].onmessage!({ data: { type: 'ready' } });
     vi.advanceTimersByTime(10 * MT_READY_MS);

@@ -59,12 +59,15 @@ export function workerGroups(modes: readonly ReplayMode[], n: number, shared: bo
   return [[], ...modeGroups(modes, n - 1)];
 }
 
-/** How long the threaded replay's worker may take to get its module ready (it takes about
- * 0.1 s) before the page, from its own thread, gives up on that worker: Firefox ESR now and
- * then blocks the worker while its module starts, for good (1 run in 8 to 15 of the
- * pointer-chase example, docs/replay.md, "The threaded module's start in Firefox"). The page
- * then starts another such worker, once, and after that replays in its workers. */
+/** How long the threaded replay's worker may take to get its module ready once it has the
+ * module's files (it takes about 0.1 s) before the page, from its own thread, gives up on
+ * that worker: Firefox ESR now and then blocks the worker while its module starts, for good
+ * (1 run in 15 of the pointer-chase example, docs/replay.md, "The threaded module's start in
+ * Firefox"). The page then starts another such worker, once, and after that replays in its
+ * workers. */
 export const MT_READY_MS = 5_000;
+/** And how long it may take to fetch those files (about 0.2 MB over the wire) first. */
+export const MT_LOAD_MS = 60_000;
 
 /** The threads for the threaded replay: the processors, at most 8 (the module's pool,
  * MT_THREADS in wasm-core/Makefile: runner.test.ts checks that the two agree). */
@@ -107,18 +110,20 @@ export const workerRunner: Runner = (blob, options, onMessage) => {
       worker.terminate();
       workers.length = 0;
     };
-    // its module not ready in time: that worker given up, another tried once, then the workers
-    let late: ReturnType<typeof setTimeout> | undefined = setTimeout(() => {
-      late = undefined;
+    // its module's files or its module not ready in time: that worker given up, another
+    // tried once, then the workers
+    const watchFor = (ms: number) => setTimeout(() => {
       if (over) return;
       giveUp();
       if (attempt < 2) onThreads(attempt + 1);
       else inWorkers();
-    }, MT_READY_MS);
+    }, ms);
+    let late = watchFor(MT_LOAD_MS);
     worker.onmessage = (e: MessageEvent<FromThreads>) => {
       if (over) return;
       const m = e.data;
       clearTimeout(late);
+      if (m.type === 'loaded') { late = watchFor(MT_READY_MS); return; }
       if (m.type === 'ready') return;
       if (m.type === 'unavailable') {       // a server without the threaded module: the workers
         giveUp();
