@@ -6,8 +6,9 @@
  * the module cannot be loaded (a server without it), it says 'unavailable' and the page
  * replays with its workers instead. It says 'loaded' once it has the module's script and
  * .wasm, and 'ready' once the module is: the page watches for those from its own thread
- * (runner.ts, MT_LOAD_MS, MT_READY_MS), as Firefox ESR now and then never gets this worker's
- * module ready and blocks its event loop meanwhile (its timers, READY_MS's too, never fire). */
+ * (runner.ts, MT_LOAD_MS, MT_READY_MS), not from a timer of this worker's own: Firefox ESR
+ * now and then never gets this worker's module ready and blocks its event loop meanwhile
+ * (its timers never fire). */
 import { replayThreaded, type MtModule } from '../../../wasm-core/js/replay-mt';
 import type { ReplayOptions, ReplayReport } from '../../../wasm-core/js/replay';
 import { failed, postHeader, PROGRESS_MS, type FromWorker } from './protocol';
@@ -19,9 +20,6 @@ export type FromThreads = FromWorker | { type: 'unavailable'; message: string } 
 /** Where the module is, from this worker's own script (assets/ in the built app). */
 const ENGINE = '../engine/vmsim-mt.mjs';
 const WASM = 'vmsim-mt.wasm';
-/** The module is ready once its threads have loaded it too; a module not ready by then is
- * taken as unavailable (the page's workers replay instead of nothing happening). */
-const READY_MS = 20_000;
 const post = (m: FromThreads) => (self as unknown as Worker).postMessage(m);
 
 self.onmessage = async (e: MessageEvent<ToThreads>) => {
@@ -36,11 +34,8 @@ self.onmessage = async (e: MessageEvent<ToThreads>) => {
     if (!got.ok) throw new Error(`HTTP ${got.status} for ${WASM}`);
     const wasmBinary = await got.arrayBuffer();
     post({ type: 'loaded' });
-    let late: ReturnType<typeof setTimeout> | undefined;
-    mod = await Promise.race([create({ wasmBinary }), new Promise<never>((_, reject) => {
-      late = setTimeout(() => reject(new Error(`the threaded module was not ready after ${READY_MS / 1000} s`)), READY_MS);
-    })]);
-    clearTimeout(late);
+    // ready once its threads have loaded it too
+    mod = await create({ wasmBinary });
     post({ type: 'ready' });
   } catch (err) {
     post({ type: 'unavailable', message: (err as Error)?.message ?? String(err) });
