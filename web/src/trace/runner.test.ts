@@ -153,4 +153,13 @@ describe('the threaded replay\'s worker', () => {
     run.cancel();
     expect(made[0].terminated).toBe(true);
   });
+
+  it('is no longer watched once the replay is cancelled', () => {
+    vi.useFakeTimers();
+    silentWorkers();
+    const run = workerRunner(new Blob([new Uint8Array(64)]), {}, () => {});
+    expect(vi.getTimerCount()).toBe(1);
+    run.cancel();
+    expect(vi.getTimerCount()).toBe(0);
+  });
 });

@@ -82,9 +82,11 @@ export function replaysOnThreads(size: number, search = typeof location !== 'und
 export const workerRunner: Runner = (blob, options, onMessage) => {
   const workers: Worker[] = [];
   let over = false;
+  let late: ReturnType<typeof setTimeout> | undefined;     // the threaded worker's watch
   const stop = () => {
     if (over) return;
     over = true;
+    clearTimeout(late);
     for (const w of workers) w.terminate();
   };
   // a worker that cannot start (or dies) ends the replay in words
@@ -118,7 +120,7 @@ export const workerRunner: Runner = (blob, options, onMessage) => {
       if (attempt < 2) onThreads(attempt + 1);
       else inWorkers();
     }, ms);
-    let late = watchFor(MT_LOAD_MS);
+    late = watchFor(MT_LOAD_MS);
     worker.onmessage = (e: MessageEvent<FromThreads>) => {
       if (over) return;
       const m = e.data;
