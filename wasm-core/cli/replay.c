@@ -8,11 +8,13 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #ifndef VMSIM_GUNZIP
 #include <zlib.h>
@@ -46,14 +48,51 @@ static void replay_usage(FILE *f)
                "  decodes before it runs them (default 2; a check: the same figures)\n");
 }
 
-/* The CLI's progress: a line at each tenth of a pass (shown: where the last one was). */
+/* The CLI's progress: a line at each tenth of a pass, with the time left once it means
+ * something, in the page's words and by the page's rule (web/src/trace/eta.ts): the bar
+ * moves at about one speed through both passes, pass 1 its first PASS1_SHARE
+ * (js/replay.ts), so the time left is the time so far times what is left of the bar over
+ * what is done; nothing before a twentieth of the bar or 2 s; under 10 s to the second
+ * (never 0), under a minute to 5 s, under an hour to the minute, above to 10 minutes. */
+#define PASS1_SHARE 0.2
+static double rp_started;           /* the replay's start, on the monotonic clock (replay_stream) */
+
+static double monotonic_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* " (about N s left)", or "" when nothing is said yet. */
+static void time_left(double fraction, double elapsed, char *buf, size_t n)
+{
+    buf[0] = 0;
+    if (!(fraction >= 0.05 && fraction < 1) || !(elapsed >= 2))
+        return;
+    double s = elapsed * (1 - fraction) / fraction;
+    if (s < 10)
+        snprintf(buf, n, " (about %.0f s left)", ceil(s) < 1 ? 1 : ceil(s));
+    else if (s < 60)
+        snprintf(buf, n, " (about %.0f s left)", round(s / 5) * 5);
+    else if (s < 3600)
+        snprintf(buf, n, " (about %.0f min left)", round(s / 60));
+    else
+        snprintf(buf, n, " (about %.0f min left)", round(s / 600) * 10);
+}
+
+/* shown: where the last line was */
 static void say_progress(int pass, double done, double total, double *shown)
 {
     if (rp_progress) {
         rp_progress(pass, done, total);
     } else if (total > 0 && done - *shown >= total / 10) {
         *shown = done;
-        fprintf(rp_err, "vmsim replay: pass %d: %.0f%%\n", pass, 100.0 * done / total);
+        double f = done / total < 1 ? done / total : 1;
+        char left[40];
+        time_left(pass == 1 ? PASS1_SHARE * f : PASS1_SHARE + (1 - PASS1_SHARE) * f, monotonic_s() - rp_started,
+                  left, sizeof left);
+        fprintf(rp_err, "vmsim replay: pass %d: %.0f%%%s\n", pass, 100.0 * done / total, left);
     }
 }
 
@@ -939,6 +978,8 @@ static int replay_stream(FILE *fp, const char *file, double size, const char *op
 {
     int rc;
     rp_stage = 0;
+    if (progress && !rp_progress)
+        rp_started = monotonic_s();
     size_t cap = 16 + 65536;
     uint8_t *head = malloc(cap);
     size_t n = head ? fread(head, 1, cap, fp) : 0;
