@@ -60,12 +60,13 @@ export function workerGroups(modes: readonly ReplayMode[], n: number, shared: bo
 }
 
 /** How long the threaded replay's worker may take to get its module ready once it has the
- * module's files (it takes about 0.1 s) before the page, from its own thread, gives up on
- * that worker: Firefox ESR now and then blocks the worker while its module starts, for good
- * (1 run in 15 of the pointer-chase example, docs/replay.md, "The threaded module's start in
- * Firefox"). The page then starts another such worker, once, and after that replays in its
- * workers. */
-export const MT_READY_MS = 5_000;
+ * module's files before the page, from its own thread, gives up on that worker: Firefox ESR
+ * now and then blocks the worker while its module starts, for good (1 run in 15 of the
+ * pointer-chase example, docs/replay.md, "The threaded module's start in Firefox"). The page
+ * then starts another such worker, once, and after that replays in its workers. Each such
+ * hang costs a learner this long: the module is ready 0.04 to 0.3 s after its files here,
+ * with a build running beside the browser, so 2 s leaves it about 7 times that. */
+export const MT_READY_MS = 2_000;
 /** And how long it may take to fetch those files (about 0.2 MB over the wire) first. */
 export const MT_LOAD_MS = 60_000;
 
