@@ -126,13 +126,6 @@ def test_default_jobs_is_threaded_and_the_same(traces):
     assert default.returncode == 0 and default.stdout == serial.stdout
 
 
-@pytest.fixture(scope="module")
-def long_trace(tmp_path_factory):
-    path = tmp_path_factory.mktemp("long") / "evicting-1.5m.vmtrace"
-    write_trace(path, evicting(n=1_500_000))        # 4.5 MB: many reads of the file a pass
-    return path
-
-
 def refused_when_changed(path, jobs, change):
     """Runs the replay of `path` and, once pass 2 is under way (the process stopped
     meanwhile), changes the file near its end: bytes pass 1 read and pass 2 has not yet.

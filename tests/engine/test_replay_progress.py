@@ -13,17 +13,11 @@ import pathlib
 import re
 import shutil
 import subprocess
-import sys
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 VMSIM = os.environ.get("VMSIM", str(ROOT / "wasm-core" / "build" / "vmsim"))
-sys.path.insert(0, str(ROOT / "hw-lab" / "lib"))
-sys.path.insert(0, str(ROOT / "tests" / "engine"))
-
-from hwlab.tracefile import write_trace  # noqa: E402
-from test_replay_jobs import evicting  # noqa: E402
 
 LINE = re.compile(r"^vmsim replay: pass ([12]): (\d+)%(?: \(about (\d+) (s|min) left\))?$")
 
@@ -57,18 +51,11 @@ def fakeclock(tmp_path_factory):
     return so
 
 
-@pytest.fixture(scope="module")
-def trace(tmp_path_factory):
-    path = tmp_path_factory.mktemp("progress") / "evicting-1.5m.vmtrace"
-    write_trace(path, evicting(n=1_500_000))        # pieces enough for a line at about every tenth
-    return path
-
-
 @pytest.mark.parametrize("jobs", ["1", "2"])
 @pytest.mark.parametrize("step", [1, 100])
-def test_time_left_follows_the_pages_rule(fakeclock, trace, jobs, step):
+def test_time_left_follows_the_pages_rule(fakeclock, long_trace, jobs, step):
     env = dict(os.environ, LD_PRELOAD=str(fakeclock), FAKECLOCK_STEP=str(step))
-    p = subprocess.run([VMSIM, "replay", str(trace), "--jobs", jobs, "--format", "json"], capture_output=True,
+    p = subprocess.run([VMSIM, "replay", str(long_trace), "--jobs", jobs, "--format", "json"], capture_output=True,
                        text=True, timeout=300, env=env)
     assert p.returncode == 0, p.stderr
     lines = [x for x in p.stderr.splitlines() if x.strip()]
@@ -88,7 +75,7 @@ def test_time_left_follows_the_pages_rule(fakeclock, trace, jobs, step):
         assert any(line.endswith("min left)") for line in lines), lines
 
 
-def test_quiet_says_nothing(trace):
-    p = subprocess.run([VMSIM, "replay", str(trace), "--quiet", "--format", "json"], capture_output=True, text=True,
+def test_quiet_says_nothing(long_trace):
+    p = subprocess.run([VMSIM, "replay", str(long_trace), "--quiet", "--format", "json"], capture_output=True, text=True,
                        timeout=300)
     assert p.returncode == 0 and p.stderr == ""
