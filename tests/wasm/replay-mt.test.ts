@@ -190,6 +190,57 @@ open(sys.argv[1], 'wb').write(t.pack(t.make_header(a, len(gz)), gz))`, junk);
     expect(mt.wasmMemory.buffer.byteLength).toBe(after);
   }, 120_000);
 
+  it('starts before the file is read and waits for its bytes: the same bytes from a slow file; a file that fails or falls short while read is refused with why, and the module replays again after', async () => {
+    const path = join(examples, 'pointer-chase-256m.vmtrace');     // 2.4 MB: 37 pieces
+    expect(existsSync(path), `${path}: make -C hw-lab traces`).toBe(true);
+    const whole = new Uint8Array(readFileSync(path));
+    const want = cli(path, { format: 'json' }).stdout;
+    const PIECE = 65_536;
+    // a File-like blob handing out its bytes a piece at a time, a timer tick apart; noting,
+    // when it hands out its last piece, whether the replay had said its progress by then
+    const slow = (bytes: Uint8Array, opts: { fail?: number; short?: number } = {}) => {
+      const seen = { pieces: 0, progressBeforeLast: false };
+      const size = bytes.length;
+      const give = opts.short ? bytes.subarray(0, bytes.length - opts.short) : bytes;
+      const blob = {
+        size,
+        stream: () => new ReadableStream<Uint8Array>({
+          async pull(c) {
+            await new Promise((r) => setTimeout(r, 1));
+            const at = seen.pieces * PIECE;
+            if (opts.fail !== undefined && at >= opts.fail) { c.error(new Error('NotReadableError: the file changed')); return; }
+            if (at >= give.length) { c.close(); return; }
+            if (at + PIECE >= give.length) seen.progressBeforeLast = mt._vmsim_mt_done() > 0;
+            seen.pieces++;
+            c.enqueue(give.slice(at, at + PIECE));
+          },
+        }),
+      } as unknown as Blob;
+      return { blob, seen };
+    };
+    const starts: number[] = [];
+    const start = mt._vmsim_mt_start;
+    const pieces = { now: 0 };
+    mt._vmsim_mt_start = (...a: Parameters<MtModule['_vmsim_mt_start']>) => { starts.push(pieces.now); return start.apply(mt, a); };
+    try {
+      for (const jobs of [1, 2]) {
+        const s = slow(whole);
+        const get = s.seen;
+        Object.defineProperty(pieces, 'now', { get: () => get.pieces, configurable: true });
+        expect(await replayThreaded(mt, s.blob, { format: 'json' }, { jobs })).toBe(want);
+        expect(starts.at(-1), 'started before any of the file was read').toBe(0);
+        expect(get.progressBeforeLast, 'pass 1 under way before the file\'s last piece came').toBe(true);
+      }
+      const failing = slow(whole, { fail: 10 * PIECE });
+      await expect(replayThreaded(mt, failing.blob, { format: 'json' }, { jobs: 2 })).rejects.toThrow('NotReadableError: the file changed');
+      const short = slow(whole, { short: 1000 });
+      await expect(replayThreaded(mt, short.blob, { format: 'json' }, { jobs: 2 })).rejects.toThrow(`the file gave ${whole.length - 1000} of its ${whole.length} bytes`);
+    } finally {
+      mt._vmsim_mt_start = start;
+    }
+    expect((await threaded(path, { format: 'json' }, 2)).text).toBe(want);
+  }, 120_000);
+
   it('takes a refusal\'s words from the module\'s line', () => {
     expect(refusalWords('vmsim replay: trace: the trace is cut short\n')).toBe('the trace is cut short');
     expect(refusalWords('vmsim replay: out of memory\n')).toBe('out of memory');

@@ -2,6 +2,9 @@
  * mode (docs/replay.md). The body is inflated with zlib in pieces and fed to the engine
  * twice; nothing is held but the pieces. Exit status: 0 ok, 1 I/O error, 2 a refused
  * trace or option (one line on stderr). */
+#ifdef __EMSCRIPTEN__
+#define _GNU_SOURCE         /* fopencookie: the page's file as the threaded module reads it */
+#endif
 #include "vmsim_replay.h"
 #include "replay_cli.h"
 #include "../src/json.h"
@@ -1138,9 +1141,10 @@ out:
 /* ---- the page's threaded replay (vmsim-mt.mjs: this file built with -pthread) ----
  * The trace's bytes in the module's memory, replayed as `vmsim replay --jobs N` replays a
  * file (the same passes, threads and chunks), on a thread of its own: the page's worker
- * starts it and returns to its event loop (where the module starts the threads), polls
- * the progress and takes the report or the refusal at the end (js/replay-mt.ts). One
- * replay at a time in a module. */
+ * starts it and returns to its event loop (where the module starts the threads), reads
+ * the file into the module's memory while the replay starts on it (vmsim_mt_feed: the
+ * replay's reads wait for the bytes they ask for), polls the progress and takes the report
+ * or the refusal at the end (js/replay-mt.ts). One replay at a time in a module. */
 #include <emscripten.h>
 #include <emscripten/threading.h>
 #include <stdatomic.h>
@@ -1148,6 +1152,8 @@ out:
 static struct {
     const uint8_t *bytes;
     size_t len;
+    atomic_int fed;         /* bytes the page has put at bytes so far; -1: its read failed */
+    size_t at;              /* the replay's place in them (under the FILE's lock) */
     char *opts;
     int jobs, batches;
     pthread_t tid;
@@ -1167,10 +1173,52 @@ static void mt_progress(int pass, double done, double total)
     atomic_store(&mt.pass, pass);
 }
 
+/* The file as the replay reads it: the bytes at mt.bytes, each read waiting until the page
+ * has put there the bytes it asks for (or the file's end). A read the page could not finish
+ * is an I/O error (the page says why). */
+static ssize_t mt_read(void *cookie, char *buf, size_t size)
+{
+    (void)cookie;
+    if (mt.at >= mt.len || !size)
+        return 0;
+    size_t want = size < mt.len - mt.at ? size : mt.len - mt.at;
+    for (;;) {
+        int fed = atomic_load(&mt.fed);
+        if (fed < 0) {
+            errno = EIO;
+            return -1;
+        }
+        if ((size_t)fed >= mt.at + want)
+            break;
+        emscripten_futex_wait(&mt.fed, (uint32_t)fed, 1000);      /* told at each piece */
+    }
+    memcpy(buf, mt.bytes + mt.at, want);
+    mt.at += want;
+    return (ssize_t)want;
+}
+
+static int mt_seek(void *cookie, off_t *off, int whence)
+{
+    (void)cookie;
+    off_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? (off_t)mt.at : (off_t)mt.len;
+    if (whence != SEEK_SET && whence != SEEK_CUR && whence != SEEK_END) {
+        errno = EINVAL;
+        return -1;
+    }
+    off_t to = base + *off;
+    if (to < 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    mt.at = (size_t)to;
+    *off = to;
+    return 0;
+}
+
 static void *mt_thread(void *arg)
 {
     (void)arg;
-    FILE *fp = fmemopen((void *)mt.bytes, mt.len, "rb");
+    FILE *fp = fopencookie(NULL, "rb", (cookie_io_functions_t){ .read = mt_read, .seek = mt_seek });
     FILE *out = open_memstream(&mt.text, &mt.text_len);
     rp_err = open_memstream(&mt.err, &mt.err_len);
     rp_progress = mt_progress;
@@ -1190,8 +1238,9 @@ static void *mt_thread(void *arg)
     return NULL;
 }
 
-/* Starts the replay of len bytes at bytes (the whole file, kept by the caller until
- * vmsim_mt_free) with the options' JSON on `jobs` threads (chunk_batches: 0 the default).
+/* Starts the replay of the len bytes of a file at bytes (kept by the caller until
+ * vmsim_mt_free; put there by the caller as it reads them, each piece told with
+ * vmsim_mt_feed) with the options' JSON on `jobs` threads (chunk_batches: 0 the default).
  * 0: started; 1: one is running, or no thread could be started. */
 EMSCRIPTEN_KEEPALIVE int vmsim_mt_start(const uint8_t *bytes, size_t len, const char *opts, int jobs, int chunk_batches)
 {
@@ -1199,6 +1248,8 @@ EMSCRIPTEN_KEEPALIVE int vmsim_mt_start(const uint8_t *bytes, size_t len, const 
         return 1;
     mt.bytes = bytes;
     mt.len = len;
+    mt.at = 0;
+    atomic_store(&mt.fed, 0);
     mt.opts = strdup(opts);
     mt.jobs = jobs < 1 ? 1 : jobs > MAX_CHUNK_THREADS ? MAX_CHUNK_THREADS : jobs;
     mt.batches = chunk_batches >= 1 && chunk_batches <= MAX_CHUNK_BATCHES ? chunk_batches : CHUNK_BATCHES;
@@ -1213,6 +1264,14 @@ EMSCRIPTEN_KEEPALIVE int vmsim_mt_start(const uint8_t *bytes, size_t len, const 
     }
     mt.started = true;
     return 0;
+}
+
+/* The page has put the file's first n bytes at bytes (n at most len); -1: its read of the
+ * file failed (the replay's next read waiting for more then fails). */
+EMSCRIPTEN_KEEPALIVE void vmsim_mt_feed(int n)
+{
+    atomic_store(&mt.fed, n < 0 ? -1 : n);
+    emscripten_futex_wake(&mt.fed, INT_MAX);
 }
 
 EMSCRIPTEN_KEEPALIVE int vmsim_mt_finished(void) { return atomic_load(&mt.finished); }

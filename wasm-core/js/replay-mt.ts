@@ -2,9 +2,10 @@
  * with -pthread from cli/replay.c: docs/replay.md, "The page on threads") in one
  * WebAssembly memory shared by its threads. The file's compressed bytes go into that
  * memory whole; the module replays them on a thread of its own, which starts the others,
- * while this side polls the progress and returns to its event loop (where the module
- * starts its threads). The same figures, byte for byte, as the one-worker replay and the
- * CLI (tests/wasm/replay-mt.test.ts). */
+ * while this side reads the file in (the replay's reads wait for the bytes they ask for),
+ * polls the progress and returns to its event loop (where the module starts its threads).
+ * The same figures, byte for byte, as the one-worker replay and the CLI
+ * (tests/wasm/replay-mt.test.ts). */
 import { progressFraction, TraceError, type ReplayOptions, type ReplayProgress } from './replay';
 
 /** What the threaded module exports (wasm-core/Makefile, MT_FNS). */
@@ -12,6 +13,7 @@ export interface MtModule {
   _malloc(n: number): number;
   _free(p: number): void;
   _vmsim_mt_start(bytes: number, len: number, opts: number, jobs: number, chunkBatches: number): number;
+  _vmsim_mt_feed(n: number): void;
   _vmsim_mt_finished(): number;
   _vmsim_mt_finished_at(): number;
   _vmsim_mt_pass(): number;
@@ -62,23 +64,34 @@ export interface MtRun {
   signal?: AbortSignal;
 }
 
-/** Reads the whole file into the module's memory, piece by piece as it is read. */
-async function readInto(mod: MtModule, blob: Blob, at: number, signal?: AbortSignal) {
-  const reader = blob.stream().getReader();
+/** Reads the whole file into the module's memory, piece by piece as it is read, telling the
+ * replay after each piece (vmsim_mt_feed); a read that fails, or a file that gives fewer
+ * bytes than its size, is told as -1 (the replay's next wait for bytes fails) and thrown.
+ * It stops early, without a word, once over() says the replay has ended (a refused header
+ * needs no more of the file). */
+async function readInto(mod: MtModule, blob: Blob, at: number, over: () => boolean, signal?: AbortSignal) {
   let off = 0;
   try {
-    for (;;) {
-      if (signal?.aborted) throw new DOMException('the replay was cancelled', 'AbortError');
-      const step = await reader.read();
-      if (step.done) break;
-      const n = Math.min(step.value.length, blob.size - off);
-      new Uint8Array(mod.wasmMemory.buffer, at + off, n).set(step.value.subarray(0, n));  // the memory may have grown
-      off += n;
+    const reader = blob.stream().getReader();
+    try {
+      while (off < blob.size) {
+        if (signal?.aborted) throw new DOMException('the replay was cancelled', 'AbortError');
+        if (over()) return;
+        const step = await reader.read();
+        if (step.done) break;
+        const n = Math.min(step.value.length, blob.size - off);
+        new Uint8Array(mod.wasmMemory.buffer, at + off, n).set(step.value.subarray(0, n));  // the memory may have grown
+        off += n;
+        mod._vmsim_mt_feed(off);
+      }
+    } finally {
+      void reader.cancel().catch(() => undefined);
     }
-  } finally {
-    reader.releaseLock();
+    if (off !== blob.size) throw new Error(`the file gave ${off} of its ${blob.size} bytes: was it changed while it was read?`);
+  } catch (err) {
+    mod._vmsim_mt_feed(-1);
+    throw err;
   }
-  if (off !== blob.size) throw new Error(`the file gave ${off} of its ${blob.size} bytes: was it changed while it was read?`);
 }
 
 /** Replays a trace file on `jobs` threads; returns the report text in options.format. A
@@ -93,11 +106,15 @@ export async function replayThreaded(mod: MtModule, blob: Blob, options: ReplayO
   try {
     if (!bytes || !opts) throw new Error('vmsim: out of WebAssembly memory');
     mod.stringToUTF8(text, opts, optLen);
-    await readInto(mod, blob, bytes, run.signal);
+    // started first, the file read in as it runs: its first reads wait for the bytes
     if (mod._vmsim_mt_start(bytes, blob.size, opts, Math.max(1, Math.floor(run.jobs)), run.chunkBatches ?? 0)) {
       throw new Error('vmsim: the threaded replay could not start a thread');
     }
     started = true;
+    let ended = false;
+    const read = readInto(mod, blob, bytes, () => ended, run.signal);
+    let readFailed: unknown;
+    read.catch((err: unknown) => { readFailed = err ?? new Error('the file could not be read'); });
     const waitAsync = (Atomics as unknown as { waitAsync?: WaitAsync }).waitAsync;
     const at = mod._vmsim_mt_finished_at() >> 2;
     const every = run.progressMs ?? POLL_MS;
@@ -122,6 +139,10 @@ export async function replayThreaded(mod: MtModule, blob: Blob, options: ReplayO
       };
       tick();
     });
+    // the file read wholly, or the reason it was not (the replay then failed on it)
+    ended = true;
+    await read.catch(() => undefined);
+    if (readFailed) throw readFailed;
     const status = mod._vmsim_mt_status();
     if (status === 0) return mod.UTF8ToString(mod._vmsim_mt_text());
     const words = refusalWords(mod.UTF8ToString(mod._vmsim_mt_error()));
