@@ -157,6 +157,47 @@ describe('Your program, in Chromium', () => {
     }
   }, 600_000);
 
+  it('gets the threaded replay ready before a file is picked: the pick takes that worker, and the next is made ready once the replay ends', async () => {
+    const page = await session.browser.newPage();
+    const problems: string[] = [];
+    page.on('console', (m) => { if (m.type() === 'error') problems.push(m.text()); });
+    page.on('pageerror', (e) => problems.push(e.message));
+    // each threaded replay's worker the page makes, and what it says of its module
+    await page.addInitScript(() => {
+      const w = window as unknown as { made: { at: number; said: string[] }[] };
+      w.made = [];
+      const Real = window.Worker;
+      window.Worker = class extends Real {
+        constructor(url: string | URL, o?: WorkerOptions) {
+          super(url, o);
+          if (!String(url).includes('replay-mt')) return;
+          const me = { at: performance.now(), said: [] as string[] };
+          w.made.push(me);
+          this.addEventListener('message', (e: MessageEvent) => { if (e.data?.type !== 'progress') me.said.push(e.data?.type); });
+        }
+      };
+    });
+    await page.goto(session.url + '?view=compare&example=ept-4k');
+    await page.waitForSelector('[data-testid="trace-panel"]');
+    const made = () => page.evaluate(() => (window as unknown as { made: { at: number; said: string[] }[] }).made);
+    await page.waitForFunction(() => (window as unknown as { made: { said: string[] }[] }).made[0]?.said.includes('ready'), undefined, { timeout: 30_000 });
+    await page.setInputFiles('[data-testid="trace-file"]', chase);
+    await page.waitForSelector('[data-testid="trace-table"] tr[data-trace="1"]', { timeout: 60_000 });
+    expect(await rows(page, 1)).toEqual(expected(chase));
+    const first = await made();
+    expect(first[0].said).toEqual(['loaded', 'ready', 'header', 'done']);
+    // and one more, started once the replay ended, for the next file
+    await page.waitForFunction(() => (window as unknown as { made: { said: string[] }[] }).made[1]?.said.includes('ready'), undefined, { timeout: 30_000 });
+    await page.setInputFiles('[data-testid="trace-file"]', long);
+    await page.waitForSelector('[data-testid="trace-table"] tr[data-trace="2"]', { timeout: 120_000 });
+    expect(await rows(page, 2)).toEqual(expected(long));
+    const all = await made();
+    expect(all[1].said).toEqual(['loaded', 'ready', 'header', 'done']);
+    expect(all.length).toBeLessThanOrEqual(3);
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 240_000);
+
   it('shares a trace with a class, which then shows it to everyone', async () => {
     const created = await (await fetch(`${session.url}api/classes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'trace lab' }) })).json();
     const { page, problems } = await watched(`?view=results&class=${created.code}`);

@@ -146,6 +146,22 @@ export function TracePanel({ where, runner = workerRunner, exampleUrl = (n) => `
     running.current = { id, job };
   }, [entries, runner, live]);
   useEffect(() => () => { running.current?.job.cancel(); running.current = null; }, []);
+  // The next replay made ready while none runs (the threaded replay's module loaded and its
+  // threads started before a file is picked: runner.ts, warmThreads), once the page is idle;
+  // let go of when the panel goes.
+  const warmed = useRef<(() => void) | undefined>(undefined);
+  useEffect(() => {
+    const warm = runner.warm;
+    if (!warm || running.current || entries.some((e) => e.status === 'queued' && e.blob)) return;
+    const go = () => { warmed.current = warm(); };
+    if (typeof requestIdleCallback === 'function') {
+      const id = requestIdleCallback(go, { timeout: 1000 });
+      return () => cancelIdleCallback(id);
+    }
+    const id = setTimeout(go, 200);
+    return () => clearTimeout(id);
+  }, [entries, runner]);
+  useEffect(() => () => warmed.current?.(), []);
 
   const add = (name: string, blob: Blob, source: Entry['source'], extra: Partial<Entry> = {}) =>
     setEntries((all) => [...all, { id: nextId++, name, source, blob, settings, status: 'queued', ...extra }]);

@@ -8,13 +8,14 @@
  * .wasm, and 'ready' once the module is: the page watches for those from its own thread
  * (runner.ts, MT_LOAD_MS, MT_READY_MS), not from a timer of this worker's own: Firefox ESR
  * now and then never gets this worker's module ready and blocks its event loop meanwhile
- * (its timers never fire). */
+ * (its timers never fire). The page may start it before a file is picked ('warm': the
+ * module loaded and its threads started, then nothing until a replay is asked for). */
 import { replayThreaded, type MtModule } from '../../../wasm-core/js/replay-mt';
 import type { ReplayOptions, ReplayReport } from '../../../wasm-core/js/replay';
 import { failed, postHeader, PROGRESS_MS, type FromWorker } from './protocol';
 
 /** progressMs: how often the progress is said (progressEvery) */
-export type ToThreads = { type: 'replay'; blob: Blob; options: ReplayOptions; jobs: number; progressMs?: number };
+export type ToThreads = { type: 'replay'; blob: Blob; options: ReplayOptions; jobs: number; progressMs?: number } | { type: 'warm' };
 export type FromThreads = FromWorker | { type: 'unavailable'; message: string } | { type: 'loaded' } | { type: 'ready' };
 
 /** Where the module is, from this worker's own script (assets/ in the built app). */
@@ -22,25 +23,37 @@ const ENGINE = '../engine/vmsim-mt.mjs';
 const WASM = 'vmsim-mt.wasm';
 const post = (m: FromThreads) => (self as unknown as Worker).postMessage(m);
 
+/** The module, loaded once (at 'warm' or at the replay, whichever comes first); undefined
+ * where it could not be ('unavailable' said). */
+let loading: Promise<MtModule | undefined> | undefined;
+function load(): Promise<MtModule | undefined> {
+  loading ??= (async () => {
+    try {
+      const url = new URL(ENGINE, import.meta.url);
+      const create = (await import(/* @vite-ignore */ url.href) as { default: (o: object) => Promise<MtModule> }).default;
+      // its .wasm fetched here, not by the module, so that the network's time is over before
+      // the page starts to watch the module's start (runner.ts, MT_READY_MS)
+      const got = await fetch(new URL(WASM, url));
+      if (!got.ok) throw new Error(`HTTP ${got.status} for ${WASM}`);
+      const wasmBinary = await got.arrayBuffer();
+      post({ type: 'loaded' });
+      // ready once its threads have loaded it too
+      const mod = await create({ wasmBinary });
+      post({ type: 'ready' });
+      return mod;
+    } catch (err) {
+      post({ type: 'unavailable', message: (err as Error)?.message ?? String(err) });
+      return undefined;
+    }
+  })();
+  return loading;
+}
+
 self.onmessage = async (e: MessageEvent<ToThreads>) => {
-  const { blob, options, jobs, progressMs = PROGRESS_MS } = e.data;
-  let mod: MtModule;
-  try {
-    const url = new URL(ENGINE, import.meta.url);
-    const create = (await import(/* @vite-ignore */ url.href) as { default: (o: object) => Promise<MtModule> }).default;
-    // its .wasm fetched here, not by the module, so that the network's time is over before
-    // the page starts to watch the module's start (runner.ts, MT_READY_MS)
-    const got = await fetch(new URL(WASM, url));
-    if (!got.ok) throw new Error(`HTTP ${got.status} for ${WASM}`);
-    const wasmBinary = await got.arrayBuffer();
-    post({ type: 'loaded' });
-    // ready once its threads have loaded it too
-    mod = await create({ wasmBinary });
-    post({ type: 'ready' });
-  } catch (err) {
-    post({ type: 'unavailable', message: (err as Error)?.message ?? String(err) });
-    return;
-  }
+  const m = e.data;
+  const mod = await load();
+  if (m.type !== 'replay' || !mod) return;
+  const { blob, options, jobs, progressMs = PROGRESS_MS } = m;
   try {
     await postHeader(blob, post);
     const text = await replayThreaded(mod, blob, { ...options, format: 'json' }, {

@@ -162,4 +162,105 @@ describe('the threaded replay\'s worker', () => {
     run.cancel();
     expect(vi.getTimerCount()).toBe(0);
   });
+
+  describe('started before a file is picked (warmThreads)', () => {
+    /** runner.ts afresh: what it remembers of a spare worker and the server is per page */
+    const fresh = async () => { vi.resetModules(); return await import('./runner'); };
+    const blob = () => new Blob([new Uint8Array(64)]);
+    const types = (w: { posted: unknown[] }) => w.posted.map((m) => (m as { type: string }).type);
+
+    it('is one worker, told to warm, that the pick then takes: no worker made, nothing watched once ready', async () => {
+      vi.useFakeTimers();
+      const made = silentWorkers();
+      const { warmThreads, workerRunner: runner } = await fresh();
+      const release = warmThreads();
+      expect(made).toHaveLength(1);
+      expect(made[0].url).toContain('replay-mt.worker');
+      expect(types(made[0])).toEqual(['warm']);
+      warmThreads();
+      expect(made).toHaveLength(1);
+      made[0].onmessage!({ data: { type: 'loaded' } });
+      made[0].onmessage!({ data: { type: 'ready' } });
+      vi.advanceTimersByTime(10 * MT_LOAD_MS);       // the learner reads a while: kept
+      expect(made[0].terminated).toBe(false);
+      const told: FromWorker[] = [];
+      const run = runner(blob(), {}, (m) => told.push(m));
+      expect(made).toHaveLength(1);
+      expect(made[0].posted[1]).toMatchObject({ type: 'replay', jobs: 2 });
+      expect(vi.getTimerCount()).toBe(0);
+      release();                                     // the panel goes: a taken worker is the replay's
+      expect(made[0].terminated).toBe(false);
+      made[0].onmessage!({ data: { type: 'progress', progress: { pass: 1, fraction: 0.1, done: 1, accesses: 10 } } });
+      expect(told.map((m) => m.type)).toEqual(['progress']);
+      run.cancel();
+      expect(made[0].terminated).toBe(true);
+      // the next pick, with no spare: a worker of its own
+      runner(blob(), {}, () => {}).cancel();
+      expect(made).toHaveLength(2);
+      expect(types(made[1])).toEqual(['replay']);
+    });
+
+    it('is let go when its module misses the limit (Firefox\'s hang) or the panel goes; the pick then starts its own', async () => {
+      vi.useFakeTimers();
+      const made = silentWorkers();
+      const { warmThreads, workerRunner: runner } = await fresh();
+      warmThreads();
+      made[0].onmessage!({ data: { type: 'loaded' } });
+      vi.advanceTimersByTime(MT_READY_MS - 1);
+      expect(made[0].terminated).toBe(false);
+      vi.advanceTimersByTime(1);
+      expect(made[0].terminated).toBe(true);
+      expect(vi.getTimerCount()).toBe(0);
+      const run = runner(blob(), {}, () => {});
+      expect(made).toHaveLength(2);
+      expect(types(made[1])).toEqual(['replay']);
+      run.cancel();
+      const release = warmThreads();
+      expect(made).toHaveLength(3);
+      release();
+      expect(made[2].terminated).toBe(true);
+      expect(vi.getTimerCount()).toBe(0);
+    });
+
+    it('still loading when the file is picked: watched for what is left of its limit, then replaced', async () => {
+      vi.useFakeTimers();
+      const made = silentWorkers();
+      const { warmThreads, workerRunner: runner } = await fresh();
+      warmThreads();
+      vi.advanceTimersByTime(MT_LOAD_MS / 2);
+      const run = runner(blob(), {}, () => {});
+      expect(made).toHaveLength(1);
+      expect(types(made[0])).toEqual(['warm', 'replay']);
+      made[0].onmessage!({ data: { type: 'loaded' } });
+      vi.advanceTimersByTime(MT_READY_MS - 1);
+      expect(made[0].terminated).toBe(false);
+      vi.advanceTimersByTime(1);
+      expect(made[0].terminated).toBe(true);
+      expect(made).toHaveLength(2);
+      expect(types(made[1])).toEqual(['replay']);
+      run.cancel();
+    });
+
+    it('where the server has no threaded module: let go at its word, the pick goes to the workers, none warmed again', async () => {
+      const made = silentWorkers();
+      const { warmThreads, workerRunner: runner } = await fresh();
+      warmThreads();
+      made[0].onmessage!({ data: { type: 'unavailable', message: 'HTTP 404 for vmsim-mt.wasm' } });
+      expect(made[0].terminated).toBe(true);
+      const run = runner(blob(), {}, () => {});
+      await vi.waitFor(() => expect(made.length).toBeGreaterThan(1));
+      expect(made.slice(1).every((w) => w.url.includes('replay.worker') && !w.url.includes('replay-mt'))).toBe(true);
+      run.cancel();
+      warmThreads();
+      expect(made.filter((w) => w.url.includes('replay-mt'))).toHaveLength(1);
+    });
+
+    it('is not started where the page replays in its workers (not isolated, or ?replay=workers)', async () => {
+      const made = silentWorkers();
+      vi.stubGlobal('crossOriginIsolated', false);
+      const { warmThreads } = await fresh();
+      warmThreads();
+      expect(made).toHaveLength(0);
+    });
+  });
 });

@@ -24,7 +24,11 @@ export interface Running {
   cancel(): void;
 }
 
-export type Runner = (blob: Blob, options: ReplayOptions, onMessage: (m: FromWorker) => void) => Running;
+export type Runner = ((blob: Blob, options: ReplayOptions, onMessage: (m: FromWorker) => void) => Running) & {
+  /** Gets ready for the next replay before a file is picked (the panel calls it when it is
+   * shown and after each replay); the function it returns lets go of what it holds. */
+  warm?: () => () => void;
+};
 
 /** Workers for a replay here: the processors the browser reports (1 when it does not say). */
 export function replayWorkers(): number {
@@ -80,7 +84,89 @@ export function replaysOnThreads(size: number, search = typeof location !== 'und
   return canShare() && size <= MT_MAX_FILE_BYTES && new URLSearchParams(search).get('replay') !== 'workers';
 }
 
-export const workerRunner: Runner = (blob, options, onMessage) => {
+/** A threaded replay's worker, with what it has said of its module so far. */
+class ThreadsWorker {
+  readonly worker = new Worker(new URL('./replay-mt.worker.ts', import.meta.url), { type: 'module', name: 'vmemlab-replay' });
+  readonly made = performance.now();
+  loadedAt: number | undefined;
+  ready = false;
+  /** it said it cannot load the module (a server without it), or failed to start */
+  unavailable = false;
+  failed = false;
+  /** the replay's, once it has one */
+  onmessage: ((m: FromThreads) => void) | undefined;
+  onerror: ((e: ErrorEvent) => void) | undefined;
+  constructor() {
+    this.worker.onmessage = (e: MessageEvent<FromThreads>) => {
+      const m = e.data;
+      if (m.type === 'loaded') this.loadedAt = performance.now();
+      else if (m.type === 'ready') this.ready = true;
+      else if (m.type === 'unavailable') this.unavailable = true;
+      this.onmessage?.(m);
+    };
+    this.worker.onerror = (e: ErrorEvent) => {
+      this.failed = true;
+      this.onerror?.(e);
+    };
+  }
+  /** How long the page may still wait for its module: 0 when the wait is over (ready:
+   * Infinity). */
+  leftMs(now = performance.now()): number {
+    if (this.ready) return Infinity;
+    if (this.loadedAt === undefined) return Math.max(0, MT_LOAD_MS - (now - this.made));
+    return Math.max(0, MT_READY_MS - (now - this.loadedAt));
+  }
+}
+
+/** The threaded worker started before a file was picked (warmThreads), and whether the
+ * server has no threaded module (then none is started again). */
+type Spare = { threads: ThreadsWorker; watch?: ReturnType<typeof setTimeout> };
+let spare: Spare | undefined;
+let noThreads = false;
+
+function dropSpare() {
+  if (!spare) return;
+  clearTimeout(spare.watch);
+  spare.threads.worker.terminate();
+  spare = undefined;
+}
+
+/** Takes the spare threaded worker, if there is one whose module may still come. */
+function takeSpare(): ThreadsWorker | undefined {
+  const s = spare;
+  if (!s) return undefined;
+  clearTimeout(s.watch);
+  spare = undefined;
+  return s.threads;
+}
+
+/** Starts the threaded replay's worker before a file is picked, so that its module and
+ * threads are ready when one is (about 0.1 s of each replay: wasm-core/docs/replay.md, "The
+ * replay's start"). Where the page would replay on threads, one such worker at most; one
+ * whose module misses the page's limits (MT_LOAD_MS, MT_READY_MS: Firefox's hang) is let
+ * go, and the pick starts another as before. The function returned lets go of it, unless
+ * a replay took it. */
+export function warmThreads(): () => void {
+  if (spare) return letGo(spare);
+  if (noThreads || !replaysOnThreads(0)) return () => {};
+  const threads = new ThreadsWorker();
+  const mine: Spare = { threads };
+  const check = () => {
+    if (spare !== mine) return;
+    if (threads.unavailable) { noThreads = true; dropSpare(); return; }
+    if (threads.failed || threads.leftMs() === 0) { dropSpare(); return; }
+    if (!threads.ready) mine.watch = setTimeout(check, threads.leftMs());
+  };
+  threads.onmessage = () => { clearTimeout(mine.watch); check(); };
+  threads.onerror = () => check();
+  spare = mine;
+  threads.worker.postMessage({ type: 'warm' } satisfies ToThreads);
+  check();
+  return letGo(mine);
+}
+const letGo = (s: Spare) => () => { if (spare === s) dropSpare(); };
+
+export const workerRunner: Runner = Object.assign((blob: Blob, options: ReplayOptions, onMessage: (m: FromWorker) => void): Running => {
   const workers: Worker[] = [];
   let over = false;
   let late: ReturnType<typeof setTimeout> | undefined;     // the threaded worker's watch
@@ -107,7 +193,8 @@ export const workerRunner: Runner = (blob, options, onMessage) => {
   };
   const onThreads = (attempt = 1) => {
     const jobs = Math.min(MT_THREADS, replayWorkers());
-    const worker = new Worker(new URL('./replay-mt.worker.ts', import.meta.url), { type: 'module', name: 'vmemlab-replay' });
+    const threads = (attempt === 1 ? takeSpare() : undefined) ?? new ThreadsWorker();
+    const worker = threads.worker;
     workers.push(worker);
     const giveUp = () => {
       worker.terminate();
@@ -121,22 +208,34 @@ export const workerRunner: Runner = (blob, options, onMessage) => {
       if (attempt < 2) onThreads(attempt + 1);
       else inWorkers();
     }, ms);
-    late = watchFor(MT_LOAD_MS);
-    worker.onmessage = (e: MessageEvent<FromThreads>) => {
+    const unavailable = () => {     // a server without the threaded module: the workers
+      noThreads = true;
+      giveUp();
+      inWorkers();
+    };
+    threads.onmessage = (m) => {
       if (over) return;
-      const m = e.data;
       clearTimeout(late);
       if (m.type === 'loaded') { late = watchFor(MT_READY_MS); return; }
       if (m.type === 'ready') return;
-      if (m.type === 'unavailable') {       // a server without the threaded module: the workers
-        giveUp();
-        inWorkers();
-        return;
-      }
+      if (m.type === 'unavailable') { unavailable(); return; }
       onMessage(m);
       if (m.type === 'done' || m.type === 'error') stop();
     };
-    watch(worker);
+    threads.onerror = (e) => {
+      if (over) return;
+      onMessage({ type: 'error', stage: 'other', message: e.message || 'the replay worker failed to start' });
+      stop();
+    };
+    // a spare worker (warmThreads) may have said what it has of its module already
+    if (threads.unavailable) { unavailable(); return; }
+    if (threads.failed || threads.leftMs() === 0) {
+      worker.terminate();
+      workers.length = 0;
+      onThreads(attempt);
+      return;
+    }
+    if (!threads.ready) late = watchFor(threads.leftMs());
     worker.postMessage({ type: 'replay', blob, options, jobs, progressMs: progressEvery(jobs, replayWorkers()) } satisfies ToThreads);
   };
   const start = (groups: ReplayMode[][]) => {
@@ -185,7 +284,7 @@ export const workerRunner: Runner = (blob, options, onMessage) => {
       worker.postMessage({ type: 'replay', blob, options, part: groups[i], lead: i === 0, ...(ring ? { rings: ring, reader: i - 1 } : {}) } satisfies ToWorker);
     });
   };
-  if (replaysOnThreads(blob.size)) onThreads();
+  if (!noThreads && replaysOnThreads(blob.size)) onThreads();
   else inWorkers();
   return { cancel: stop };
-};
+}, { warm: warmThreads });

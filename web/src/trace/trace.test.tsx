@@ -16,7 +16,7 @@ import { testEngine } from '../test/engine';
 import { englishRuns, translatedText } from '../test/english';
 import { writeTrace as writeTraceIn } from '../test/traceFiles';
 import type { Vmsim } from '../../../wasm-core/js/vmsim';
-import { runReplay, type FromWorker } from './protocol';
+import { runReplay, type FromWorker, type ReplayOptions } from './protocol';
 import type { Runner } from './runner';
 import { TracePanel } from './TracePanel';
 
@@ -160,6 +160,25 @@ describe('the Your program panel', () => {
     expect(cancelled).toHaveBeenCalled();
     expect(screen.queryByTestId('trace-progress')).toBeNull();
     expect(screen.getByTestId('trace-list').querySelector('li')!.getAttribute('data-status')).toBe('cancelled');
+  });
+
+  it('gets the next replay ready while none runs, and lets go of it when the panel goes', async () => {
+    let told: ((m: FromWorker) => void) | null = null;
+    const released = vi.fn();
+    const warm = vi.fn(() => released);
+    const stuck: Runner = Object.assign((_b: Blob, _o: ReplayOptions, onMessage: (m: FromWorker) => void) => { told = onMessage; return { cancel: () => {} }; }, { warm });
+    const view = render(<TracePanel where="compare" runner={stuck} />);
+    await waitFor(() => expect(warm).toHaveBeenCalledTimes(1));
+    drop([fileOf(small)]);
+    await waitFor(() => expect(told).not.toBeNull());
+    act(() => told!({ type: 'progress', progress: { pass: 1, fraction: 0.1, done: 1, accesses: 4000 } }));
+    await new Promise((r) => setTimeout(r, 400));
+    expect(warm).toHaveBeenCalledTimes(1);          // not while a replay runs
+    act(() => told!({ type: 'error', stage: 'body', message: 'the trace is cut short' }));
+    await waitFor(() => expect(warm).toHaveBeenCalledTimes(2));
+    expect(released).not.toHaveBeenCalled();
+    view.unmount();
+    expect(released).toHaveBeenCalledTimes(1);
   });
 
   it('does not draw the finished replays\' charts again at each progress update of the next one', async () => {
