@@ -1200,11 +1200,11 @@ static ssize_t mt_read(void *cookie, char *buf, size_t size)
 static int mt_seek(void *cookie, off_t *off, int whence)
 {
     (void)cookie;
-    off_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? (off_t)mt.at : (off_t)mt.len;
     if (whence != SEEK_SET && whence != SEEK_CUR && whence != SEEK_END) {
         errno = EINVAL;
         return -1;
     }
+    off_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? (off_t)mt.at : (off_t)mt.len;
     off_t to = base + *off;
     if (to < 0) {
         errno = EINVAL;

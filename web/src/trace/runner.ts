@@ -111,10 +111,15 @@ class ThreadsWorker {
   }
   /** How long the page may still wait for its module: 0 when the wait is over (ready:
    * Infinity). */
-  leftMs(now = performance.now()): number {
+  leftMs(): number {
     if (this.ready) return Infinity;
+    const now = performance.now();
     if (this.loadedAt === undefined) return Math.max(0, MT_LOAD_MS - (now - this.made));
     return Math.max(0, MT_READY_MS - (now - this.loadedAt));
+  }
+  /** Failed to start, or its module missed the page's limits: no use to a replay. */
+  lost(): boolean {
+    return this.failed || this.leftMs() === 0;
   }
 }
 
@@ -154,7 +159,7 @@ export function warmThreads(): () => void {
   const check = () => {
     if (spare !== mine) return;
     if (threads.unavailable) { noThreads = true; dropSpare(); return; }
-    if (threads.failed || threads.leftMs() === 0) { dropSpare(); return; }
+    if (threads.lost()) { dropSpare(); return; }
     if (!threads.ready) mine.watch = setTimeout(check, threads.leftMs());
   };
   threads.onmessage = () => { clearTimeout(mine.watch); check(); };
@@ -177,12 +182,10 @@ export const workerRunner: Runner = Object.assign((blob: Blob, options: ReplayOp
     for (const w of workers) w.terminate();
   };
   // a worker that cannot start (or dies) ends the replay in words
-  const watch = (worker: Worker) => {
-    worker.onerror = (e) => {
-      if (over) return;
-      onMessage({ type: 'error', stage: 'other', message: e.message || 'the replay worker failed to start' });
-      stop();
-    };
+  const failed = (e: ErrorEvent) => {
+    if (over) return;
+    onMessage({ type: 'error', stage: 'other', message: e.message || 'the replay worker failed to start' });
+    stop();
   };
   const inWorkers = () => {
     void pagesOf(blob).then((pages) => {
@@ -222,16 +225,11 @@ export const workerRunner: Runner = Object.assign((blob: Blob, options: ReplayOp
       onMessage(m);
       if (m.type === 'done' || m.type === 'error') stop();
     };
-    threads.onerror = (e) => {
-      if (over) return;
-      onMessage({ type: 'error', stage: 'other', message: e.message || 'the replay worker failed to start' });
-      stop();
-    };
+    threads.onerror = failed;
     // a spare worker (warmThreads) may have said what it has of its module already
     if (threads.unavailable) { unavailable(); return; }
-    if (threads.failed || threads.leftMs() === 0) {
-      worker.terminate();
-      workers.length = 0;
+    if (threads.lost()) {
+      giveUp();
       onThreads(attempt);
       return;
     }
@@ -280,7 +278,7 @@ export const workerRunner: Runner = Object.assign((blob: Blob, options: ReplayOp
           if (m.type === 'done' || m.type === 'error') stop();
         }
       };
-      watch(worker);
+      worker.onerror = failed;
       worker.postMessage({ type: 'replay', blob, options, part: groups[i], lead: i === 0, ...(ring ? { rings: ring, reader: i - 1 } : {}) } satisfies ToWorker);
     });
   };
