@@ -48,7 +48,7 @@ const rows = (page: Page, trace: number) => page.$$eval(`[data-testid="trace-tab
   refs: tr.querySelector('[data-field="refs_per_access"]')!.textContent,
   overhead: tr.querySelector('[data-field="overhead_pct"]')!.textContent,
 })));
-const expected = (file: string) => (JSON.parse(execFileSync(vmsim, ['replay', file, '--quiet', '--format', 'json'], { encoding: 'utf8' })).modes as
+const expected = (file: string, more: string[] = []) => (JSON.parse(execFileSync(vmsim, ['replay', file, '--quiet', '--format', 'json', ...more], { encoding: 'utf8' })).modes as
   { mode: string; refs_per_access: number; overhead_pct: number | null }[]).map((m) => ({
   mode: m.mode, refs: m.refs_per_access.toFixed(3), overhead: m.overhead_pct === null ? '–' : `${m.overhead_pct.toFixed(2)} %`,
 }));
@@ -187,10 +187,45 @@ describe('Your program, in Chromium', () => {
       await page.waitForSelector(`[data-testid="trace-table"] tr[data-trace="${i + 1}"]`, { timeout: 120_000 });
       expect(await rows(page, i + 1)).toEqual(expected(file));
       const made = await page.evaluate(() => (window as unknown as { made: { said: string[] }[] }).made);
-      expect(made[i].said, `replay ${i + 1}`).toEqual(['loaded', 'ready', 'header', 'done']);
+      expect(made[i].said, `replay ${i + 1}`).toEqual(['loaded', 'ready', 'header', 'scan', 'done']);
     }
     const all = await page.evaluate(() => (window as unknown as { made: unknown[] }).made);
     expect(all.length).toBeLessThanOrEqual(3);
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 240_000);
+
+  it('replays a file again with other settings without its pass 1: the bar says so and goes over pass 2 alone, to the CLI\'s figures for those settings', async () => {
+    const { page, problems } = await watched('?view=compare&example=ept-4k');
+    await page.waitForSelector('[data-testid="trace-panel"]');
+    // the bar's words and value as the page shows them, each change
+    await page.evaluate(() => {
+      const w = window as unknown as { seen: string[] };
+      w.seen = [];
+      setInterval(() => {
+        const p = document.querySelector('[data-testid="trace-progress"]');
+        if (!p) return;
+        const v = `${p.querySelector('span[aria-hidden]')?.textContent}|${p.querySelector('progress')?.getAttribute('value')}`;
+        if (w.seen.at(-1) !== v) w.seen.push(v);
+      }, 20);
+    });
+    const taken = () => page.evaluate(() => (window as unknown as { seen: string[] }).seen.splice(0));
+    await page.setInputFiles('[data-testid="trace-file"]', long);
+    await page.waitForSelector('[data-testid="trace-table"] tr[data-trace="1"]', { timeout: 120_000 });
+    const first = await taken();
+    expect(first.some((v) => v.includes('pass 1 of 2')), first.join(' ')).toBe(true);
+    expect(first.some((v) => v.includes('kept')), first.join(' ')).toBe(false);
+    await page.selectOption('[data-setting="start"]', 'warm');
+    await page.click('[data-testid="trace-again"]');
+    await page.waitForSelector('[data-testid="trace-table"] tr[data-trace="1"]', { timeout: 120_000 });
+    const again = await taken();
+    expect(again.length, 'the bar shown').toBeGreaterThan(0);
+    // (before the replay's first word the bar stands at 0 as any replay's does)
+    const said = again[0].endsWith('|0') ? again.slice(1) : again;
+    expect(said.length > 0 && said.every((v) => v.includes('pass 2 of 2 (pass 1 kept from this file')), again.join(' ')).toBe(true);
+    const values = again.map((v) => Number(v.split('|')[1]));
+    for (let i = 1; i < values.length; i++) expect(values[i], again.join(' ')).toBeGreaterThanOrEqual(values[i - 1]);
+    expect(await rows(page, 1)).toEqual(expected(long, ['--start', 'warm']));
     expect(problems).toEqual([]);
     await page.close();
   }, 240_000);

@@ -8,6 +8,8 @@ export function serialArgs(path: string, o: ReplayOptions): string[] {
   if (o.start) args.push('--start', o.start);
   if (o.guest_pages) args.push('--guest-pages', o.guest_pages);
   if (o.tables) args.push('--tables', o.tables);
+  if (o.host_pages) args.push('--host-pages', o.host_pages);
+  if (o.agile_switch_level !== undefined) args.push('--agile-switch-level', String(o.agile_switch_level));
   if (o.preset) args.push('--preset', o.preset);
   return args;
 }

@@ -241,6 +241,67 @@ open(sys.argv[1], 'wb').write(t.pack(t.make_header(a, len(gz)), gz))`, junk);
     expect((await threaded(path, { format: 'json' }, 2)).text).toBe(want);
   }, 120_000);
 
+  it('keeps pass 1\'s findings for the next replay of the file: with other settings the CLI\'s bytes, pass 2 alone and its bar from 0 to 1; findings that do not fit are not taken; a body changed since is refused', async () => {
+    const big = join(examples, 'pointer-chase-256m.vmtrace');
+    const paths = [...(existsSync(big) ? [big] : []), traces.at(-1)!, traces.at(-2)!];
+    const settings: ReplayOptions[] = [{ format: 'json', start: 'warm', guest_pages: '2m' }, { format: 'csv', tables: 'on-demand', host_pages: '4k' }];
+    for (const path of paths) {
+      const blob = await openAsBlob(path);
+      for (const jobs of [2, 1]) {
+        let scan: Uint8Array | undefined;
+        const first: ReplayProgress[] = [];
+        await replayThreaded(mt, blob, { format: 'json' }, { jobs, keepScan: (b) => { scan = b; }, onProgress: (p) => first.push(p) });
+        expect(scan?.length, `${path} on ${jobs}: findings kept`).toBeGreaterThan(14 * 8);
+        expect(first.some((p) => p.kept)).toBe(false);
+        for (const o of settings) {
+          const seen: ReplayProgress[] = [];
+          let again: Uint8Array | undefined;
+          const text = await replayThreaded(mt, blob, o, { jobs, scan, keepScan: (b) => { again = b; }, onProgress: (p) => seen.push(p) });
+          expect(text, `${path} ${JSON.stringify(o)} on ${jobs} from kept findings`).toBe(cli(path, o).stdout);
+          // pass 2 alone, its bar from 0 to 1
+          expect(seen.length).toBeGreaterThan(0);
+          expect(seen.every((p) => p.pass === 2 && p.kept), JSON.stringify(seen.slice(0, 3))).toBe(true);
+          expect(seen.at(-1)!.fraction).toBe(1);
+          if (path === big) expect(seen[0].fraction, 'the bar starts at pass 2\'s start').toBeLessThan(0.5);
+          expect(again?.length).toBe(scan!.length);
+        }
+      }
+    }
+    // not taken (pass 1 runs, the same bytes): another file's findings; findings without the
+    // marks that threads need (from one thread) on 2; damaged ones
+    const [a, b] = [traces.at(-1)!, traces.at(-2)!];
+    const keep = async (path: string, jobs: number) => {
+      let s: Uint8Array | undefined;
+      await replayThreaded(mt, await openAsBlob(path), { format: 'json' }, { jobs, keepScan: (x) => { s = x; } });
+      return s!;
+    };
+    const theirs = await keep(b, 2), oneThread = await keep(a, 1), mine = await keep(a, 2);
+    const damaged = mine.slice();
+    damaged[8] ^= 1;     // its accesses
+    for (const [what, scan, jobs] of [['another file\'s', theirs, 2], ['from one thread, on 2', oneThread, 2], ['damaged', damaged, 2], ['cut short', mine.subarray(0, mine.length - 8), 2]] as const) {
+      const seen: ReplayProgress[] = [];
+      const text = await replayThreaded(mt, await openAsBlob(a), { format: 'json' }, { jobs, scan, onProgress: (p) => seen.push(p) });
+      expect(text, what).toBe(cli(a, { format: 'json' }).stdout);
+      expect(seen.some((p) => p.kept), `${what}: not taken`).toBe(false);
+    }
+    // taken, then the file found changed since (same size): in its deflate data, or only in
+    // its CRC-32 (which pass 1 checked: pass 2 checks it where pass 1 did not run); refused,
+    // on 1 and 2 threads, as the one-worker replay refuses that file
+    const bytes = readFileSync(a);
+    for (const [what, at] of [['deflate data', bytes.length - 40], ['CRC-32', bytes.length - 6]] as const) {
+      const changed = Buffer.from(bytes);
+      changed[at] ^= 0xff;
+      const f = join(work, 'changed-since.vmtrace');
+      writeFileSync(f, changed);
+      const one = await oneWorker(f, {});
+      expect(one.ok, what).toBe(false);
+      for (const jobs of [1, 2]) {
+        await expect(replayThreaded(mt, await openAsBlob(f), { format: 'json' }, { jobs, scan: jobs === 2 ? mine : oneThread }), `${what} changed, on ${jobs}`)
+          .rejects.toThrow(what === 'CRC-32' ? one.text : /differed between the two passes|corrupt|gzip|deflate|invalid|CRC/i);
+      }
+    }
+  }, 300_000);
+
   it('takes a refusal\'s words from the module\'s line', () => {
     expect(refusalWords('vmsim replay: trace: the trace is cut short\n')).toBe('the trace is cut short');
     expect(refusalWords('vmsim replay: out of memory\n')).toBe('out of memory');

@@ -816,7 +816,7 @@ out:
 }
 
 /* Pass 2 on `jobs` threads, in the chunks pass 1 noted. */
-static int chunked_pass(FILE *f, const char *name, vmsim_replay *r, int jobs, int batches, bool progress)
+static int chunked_pass(FILE *f, const char *name, vmsim_replay *r, int jobs, int batches, bool progress, bool check)
 {
     chunk_pool p = {.r = r, .nchunks = vmsim_replay_chunks(r), .modes = vmsim_replay_modes_here(r), .batches = (size_t)batches,
                     .progress = progress, .failed_at = SIZE_MAX, .total = vmsim_replay_accesses(r)};
@@ -842,7 +842,7 @@ static int chunked_pass(FILE *f, const char *name, vmsim_replay *r, int jobs, in
     p.slot = calloc((size_t)p.nslots, sizeof *p.slot);
     p.slot_chunk = malloc((size_t)p.nslots * sizeof *p.slot_chunk);
     p.owner = calloc((size_t)OWNERS(p.threads), sizeof *p.owner);
-    bool ok = p.z.in && p.slot && p.slot_chunk && p.owner && zin_init(&p.z, false);     /* pass 1 checked the CRC-32 */
+    bool ok = p.z.in && p.slot && p.slot_chunk && p.owner && zin_init(&p.z, check);     /* pass 1 checked the CRC-32, if it ran */
     for (; ok && made < p.nslots; made++) {
         p.slot_chunk[made] = SIZE_MAX;
         ok = (p.slot[made] = malloc(biggest)) != NULL;
@@ -973,11 +973,35 @@ static bool add_machine(strbuf *o, const char *path)
     return ok;
 }
 
+/* Pass 1's findings kept between two replays of one file (vmsim_replay_scan_save / _load):
+ * in, those of a replay before (NULL: none), and whether they were taken; out, this
+ * replay's, once it is over (malloc'd), where asked. */
+typedef struct kept_scan {
+    const uint8_t *in;
+    size_t in_len;
+    bool used;
+    bool want;
+    uint8_t *out;
+    size_t out_len;
+} kept_scan;
+
+/* Whether r took the findings of a replay before in place of pass 1 (keep->used). */
+static bool took_scan(vmsim_replay *r, kept_scan *keep, bool progress)
+{
+    if (!keep || !keep->in || vmsim_replay_scan_load(r, keep->in, keep->in_len))
+        return false;
+    keep->used = true;
+    if (progress && rp_progress)
+        rp_progress(2, 0, vmsim_replay_accesses(r));
+    return true;
+}
+
 /* The replay of an open trace file (size: its bytes) with the options' JSON: the report to
  * out, refusals to rp_err; 0, 1 (I/O, memory) or 2 (refused). rp_stage says which part
- * refused: 1 the header, 2 the body, 3 its gzip stream. */
+ * refused: 1 the header, 2 the body, 3 its gzip stream. keep: NULL, or pass 1's findings
+ * (above); taken, pass 1 is not run, and pass 2 checks the gzip member's CRC-32 itself. */
 static int replay_stream(FILE *fp, const char *file, double size, const char *opts, int jobs, int chunk_batches,
-                         bool progress, FILE *out)
+                         bool progress, FILE *out, kept_scan *keep)
 {
     int rc;
     rp_stage = 0;
@@ -999,13 +1023,14 @@ static int replay_stream(FILE *fp, const char *file, double size, const char *op
     } else if (jobs > 1 && vmsim_replay_chunked(r)) {
         fprintf(rp_err, "vmsim replay: %s: %s\n", file, vmsim_replay_error(r));
         rc = 2;
-    } else if (!(rc = pass(fp, file, r, NULL, NULL, 1, progress, jobs > 1, jobs - 1, true))) {
+    } else if (!(rc = took_scan(r, keep, progress) ? 0 : pass(fp, file, r, NULL, NULL, 1, progress, jobs > 1, jobs - 1, true))) {
+        bool check = keep && keep->used;
         if (vmsim_replay_scan_end(r)) {
             fprintf(rp_err, "vmsim replay: %s: %s\n", file, vmsim_replay_error(r));
             rc = 2;
         } else if (!(rc = jobs > 1 && vmsim_replay_chunks(r) > 1
-                              ? chunked_pass(fp, file, r, jobs, chunk_batches, progress)
-                              : pass(fp, file, r, feed_piece, NULL, 2, progress, false, 0, false))) {
+                              ? chunked_pass(fp, file, r, jobs, chunk_batches, progress, check)
+                              : pass(fp, file, r, feed_piece, NULL, 2, progress, false, 0, check))) {
             char *text;
             if (vmsim_replay_finish(r, &text)) {
                 fprintf(rp_err, "vmsim replay: %s: %s\n", file, vmsim_replay_error(r));
@@ -1013,6 +1038,9 @@ static int replay_stream(FILE *fp, const char *file, double size, const char *op
             } else {
                 fputs(text, out);
                 rc = 0;
+                if (keep && keep->want && (keep->out_len = vmsim_replay_scan_save(r, NULL, 0)) &&
+                    (keep->out = malloc(keep->out_len)))
+                    vmsim_replay_scan_save(r, keep->out, keep->out_len);
             }
             vmsim_replay_free_text(text);
         }
@@ -1130,7 +1158,7 @@ int replay_main(int argc, char **argv)
     }
     struct stat sbuf;
     double size = fstat(fileno(fp), &sbuf) == 0 ? (double)sbuf.st_size : 0;
-    rc = replay_stream(fp, file, size, opts, jobs, chunk_batches, progress, stdout);
+    rc = replay_stream(fp, file, size, opts, jobs, chunk_batches, progress, stdout, NULL);
     fclose(fp);
 out:
     sb_free(&o);
@@ -1164,6 +1192,7 @@ static struct {
     int rc, stage;
     char *text, *err;
     size_t text_len, err_len;
+    kept_scan keep;         /* pass 1's findings: a replay's before, this one's after */
 } mt;
 
 static void mt_progress(int pass, double done, double total)
@@ -1225,7 +1254,7 @@ static void *mt_thread(void *arg)
     if (!fp || !out || !rp_err)
         mt.rc = 1;
     else
-        mt.rc = replay_stream(fp, "trace", (double)mt.len, mt.opts, mt.jobs, mt.batches, true, out);
+        mt.rc = replay_stream(fp, "trace", (double)mt.len, mt.opts, mt.jobs, mt.batches, true, out, &mt.keep);
     mt.stage = rp_stage;
     if (fp)
         fclose(fp);
@@ -1241,11 +1270,16 @@ static void *mt_thread(void *arg)
 /* Starts the replay of the len bytes of a file at bytes (kept by the caller until
  * vmsim_mt_free; put there by the caller as it reads them, each piece told with
  * vmsim_mt_feed) with the options' JSON on `jobs` threads (chunk_batches: 0 the default).
- * 0: started; 1: one is running, or no thread could be started. */
-EMSCRIPTEN_KEEPALIVE int vmsim_mt_start(const uint8_t *bytes, size_t len, const char *opts, int jobs, int chunk_batches)
+ * scan: NULL, or pass 1's findings of a replay of the same file before (vmsim_mt_scan),
+ * scan_len bytes, kept by the caller until vmsim_mt_free: taken in place of pass 1 where
+ * they fit (vmsim_mt_scan_used). 0: started; 1: one is running, or no thread could be
+ * started. */
+EMSCRIPTEN_KEEPALIVE int vmsim_mt_start(const uint8_t *bytes, size_t len, const char *opts, int jobs, int chunk_batches,
+                                        const uint8_t *scan, size_t scan_len)
 {
     if (mt.started)
         return 1;
+    mt.keep = (kept_scan){.in = scan, .in_len = scan_len, .want = true};
     mt.bytes = bytes;
     mt.len = len;
     mt.at = 0;
@@ -1287,6 +1321,12 @@ EMSCRIPTEN_KEEPALIVE int vmsim_mt_status(void) { return mt.rc; }
 EMSCRIPTEN_KEEPALIVE int vmsim_mt_stage(void) { return mt.stage; }
 EMSCRIPTEN_KEEPALIVE const char *vmsim_mt_text(void) { return mt.text ? mt.text : ""; }
 EMSCRIPTEN_KEEPALIVE const char *vmsim_mt_error(void) { return mt.err ? mt.err : ""; }
+/* Whether the replay took the findings it was given in place of pass 1 (known once its
+ * pass 2 has begun); once it is done, its own pass 1's findings for another replay of the
+ * file (vmsim_replay_scan_save), and their bytes (0: none, as after a refusal). */
+EMSCRIPTEN_KEEPALIVE int vmsim_mt_scan_used(void) { return __atomic_load_n(&mt.keep.used, __ATOMIC_ACQUIRE); }
+EMSCRIPTEN_KEEPALIVE const uint8_t *vmsim_mt_scan(void) { return mt.keep.out; }
+EMSCRIPTEN_KEEPALIVE size_t vmsim_mt_scan_bytes(void) { return mt.keep.out ? mt.keep.out_len : 0; }
 
 /* After vmsim_mt_finished: the replay's thread joined and what it kept freed; another may start. */
 EMSCRIPTEN_KEEPALIVE void vmsim_mt_free(void)
@@ -1297,6 +1337,7 @@ EMSCRIPTEN_KEEPALIVE void vmsim_mt_free(void)
     free(mt.opts);
     free(mt.text);
     free(mt.err);
+    free(mt.keep.out);
     memset(&mt, 0, sizeof mt);
 }
 #endif

@@ -98,6 +98,16 @@ int vmsim_replay_chunked(vmsim_replay *r);
 size_t vmsim_replay_chunks(const vmsim_replay *r);
 double vmsim_replay_chunk_bytes(const vmsim_replay *r, size_t k);
 double vmsim_replay_chunk_accesses(const vmsim_replay *r, size_t k);
+/* Pass 1's findings (the body's length and end, the pages and their kinds, the marks),
+ * kept for another replay of the same file with any options: scan_save, once scan_end is
+ * done, writes them to out (when cap is enough) and returns their bytes (0: none yet);
+ * scan_load, on a handle opened on the same file before pass 1's first piece (and after
+ * chunked, where asked), takes them in place of pass 1, and scan_end follows at once.
+ * scan_load: 0 taken; -1 not (not this trace's, not whole, or no marks where chunked was
+ * asked): the handle is as it was, and pass 1 runs as ever. Pass 2 finds a file changed
+ * since as it does between the two passes. */
+size_t vmsim_replay_scan_save(const vmsim_replay *r, uint8_t *out, size_t cap);
+int vmsim_replay_scan_load(vmsim_replay *r, const uint8_t *in, size_t n);
 typedef struct vmsim_replay_cursor vmsim_replay_cursor;
 vmsim_replay_cursor *vmsim_replay_cursor_new(void);
 void vmsim_replay_cursor_free(vmsim_replay_cursor *c);

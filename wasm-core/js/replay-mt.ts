@@ -12,7 +12,7 @@ import { progressFraction, TraceError, type ReplayOptions, type ReplayProgress }
 export interface MtModule {
   _malloc(n: number): number;
   _free(p: number): void;
-  _vmsim_mt_start(bytes: number, len: number, opts: number, jobs: number, chunkBatches: number): number;
+  _vmsim_mt_start(bytes: number, len: number, opts: number, jobs: number, chunkBatches: number, scan: number, scanLen: number): number;
   _vmsim_mt_feed(n: number): void;
   _vmsim_mt_finished(): number;
   _vmsim_mt_finished_at(): number;
@@ -24,6 +24,9 @@ export interface MtModule {
   _vmsim_mt_text(): number;
   _vmsim_mt_error(): number;
   _vmsim_mt_free(): void;
+  _vmsim_mt_scan_used(): number;
+  _vmsim_mt_scan(): number;
+  _vmsim_mt_scan_bytes(): number;
   wasmMemory: WebAssembly.Memory;
   UTF8ToString(p: number): string;
   stringToUTF8(s: string, p: number, max: number): void;
@@ -62,6 +65,12 @@ export interface MtRun {
   /** default POLL_MS */
   progressMs?: number;
   signal?: AbortSignal;
+  /** Pass 1's findings from a replay of this same file before (MtRun.keepScan's bytes): the
+   * replay takes them in place of its pass 1 where they fit (any options; not where they
+   * lack the marks that threads need), and its progress then goes over pass 2 alone. */
+  scan?: Uint8Array;
+  /** Given this replay's pass 1 findings once it is done, for the next replay of the file. */
+  keepScan?: (scan: Uint8Array) => void;
 }
 
 /** Reads the whole file into the module's memory, piece by piece as it is read, telling the
@@ -102,12 +111,14 @@ export async function replayThreaded(mod: MtModule, blob: Blob, options: ReplayO
   const optLen = mod.lengthBytesUTF8(text) + 1;
   const bytes = mod._malloc(Math.max(1, blob.size));
   const opts = mod._malloc(optLen);
+  const scan = run.scan?.length ? mod._malloc(run.scan.length) : 0;
   let started = false;
   try {
-    if (!bytes || !opts) throw new Error('vmsim: out of WebAssembly memory');
+    if (!bytes || !opts || (run.scan?.length && !scan)) throw new Error('vmsim: out of WebAssembly memory');
     mod.stringToUTF8(text, opts, optLen);
+    if (scan && run.scan) new Uint8Array(mod.wasmMemory.buffer, scan, run.scan.length).set(run.scan);
     // started first, the file read in as it runs: its first reads wait for the bytes
-    if (mod._vmsim_mt_start(bytes, blob.size, opts, Math.max(1, Math.floor(run.jobs)), run.chunkBatches ?? 0)) {
+    if (mod._vmsim_mt_start(bytes, blob.size, opts, Math.max(1, Math.floor(run.jobs)), run.chunkBatches ?? 0, scan, run.scan?.length ?? 0)) {
       throw new Error('vmsim: the threaded replay could not start a thread');
     }
     started = true;
@@ -127,7 +138,9 @@ export async function replayThreaded(mod: MtModule, blob: Blob, options: ReplayO
         const done = mod._vmsim_mt_done(), accesses = mod._vmsim_mt_total();
         if (accesses > 0 && (over || now - said >= every - POLL_BARE_MS / 2)) {
           said = now;
-          run.onProgress?.({ pass, done, accesses, fraction: progressFraction(pass, done, accesses) });
+          // pass 1's findings taken: the bar over pass 2 alone
+          const kept = pass === 2 && mod._vmsim_mt_scan_used() !== 0;
+          run.onProgress?.({ pass, done, accesses, fraction: kept ? Math.min(1, done / accesses) : progressFraction(pass, done, accesses), ...(kept ? { kept } : {}) });
         }
         if (over) { resolve(); return; }
         if (!waitAsync) { setTimeout(tick, POLL_BARE_MS); return; }
@@ -144,7 +157,11 @@ export async function replayThreaded(mod: MtModule, blob: Blob, options: ReplayO
     await read.catch(() => undefined);
     if (readFailed) throw readFailed;
     const status = mod._vmsim_mt_status();
-    if (status === 0) return mod.UTF8ToString(mod._vmsim_mt_text());
+    if (status === 0) {
+      const n = mod._vmsim_mt_scan_bytes();
+      if (n && run.keepScan) run.keepScan(new Uint8Array(mod.wasmMemory.buffer, mod._vmsim_mt_scan(), n).slice());
+      return mod.UTF8ToString(mod._vmsim_mt_text());
+    }
     const words = refusalWords(mod.UTF8ToString(mod._vmsim_mt_error()));
     if (status !== 2) throw new Error(`vmsim: ${words}`);
     const stage = mod._vmsim_mt_stage();
@@ -157,6 +174,7 @@ export async function replayThreaded(mod: MtModule, blob: Blob, options: ReplayO
     if (over) {
       if (bytes) mod._free(bytes);
       if (opts) mod._free(opts);
+      if (scan) mod._free(scan);
     }
   }
 }

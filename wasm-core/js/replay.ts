@@ -330,7 +330,7 @@ export function progressFraction(pass: 1 | 2, done: number, total: number): numb
 
 export interface ReplayProgress {
   pass: 1 | 2;
-  /** 0..1 over both passes (pass 1 to PASS1_SHARE, pass 2 the rest) */
+  /** 0..1 over both passes (pass 1 to PASS1_SHARE, pass 2 the rest); over pass 2 alone where `kept` */
   fraction: number;
   done: number;
   accesses: number;
@@ -339,6 +339,9 @@ export interface ReplayProgress {
   workers?: number;
   shared?: boolean;
   threads?: boolean;
+  /** Pass 1's findings were kept from a replay of the same file before: pass 2 alone runs,
+   * and fraction goes over it (replay-mt.ts). */
+  kept?: boolean;
 }
 
 /** Opens the replay on a Blob (a File in the page, fs.openAsBlob in Node). */

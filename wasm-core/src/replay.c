@@ -2129,6 +2129,121 @@ double vmsim_replay_chunk_accesses(const vmsim_replay *r, size_t k)
     return (double)((k + 1 < r->nmarks ? r->marks[k + 1].count : r->h.accesses) - r->marks[k].count);
 }
 
+/* ---- Pass 1's findings, kept for another replay of the same file ----
+ * What pass 1 finds that pass 2 and the layout use, whatever the options: the inflated
+ * body's length, where each stream stood at its end, the pages with their kinds, and the
+ * marks (docs/replay.md, "Again without pass 1"). Saved once pass 1 is over (scan_end
+ * done), loaded into a handle opened on the same file before its first piece, in place of
+ * pass 1: scan_end then lays the pages out and builds the machines as after a scan. In this
+ * build's byte order: the page keeps it in its memory, for the File it came from. */
+#define SCAN_MAGIC 0x31564e4143534d56ull     /* "VMSCANV1" */
+#define SCAN_HEAD 14u                        /* u64s before the marks */
+
+size_t vmsim_replay_scan_save(const vmsim_replay *r, uint8_t *out, size_t cap)
+{
+    if (!r || r->status || r->pass < 2)
+        return 0;
+    size_t words = SCAN_HEAD + 5 * r->nmarks + r->ps.used, need = words * 8;
+    if (!out || cap < need)
+        return need;
+    uint64_t head[SCAN_HEAD] = {SCAN_MAGIC, r->h.accesses, r->h.pages, r->h.counts[0], r->h.counts[1], r->h.counts[2],
+                                r->h.counts[3], r->h.body_bytes, r->body_bytes, r->end_page[0], r->end_page[1],
+                                r->end_off[0] | (uint64_t)r->end_off[1] << 32, r->mark_apart, r->nmarks};
+    uint8_t *q = out;
+    memcpy(q, head, sizeof head);
+    q += sizeof head;
+    for (size_t i = 0; i < r->nmarks; i++) {
+        const replay_mark *m = &r->marks[i];
+        uint64_t w[5] = {m->consumed, m->count, m->page[0], m->page[1], m->off[0] | (uint64_t)m->off[1] << 32};
+        memcpy(q, w, sizeof w);
+        q += sizeof w;
+    }
+    for (uint32_t i = 0; i < r->ps.cap; i++)
+        if (r->ps.keys[i]) {
+            uint64_t w = (r->ps.keys[i] - 1) << 3 | r->ps.kinds[i];
+            memcpy(q, &w, 8);
+            q += 8;
+        }
+    return need;
+}
+
+static uint64_t scan_word(const uint8_t *in, size_t i)
+{
+    uint64_t w;
+    memcpy(&w, in + 8 * i, 8);
+    return w;
+}
+
+int vmsim_replay_scan_load(vmsim_replay *r, const uint8_t *in, size_t n)
+{
+    if (!r || r->status || r->pass != 1 || r->dec.consumed || r->dec.ncarry || r->ps.used || r->nmarks || r->share ||
+        !in || n < SCAN_HEAD * 8 || n % 8)
+        return -1;
+    const trace_header *h = &r->h;
+    uint64_t nm = scan_word(in, 13), body = scan_word(in, 8), offs = scan_word(in, 11);
+    uint64_t want[8] = {SCAN_MAGIC, h->accesses, h->pages, h->counts[0], h->counts[1], h->counts[2], h->counts[3], h->body_bytes};
+    for (size_t i = 0; i < 8; i++)
+        if (scan_word(in, i) != want[i])
+            return -1;      /* not this trace's */
+    if (nm > MAX_MARKS || h->pages > MAX_PAGES || n / 8 != SCAN_HEAD + 5 * nm + h->pages || !body ||
+        (uint32_t)offs >= 4096 || offs >> 32 >= 4096 || (nm && !scan_word(in, 12)) || (r->marking && !nm))
+        return -1;
+    /* the marks: in the body, in order, each stream's place a place in a page */
+    for (uint64_t i = 0, last = 0; i < nm; i++) {
+        const uint8_t *m = in + 8 * (SCAN_HEAD + 5 * i);
+        uint64_t consumed = scan_word(m, 0), count = scan_word(m, 1), o = scan_word(m, 4);
+        if ((i && consumed <= last) || consumed >= body || count > h->accesses || (uint32_t)o >= 4096 || o >> 32 >= 4096 ||
+            scan_word(m, 2) >= TRACE_USER_PAGES || scan_word(m, 3) >= TRACE_USER_PAGES)
+            return -1;
+        last = consumed;
+    }
+    const uint8_t *pg = in + 8 * (SCAN_HEAD + 5 * nm);
+    for (uint64_t i = 0; i < h->pages; i++) {
+        uint64_t w = scan_word(pg, i);
+        if ((w & 7) == 0 || w >> 3 >= TRACE_USER_PAGES)
+            return -1;
+    }
+    replay_mark *marks = nm ? malloc(nm * sizeof *marks) : NULL;
+    if (nm && !marks)
+        return -1;
+    for (uint64_t i = 0; i < nm; i++) {
+        const uint8_t *m = in + 8 * (SCAN_HEAD + 5 * i);
+        uint64_t o = scan_word(m, 4);
+        marks[i] = (replay_mark){.consumed = scan_word(m, 0), .count = scan_word(m, 1),
+                                 .page = {scan_word(m, 2), scan_word(m, 3)}, .off = {(uint32_t)o, (uint32_t)(o >> 32)}};
+    }
+    bool added;
+    for (uint64_t i = 0; i < h->pages && !r->status; i++) {
+        uint64_t w = scan_word(pg, i);
+        ps_add(r, w >> 3, (uint8_t)(w & 7), &added);
+    }
+    if (r->status || r->ps.used != h->pages) {     /* a page twice: not a save */
+        free(marks);
+        if (r->status)
+            return -1;
+        free(r->ps.keys);
+        free(r->ps.kinds);
+        r->ps = (page_set){0};
+        return -1;
+    }
+    free(r->marks);
+    r->marks = marks;
+    r->nmarks = r->cap_marks = nm;
+    if (nm)
+        r->mark_apart = scan_word(in, 12);
+    /* the decoder as pass 1 leaves it: at the body's end, past its end record */
+    trace_decoder_init(&r->dec);
+    r->dec.page[0] = scan_word(in, 9);
+    r->dec.page[1] = scan_word(in, 10);
+    r->dec.off[0] = (uint32_t)offs;
+    r->dec.off[1] = (uint32_t)(offs >> 32);
+    r->dec.count = h->accesses;
+    memcpy(r->dec.kinds, h->counts, sizeof r->dec.kinds);
+    r->dec.consumed = body;
+    r->dec.ended = true;
+    return 0;
+}
+
 vmsim_replay_cursor *vmsim_replay_cursor_new(void)
 {
     return calloc(1, sizeof(vmsim_replay_cursor));

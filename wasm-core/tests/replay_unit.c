@@ -972,6 +972,214 @@ static void test_chunks(void)
     vmsim_replay_close(r);
 }
 
+/* A replay that takes pass 1's findings from scan (NULL: scans the body, in pieces of 20,000
+ * bytes, every other one scanned ahead), where *took says whether they were taken; pass 2
+ * in chunks in order where chunked (each with a cursor of its own), else in one piece, the
+ * byte at `change` altered (SIZE_MAX: none); then saves its own findings to *save. */
+static char *replay_kept(const uint8_t *prefix, size_t plen, const buf *body, const char *opts, bool chunked,
+                         const uint8_t *scan, size_t scan_n, bool *took, uint8_t **save, size_t *save_n, size_t change,
+                         char *err, size_t errlen)
+{
+    vmsim_replay *r = vmsim_replay_open(prefix, plen, 0, opts, strlen(opts));
+    vmsim_replay_ahead *a = vmsim_replay_ahead_new();
+    char *text = NULL;
+    if (chunked)
+        vmsim_replay_chunked(r);
+    *took = scan && vmsim_replay_scan_load(r, scan, scan_n) == 0;
+    for (size_t at = 0, i = 0; !*took && at < body->n && !vmsim_replay_status(r); at += 20000, i++) {
+        size_t k = at + 20000 < body->n ? 20000 : body->n - at;
+        if (i % 2 == 0)
+            vmsim_replay_scan_ahead(a, body->b + at, k);
+        vmsim_replay_scan_joined(r, body->b + at, k, i % 2 == 0 ? a : NULL);
+    }
+    if (!vmsim_replay_status(r))
+        vmsim_replay_scan_end(r);
+    uint8_t *b2 = malloc(body->n);
+    memcpy(b2, body->b, body->n);
+    if (change < body->n)
+        b2[change] ^= 0x28;
+    size_t n = vmsim_replay_chunks(r);
+    if (!chunked || n < 2) {
+        if (!vmsim_replay_status(r))
+            vmsim_replay_feed(r, b2, body->n);
+    } else {
+        vmsim_replay_cursor *c = vmsim_replay_cursor_new();
+        size_t room = 80;
+        vmsim_replay_batch **bs = calloc(room, sizeof *bs);
+        unsigned modes = vmsim_replay_modes_here(r);
+        const uint8_t *p = b2;
+        for (size_t k = 0; k < n && !vmsim_replay_status(r); k++) {
+            vmsim_replay_cursor_at(r, c, k);
+            const uint8_t *end = p + (size_t)vmsim_replay_chunk_bytes(r, k);
+            size_t nb = 0;
+            bool fresh = true;
+            for (;;) {
+                if (fresh && !bs[nb])
+                    bs[nb] = vmsim_replay_batch_new();
+                else if (fresh)
+                    vmsim_replay_batch_clear(bs[nb]);
+                const uint8_t *before = p;
+                size_t got = vmsim_replay_decode_chunk(r, c, &p, end, bs[nb]);
+                fresh = vmsim_replay_batch_size(bs[nb]) == VMSIM_REPLAY_BATCH && nb + 1 < room;
+                if (fresh) {
+                    nb++;
+                } else if (p == before && !got) {
+                    if (vmsim_replay_batch_size(bs[nb]))
+                        nb++;
+                    break;
+                }
+            }
+            p = end;
+            if (vmsim_replay_cursor_end(r, c))
+                break;
+            for (size_t j = 0; j < nb; j++) {
+                vmsim_replay_batch_runs(bs[j]);
+                vmsim_replay_batch_sl1(r, bs[j]);
+                for (int mode = 0; mode < 6; mode++)
+                    if (modes >> mode & 1)
+                        vmsim_replay_run(r, mode, bs[j]);
+            }
+        }
+        for (size_t j = 0; j < room; j++)
+            if (bs[j])
+                vmsim_replay_batch_free(bs[j]);
+        free(bs);
+        vmsim_replay_cursor_free(c);
+    }
+    if (!vmsim_replay_status(r))
+        vmsim_replay_finish(r, &text);
+    if (save) {
+        *save_n = vmsim_replay_scan_save(r, NULL, 0);
+        *save = *save_n ? malloc(*save_n) : NULL;
+        CHECK(!*save_n || vmsim_replay_scan_save(r, *save, *save_n) == *save_n, "the findings saved whole");
+    }
+    snprintf(err, errlen, "%s", vmsim_replay_error(r));
+    free(b2);
+    vmsim_replay_ahead_free(a);
+    vmsim_replay_close(r);
+    return text;
+}
+
+/* Pass 1's findings kept: another replay of the same trace that takes them instead of pass 1
+ * gives the report of a whole replay, with any options (the findings are the trace's), one
+ * handle or in chunks; what is not this trace's findings, or not whole, is not taken and the
+ * replay scans as ever; a body changed since is refused by pass 2. */
+static void test_scan_kept(void)
+{
+    static trace_access in[300000];
+    static buf body, other;
+    static uint8_t prefix[4096], oprefix[4096];
+    const char *opts[] = {"{\"format\":\"json\"}", "{\"format\":\"json\",\"start\":\"warm\",\"guest_pages\":\"2m\"}",
+                          "{\"format\":\"json\",\"start\":\"warm\",\"tables\":\"on-demand\",\"host_pages\":\"4k\"}",
+                          "{\"format\":\"json\",\"tables\":\"on-demand\",\"host_pages\":\"4k\"}"};
+    size_t on = sample(in, 5000);
+    encode(&other, in, on);
+    size_t oplen = file_prefix(oprefix, in, on, 1, "");
+    for (int kind = 0; kind < 2; kind++) {
+        size_t n = kind ? sample_local(in, 300000) : sample(in, 150000);
+        encode(&body, in, n);
+        size_t plen = file_prefix(prefix, in, n, 1, "");
+        char err[512];
+        bool took;
+        uint8_t *plain = NULL, *marked = NULL, *theirs = NULL;
+        size_t plain_n = 0, marked_n = 0, theirs_n = 0;
+        char *t0 = replay_kept(prefix, plen, &body, opts[0], false, NULL, 0, &took, &plain, &plain_n, SIZE_MAX, err, sizeof err);
+        char *t1 = replay_kept(prefix, plen, &body, opts[0], true, NULL, 0, &took, &marked, &marked_n, SIZE_MAX, err, sizeof err);
+        free(replay_kept(oprefix, oplen, &other, opts[0], true, NULL, 0, &took, &theirs, &theirs_n, SIZE_MAX, err, sizeof err));
+        CHECK(t0 && t1 && !strcmp(t0, t1) && plain_n && marked_n > plain_n && theirs_n,
+              "a replay saves its findings (%zu bytes; %zu with its marks)", plain_n, marked_n);
+        for (int o = 0; t0 && o < 4; o++) {
+            char *whole = replay_in_pieces(prefix, plen, &body, body.n, opts[o], err, sizeof err);
+            for (int chunked = 0; whole && chunked < 2; chunked++)
+                for (int from = 0; from < 2; from++) {
+                    if (chunked && !from)
+                        continue;       /* no marks: not taken where chunked (below) */
+                    uint8_t *again = NULL;
+                    size_t again_n = 0;
+                    const uint8_t *was = from ? marked : plain;
+                    size_t was_n = from ? marked_n : plain_n;
+                    char *t = replay_kept(prefix, plen, &body, opts[o], chunked, was, was_n, &took, &again, &again_n, SIZE_MAX,
+                                          err, sizeof err);
+                    CHECK(took && t && !strcmp(t, whole), "%s accesses, options %d, %s, findings %s: %s",
+                          kind ? "a program's" : "random", o, chunked ? "in chunks" : "one handle",
+                          from ? "with marks" : "without", !took ? "not taken" : t ? "another report" : err);
+                    /* and saved again, the same findings: the same words, the pages (in the set's
+                     * order) with the same kinds */
+                    uint64_t nm;
+                    memcpy(&nm, was + 8 * 13, 8);
+                    size_t head = 8 * (14 + 5 * nm);
+                    bool same = again_n == was_n && !memcmp(again, was, head);
+                    for (size_t i = head; same && i < was_n; i += 8) {
+                        bool found = false;
+                        for (size_t j = head; !found && j < again_n; j += 8)
+                            found = !memcmp(was + i, again + j, 8);
+                        same = found;
+                    }
+                    CHECK(same, "findings taken and saved again: %zu bytes against %zu", again_n, was_n);
+                    free(again);
+                    free(t);
+                }
+            free(whole);
+        }
+        /* not taken, and the replay scans as ever: another trace's, no marks where chunked, cut
+         * short, one more word, a field changed, a page twice, a page's kinds none */
+        uint8_t *bad = malloc(marked_n + 8);
+        struct { const char *what; const uint8_t *b; size_t n; bool chunked; int edit; } no[] = {
+            {"another trace's", theirs, theirs_n, true, -1}, {"without marks, in chunks", plain, plain_n, true, -1},
+            {"cut short", marked, marked_n - 8, true, -1}, {"a word more", bad, marked_n + 8, true, 0},
+            {"its accesses changed", bad, marked_n, true, 1}, {"its compressed length changed", bad, marked_n, true, 7},
+            {"a page twice", bad, marked_n, true, 2}, {"a page without kinds", bad, marked_n, true, 3},
+            {"a mark out of order", bad, marked_n, true, 4}};
+        for (size_t i = 0; t0 && i < sizeof no / sizeof *no; i++) {
+            memcpy(bad, marked, marked_n);
+            memset(bad + marked_n, 0, 8);
+            uint64_t w, nm;
+            memcpy(&nm, marked + 8 * 13, 8);
+            size_t pages = 8 * (14 + 5 * nm);
+            if (no[i].edit == 1 || no[i].edit == 7) {
+                memcpy(&w, bad + 8 * no[i].edit, 8);
+                w++;
+                memcpy(bad + 8 * no[i].edit, &w, 8);
+            } else if (no[i].edit == 2) {
+                memcpy(bad + pages + 8, bad + pages, 8);
+            } else if (no[i].edit == 3) {
+                memcpy(&w, bad + pages, 8);
+                w &= ~7ull;
+                memcpy(bad + pages, &w, 8);
+            } else if (no[i].edit == 4 && nm > 1) {
+                memcpy(bad + 8 * (14 + 5), marked + 8 * 14, 40);
+                memcpy(bad + 8 * 14, marked + 8 * (14 + 5), 40);
+            }
+            char *t = replay_kept(prefix, plen, &body, opts[0], no[i].chunked, no[i].b, no[i].n, &took, NULL, NULL, SIZE_MAX,
+                                  err, sizeof err);
+            CHECK(!took && t && !strcmp(t, t0), "findings %s: %s", no[i].what,
+                  took ? "taken" : t ? "another report" : err);
+            free(t);
+        }
+        free(bad);
+        /* taken, then the body found changed by pass 2 */
+        for (int chunked = 0; t0 && chunked < 2; chunked++) {
+            char *t = replay_kept(prefix, plen, &body, opts[0], chunked, marked, marked_n, &took, NULL, NULL, body.n / 2,
+                                  err, sizeof err);
+            CHECK(took && !t && (strstr(err, "differed between the two passes") || strstr(err, "corrupt")),
+                  "findings kept, the body changed at its middle, %s: %s", chunked ? "in chunks" : "one handle",
+                  t ? "replayed" : err);
+            free(t);
+        }
+        /* nothing to save before pass 1 ends; nothing taken after its first piece */
+        vmsim_replay *r = vmsim_replay_open(prefix, plen, 0, opts[0], strlen(opts[0]));
+        CHECK(vmsim_replay_scan_save(r, NULL, 0) == 0, "findings saved before pass 1 ended");
+        vmsim_replay_scan(r, body.b, 100);
+        CHECK(vmsim_replay_scan_load(r, plain, plain_n) != 0, "findings taken after pass 1's first piece");
+        vmsim_replay_close(r);
+        free(t0);
+        free(t1);
+        free(plain);
+        free(marked);
+        free(theirs);
+    }
+}
+
 int main(void)
 {
     test_pieces();
@@ -982,6 +1190,7 @@ int main(void)
     test_caches_against_plain_lru();
     test_batches_grouped();
     test_chunks();
+    test_scan_kept();
     printf("replay unit tests: %d checks, %d failures\n", checks, failures);
     return failures != 0;
 }

@@ -17,13 +17,16 @@
 // page on threads, the page told it has one processor (one thread), the page in its workers
 // (?replay=workers), its workers each streaming the File (not isolated), the native CLI on
 // threads and with --jobs 1; the ratios page/native, parallel/serial (page, and native) are
-// medians of the per-round ratios. The page's figures must equal the CLI's.
+// medians of the per-round ratios. The page's figures must equal the CLI's. The page on
+// threads then replays the file again with the "again" button, warm and then cold (its first
+// settings), as a learner comparing settings does: pass 1's findings kept from the first
+// replay (REPLAY_AGAIN=0 leaves it out); the cold one's time against the first's.
 // Then, on a machine with more than 2 processors (or with REPLAY_SCALING=1; 0 leaves it
 // out), how the replay grows with processors: one round, in turn for each count k from 1
 // to the processors (at most 8), the page told it has k (k threads) and the CLI with
 // --jobs k, each against its one-thread / --jobs 1 time of the same round.
 // Prints one line per figure; speed is printed, never asserted.
-//   [REPLAY_ROUNDS=3] [REPLAY_SCALING=0|1] node web/scripts/bench-replay.mjs [TRACE]
+//   [REPLAY_ROUNDS=3] [REPLAY_SCALING=0|1] [REPLAY_AGAIN=0|1] node web/scripts/bench-replay.mjs [TRACE]
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
@@ -99,7 +102,7 @@ const browser = await launchChromium();
 /** One replay in a fresh page; workers: what navigator.hardwareConcurrency says there (undefined: the machine's);
  * isolated false: the page served without Cross-Origin-Embedder-Policy (each worker streams the File);
  * inWorkers: the page asked for its workers (?replay=workers) instead of its threads. */
-async function pageReplay(workers, isolated = true, inWorkers = false) {
+async function pageReplay(workers, isolated = true, inWorkers = false, again = false) {
   const page = await browser.newPage();
   try {
     if (!isolated) await page.route('**/*', async (route) => {
@@ -121,6 +124,7 @@ async function pageReplay(workers, isolated = true, inWorkers = false) {
       new MutationObserver(() => {
         const p = document.querySelector('[data-testid="trace-progress"]');
         if (p) w.__how = `${p.getAttribute('data-workers')} ${p.getAttribute('data-threads') === 'true' ? 'threads' : 'workers'}`;
+        if (p?.getAttribute('data-kept') === 'true') w.__kept = true;
         const v = p?.querySelector('progress')?.getAttribute('value');
         if (v !== null && v !== undefined && w.__progress.at(-1) !== v) w.__progress.push(v);
         if (!w.__t1 && document.querySelector('[data-testid="trace-table"] tr[data-trace="1"]')) w.__t1 = performance.now();
@@ -167,7 +171,27 @@ async function pageReplay(workers, isolated = true, inWorkers = false) {
     // the replay's workers' threads in the order they started (thread ids grow): the lead first
     const workerCpu = [...ticks].sort((a, b) => a[0] - b[0]).map(([t, n]) => (n - (ticks0.get(t) ?? 0)) / 100)
       .filter((c) => c >= 0.5);
-    return { seconds, cpu, workerCpu, perSecond, progress, how, rows, peakMiB: peak.get(worker) / 1024, growthMiB: (peak.get(worker) - before.get(worker)) / 1024 };
+    // again: the same file replayed warm, then cold again (the first replay's settings), each
+    // with the "again" button as a learner does: pass 1's findings kept from the first; the
+    // cold one's time from the click to its table, against the first replay's
+    let againSeconds;
+    if (again) {
+      for (const start of ['warm', 'cold']) {
+        await page.selectOption('[data-setting="start"]', start);
+        await page.waitForSelector('[data-testid="trace-table"] tr[data-trace="1"]', { state: 'detached' });
+        await page.evaluate(() => { window.__t1 = undefined; window.__kept = false; window.__t0 = performance.now(); });
+        await page.click('[data-testid="trace-again"]');
+        await page.waitForFunction(() => window.__t1 !== undefined, null, { polling: 1000, timeout: 900_000 });
+        if (!await page.evaluate(() => window.__kept)) throw new Error(`the replay again (${start}) ran its pass 1: the findings were not kept`);
+      }
+      againSeconds = await page.evaluate(() => (window.__t1 - window.__t0) / 1000);
+      const againRows = await page.$$eval('[data-testid="trace-table"] tr[data-trace="1"]', (trs) => trs.map((tr) => ({
+        mode: tr.getAttribute('data-mode'), refs: tr.querySelector('[data-field="refs_per_access"]').textContent,
+        overhead: tr.querySelector('[data-field="overhead_pct"]').textContent,
+      })));
+      if (JSON.stringify(againRows) !== JSON.stringify(rows)) throw new Error('the replay again gave other figures than the first');
+    }
+    return { seconds, againSeconds, cpu, workerCpu, perSecond, progress, how, rows, peakMiB: peak.get(worker) / 1024, growthMiB: (peak.get(worker) - before.get(worker)) / 1024 };
   } finally {
     await page.close();
   }
@@ -194,9 +218,11 @@ console.log(`${rounds} rounds, each in turn: the page on threads (${Math.min(8, 
 const runs = [];
 let same = true;
 const scaling = process.env.REPLAY_SCALING === undefined ? workers > 2 : process.env.REPLAY_SCALING === '1';
+// the page on threads also replays the file again, as the "again" button does (REPLAY_AGAIN=0: not)
+const again = process.env.REPLAY_AGAIN !== '0';
 try {
   for (let i = 0; i < rounds; i++) {
-    const par = await pageReplay();
+    const par = await pageReplay(undefined, true, false, again);
     const ser = await pageReplay(1);
     const wrk = await pageReplay(undefined, true, true);
     const own = await pageReplay(undefined, false);
@@ -205,7 +231,7 @@ try {
     same &&= [par, ser, wrk, own, npar].every((r) => JSON.stringify(r.rows) === JSON.stringify(nser.rows));
     if (!par.how.endsWith('threads') || !wrk.how.endsWith('workers')) throw new Error(`the page replayed on ${par.how} and ${wrk.how}: not on threads and in workers as asked`);
     runs.push({ par, ser, wrk, own, npar, nser });
-    console.log(`round ${i + 1}: page on threads ${par.seconds.toFixed(1)} s (${par.how}; one thread ${ser.seconds.toFixed(1)} s; in workers ${wrk.seconds.toFixed(1)} s, ${wrk.how}; workers each reading the file ${own.seconds.toFixed(1)} s), CPU ${par.cpu.toFixed(1)} s (${ser.cpu.toFixed(1)}, ${wrk.cpu.toFixed(1)}, ${own.cpu.toFixed(1)}), native ${npar.seconds.toFixed(1)} s (--jobs 1 ${nser.seconds.toFixed(1)} s); renderer peak ${par.peakMiB.toFixed(0)} MiB (one thread ${ser.peakMiB.toFixed(0)} MiB, in workers ${wrk.peakMiB.toFixed(0)} MiB)`);
+    console.log(`round ${i + 1}: page on threads ${par.seconds.toFixed(1)} s (${par.how}; one thread ${ser.seconds.toFixed(1)} s; in workers ${wrk.seconds.toFixed(1)} s, ${wrk.how}; workers each reading the file ${own.seconds.toFixed(1)} s), CPU ${par.cpu.toFixed(1)} s (${ser.cpu.toFixed(1)}, ${wrk.cpu.toFixed(1)}, ${own.cpu.toFixed(1)}), native ${npar.seconds.toFixed(1)} s (--jobs 1 ${nser.seconds.toFixed(1)} s); ${again ? `again on threads, pass 1 kept, ${par.againSeconds.toFixed(1)} s (${(par.againSeconds / par.seconds).toFixed(2)} of the first); ` : ''}renderer peak ${par.peakMiB.toFixed(0)} MiB (one thread ${ser.peakMiB.toFixed(0)} MiB, in workers ${wrk.peakMiB.toFixed(0)} MiB)`);
   }
   if (scaling) {
     const most = Math.min(8, workers);
@@ -236,6 +262,7 @@ console.log(`page's threads, % of each second busy in the last round: ${last.par
 console.log(`page, one thread: ${m((r) => r.ser.seconds).toFixed(1)} s; in workers (?replay=workers): ${m((r) => r.wrk.seconds).toFixed(1)} s, renderer peak ${m((r) => r.wrk.peakMiB).toFixed(0)} MiB; workers each reading the file (not cross-origin isolated): ${m((r) => r.own.seconds).toFixed(1)} s, renderer peak ${m((r) => r.own.peakMiB).toFixed(0)} MiB`);
 console.log(`page's renderer process: peak ${m((r) => r.par.peakMiB).toFixed(0)} MiB resident on threads, ${m((r) => r.par.growthMiB).toFixed(0)} MiB more than the page before the replay (one thread: ${m((r) => r.ser.peakMiB).toFixed(0)} MiB, ${m((r) => r.ser.growthMiB).toFixed(0)} MiB more)`);
 console.log(`native (vmsim replay, five modes, cold): threads ${m((r) => r.npar.seconds).toFixed(1)} s, peak ${m((r) => r.npar.mib).toFixed(1)} MiB; --jobs 1 ${m((r) => r.nser.seconds).toFixed(1)} s, ${m((r) => r.nser.mib).toFixed(1)} MiB`);
+if (again) console.log(`page, the same file again (the "again" button, cold after warm: pass 1's findings kept from the first replay), on threads: ${m((r) => r.par.againSeconds).toFixed(1)} s against ${m((r) => r.par.seconds).toFixed(1)} s the first time (median of the rounds' ratios ${m((r) => r.par.againSeconds / r.par.seconds).toFixed(2)}); the same figures`);
 console.log(`page / native: ${m((r) => r.par.seconds / r.npar.seconds).toFixed(2)}x (one thread / --jobs 1: ${m((r) => r.ser.seconds / r.nser.seconds).toFixed(2)}x)`);
 console.log(`parallel / serial: page ${m((r) => r.par.seconds / r.ser.seconds).toFixed(2)} (on threads / one thread; in workers ${m((r) => r.wrk.seconds / r.ser.seconds).toFixed(2)}, workers each reading the file ${m((r) => r.own.seconds / r.ser.seconds).toFixed(2)}, each against one thread), native ${m((r) => r.npar.seconds / r.nser.seconds).toFixed(2)} (medians of ${rounds} paired rounds; load average at the end ${loadavg()[0].toFixed(1)})`);
 console.log(`the page's figures ${same ? 'equal' : 'DIFFER FROM'} the CLI's`);

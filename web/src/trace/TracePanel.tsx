@@ -337,11 +337,11 @@ function TraceProgress({ live, label, how, t, lang, onCancel }: {
   live: LiveStore; label: string; how?: ReplayProgress; t: T; lang: string; onCancel: () => void;
 }) {
   const { progress, left } = useSyncExternalStore(live.subscribe, live.get);
-  const text = t('running', { label, pass: progress?.pass ?? 1 });
+  const text = t(progress?.kept ? 'runningKept' : 'running', { label, pass: progress?.pass ?? 1 });
   const fraction = progress?.fraction ?? 0;
   return (
     <div className="trace-progress" data-testid="trace-progress" data-workers={how?.workers}
-      data-shared={how?.shared} data-threads={how?.threads}>
+      data-shared={how?.shared} data-threads={how?.threads} data-kept={progress?.kept}>
       {/* what a screen reader says: at each tenth of the bar, not at each of its updates (1 to 4 a second) */}
       <span className="sr-only" role="status" data-testid="trace-said">{text} · {10 * Math.floor(10 * fraction)} %</span>
       <span aria-hidden="true">{text}</span>

@@ -14,9 +14,11 @@ import { replayThreaded, type MtModule } from '../../../wasm-core/js/replay-mt';
 import type { ReplayOptions, ReplayReport } from '../../../wasm-core/js/replay';
 import { failed, postHeader, PROGRESS_MS, type FromWorker } from './protocol';
 
-/** progressMs: how often the progress is said (progressEvery) */
-export type ToThreads = { type: 'replay'; blob: Blob; options: ReplayOptions; jobs: number; progressMs?: number } | { type: 'warm' };
-export type FromThreads = FromWorker | { type: 'unavailable'; message: string } | { type: 'loaded' } | { type: 'ready' };
+/** progressMs: how often the progress is said (progressEvery); scan: pass 1's findings from
+ * a replay of the same file before (the 'scan' this worker said then) */
+export type ToThreads = { type: 'replay'; blob: Blob; options: ReplayOptions; jobs: number; progressMs?: number; scan?: Uint8Array } | { type: 'warm' };
+/** 'scan': this replay's pass 1 findings, said before 'done', for the next replay of the file */
+export type FromThreads = FromWorker | { type: 'unavailable'; message: string } | { type: 'loaded' } | { type: 'ready' } | { type: 'scan'; bytes: Uint8Array };
 
 /** Where the module is, from this worker's own script (assets/ in the built app). */
 const ENGINE = '../engine/vmsim-mt.mjs';
@@ -53,11 +55,12 @@ self.onmessage = async (e: MessageEvent<ToThreads>) => {
   const m = e.data;
   const mod = await load();
   if (m.type !== 'replay' || !mod) return;
-  const { blob, options, jobs, progressMs = PROGRESS_MS } = m;
+  const { blob, options, jobs, progressMs = PROGRESS_MS, scan } = m;
   try {
     await postHeader(blob, post);
     const text = await replayThreaded(mod, blob, { ...options, format: 'json' }, {
-      jobs, progressMs,
+      jobs, progressMs, scan,
+      keepScan: (bytes) => (self as unknown as Worker).postMessage({ type: 'scan', bytes } satisfies FromThreads, [bytes.buffer]),
       onProgress: (p) => post({ type: 'progress', progress: { ...p, workers: jobs, shared: true, threads: true } }),
     });
     post({ type: 'done', report: JSON.parse(text) as ReplayReport });

@@ -154,6 +154,23 @@ describe('the threaded replay\'s worker', () => {
     expect(made[0].terminated).toBe(true);
   });
 
+  it('keeps a replay\'s pass 1 findings for the next replay of that file, not for another file', () => {
+    const made = silentWorkers();
+    const file = new Blob([new Uint8Array(64)]), other = new Blob([new Uint8Array(64)]);
+    const told: FromWorker[] = [];
+    const scan = new Uint8Array([1, 2, 3]);
+    workerRunner(file, {}, (m) => told.push(m));
+    expect(made[0].posted).toEqual([expect.not.objectContaining({ scan: expect.anything() })]);
+    made[0].onmessage!({ data: { type: 'ready' } });
+    made[0].onmessage!({ data: { type: 'scan', bytes: scan } });
+    made[0].onmessage!({ data: { type: 'done', report: {} } });
+    expect(told.map((m) => m.type)).toEqual(['done']);      // the findings are the runner's, not the panel's
+    workerRunner(file, { start: 'warm' }, () => {}).cancel();
+    expect(made[1].posted).toEqual([expect.objectContaining({ type: 'replay', scan, options: { start: 'warm' } })]);
+    workerRunner(other, {}, () => {}).cancel();
+    expect(made[2].posted).toEqual([expect.not.objectContaining({ scan: expect.anything() })]);
+  });
+
   it('is no longer watched once the replay is cancelled', () => {
     vi.useFakeTimers();
     silentWorkers();

@@ -123,6 +123,12 @@ class ThreadsWorker {
   }
 }
 
+/** Pass 1's findings of each file replayed on threads here (the worker's 'scan'), by its
+ * Blob: the next replay of that file, with any settings, takes them in place of its pass 1
+ * (wasm-core/docs/replay.md, "Again without pass 1"). Let go with the Blob; a few MiB at
+ * most (its pages, 8 bytes each, and its chunks' marks, 40). */
+const scans = new WeakMap<Blob, Uint8Array>();
+
 /** The threaded worker started before a file was picked (warmThreads), and whether the
  * server has no threaded module (then none is started again). */
 type Spare = { threads: ThreadsWorker; watch?: ReturnType<typeof setTimeout> };
@@ -222,6 +228,7 @@ export const workerRunner: Runner = Object.assign((blob: Blob, options: ReplayOp
       if (m.type === 'loaded') { late = watchFor(MT_READY_MS); return; }
       if (m.type === 'ready') return;
       if (m.type === 'unavailable') { unavailable(); return; }
+      if (m.type === 'scan') { scans.set(blob, m.bytes); return; }
       onMessage(m);
       if (m.type === 'done' || m.type === 'error') stop();
     };
@@ -234,7 +241,8 @@ export const workerRunner: Runner = Object.assign((blob: Blob, options: ReplayOp
       return;
     }
     if (!threads.ready) late = watchFor(threads.leftMs());
-    worker.postMessage({ type: 'replay', blob, options, jobs, progressMs: progressEvery(jobs, replayWorkers()) } satisfies ToThreads);
+    const scan = scans.get(blob);
+    worker.postMessage({ type: 'replay', blob, options, jobs, progressMs: progressEvery(jobs, replayWorkers()), ...(scan ? { scan } : {}) } satisfies ToThreads);
   };
   const start = (groups: ReplayMode[][]) => {
     const ring = groups.length > 1 && canShare() ? newRings(groups.length - 1) : undefined;
