@@ -990,7 +990,7 @@ static bool took_scan(vmsim_replay *r, kept_scan *keep, bool progress)
 {
     if (!keep || !keep->in || vmsim_replay_scan_load(r, keep->in, keep->in_len))
         return false;
-    keep->used = true;
+    __atomic_store_n(&keep->used, true, __ATOMIC_RELEASE);     /* read by the page's thread (vmsim_mt_scan_used) */
     if (progress && rp_progress)
         rp_progress(2, 0, vmsim_replay_accesses(r));
     return true;
