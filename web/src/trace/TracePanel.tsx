@@ -302,7 +302,7 @@ export function TracePanel({ where, runner = workerRunner, exampleUrl = (n) => `
       {entries.length > 0 && (
         <ul className="trace-list" data-testid="trace-list">
           {entries.map((e) => (
-            <li key={e.id} data-status={e.status} data-source={e.source} data-workers={e.progress?.workers} data-shared={e.progress?.shared} data-threads={e.progress?.threads}>
+            <li key={e.id} data-status={e.status} data-source={e.source} data-workers={e.progress?.workers} data-shared={e.progress?.shared} data-threads={e.progress?.threads} data-kept={e.progress?.kept}>
               <strong>{labelOf(t, e)}</strong>
               {e.header && <span className="muted small"> · {t('facts', { accesses: e.header.accesses.toLocaleString(lang), pages: e.header.pages.toLocaleString(lang) })}</span>}
               {e.header?.partial && <span className="partial small"> · {t('partial')} <span lang="en">{e.header.partial_reason}</span></span>}
