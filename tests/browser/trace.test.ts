@@ -43,6 +43,22 @@ async function watched(query: string) {
   return { page, problems };
 }
 
+/** Notes in the page the bar's words and value at each change (looked at every 20 ms); the
+ * function returned takes what was noted since, as `words|value`. */
+async function noteBar(page: Page) {
+  await page.evaluate(() => {
+    const w = window as unknown as { seen: string[] };
+    w.seen = [];
+    setInterval(() => {
+      const p = document.querySelector('[data-testid="trace-progress"]');
+      if (!p) return;
+      const v = `${p.querySelector('span[aria-hidden]')?.textContent}|${p.querySelector('progress')?.getAttribute('value')}`;
+      if (w.seen.at(-1) !== v) w.seen.push(v);
+    }, 20);
+  });
+  return () => page.evaluate(() => (window as unknown as { seen: string[] }).seen.splice(0));
+}
+
 const rows = (page: Page, trace: number) => page.$$eval(`[data-testid="trace-table"] tr[data-trace="${trace}"]`, (trs) => trs.map((tr) => ({
   mode: tr.getAttribute('data-mode'),
   refs: tr.querySelector('[data-field="refs_per_access"]')!.textContent,
@@ -85,20 +101,11 @@ describe('Your program, in Chromium', () => {
   it('streams a long trace through the worker: progress in many steps through both passes, then the CLI\'s figures', async () => {
     const { page, problems } = await watched('?view=compare&example=ept-4k');
     await page.waitForSelector('[data-testid="trace-panel"]');
-    // every progress value and pass the page shows, sampled in the page
-    await page.evaluate(() => {
-      const w = window as unknown as { seen: string[] };
-      w.seen = [];
-      setInterval(() => {
-        const bar = document.querySelector('[data-testid="trace-progress"] progress');
-        const pass = /pass ([12]) of 2/.exec(document.querySelector('[data-testid="trace-progress"]')?.textContent ?? '')?.[1];
-        const v = bar ? `${pass}:${bar.getAttribute('value')}` : null;
-        if (v && w.seen.at(-1) !== v) w.seen.push(v);
-      }, 20);
-    });
+    // every progress value and pass the page shows, as pass:value
+    const taken = await noteBar(page);
     await page.setInputFiles('[data-testid="trace-file"]', long);
     await page.waitForSelector('[data-testid="trace-table"] tr[data-trace="1"]', { timeout: 120_000 });
-    const seen = await page.evaluate(() => (window as unknown as { seen: string[] }).seen);
+    const seen = (await taken()).map((v) => { const [words, value] = v.split('|'); return `${/pass ([12]) of 2/.exec(words)?.[1]}:${value}`; });
     const values = seen.map((v) => Number(v.split(':')[1]));
     expect(values.filter((v) => v > 0 && v < 1).length, seen.join(' ')).toBeGreaterThanOrEqual(4);
     for (let i = 1; i < values.length; i++) expect(values[i], seen.join(' ')).toBeGreaterThanOrEqual(values[i - 1]);
@@ -198,18 +205,7 @@ describe('Your program, in Chromium', () => {
   it('replays a file again with other settings without its pass 1: the bar says so and goes over pass 2 alone, to the CLI\'s figures for those settings', async () => {
     const { page, problems } = await watched('?view=compare&example=ept-4k');
     await page.waitForSelector('[data-testid="trace-panel"]');
-    // the bar's words and value as the page shows them, each change
-    await page.evaluate(() => {
-      const w = window as unknown as { seen: string[] };
-      w.seen = [];
-      setInterval(() => {
-        const p = document.querySelector('[data-testid="trace-progress"]');
-        if (!p) return;
-        const v = `${p.querySelector('span[aria-hidden]')?.textContent}|${p.querySelector('progress')?.getAttribute('value')}`;
-        if (w.seen.at(-1) !== v) w.seen.push(v);
-      }, 20);
-    });
-    const taken = () => page.evaluate(() => (window as unknown as { seen: string[] }).seen.splice(0));
+    const taken = await noteBar(page);
     await page.setInputFiles('[data-testid="trace-file"]', long);
     await page.waitForSelector('[data-testid="trace-table"] tr[data-trace="1"]', { timeout: 120_000 });
     const first = await taken();
