@@ -2174,6 +2174,12 @@ static uint64_t scan_word(const uint8_t *in, size_t i)
     return w;
 }
 
+/* Two streams' offsets in one word (scan_save): each a place in a page. */
+static bool scan_offs_ok(uint64_t w)
+{
+    return (uint32_t)w < 4096 && w >> 32 < 4096;
+}
+
 int vmsim_replay_scan_load(vmsim_replay *r, const uint8_t *in, size_t n)
 {
     if (!r || r->status || r->pass != 1 || r->dec.consumed || r->dec.ncarry || r->ps.used || r->nmarks || r->share ||
@@ -2185,41 +2191,34 @@ int vmsim_replay_scan_load(vmsim_replay *r, const uint8_t *in, size_t n)
     for (size_t i = 0; i < 8; i++)
         if (scan_word(in, i) != want[i])
             return -1;      /* not this trace's */
-    if (nm > MAX_MARKS || h->pages > MAX_PAGES || n / 8 != SCAN_HEAD + 5 * nm + h->pages || !body ||
-        (uint32_t)offs >= 4096 || offs >> 32 >= 4096 || (nm && !scan_word(in, 12)) || (r->marking && !nm))
+    if (nm > MAX_MARKS || h->pages > MAX_PAGES || n / 8 != SCAN_HEAD + 5 * nm + h->pages || !body || !scan_offs_ok(offs) ||
+        (nm && !scan_word(in, 12)) || (r->marking && !nm))
         return -1;
-    /* the marks: in the body, in order, each stream's place a place in a page */
-    for (uint64_t i = 0, last = 0; i < nm; i++) {
-        const uint8_t *m = in + 8 * (SCAN_HEAD + 5 * i);
-        uint64_t consumed = scan_word(m, 0), count = scan_word(m, 1), o = scan_word(m, 4);
-        if ((i && consumed <= last) || consumed >= body || count > h->accesses || (uint32_t)o >= 4096 || o >> 32 >= 4096 ||
-            scan_word(m, 2) >= TRACE_USER_PAGES || scan_word(m, 3) >= TRACE_USER_PAGES)
-            return -1;
-        last = consumed;
-    }
-    const uint8_t *pg = in + 8 * (SCAN_HEAD + 5 * nm);
-    for (uint64_t i = 0; i < h->pages; i++) {
-        uint64_t w = scan_word(pg, i);
-        if ((w & 7) == 0 || w >> 3 >= TRACE_USER_PAGES)
-            return -1;
-    }
     replay_mark *marks = nm ? malloc(nm * sizeof *marks) : NULL;
     if (nm && !marks)
         return -1;
+    /* the marks: in the body, in order, each stream's place a place in a page */
     for (uint64_t i = 0; i < nm; i++) {
         const uint8_t *m = in + 8 * (SCAN_HEAD + 5 * i);
         uint64_t o = scan_word(m, 4);
         marks[i] = (replay_mark){.consumed = scan_word(m, 0), .count = scan_word(m, 1),
                                  .page = {scan_word(m, 2), scan_word(m, 3)}, .off = {(uint32_t)o, (uint32_t)(o >> 32)}};
+        if ((i && marks[i].consumed <= marks[i - 1].consumed) || marks[i].consumed >= body || marks[i].count > h->accesses ||
+            !scan_offs_ok(o) || marks[i].page[0] >= TRACE_USER_PAGES || marks[i].page[1] >= TRACE_USER_PAGES) {
+            free(marks);
+            return -1;
+        }
     }
-    bool added;
-    for (uint64_t i = 0; i < h->pages && !r->status; i++) {
+    /* the pages, each once, each with a kind */
+    const uint8_t *pg = in + 8 * (SCAN_HEAD + 5 * nm);
+    bool added, ok = true;
+    for (uint64_t i = 0; ok && i < h->pages; i++) {
         uint64_t w = scan_word(pg, i);
-        ps_add(r, w >> 3, (uint8_t)(w & 7), &added);
+        ok = (w & 7) && w >> 3 < TRACE_USER_PAGES && !ps_add(r, w >> 3, (uint8_t)(w & 7), &added);
     }
-    if (r->status || r->ps.used != h->pages) {     /* a page twice: not a save */
+    if (!ok || r->ps.used != h->pages) {     /* a page without a kind or above the user half, or twice */
         free(marks);
-        if (r->status)
+        if (r->status)      /* out of memory */
             return -1;
         free(r->ps.keys);
         free(r->ps.kinds);

@@ -822,6 +822,30 @@ static void test_batches_grouped(void)
     }
 }
 
+/* Pass 1's findings for a replay (vmsim_replay_scan_load / _save): in, taken in place of
+ * pass 1 where they fit (NULL: none), and whether they were; out, the replay's own, saved
+ * once it is over. */
+typedef struct findings {
+    const uint8_t *in;
+    size_t in_n;
+    bool took;
+    uint8_t *out;
+    size_t out_n;
+} findings;
+
+static bool take_findings(vmsim_replay *r, findings *f)
+{
+    f->took = f->in && vmsim_replay_scan_load(r, f->in, f->in_n) == 0;
+    return f->took;
+}
+
+static void save_findings(const vmsim_replay *r, findings *f)
+{
+    f->out_n = vmsim_replay_scan_save(r, NULL, 0);
+    f->out = f->out_n ? malloc(f->out_n) : NULL;
+    CHECK(!f->out_n || vmsim_replay_scan_save(r, f->out, f->out_n) == f->out_n, "the findings saved whole");
+}
+
 /* Pass 2 in chunks, as the CLI's threads run it, in one thread: pass 1 in pieces of
  * `piece` (the first and every other one scanned ahead and joined, the others scanned in order), noting
  * where pass 2 may start; pass 2 decodes the chunks in an order of its own (the last
@@ -829,16 +853,17 @@ static void test_batches_grouped(void)
  * then takes them in order: cursor_end, the shared L1s, the runs grouped by page in every
  * other chunk, every mode. change: pass 2 reads the body with the byte there altered
  * (SIZE_MAX: none). *nchunks: the chunks pass 1 noted; *longest: the most bytes of one but
- * the last. */
+ * the last. f: NULL, or findings taken in place of pass 1 and saved after (above). */
 static char *replay_in_chunks(const uint8_t *prefix, size_t plen, const buf *body, size_t piece, const char *opts,
-                              size_t change, size_t *nchunks, size_t *longest, char *err, size_t errlen)
+                              size_t change, size_t *nchunks, size_t *longest, char *err, size_t errlen, findings *f)
 {
     vmsim_replay *r = vmsim_replay_open(prefix, plen, 0, opts, strlen(opts));
     vmsim_replay_ahead *a = vmsim_replay_ahead_new();
     char *text = NULL;
     *nchunks = 0;
     vmsim_replay_chunked(r);
-    for (size_t at = 0, i = 0; at < body->n && !vmsim_replay_status(r); at += piece, i++) {
+    bool took = f && take_findings(r, f);
+    for (size_t at = 0, i = 0; !took && at < body->n && !vmsim_replay_status(r); at += piece, i++) {
         size_t k = at + piece < body->n ? piece : body->n - at;
         if (i % 2 == 0)
             vmsim_replay_scan_ahead(a, body->b + at, k);
@@ -902,6 +927,8 @@ static char *replay_in_chunks(const uint8_t *prefix, size_t plen, const buf *bod
     }
     if (!vmsim_replay_status(r))
         vmsim_replay_finish(r, &text);
+    if (f)
+        save_findings(r, f);
     snprintf(err, errlen, "%s", vmsim_replay_error(r));
     for (size_t k = 0; k < n; k++) {
         vmsim_replay_cursor_free(c[k]);
@@ -940,7 +967,7 @@ static void test_chunks(void)
             CHECK(whole != NULL, "one handle: %s", err);
             for (size_t i = 0; whole && i < sizeof pieces / sizeof *pieces; i++) {
                 size_t chunks, longest;
-                char *t = replay_in_chunks(prefix, plen, &body, pieces[i], opts[o], SIZE_MAX, &chunks, &longest, err, sizeof err);
+                char *t = replay_in_chunks(prefix, plen, &body, pieces[i], opts[o], SIZE_MAX, &chunks, &longest, err, sizeof err, NULL);
                 CHECK(t && !strcmp(t, whole), "%s accesses, pieces of %zu, %zu chunks: %s", kind ? "a program's" : "random",
                       pieces[i], chunks, t ? "another report" : err);
                 /* chunks 16 KiB apart or more, and within a piece, scanned ahead or in order */
@@ -958,7 +985,7 @@ static void test_chunks(void)
         for (size_t at = body.n / 3; at < body.n; at += body.n / 3) {
             size_t chunks, longest;
             char err[512];
-            char *t = replay_in_chunks(prefix, plen, &body, 20000, opts[0], at, &chunks, &longest, err, sizeof err);
+            char *t = replay_in_chunks(prefix, plen, &body, 20000, opts[0], at, &chunks, &longest, err, sizeof err, NULL);
             CHECK(!t && (strstr(err, "differed between the two passes") || strstr(err, "corrupt")),
                   "a body changed at byte %zu of %zu for pass 2: %s", at, body.n, t ? "replayed" : err);
             free(t);
@@ -972,90 +999,33 @@ static void test_chunks(void)
     vmsim_replay_close(r);
 }
 
-/* A replay that takes pass 1's findings from scan (NULL: scans the body, in pieces of 20,000
- * bytes, every other one scanned ahead), where *took says whether they were taken; pass 2
- * in chunks in order where chunked (each with a cursor of its own), else in one piece, the
- * byte at `change` altered (SIZE_MAX: none); then saves its own findings to *save. */
-static char *replay_kept(const uint8_t *prefix, size_t plen, const buf *body, const char *opts, bool chunked,
-                         const uint8_t *scan, size_t scan_n, bool *took, uint8_t **save, size_t *save_n, size_t change,
-                         char *err, size_t errlen)
+/* A replay that takes pass 1's findings from f->in where they fit (else scans the body) and
+ * saves its own to f->out: in chunks (replay_in_chunks, pieces of 20,000 bytes), or one
+ * handle, the body fed whole with the byte at `change` altered (SIZE_MAX: none). */
+static char *replay_kept(const uint8_t *prefix, size_t plen, const buf *body, const char *opts, bool chunked, findings *f,
+                         size_t change, char *err, size_t errlen)
 {
-    vmsim_replay *r = vmsim_replay_open(prefix, plen, 0, opts, strlen(opts));
-    vmsim_replay_ahead *a = vmsim_replay_ahead_new();
-    char *text = NULL;
-    if (chunked)
-        vmsim_replay_chunked(r);
-    *took = scan && vmsim_replay_scan_load(r, scan, scan_n) == 0;
-    for (size_t at = 0, i = 0; !*took && at < body->n && !vmsim_replay_status(r); at += 20000, i++) {
-        size_t k = at + 20000 < body->n ? 20000 : body->n - at;
-        if (i % 2 == 0)
-            vmsim_replay_scan_ahead(a, body->b + at, k);
-        vmsim_replay_scan_joined(r, body->b + at, k, i % 2 == 0 ? a : NULL);
+    if (chunked) {
+        size_t chunks, longest;
+        return replay_in_chunks(prefix, plen, body, 20000, opts, change, &chunks, &longest, err, errlen, f);
     }
+    vmsim_replay *r = vmsim_replay_open(prefix, plen, 0, opts, strlen(opts));
+    char *text = NULL;
+    if (!take_findings(r, f))
+        vmsim_replay_scan(r, body->b, body->n);
     if (!vmsim_replay_status(r))
         vmsim_replay_scan_end(r);
     uint8_t *b2 = malloc(body->n);
     memcpy(b2, body->b, body->n);
     if (change < body->n)
         b2[change] ^= 0x28;
-    size_t n = vmsim_replay_chunks(r);
-    if (!chunked || n < 2) {
-        if (!vmsim_replay_status(r))
-            vmsim_replay_feed(r, b2, body->n);
-    } else {
-        vmsim_replay_cursor *c = vmsim_replay_cursor_new();
-        size_t room = 80;
-        vmsim_replay_batch **bs = calloc(room, sizeof *bs);
-        unsigned modes = vmsim_replay_modes_here(r);
-        const uint8_t *p = b2;
-        for (size_t k = 0; k < n && !vmsim_replay_status(r); k++) {
-            vmsim_replay_cursor_at(r, c, k);
-            const uint8_t *end = p + (size_t)vmsim_replay_chunk_bytes(r, k);
-            size_t nb = 0;
-            bool fresh = true;
-            for (;;) {
-                if (fresh && !bs[nb])
-                    bs[nb] = vmsim_replay_batch_new();
-                else if (fresh)
-                    vmsim_replay_batch_clear(bs[nb]);
-                const uint8_t *before = p;
-                size_t got = vmsim_replay_decode_chunk(r, c, &p, end, bs[nb]);
-                fresh = vmsim_replay_batch_size(bs[nb]) == VMSIM_REPLAY_BATCH && nb + 1 < room;
-                if (fresh) {
-                    nb++;
-                } else if (p == before && !got) {
-                    if (vmsim_replay_batch_size(bs[nb]))
-                        nb++;
-                    break;
-                }
-            }
-            p = end;
-            if (vmsim_replay_cursor_end(r, c))
-                break;
-            for (size_t j = 0; j < nb; j++) {
-                vmsim_replay_batch_runs(bs[j]);
-                vmsim_replay_batch_sl1(r, bs[j]);
-                for (int mode = 0; mode < 6; mode++)
-                    if (modes >> mode & 1)
-                        vmsim_replay_run(r, mode, bs[j]);
-            }
-        }
-        for (size_t j = 0; j < room; j++)
-            if (bs[j])
-                vmsim_replay_batch_free(bs[j]);
-        free(bs);
-        vmsim_replay_cursor_free(c);
-    }
+    if (!vmsim_replay_status(r))
+        vmsim_replay_feed(r, b2, body->n);
     if (!vmsim_replay_status(r))
         vmsim_replay_finish(r, &text);
-    if (save) {
-        *save_n = vmsim_replay_scan_save(r, NULL, 0);
-        *save = *save_n ? malloc(*save_n) : NULL;
-        CHECK(!*save_n || vmsim_replay_scan_save(r, *save, *save_n) == *save_n, "the findings saved whole");
-    }
+    save_findings(r, f);
     snprintf(err, errlen, "%s", vmsim_replay_error(r));
     free(b2);
-    vmsim_replay_ahead_free(a);
     vmsim_replay_close(r);
     return text;
 }
@@ -1080,12 +1050,12 @@ static void test_scan_kept(void)
         encode(&body, in, n);
         size_t plen = file_prefix(prefix, in, n, 1, "");
         char err[512];
-        bool took;
-        uint8_t *plain = NULL, *marked = NULL, *theirs = NULL;
-        size_t plain_n = 0, marked_n = 0, theirs_n = 0;
-        char *t0 = replay_kept(prefix, plen, &body, opts[0], false, NULL, 0, &took, &plain, &plain_n, SIZE_MAX, err, sizeof err);
-        char *t1 = replay_kept(prefix, plen, &body, opts[0], true, NULL, 0, &took, &marked, &marked_n, SIZE_MAX, err, sizeof err);
-        free(replay_kept(oprefix, oplen, &other, opts[0], true, NULL, 0, &took, &theirs, &theirs_n, SIZE_MAX, err, sizeof err));
+        findings f0 = {0}, f1 = {0}, fo = {0};
+        char *t0 = replay_kept(prefix, plen, &body, opts[0], false, &f0, SIZE_MAX, err, sizeof err);
+        char *t1 = replay_kept(prefix, plen, &body, opts[0], true, &f1, SIZE_MAX, err, sizeof err);
+        free(replay_kept(oprefix, oplen, &other, opts[0], true, &fo, SIZE_MAX, err, sizeof err));
+        uint8_t *plain = f0.out, *marked = f1.out, *theirs = fo.out;
+        size_t plain_n = f0.out_n, marked_n = f1.out_n, theirs_n = fo.out_n;
         CHECK(t0 && t1 && !strcmp(t0, t1) && plain_n && marked_n > plain_n && theirs_n,
               "a replay saves its findings (%zu bytes; %zu with its marks)", plain_n, marked_n);
         for (int o = 0; t0 && o < 4; o++) {
@@ -1094,12 +1064,13 @@ static void test_scan_kept(void)
                 for (int from = 0; from < 2; from++) {
                     if (chunked && !from)
                         continue;       /* no marks: not taken where chunked (below) */
-                    uint8_t *again = NULL;
-                    size_t again_n = 0;
                     const uint8_t *was = from ? marked : plain;
                     size_t was_n = from ? marked_n : plain_n;
-                    char *t = replay_kept(prefix, plen, &body, opts[o], chunked, was, was_n, &took, &again, &again_n, SIZE_MAX,
-                                          err, sizeof err);
+                    findings f = {.in = was, .in_n = was_n};
+                    char *t = replay_kept(prefix, plen, &body, opts[o], chunked, &f, SIZE_MAX, err, sizeof err);
+                    const uint8_t *again = f.out;
+                    size_t again_n = f.out_n;
+                    bool took = f.took;
                     CHECK(took && t && !strcmp(t, whole), "%s accesses, options %d, %s, findings %s: %s",
                           kind ? "a program's" : "random", o, chunked ? "in chunks" : "one handle",
                           from ? "with marks" : "without", !took ? "not taken" : t ? "another report" : err);
@@ -1116,7 +1087,7 @@ static void test_scan_kept(void)
                         same = found;
                     }
                     CHECK(same, "findings taken and saved again: %zu bytes against %zu", again_n, was_n);
-                    free(again);
+                    free(f.out);
                     free(t);
                 }
             free(whole);
@@ -1150,20 +1121,22 @@ static void test_scan_kept(void)
                 memcpy(bad + 8 * (14 + 5), marked + 8 * 14, 40);
                 memcpy(bad + 8 * 14, marked + 8 * (14 + 5), 40);
             }
-            char *t = replay_kept(prefix, plen, &body, opts[0], no[i].chunked, no[i].b, no[i].n, &took, NULL, NULL, SIZE_MAX,
-                                  err, sizeof err);
-            CHECK(!took && t && !strcmp(t, t0), "findings %s: %s", no[i].what,
-                  took ? "taken" : t ? "another report" : err);
+            findings f = {.in = no[i].b, .in_n = no[i].n};
+            char *t = replay_kept(prefix, plen, &body, opts[0], no[i].chunked, &f, SIZE_MAX, err, sizeof err);
+            CHECK(!f.took && t && !strcmp(t, t0), "findings %s: %s", no[i].what,
+                  f.took ? "taken" : t ? "another report" : err);
+            free(f.out);
             free(t);
         }
         free(bad);
         /* taken, then the body found changed by pass 2 */
         for (int chunked = 0; t0 && chunked < 2; chunked++) {
-            char *t = replay_kept(prefix, plen, &body, opts[0], chunked, marked, marked_n, &took, NULL, NULL, body.n / 2,
-                                  err, sizeof err);
-            CHECK(took && !t && (strstr(err, "differed between the two passes") || strstr(err, "corrupt")),
+            findings f = {.in = marked, .in_n = marked_n};
+            char *t = replay_kept(prefix, plen, &body, opts[0], chunked, &f, body.n / 2, err, sizeof err);
+            CHECK(f.took && !t && (strstr(err, "differed between the two passes") || strstr(err, "corrupt")),
                   "findings kept, the body changed at its middle, %s: %s", chunked ? "in chunks" : "one handle",
                   t ? "replayed" : err);
+            free(f.out);
             free(t);
         }
         /* nothing to save before pass 1 ends; nothing taken after its first piece */

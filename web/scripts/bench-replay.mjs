@@ -99,6 +99,12 @@ const rounds = Math.max(1, Number(process.env.REPLAY_ROUNDS ?? 3));
 const server = await startClassServer();
 const browser = await launchChromium();
 
+/** The figures the page's table shows for the first trace, mode by mode. */
+const tableRows = (page) => page.$$eval('[data-testid="trace-table"] tr[data-trace="1"]', (trs) => trs.map((tr) => ({
+  mode: tr.getAttribute('data-mode'), refs: tr.querySelector('[data-field="refs_per_access"]').textContent,
+  overhead: tr.querySelector('[data-field="overhead_pct"]').textContent,
+})));
+
 /** One replay in a fresh page; workers: what navigator.hardwareConcurrency says there (undefined: the machine's);
  * isolated false: the page served without Cross-Origin-Embedder-Policy (each worker streams the File);
  * inWorkers: the page asked for its workers (?replay=workers) instead of its threads. */
@@ -161,10 +167,7 @@ async function pageReplay(workers, isolated = true, inWorkers = false, again = f
     if (await page.evaluate(() => crossOriginIsolated) !== isolated) throw new Error(`the page was ${isolated ? 'not ' : ''}cross-origin isolated`);
     const progress = await page.evaluate(() => window.__progress.length);
     const how = await page.evaluate(() => window.__how ?? '?');
-    const rows = await page.$$eval('[data-testid="trace-table"] tr[data-trace="1"]', (trs) => trs.map((tr) => ({
-      mode: tr.getAttribute('data-mode'), refs: tr.querySelector('[data-field="refs_per_access"]').textContent,
-      overhead: tr.querySelector('[data-field="overhead_pct"]').textContent,
-    })));
+    const rows = await tableRows(page);
     // the renderer that grew most is the one with the workers
     let worker = renderers[0];
     for (const p of renderers) if (peak.get(p) - before.get(p) > peak.get(worker) - before.get(worker)) worker = p;
@@ -185,10 +188,7 @@ async function pageReplay(workers, isolated = true, inWorkers = false, again = f
         if (!await page.evaluate(() => window.__kept)) throw new Error(`the replay again (${start}) ran its pass 1: the findings were not kept`);
       }
       againSeconds = await page.evaluate(() => (window.__t1 - window.__t0) / 1000);
-      const againRows = await page.$$eval('[data-testid="trace-table"] tr[data-trace="1"]', (trs) => trs.map((tr) => ({
-        mode: tr.getAttribute('data-mode'), refs: tr.querySelector('[data-field="refs_per_access"]').textContent,
-        overhead: tr.querySelector('[data-field="overhead_pct"]').textContent,
-      })));
+      const againRows = await tableRows(page);
       if (JSON.stringify(againRows) !== JSON.stringify(rows)) throw new Error('the replay again gave other figures than the first');
     }
     return { seconds, againSeconds, cpu, workerCpu, perSecond, progress, how, rows, peakMiB: peak.get(worker) / 1024, growthMiB: (peak.get(worker) - before.get(worker)) / 1024 };
