@@ -25,6 +25,10 @@
 // out), how the replay grows with processors: one round, in turn for each count k from 1
 // to the processors (at most 8), the page told it has k (k threads) and the CLI with
 // --jobs k, each against its one-thread / --jobs 1 time of the same round.
+// Each replay's CPU is counted too (the renderer's; the CLI's through GNU time), and what the
+// rest of the machine used meanwhile (/proc/stat): parallel / serial is about the CPU on
+// threads against one, over the processors kept busy, so a ratio over its target says whether
+// the threads did more work or were kept from the processors.
 // Prints one line per figure; speed is printed, never asserted.
 //   [REPLAY_ROUNDS=3] [REPLAY_SCALING=0|1] [REPLAY_AGAIN=0|1] node web/scripts/bench-replay.mjs [TRACE]
 import { spawnSync } from 'node:child_process';
@@ -87,6 +91,16 @@ function workerTicks(pid, into) {
       into.set(Number(t), statTicks(st));
     } catch { /* gone */ }
   }
+}
+/** The machine's busy CPU seconds so far, every processor's (/proc/stat: all but idle and
+ * iowait); NaN without /proc. What the machine used beyond the replay measured (the browser's
+ * other processes, the class server, this script, anything else running) is this over the
+ * replay's time less the replay's own CPU. */
+function busySeconds() {
+  try {
+    const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1, 9).map(Number);
+    return (f.reduce((a, b) => a + b, 0) - f[3] - f[4]) / 100;
+  } catch { return NaN; }
 }
 function isRenderer(pid) {
   try { return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('--type=renderer'); } catch { return false; }
@@ -156,6 +170,7 @@ async function pageReplay(workers, isolated = true, inWorkers = false, again = f
       perSecond.push([...now].sort((a, b) => a[0] - b[0]).map(([t, n]) => n - (lastTicks.get(t) ?? n)));
       lastTicks = now;
     }, 1000);
+    const busy0 = busySeconds();
     await page.setInputFiles('[data-testid="trace-file"]', trace);
     // looked for once a second: the time itself is the page's (__t0 to __t1)
     await page.waitForFunction(() => window.__t1 !== undefined, null, { polling: 1000, timeout: 900_000 });
@@ -164,6 +179,7 @@ async function pageReplay(workers, isolated = true, inWorkers = false, again = f
     clearInterval(seconds1);
     if (hwm) for (const p of renderers) peak.set(p, Math.max(before.get(p), rssKiB(p, 'VmHWM')));
     const cpu = Math.max(...renderers.map((p) => cpuSeconds(p) - cpu0.get(p)));
+    const rest = busySeconds() - busy0 - cpu;
     if (await page.evaluate(() => crossOriginIsolated) !== isolated) throw new Error(`the page was ${isolated ? 'not ' : ''}cross-origin isolated`);
     const progress = await page.evaluate(() => window.__progress.length);
     const how = await page.evaluate(() => window.__how ?? '?');
@@ -191,27 +207,31 @@ async function pageReplay(workers, isolated = true, inWorkers = false, again = f
       const againRows = await tableRows(page);
       if (JSON.stringify(againRows) !== JSON.stringify(rows)) throw new Error('the replay again gave other figures than the first');
     }
-    return { seconds, againSeconds, cpu, workerCpu, perSecond, progress, how, rows, peakMiB: peak.get(worker) / 1024, growthMiB: (peak.get(worker) - before.get(worker)) / 1024 };
+    return { seconds, againSeconds, cpu, rest, workerCpu, perSecond, progress, how, rows, peakMiB: peak.get(worker) / 1024, growthMiB: (peak.get(worker) - before.get(worker)) / 1024 };
   } finally {
     await page.close();
   }
 }
 
-// the native CLI on the same trace (GNU time for its peak memory where there is one)
-const time = existsSync('/usr/bin/time') ? ['/usr/bin/time', '-f', '%M'] : [];
+// the native CLI on the same trace (GNU time for its CPU and peak memory where there is one)
+const time = existsSync('/usr/bin/time') ? ['/usr/bin/time', '-f', '%U %S %M'] : [];
 function nativeReplay(jobs) {
+  const busy0 = busySeconds();
   const t0 = performance.now();
   const n = spawnSync(time[0] ?? vmsim, [...time.slice(1), ...(time.length ? [vmsim] : []), 'replay', trace, '--quiet', '--format', 'json',
     ...(jobs ? ['--jobs', String(jobs)] : [])], { encoding: 'utf8', maxBuffer: 1 << 24 });
   const seconds = (performance.now() - t0) / 1000;
   if (n.status !== 0) { console.error(n.stderr); process.exit(1); }
-  const kib = time.length ? Number(n.stderr.trim().split('\n').at(-1)) : NaN;
+  const [user, sys, kib] = time.length ? n.stderr.trim().split('\n').at(-1).split(' ').map(Number) : [NaN, NaN, NaN];
+  const cpu = user + sys;
+  const rest = busySeconds() - busy0 - cpu;
   const rows = JSON.parse(n.stdout).modes.map((m) => ({
     mode: m.mode, refs: m.refs_per_access.toFixed(3), overhead: m.overhead_pct === null ? '–' : `${m.overhead_pct.toFixed(2)} %`,
   }));
-  return { seconds, mib: kib / 1024, rows };
+  return { seconds, cpu, rest, mib: kib / 1024, rows };
 }
 
+const fix = (x) => (Number.isFinite(x) ? x.toFixed(1) : '?');
 const median = (a) => { const b = [...a].sort((x, y) => x - y); return b.length % 2 ? b[(b.length - 1) / 2] : (b[b.length / 2 - 1] + b[b.length / 2]) / 2; };
 const workers = typeof navigator !== 'undefined' && navigator.hardwareConcurrency ? navigator.hardwareConcurrency : cpus().length;
 console.log(`${rounds} rounds, each in turn: the page on threads (${Math.min(8, workers)} here), the page on one thread, the page in its workers (${Math.min(5, workers)} here, one decoder shared; ?replay=workers), the page's workers each reading the file (not isolated), the CLI on threads, the CLI with --jobs 1; load average at the start ${loadavg()[0].toFixed(1)}`);
@@ -231,7 +251,7 @@ try {
     same &&= [par, ser, wrk, own, npar].every((r) => JSON.stringify(r.rows) === JSON.stringify(nser.rows));
     if (!par.how.endsWith('threads') || !wrk.how.endsWith('workers')) throw new Error(`the page replayed on ${par.how} and ${wrk.how}: not on threads and in workers as asked`);
     runs.push({ par, ser, wrk, own, npar, nser });
-    console.log(`round ${i + 1}: page on threads ${par.seconds.toFixed(1)} s (${par.how}; one thread ${ser.seconds.toFixed(1)} s; in workers ${wrk.seconds.toFixed(1)} s, ${wrk.how}; workers each reading the file ${own.seconds.toFixed(1)} s), CPU ${par.cpu.toFixed(1)} s (${ser.cpu.toFixed(1)}, ${wrk.cpu.toFixed(1)}, ${own.cpu.toFixed(1)}), native ${npar.seconds.toFixed(1)} s (--jobs 1 ${nser.seconds.toFixed(1)} s); ${again ? `again on threads, pass 1 kept, ${par.againSeconds.toFixed(1)} s (${(par.againSeconds / par.seconds).toFixed(2)} of the first); ` : ''}renderer peak ${par.peakMiB.toFixed(0)} MiB (one thread ${ser.peakMiB.toFixed(0)} MiB, in workers ${wrk.peakMiB.toFixed(0)} MiB)`);
+    console.log(`round ${i + 1}: page on threads ${par.seconds.toFixed(1)} s (${par.how}; one thread ${ser.seconds.toFixed(1)} s; in workers ${wrk.seconds.toFixed(1)} s, ${wrk.how}; workers each reading the file ${own.seconds.toFixed(1)} s), CPU ${par.cpu.toFixed(1)} s (${ser.cpu.toFixed(1)}, ${wrk.cpu.toFixed(1)}, ${own.cpu.toFixed(1)}), native ${npar.seconds.toFixed(1)} s, CPU ${fix(npar.cpu)} s (--jobs 1 ${nser.seconds.toFixed(1)} s, CPU ${fix(nser.cpu)} s); the rest of the machine's CPU meanwhile at most ${fix(Math.max(...[par, ser, wrk, own, npar, nser].map((r) => r.rest)))} s; ${again ? `again on threads, pass 1 kept, ${par.againSeconds.toFixed(1)} s (${(par.againSeconds / par.seconds).toFixed(2)} of the first); ` : ''}renderer peak ${par.peakMiB.toFixed(0)} MiB (one thread ${ser.peakMiB.toFixed(0)} MiB, in workers ${wrk.peakMiB.toFixed(0)} MiB)`);
   }
   if (scaling) {
     const most = Math.min(8, workers);
@@ -265,5 +285,7 @@ console.log(`native (vmsim replay, five modes, cold): threads ${m((r) => r.npar.
 if (again) console.log(`page, the same file again (the "again" button, cold after warm: pass 1's findings kept from the first replay), on threads: ${m((r) => r.par.againSeconds).toFixed(1)} s against ${m((r) => r.par.seconds).toFixed(1)} s the first time (median of the rounds' ratios ${m((r) => r.par.againSeconds / r.par.seconds).toFixed(2)}); the same figures`);
 console.log(`page / native: ${m((r) => r.par.seconds / r.npar.seconds).toFixed(2)}x (one thread / --jobs 1: ${m((r) => r.ser.seconds / r.nser.seconds).toFixed(2)}x)`);
 console.log(`parallel / serial: page ${m((r) => r.par.seconds / r.ser.seconds).toFixed(2)} (on threads / one thread; in workers ${m((r) => r.wrk.seconds / r.ser.seconds).toFixed(2)}, workers each reading the file ${m((r) => r.own.seconds / r.ser.seconds).toFixed(2)}, each against one thread), native ${m((r) => r.npar.seconds / r.nser.seconds).toFixed(2)} (medians of ${rounds} paired rounds; load average at the end ${loadavg()[0].toFixed(1)})`);
+console.log(`CPU on threads against one: page ${m((r) => r.par.cpu / r.ser.cpu).toFixed(2)}x (the renderer's), native ${m((r) => r.npar.cpu / r.nser.cpu).toFixed(2)}x (the CLI's): what the threads add to the work; parallel / serial is about this over the processors the threads keep busy (medians of the rounds' ratios)`);
+console.log(`the rest of the machine while each replay ran: at most ${fix(Math.max(...runs.flatMap((r) => [r.par, r.ser, r.wrk, r.own, r.npar, r.nser].map((x) => x.rest))))} s of CPU (the browser's other processes, the class server, this script, anything else running: /proc/stat less the replay's own)`);
 console.log(`the page's figures ${same ? 'equal' : 'DIFFER FROM'} the CLI's`);
 if (!same) process.exit(1);
