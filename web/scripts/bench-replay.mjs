@@ -28,7 +28,9 @@
 // Each replay's CPU is counted too (the renderer's; the CLI's through GNU time), and what the
 // rest of the machine used meanwhile (/proc/stat): parallel / serial is about the CPU on
 // threads against one, over the processors kept busy, so a ratio over its target says whether
-// the threads did more work or were kept from the processors.
+// other work took the processors or the threads' CPU grew (which, in a VM whose processors
+// change speed, may be the VM's speed as much as the work: replay.md, "What the threads' CPU
+// says about a slow hour").
 // Prints one line per figure; speed is printed, never asserted.
 //   [REPLAY_ROUNDS=3] [REPLAY_SCALING=0|1] [REPLAY_AGAIN=0|1] node web/scripts/bench-replay.mjs [TRACE]
 import { spawnSync } from 'node:child_process';
@@ -158,6 +160,7 @@ async function pageReplay(workers, isolated = true, inWorkers = false, again = f
     const before = new Map(renderers.map((p) => [p, rssKiB(p)]));
     const peak = new Map(before);
     const cpu0 = new Map(renderers.map((p) => [p, cpuSeconds(p)]));
+    const busy0 = busySeconds();
     // each worker's thread, read until it ends (a worker's thread goes when the replay is over)
     const ticks0 = new Map(), ticks = new Map();
     for (const p of renderers) workerTicks(p, ticks0);
@@ -170,7 +173,6 @@ async function pageReplay(workers, isolated = true, inWorkers = false, again = f
       perSecond.push([...now].sort((a, b) => a[0] - b[0]).map(([t, n]) => n - (lastTicks.get(t) ?? n)));
       lastTicks = now;
     }, 1000);
-    const busy0 = busySeconds();
     await page.setInputFiles('[data-testid="trace-file"]', trace);
     // looked for once a second: the time itself is the page's (__t0 to __t1)
     await page.waitForFunction(() => window.__t1 !== undefined, null, { polling: 1000, timeout: 900_000 });
@@ -231,7 +233,7 @@ function nativeReplay(jobs) {
   return { seconds, cpu, rest, mib: kib / 1024, rows };
 }
 
-const fix = (x) => (Number.isFinite(x) ? x.toFixed(1) : '?');
+const fix = (x, digits = 1) => (Number.isFinite(x) ? x.toFixed(digits) : '?');
 const median = (a) => { const b = [...a].sort((x, y) => x - y); return b.length % 2 ? b[(b.length - 1) / 2] : (b[b.length / 2 - 1] + b[b.length / 2]) / 2; };
 const workers = typeof navigator !== 'undefined' && navigator.hardwareConcurrency ? navigator.hardwareConcurrency : cpus().length;
 console.log(`${rounds} rounds, each in turn: the page on threads (${Math.min(8, workers)} here), the page on one thread, the page in its workers (${Math.min(5, workers)} here, one decoder shared; ?replay=workers), the page's workers each reading the file (not isolated), the CLI on threads, the CLI with --jobs 1; load average at the start ${loadavg()[0].toFixed(1)}`);
@@ -285,8 +287,7 @@ console.log(`native (vmsim replay, five modes, cold): threads ${m((r) => r.npar.
 if (again) console.log(`page, the same file again (the "again" button, cold after warm: pass 1's findings kept from the first replay), on threads: ${m((r) => r.par.againSeconds).toFixed(1)} s against ${m((r) => r.par.seconds).toFixed(1)} s the first time (median of the rounds' ratios ${m((r) => r.par.againSeconds / r.par.seconds).toFixed(2)}); the same figures`);
 console.log(`page / native: ${m((r) => r.par.seconds / r.npar.seconds).toFixed(2)}x (one thread / --jobs 1: ${m((r) => r.ser.seconds / r.nser.seconds).toFixed(2)}x)`);
 console.log(`parallel / serial: page ${m((r) => r.par.seconds / r.ser.seconds).toFixed(2)} (on threads / one thread; in workers ${m((r) => r.wrk.seconds / r.ser.seconds).toFixed(2)}, workers each reading the file ${m((r) => r.own.seconds / r.ser.seconds).toFixed(2)}, each against one thread), native ${m((r) => r.npar.seconds / r.nser.seconds).toFixed(2)} (medians of ${rounds} paired rounds; load average at the end ${loadavg()[0].toFixed(1)})`);
-const fix2 = (x) => (Number.isFinite(x) ? x.toFixed(2) : '?');
-console.log(`CPU on threads against one: page ${fix2(m((r) => r.par.cpu / r.ser.cpu))}x (the renderer's), native ${fix2(m((r) => r.npar.cpu / r.nser.cpu))}x (the CLI's, through GNU time): what the threads add to the work; parallel / serial is about this over the processors the threads keep busy (medians of the rounds' ratios)`);
+console.log(`CPU on threads against one: page ${fix(m((r) => r.par.cpu / r.ser.cpu), 2)}x (the renderer's), native ${fix(m((r) => r.npar.cpu / r.nser.cpu), 2)}x (the CLI's, through GNU time): what the threads add to the work, or the VM's processors slower while they ran; parallel / serial is about this over the processors the threads keep busy (medians of the rounds' ratios)`);
 console.log(`the rest of the machine while each replay ran: at most ${fix(Math.max(...runs.flatMap((r) => [r.par, r.ser, r.wrk, r.own, r.npar, r.nser].map((x) => x.rest))))} s of CPU (the browser's other processes, the class server, this script, anything else running: /proc/stat less the replay's own)`);
 console.log(`the page's figures ${same ? 'equal' : 'DIFFER FROM'} the CLI's`);
 if (!same) process.exit(1);
