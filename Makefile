@@ -120,8 +120,10 @@ start: build
 
 # hw-lab's setup (QEMU, kernel headers and image, cross compiler) is only needed to test it.
 # The engine, pytest and the two CPU oracles are each one process at a time with no timing
-# asserted: they run two at once (their lines kept whole); then the browser and server
-# tests, whose timings would feel a second suite beside them, and hw-lab's, alone.
+# asserted: they run two at once (their lines kept whole); then Vitest, alone, and hw-lab's.
+# Vitest runs the files that assert no time on several workers, then those that do (the
+# class server under attack, rate limits, the live guest's boot) one at a time
+# (vitest.config.ts).
 test: build bochs-deps
 	$(MAKE) -C hw-lab setup
 	$(MAKE) -j2 -Oline test-engine test-python test-bochs test-svm

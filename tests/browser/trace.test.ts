@@ -17,20 +17,30 @@ const vmsim = join(root, 'wasm-core', 'build', 'vmsim');
 const chase = join(root, 'hw-lab', 'build', 'traces', 'pointer-chase.vmtrace');
 let work: string;
 let long: string;
+let evicting: string;
+
+/** A trace of `count` loads on 60,000 random pages, written as a lackey log and converted. */
+function randomTrace(name: string, count: number, seed: number): string {
+  const log = join(work, `${name}.lackey`);
+  execFileSync('python3', ['-c', `import random, sys
+r = random.Random(${seed})
+with open(sys.argv[1], "w") as f:
+    f.write("==1== Lackey, an example Valgrind tool\\n==1== Command: ${name}\\n")
+    f.writelines(" L %x,8\\n" % (0x10000000 + (r.randrange(60000) << 12)) for _ in range(${count}))
+    f.write("==1== Exit code:       0\\n")`, log]);
+  const out = join(work, `${name}.vmtrace`);
+  execFileSync('python3', [join(root, 'hw-lab', 'run'), 'trace', '--out', out, '--from-lackey', log], { stdio: 'ignore' });
+  return out;
+}
 
 beforeAll(() => {
   if (!existsSync(chase)) throw new Error('record the example traces first: make build');
   work = mkdtempSync(join(tmpdir(), 'vmemlab-trace-browser-'));
-  // a long trace (3 million loads on random pages) written as a lackey log and converted
-  const log = join(work, 'long.lackey');
-  execFileSync('python3', ['-c', `import random, sys
-r = random.Random(5)
-with open(sys.argv[1], "w") as f:
-    f.write("==1== Lackey, an example Valgrind tool\\n==1== Command: long-random\\n")
-    f.writelines(" L %x,8\\n" % (0x10000000 + (r.randrange(60000) << 12)) for _ in range(3_000_000))
-    f.write("==1== Exit code:       0\\n")`, log]);
-  long = join(work, 'long.vmtrace');
-  execFileSync('python3', [join(root, 'hw-lab', 'run'), 'trace', '--out', long, '--from-lackey', log], { stdio: 'ignore' });
+  // long enough to cancel, and to show its progress in many steps
+  long = randomTrace('long-random', 3_000_000, 5);
+  // evicts TLB entries on nearly every access as well, in a third of the time: the replays
+  // that compare the ways of replaying (threads, workers, again without pass 1) take it
+  evicting = randomTrace('evicting-random', 1_000_000, 7);
 }, 120_000);
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
@@ -117,7 +127,7 @@ describe('Your program, in Chromium', () => {
   }, 180_000);
 
   it('is cross-origin isolated, and replays on threads: a trace with TLB evictions to the CLI\'s counts on 2 threads and 8; with ?replay=workers its workers share one decoder (2 workers and 8, the lead decoding only); without the headers each worker reads the file', async () => {
-    const cli = JSON.parse(execFileSync(vmsim, ['replay', long, '--quiet', '--format', 'json'], { encoding: 'utf8' })) as
+    const cli = JSON.parse(execFileSync(vmsim, ['replay', evicting, '--quiet', '--format', 'json'], { encoding: 'utf8' })) as
       { modes: { mode: string; tlb_misses: number; exits: number; refs_by_where: Record<string, number>; ref_cycles: number }[]; trace: { pages: number } };
     for (const m of cli.modes) expect(m.tlb_misses, m.mode).toBeGreaterThan(2 * cli.trace.pages);     // it evicts
     const ways = [[2, true, 'threads'], [8, true, 'threads'], [2, true, 'workers'], [8, true, 'workers'], [2, false, 'threads']] as const;
@@ -145,7 +155,7 @@ describe('Your program, in Chromium', () => {
           if (p?.getAttribute('data-workers')) w.how.add(`${p.getAttribute('data-workers')} ${p.getAttribute('data-shared')} ${p.getAttribute('data-threads') ?? 'no-threads'}`);
         }, 20);
       });
-      await page.setInputFiles('[data-testid="trace-file"]', long);
+      await page.setInputFiles('[data-testid="trace-file"]', evicting);
       await page.waitForSelector('[data-testid="trace-where"] tr[data-trace="1"]', { timeout: 150_000 });
       // on threads: one worker, as many threads as processors (at most 8); in workers, at most
       // a lead and one per mode; not isolated, the workers each read the file
@@ -188,7 +198,7 @@ describe('Your program, in Chromium', () => {
     await page.waitForSelector('[data-testid="trace-panel"]');
     // each file picked once the worker made for it is ready: the first made while the panel
     // was idle, the next once the replay before it ended; each replay on that worker
-    for (const [i, file] of [chase, long].entries()) {
+    for (const [i, file] of [chase, evicting].entries()) {
       await page.waitForFunction((k) => (window as unknown as { made: { said: string[] }[] }).made[k]?.said.includes('ready'), i, { timeout: 30_000 });
       await page.setInputFiles('[data-testid="trace-file"]', file);
       await page.waitForSelector(`[data-testid="trace-table"] tr[data-trace="${i + 1}"]`, { timeout: 120_000 });
@@ -206,7 +216,7 @@ describe('Your program, in Chromium', () => {
     const { page, problems } = await watched('?view=compare&example=ept-4k');
     await page.waitForSelector('[data-testid="trace-panel"]');
     const taken = await noteBar(page);
-    await page.setInputFiles('[data-testid="trace-file"]', long);
+    await page.setInputFiles('[data-testid="trace-file"]', evicting);
     await page.waitForSelector('[data-testid="trace-table"] tr[data-trace="1"]', { timeout: 120_000 });
     const first = await taken();
     expect(first.some((v) => v.includes('pass 1 of 2')), first.join(' ')).toBe(true);
@@ -221,7 +231,7 @@ describe('Your program, in Chromium', () => {
     expect(said.length > 0 && said.every((v) => v.includes('pass 2 of 2 (pass 1 kept from this file')), again.join(' ')).toBe(true);
     const values = again.map((v) => Number(v.split('|')[1]));
     for (let i = 1; i < values.length; i++) expect(values[i], again.join(' ')).toBeGreaterThanOrEqual(values[i - 1]);
-    expect(await rows(page, 1)).toEqual(expected(long, ['--start', 'warm']));
+    expect(await rows(page, 1)).toEqual(expected(evicting, ['--start', 'warm']));
     expect(problems).toEqual([]);
     await page.close();
   }, 240_000);
