@@ -165,10 +165,15 @@ describe('the threaded replay\'s worker', () => {
     made[0].onmessage!({ data: { type: 'scan', bytes: scan } });
     made[0].onmessage!({ data: { type: 'done', report: {} } });
     expect(told.map((m) => m.type)).toEqual(['done']);      // the findings are the runner's, not the panel's
-    workerRunner(file, { start: 'warm' }, () => {}).cancel();
+    const again: FromWorker[] = [];
+    workerRunner(file, { start: 'warm' }, (m) => again.push(m)).cancel();
     expect(made[1].posted).toEqual([expect.objectContaining({ type: 'replay', scan, options: { start: 'warm' } })]);
-    workerRunner(other, {}, () => {}).cancel();
+    // the bar says pass 1 was kept from the start, before the module's first word
+    expect(again).toEqual([{ type: 'progress', progress: expect.objectContaining({ pass: 2, fraction: 0, kept: true, threads: true }) }]);
+    const fresh: FromWorker[] = [];
+    workerRunner(other, {}, (m) => fresh.push(m)).cancel();
     expect(made[2].posted).toEqual([expect.not.objectContaining({ scan: expect.anything() })]);
+    expect(fresh).toEqual([]);
   });
 
   it('is no longer watched once the replay is cancelled', () => {

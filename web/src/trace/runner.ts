@@ -243,6 +243,9 @@ export const workerRunner: Runner = Object.assign((blob: Blob, options: ReplayOp
     if (!threads.ready) late = watchFor(threads.leftMs());
     const scan = scans.get(blob);
     worker.postMessage({ type: 'replay', blob, options, jobs, progressMs: progressEvery(jobs, replayWorkers()), ...(scan ? { scan } : {}) } satisfies ToThreads);
+    // with the findings kept, the bar says so from its first moment, not "pass 1" until the
+    // module's first word (should the module not take them, that word says pass 1 again)
+    if (scan && attempt === 1) onMessage({ type: 'progress', progress: { pass: 2, done: 0, accesses: 0, fraction: 0, kept: true, workers: jobs, shared: true, threads: true } });
   };
   const start = (groups: ReplayMode[][]) => {
     const ring = groups.length > 1 && canShare() ? newRings(groups.length - 1) : undefined;
