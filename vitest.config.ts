@@ -27,8 +27,11 @@ export default defineConfig({
           include: ['tests/**/*.test.ts', 'web/**/*.test.{ts,tsx}', 'wasm-core/js/**/*.test.ts'],
           exclude: ['**/node_modules/**', ...timed],
           maxWorkers: Math.max(2, availableParallelism() - 1),
-          // their time limits only catch a hang, and a file takes up to twice as long beside another
+          // their time limits only catch a hang, and a file takes up to twice as long beside
+          // another: expect.poll's 1 s too (a browser test's file check took longer than that
+          // beside another file)
           testTimeout: 180_000,
+          expect: { poll: { timeout: 20_000 } },
         },
       },
       {
