@@ -30,10 +30,15 @@
 // threads against one, over the processors kept busy, so a ratio over its target says whether
 // other work took the processors or the threads' CPU grew (which, in a VM whose processors
 // change speed, may be the VM's speed as much as the work: replay.md, "What the threads' CPU
-// says about a slow hour").
+// says about a slow hour"). And each round measures the machine's own floor for parallel /
+// serial: two one-thread replays at once (two pages, then two CLIs), which share nothing, so
+// no replay shared out over two processors can beat half their time; on a machine whose two
+// processors slow each other (a VM's slow hour, two hyperthreads) that floor is over 0.50, and
+// parallel / serial over the floor is what the replay's threads themselves add (REPLAY_FLOOR=0
+// leaves it out).
 // Prints one line per figure; speed is printed, never asserted.
-//   [REPLAY_ROUNDS=3] [REPLAY_SCALING=0|1] [REPLAY_AGAIN=0|1] node web/scripts/bench-replay.mjs [TRACE]
-import { spawnSync } from 'node:child_process';
+//   [REPLAY_ROUNDS=3] [REPLAY_SCALING=0|1] [REPLAY_AGAIN=0|1] [REPLAY_FLOOR=0|1] node web/scripts/bench-replay.mjs [TRACE]
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -121,37 +126,45 @@ const tableRows = (page) => page.$$eval('[data-testid="trace-table"] tr[data-tra
   overhead: tr.querySelector('[data-field="overhead_pct"]').textContent,
 })));
 
+/** A fresh page with the Compare view's "Your program" panel, noting what it shows as it
+ * changes (its progress values, its replay's time from the file's pick to its table, by the
+ * page's clock); the arguments as pageReplay's. */
+async function openPage(workers, isolated = true, inWorkers = false) {
+  const page = await browser.newPage();
+  if (!isolated) await page.route('**/*', async (route) => {
+    const r = await route.fetch();
+    const headers = { ...r.headers() };
+    delete headers['cross-origin-embedder-policy'];
+    await route.fulfill({ response: r, headers });
+  });
+  if (workers) await page.addInitScript((n) => { Object.defineProperty(Navigator.prototype, 'hardwareConcurrency', { get: () => n }); }, workers);
+  await page.goto(server.url + `?view=compare&example=ept-4k${inWorkers ? '&replay=workers' : ''}`);
+  await page.waitForSelector('[data-testid="trace-panel"]');
+  // what the page shows, noted in the page as it changes (a MutationObserver: no polling of
+  // the page's own, which would wake its threads and take a processor from the replay's),
+  // and the replay's time from the file's pick to its table, by the page's clock
+  await page.evaluate(() => {
+    const w = window;
+    w.__progress = [];
+    document.querySelector('[data-testid="trace-file"]').addEventListener('change', () => { w.__t0 = performance.now(); }, { capture: true });
+    new MutationObserver(() => {
+      const p = document.querySelector('[data-testid="trace-progress"]');
+      if (p) w.__how = `${p.getAttribute('data-workers')} ${p.getAttribute('data-threads') === 'true' ? 'threads' : 'workers'}`;
+      if (p?.getAttribute('data-kept') === 'true') w.__kept = true;
+      const v = p?.querySelector('progress')?.getAttribute('value');
+      if (v !== null && v !== undefined && w.__progress.at(-1) !== v) w.__progress.push(v);
+      if (!w.__t1 && document.querySelector('[data-testid="trace-table"] tr[data-trace="1"]')) w.__t1 = performance.now();
+    }).observe(document.body, { subtree: true, childList: true, attributes: true });
+  });
+  return page;
+}
+
 /** One replay in a fresh page; workers: what navigator.hardwareConcurrency says there (undefined: the machine's);
  * isolated false: the page served without Cross-Origin-Embedder-Policy (each worker streams the File);
  * inWorkers: the page asked for its workers (?replay=workers) instead of its threads. */
 async function pageReplay(workers, isolated = true, inWorkers = false, again = false) {
-  const page = await browser.newPage();
+  const page = await openPage(workers, isolated, inWorkers);
   try {
-    if (!isolated) await page.route('**/*', async (route) => {
-      const r = await route.fetch();
-      const headers = { ...r.headers() };
-      delete headers['cross-origin-embedder-policy'];
-      await route.fulfill({ response: r, headers });
-    });
-    if (workers) await page.addInitScript((n) => { Object.defineProperty(Navigator.prototype, 'hardwareConcurrency', { get: () => n }); }, workers);
-    await page.goto(server.url + `?view=compare&example=ept-4k${inWorkers ? '&replay=workers' : ''}`);
-    await page.waitForSelector('[data-testid="trace-panel"]');
-    // what the page shows, noted in the page as it changes (a MutationObserver: no polling of
-    // the page's own, which would wake its threads and take a processor from the replay's),
-    // and the replay's time from the file's pick to its table, by the page's clock
-    await page.evaluate(() => {
-      const w = window;
-      w.__progress = [];
-      document.querySelector('[data-testid="trace-file"]').addEventListener('change', () => { w.__t0 = performance.now(); }, { capture: true });
-      new MutationObserver(() => {
-        const p = document.querySelector('[data-testid="trace-progress"]');
-        if (p) w.__how = `${p.getAttribute('data-workers')} ${p.getAttribute('data-threads') === 'true' ? 'threads' : 'workers'}`;
-        if (p?.getAttribute('data-kept') === 'true') w.__kept = true;
-        const v = p?.querySelector('progress')?.getAttribute('value');
-        if (v !== null && v !== undefined && w.__progress.at(-1) !== v) w.__progress.push(v);
-        if (!w.__t1 && document.querySelector('[data-testid="trace-table"] tr[data-trace="1"]')) w.__t1 = performance.now();
-      }).observe(document.body, { subtree: true, childList: true, attributes: true });
-    });
     // a learner picks a file a second or more after the panel appears; the page readies the
     // threaded replay's worker in that idle time (runner.ts, warmThreads)
     await page.waitForTimeout(1000);
@@ -215,6 +228,30 @@ async function pageReplay(workers, isolated = true, inWorkers = false, again = f
   }
 }
 
+/** The machine's own floor for parallel / serial in the page: two fresh pages, each told it
+ * has one processor, replay the file at once, as two learners' tabs on one machine would. A
+ * replay shared out perfectly over two processors cannot take less than half the time these
+ * two independent ones take together; the seconds are the later of the two (each by its
+ * page's clock, picked at the same moment), and each page's figures are returned. */
+async function pagePair() {
+  const pages = [await openPage(1), await openPage(1)];
+  try {
+    await pages[0].waitForTimeout(1000);
+    await Promise.all(pages.map((page) => page.setInputFiles('[data-testid="trace-file"]', trace)));
+    await Promise.all(pages.map((page) => page.waitForFunction(() => window.__t1 !== undefined, null, { polling: 1000, timeout: 900_000 })));
+    const each = await Promise.all(pages.map((page) => page.evaluate(() => (window.__t1 - window.__t0) / 1000)));
+    const rows = await Promise.all(pages.map(tableRows));
+    return { seconds: Math.max(...each), each, rows };
+  } finally {
+    await Promise.all(pages.map((page) => page.close()));
+  }
+}
+
+/** The CLI's JSON report as the rows the page's table shows. */
+const cliRows = (json) => JSON.parse(json).modes.map((m) => ({
+  mode: m.mode, refs: m.refs_per_access.toFixed(3), overhead: m.overhead_pct === null ? '–' : `${m.overhead_pct.toFixed(2)} %`,
+}));
+
 // the native CLI on the same trace (GNU time for its CPU and peak memory where there is one)
 const time = existsSync('/usr/bin/time') ? ['/usr/bin/time', '-f', '%U %S %M'] : [];
 function nativeReplay(jobs) {
@@ -227,10 +264,23 @@ function nativeReplay(jobs) {
   const [user, sys, kib] = time.length ? n.stderr.trim().split('\n').at(-1).split(' ').map(Number) : [NaN, NaN, NaN];
   const cpu = user + sys;
   const rest = busySeconds() - busy0 - cpu;
-  const rows = JSON.parse(n.stdout).modes.map((m) => ({
-    mode: m.mode, refs: m.refs_per_access.toFixed(3), overhead: m.overhead_pct === null ? '–' : `${m.overhead_pct.toFixed(2)} %`,
-  }));
+  const rows = cliRows(n.stdout);
   return { seconds, cpu, rest, mib: kib / 1024, rows };
+}
+
+/** The same floor natively: two `vmsim replay --jobs 1` at once, the seconds until both are
+ * done, and each one's figures. */
+async function nativePair() {
+  const t0 = performance.now();
+  const one = () => new Promise((resolve, reject) => {
+    const p = spawn(vmsim, ['replay', trace, '--quiet', '--format', 'json', '--jobs', '1'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    p.stdout.on('data', (d) => { out += d; });
+    p.on('error', reject);
+    p.on('close', (code) => (code === 0 ? resolve(cliRows(out)) : reject(new Error(`vmsim replay --jobs 1 exited with ${code}`))));
+  });
+  const rows = await Promise.all([one(), one()]);
+  return { seconds: (performance.now() - t0) / 1000, rows };
 }
 
 const fix = (x, digits = 1) => (Number.isFinite(x) ? x.toFixed(digits) : '?');
@@ -240,20 +290,25 @@ console.log(`${rounds} rounds, each in turn: the page on threads (${Math.min(8, 
 const runs = [];
 let same = true;
 const scaling = process.env.REPLAY_SCALING === undefined ? workers > 2 : process.env.REPLAY_SCALING === '1';
+// the machine's own floor for parallel / serial, each round (REPLAY_FLOOR=0: not)
+const floor = process.env.REPLAY_FLOOR !== '0';
 // the page on threads also replays the file again, as the "again" button does (REPLAY_AGAIN=0: not)
 const again = process.env.REPLAY_AGAIN !== '0';
 try {
   for (let i = 0; i < rounds; i++) {
     const par = await pageReplay(undefined, true, false, again);
     const ser = await pageReplay(1);
+    const pair = floor ? await pagePair() : undefined;
     const wrk = await pageReplay(undefined, true, true);
     const own = await pageReplay(undefined, false);
     const npar = nativeReplay();
     const nser = nativeReplay(1);
+    const npair = floor ? await nativePair() : undefined;
     same &&= [par, ser, wrk, own, npar].every((r) => JSON.stringify(r.rows) === JSON.stringify(nser.rows));
+    if (floor) same &&= [...pair.rows, ...npair.rows].every((r) => JSON.stringify(r) === JSON.stringify(nser.rows));
     if (!par.how.endsWith('threads') || !wrk.how.endsWith('workers')) throw new Error(`the page replayed on ${par.how} and ${wrk.how}: not on threads and in workers as asked`);
-    runs.push({ par, ser, wrk, own, npar, nser });
-    console.log(`round ${i + 1}: page on threads ${par.seconds.toFixed(1)} s (${par.how}; one thread ${ser.seconds.toFixed(1)} s; in workers ${wrk.seconds.toFixed(1)} s, ${wrk.how}; workers each reading the file ${own.seconds.toFixed(1)} s), CPU ${par.cpu.toFixed(1)} s (${ser.cpu.toFixed(1)}, ${wrk.cpu.toFixed(1)}, ${own.cpu.toFixed(1)}), native ${npar.seconds.toFixed(1)} s, CPU ${fix(npar.cpu)} s (--jobs 1 ${nser.seconds.toFixed(1)} s, CPU ${fix(nser.cpu)} s); the rest of the machine's CPU meanwhile at most ${fix(Math.max(...[par, ser, wrk, own, npar, nser].map((r) => r.rest)))} s; ${again ? `again on threads, pass 1 kept, ${par.againSeconds.toFixed(1)} s (${(par.againSeconds / par.seconds).toFixed(2)} of the first); ` : ''}renderer peak ${par.peakMiB.toFixed(0)} MiB (one thread ${ser.peakMiB.toFixed(0)} MiB, in workers ${wrk.peakMiB.toFixed(0)} MiB)`);
+    runs.push({ par, ser, wrk, own, npar, nser, pair, npair });
+    console.log(`round ${i + 1}: page on threads ${par.seconds.toFixed(1)} s (${par.how}; one thread ${ser.seconds.toFixed(1)} s; in workers ${wrk.seconds.toFixed(1)} s, ${wrk.how}; workers each reading the file ${own.seconds.toFixed(1)} s), CPU ${par.cpu.toFixed(1)} s (${ser.cpu.toFixed(1)}, ${wrk.cpu.toFixed(1)}, ${own.cpu.toFixed(1)}), native ${npar.seconds.toFixed(1)} s, CPU ${fix(npar.cpu)} s (--jobs 1 ${nser.seconds.toFixed(1)} s, CPU ${fix(nser.cpu)} s); the rest of the machine's CPU meanwhile at most ${fix(Math.max(...[par, ser, wrk, own, npar, nser].map((r) => r.rest)))} s; ${again ? `again on threads, pass 1 kept, ${par.againSeconds.toFixed(1)} s (${(par.againSeconds / par.seconds).toFixed(2)} of the first); ` : ''}renderer peak ${par.peakMiB.toFixed(0)} MiB (one thread ${ser.peakMiB.toFixed(0)} MiB, in workers ${wrk.peakMiB.toFixed(0)} MiB)${floor ? `; two one-thread replays at once: pages ${pair.each.map((x) => x.toFixed(1)).join(' and ')} s, native ${npair.seconds.toFixed(1)} s` : ''}`);
   }
   if (scaling) {
     const most = Math.min(8, workers);
@@ -287,6 +342,7 @@ console.log(`native (vmsim replay, five modes, cold): threads ${m((r) => r.npar.
 if (again) console.log(`page, the same file again (the "again" button, cold after warm: pass 1's findings kept from the first replay), on threads: ${m((r) => r.par.againSeconds).toFixed(1)} s against ${m((r) => r.par.seconds).toFixed(1)} s the first time (median of the rounds' ratios ${m((r) => r.par.againSeconds / r.par.seconds).toFixed(2)}); the same figures`);
 console.log(`page / native: ${m((r) => r.par.seconds / r.npar.seconds).toFixed(2)}x (one thread / --jobs 1: ${m((r) => r.ser.seconds / r.nser.seconds).toFixed(2)}x)`);
 console.log(`parallel / serial: page ${m((r) => r.par.seconds / r.ser.seconds).toFixed(2)} (on threads / one thread; in workers ${m((r) => r.wrk.seconds / r.ser.seconds).toFixed(2)}, workers each reading the file ${m((r) => r.own.seconds / r.ser.seconds).toFixed(2)}, each against one thread), native ${m((r) => r.npar.seconds / r.nser.seconds).toFixed(2)} (medians of ${rounds} paired rounds; load average at the end ${loadavg()[0].toFixed(1)})`);
+if (floor) console.log(`the machine's floor for parallel / serial (two one-thread replays at once, as two programs or two learners' tabs on this machine, over twice one alone: what a perfect share of the work over 2 processors would reach here this round): page ${m((r) => r.pair.seconds / (2 * r.ser.seconds)).toFixed(2)}, native ${m((r) => r.npair.seconds / (2 * r.nser.seconds)).toFixed(2)} (0.50 where the processors do not slow each other); parallel / serial over it, what the replay's threads add: page ${m((r) => (r.par.seconds / r.ser.seconds) / (r.pair.seconds / (2 * r.ser.seconds))).toFixed(2)}x, native ${m((r) => (r.npar.seconds / r.nser.seconds) / (r.npair.seconds / (2 * r.nser.seconds))).toFixed(2)}x (medians of the rounds' ratios; 1.10x at 0.50 is 0.55)`);
 console.log(`CPU on threads against one: page ${fix(m((r) => r.par.cpu / r.ser.cpu), 2)}x (the renderer's), native ${fix(m((r) => r.npar.cpu / r.nser.cpu), 2)}x (the CLI's, through GNU time): what the threads add to the work, or the VM's processors slower while they ran; parallel / serial is about this over the processors the threads keep busy (medians of the rounds' ratios)`);
 console.log(`the rest of the machine while each replay ran: at most ${fix(Math.max(...runs.flatMap((r) => [r.par, r.ser, r.wrk, r.own, r.npar, r.nser].map((x) => x.rest))))} s of CPU (the browser's other processes, the class server, this script, anything else running: /proc/stat less the replay's own)`);
 console.log(`the page's figures ${same ? 'equal' : 'DIFFER FROM'} the CLI's`);
