@@ -32,6 +32,8 @@ export default defineConfig({
           // beside another file)
           testTimeout: 180_000,
           expect: { poll: { timeout: 20_000 } },
+          // and Testing Library's waitFor and findBy* likewise
+          setupFiles: ['tests/vitest-untimed-setup.ts'],
         },
       },
       {
