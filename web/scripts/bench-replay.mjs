@@ -247,6 +247,8 @@ async function pagePair() {
   }
 }
 
+/** The CLI's replay of the trace as JSON, on its default threads or on `jobs`. */
+const cliArgs = (jobs) => ['replay', trace, '--quiet', '--format', 'json', ...(jobs ? ['--jobs', String(jobs)] : [])];
 /** The CLI's JSON report as the rows the page's table shows. */
 const cliRows = (json) => JSON.parse(json).modes.map((m) => ({
   mode: m.mode, refs: m.refs_per_access.toFixed(3), overhead: m.overhead_pct === null ? '–' : `${m.overhead_pct.toFixed(2)} %`,
@@ -257,8 +259,7 @@ const time = existsSync('/usr/bin/time') ? ['/usr/bin/time', '-f', '%U %S %M'] :
 function nativeReplay(jobs) {
   const busy0 = busySeconds();
   const t0 = performance.now();
-  const n = spawnSync(time[0] ?? vmsim, [...time.slice(1), ...(time.length ? [vmsim] : []), 'replay', trace, '--quiet', '--format', 'json',
-    ...(jobs ? ['--jobs', String(jobs)] : [])], { encoding: 'utf8', maxBuffer: 1 << 24 });
+  const n = spawnSync(time[0] ?? vmsim, [...time.slice(1), ...(time.length ? [vmsim] : []), ...cliArgs(jobs)], { encoding: 'utf8', maxBuffer: 1 << 24 });
   const seconds = (performance.now() - t0) / 1000;
   if (n.status !== 0) { console.error(n.stderr); process.exit(1); }
   const [user, sys, kib] = time.length ? n.stderr.trim().split('\n').at(-1).split(' ').map(Number) : [NaN, NaN, NaN];
@@ -273,7 +274,7 @@ function nativeReplay(jobs) {
 async function nativePair() {
   const t0 = performance.now();
   const one = () => new Promise((resolve, reject) => {
-    const p = spawn(vmsim, ['replay', trace, '--quiet', '--format', 'json', '--jobs', '1'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const p = spawn(vmsim, cliArgs(1), { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     p.stdout.on('data', (d) => { out += d; });
     p.on('error', reject);
@@ -342,7 +343,10 @@ console.log(`native (vmsim replay, five modes, cold): threads ${m((r) => r.npar.
 if (again) console.log(`page, the same file again (the "again" button, cold after warm: pass 1's findings kept from the first replay), on threads: ${m((r) => r.par.againSeconds).toFixed(1)} s against ${m((r) => r.par.seconds).toFixed(1)} s the first time (median of the rounds' ratios ${m((r) => r.par.againSeconds / r.par.seconds).toFixed(2)}); the same figures`);
 console.log(`page / native: ${m((r) => r.par.seconds / r.npar.seconds).toFixed(2)}x (one thread / --jobs 1: ${m((r) => r.ser.seconds / r.nser.seconds).toFixed(2)}x)`);
 console.log(`parallel / serial: page ${m((r) => r.par.seconds / r.ser.seconds).toFixed(2)} (on threads / one thread; in workers ${m((r) => r.wrk.seconds / r.ser.seconds).toFixed(2)}, workers each reading the file ${m((r) => r.own.seconds / r.ser.seconds).toFixed(2)}, each against one thread), native ${m((r) => r.npar.seconds / r.nser.seconds).toFixed(2)} (medians of ${rounds} paired rounds; load average at the end ${loadavg()[0].toFixed(1)})`);
-if (floor) console.log(`the machine's floor for parallel / serial (two one-thread replays at once, as two programs or two learners' tabs on this machine, over twice one alone: what a perfect share of the work over 2 processors would reach here this round): page ${m((r) => r.pair.seconds / (2 * r.ser.seconds)).toFixed(2)}, native ${m((r) => r.npair.seconds / (2 * r.nser.seconds)).toFixed(2)} (0.50 where the processors do not slow each other); parallel / serial over it, what the replay's threads add: page ${m((r) => (r.par.seconds / r.ser.seconds) / (r.pair.seconds / (2 * r.ser.seconds))).toFixed(2)}x, native ${m((r) => (r.npar.seconds / r.nser.seconds) / (r.npair.seconds / (2 * r.nser.seconds))).toFixed(2)}x (medians of the rounds' ratios; 1.10x at 0.50 is 0.55)`);
+// each round's floor: the pair's time over twice one alone
+const pageFloor = (r) => r.pair.seconds / (2 * r.ser.seconds);
+const nativeFloor = (r) => r.npair.seconds / (2 * r.nser.seconds);
+if (floor) console.log(`the machine's floor for parallel / serial (two one-thread replays at once, as two programs or two learners' tabs on this machine, over twice one alone: what a perfect share of the work over 2 processors would reach here this round): page ${m(pageFloor).toFixed(2)}, native ${m(nativeFloor).toFixed(2)} (0.50 where the processors do not slow each other); parallel / serial over it, what the replay's threads add: page ${m((r) => r.par.seconds / r.ser.seconds / pageFloor(r)).toFixed(2)}x, native ${m((r) => r.npar.seconds / r.nser.seconds / nativeFloor(r)).toFixed(2)}x (medians of the rounds' ratios; 1.10x at 0.50 is 0.55)`);
 console.log(`CPU on threads against one: page ${fix(m((r) => r.par.cpu / r.ser.cpu), 2)}x (the renderer's), native ${fix(m((r) => r.npar.cpu / r.nser.cpu), 2)}x (the CLI's, through GNU time): what the threads add to the work, or the VM's processors slower while they ran; parallel / serial is about this over the processors the threads keep busy (medians of the rounds' ratios)`);
 console.log(`the rest of the machine while each replay ran: at most ${fix(Math.max(...runs.flatMap((r) => [r.par, r.ser, r.wrk, r.own, r.npar, r.nser].map((x) => x.rest))))} s of CPU (the browser's other processes, the class server, this script, anything else running: /proc/stat less the replay's own)`);
 console.log(`the page's figures ${same ? 'equal' : 'DIFFER FROM'} the CLI's`);
