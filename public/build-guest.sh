@@ -28,12 +28,13 @@ selected=$("$here/fetch-debs.sh" "$debs" "${PKGS[@]}") || exit 1
 deb_of() { # pinned package name -> the .deb fetch-debs.sh selected for it
   echo "$selected" | awk -v d="$debs" -v n="$1" '$1 == n { print d "/" $2 }'
 }
-x=$cache/x; rm -rf "$x"; mkdir -p "$x"
+# scratch folders of its own, so both flavours can build at once (make -j)
+x=$cache/x-$FLAVOUR; rm -rf "$x"; mkdir -p "$x"
 for p in "${PKGS[@]}"; do
   n=${p%%=*}; n=${n%%:*}
   dpkg-deb -x "$(deb_of "$n")" "$x"
 done
-tmp=$cache/stage; rm -rf "$tmp"; mkdir -p "$tmp"
+tmp=$cache/stage-$FLAVOUR; rm -rf "$tmp"; mkdir -p "$tmp"
 install -m 644 "$x/usr/share/seabios/bios.bin" "$tmp/bios.bin"
 kernels=("$x"/boot/vmlinuz-*-"$FLAVOUR")   # the pinned ABI, or the archive's current one
 install -m 644 "${kernels[0]}" "$tmp/vmlinuz"
@@ -41,7 +42,7 @@ install -m 644 "${kernels[0]}" "$tmp/vmlinuz"
 # static guest programs: gcc -m32 against musl, reproducible (no build id, fixed paths)
 M=$x/usr/lib/i386-linux-musl
 G=$x/usr/lib/gcc/x86_64-linux-gnu/12/32
-root=$cache/root; rm -rf "$root"; mkdir -p "$root"/{bin,proc,sys,dev,tmp,root}
+root=$cache/root-$FLAVOUR; rm -rf "$root"; mkdir -p "$root"/{bin,proc,sys,dev,tmp,root}
 for prog in markpage memtouch cpuidloop churn; do
   gcc -m32 -static -O2 -fno-pie -no-pie -nostdinc -nostdlib \
     -isystem "$x/usr/include/i386-linux-musl" -isystem "$(gcc -print-file-name=include)" \

@@ -25,6 +25,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 cache=$1; shift
 mkdir -p "$cache/apt/lists/partial" "$cache/apt/cache/archives/partial"
 cache=$(cd "$cache" && pwd)
+# one fetch at a time per cache (both guest flavours may build at once under make -j)
+exec 9>"$cache/.lock"
+flock 9
 sums=$cache/SHA256SUMS   # "sha256  file  name=version", recorded at download
 touch "$sums"
 
