@@ -137,14 +137,16 @@ start: build
 	node web/server/main.mjs
 
 # hw-lab's setup (QEMU, kernel headers and image, cross compiler) is only needed to test it.
-# The engine, pytest and the two CPU oracles are each one process at a time with no timing
-# asserted: they run two at once (their lines kept whole); then Vitest, alone, and hw-lab's.
+# The engine's, pytest's, hw-lab's and the two CPU oracles' tests are each one process at a
+# time with no timing asserted (hw-lab's limits only catch a hang): they run two at once,
+# their lines kept whole, pytest's four minutes in one lane and the rest in the other; then
+# Vitest, alone.
 # Vitest runs the files that assert no time on several workers, then those that do (the
 # class server under attack, rate limits, the live guest's boot) one at a time
 # (vitest.config.ts).
 test: build bochs-deps
 	$(MAKE) -C hw-lab setup
-	$(MAKE) -j2 -Oline test-engine test-python test-bochs test-svm test-hwlab
+	$(MAKE) -j2 -Oline test-engine test-python test-hwlab test-bochs test-svm
 	$(MAKE) test-js
 	@echo "all test suites passed"
 
