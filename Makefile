@@ -61,14 +61,16 @@ WEB_INPUTS := $(shell find web/index.html web/vite.config.ts web/src lessons was
 	wasm-core/schema wasm-core/examples wasm-core/data hw-lab/schema public/guest.json -type f \
 	! -name '*.test.ts' ! -name '*.test.tsx' 2>/dev/null)
 
-# Two steps of two lanes each: npm ci (the network, then one processor compiling
-# better-sqlite3) beside the engine's builds, the guest's Debian packages and the example
-# traces; then the guest's two boots (their saved states, which need v86 from npm) beside
-# the app's bundle and the grader's. Each lane is one processor's work most of the time,
-# so on a fresh machine this takes about 3.5 minutes where one after another took 5.5.
+# One lane per processor, at least two. The build is two steps: npm ci (the network, then
+# one processor compiling better-sqlite3) beside the engine's builds, the guest's Debian
+# packages and the example traces; then the guest's two boots (their saved states, which
+# need v86 from npm) beside the app's bundle and the grader's. Most of these are one
+# processor's work, so on 2 processors this took 3 min 43 s from a fresh clone where one
+# after another took 5 min 53 s (README.md).
+JOBS := $(shell n=$$(nproc 2>/dev/null); [ "$${n:-0}" -ge 2 ] 2>/dev/null || n=2; echo $$n)
 build: system-deps
-	$(MAKE) -j2 -Oline build-deps
-	$(MAKE) -j2 -Oline build-app
+	$(MAKE) -j$(JOBS) -Oline build-deps
+	$(MAKE) -j$(JOBS) -Oline build-app
 
 build-deps: node-deps build-engine build-guest-assets $(TRACE_EXAMPLES)
 build-engine:
@@ -138,15 +140,14 @@ start: build
 
 # hw-lab's setup (QEMU, kernel headers and image, cross compiler) is only needed to test it.
 # The engine's, pytest's, hw-lab's and the two CPU oracles' tests are each one process at a
-# time with no timing asserted (hw-lab's limits only catch a hang): they run two at once,
-# their lines kept whole, pytest's four minutes in one lane and the rest in the other; then
-# Vitest, alone.
-# Vitest runs the files that assert no time on several workers, then those that do (the
-# class server under attack, rate limits, the live guest's boot) one at a time
-# (vitest.config.ts).
+# time with no timing asserted (hw-lab's limits only catch a hang): they run a lane per
+# processor, their lines kept whole (on 2: pytest's four minutes in one lane and the rest
+# in the other); then Vitest, alone. Vitest runs the files that assert no time on several
+# workers, then those that do (the class server under attack, rate limits, the live
+# guest's boot) one at a time (vitest.config.ts).
 test: build bochs-deps
 	$(MAKE) -C hw-lab setup
-	$(MAKE) -j2 -Oline test-engine test-python test-hwlab test-bochs test-svm
+	$(MAKE) -j$(JOBS) -Oline test-engine test-python test-hwlab test-bochs test-svm
 	$(MAKE) test-js
 	@echo "all test suites passed"
 
